@@ -1,0 +1,67 @@
+// Package chunker parses documents into an element tree (one parser per
+// format) and groups neighbouring sibling elements into chunks with overlap.
+//
+// chunker imports no other kgsync package.
+package chunker
+
+// Kind names what an element is.
+type Kind string
+
+// Element kinds.
+const (
+	KindDocument  Kind = "document"
+	KindSection   Kind = "section"
+	KindParagraph Kind = "paragraph"
+	KindList      Kind = "list"
+	KindTable     Kind = "table"
+	KindCode      Kind = "code"
+)
+
+// Element is an addressable part of a document: the document itself, a
+// section, a paragraph, a list, a table.
+type Element struct {
+	// Kind says what the element is.
+	Kind Kind
+	// Address is the element's own structural address within its parent:
+	// a section number ("6.5.1", "A.1", "Статья 71") or, where the document
+	// numbers nothing, a heading slug or an ordinal ("p3").
+	Address string
+	// Title is the heading text of a section ("" for other kinds).
+	Title string
+	// Text is the element's own text (paragraph body, table text); sections
+	// carry their text in Children.
+	Text string
+	// Children are the element's sub-elements in document order.
+	Children []*Element
+}
+
+// Chunk is one retrieval unit: one or more neighbouring sibling elements
+// under one parent, up to Options.MaxTokens, with overlap.
+type Chunk struct {
+	// ID is derived from the document key and the chunk's structural address,
+	// so an edit changes only the ids/hashes of the chunks it touches.
+	ID string
+	// Address is the element address path, e.g. "rfc7231.txt › 6 › 6.5.1 › p2".
+	Address string
+	// Context is the heading path, e.g. "6. Response Status Codes › 6.5.1. 400 Bad Request".
+	Context string
+	// Text is the chunk's own text, overlap included.
+	Text string
+	// Position is the chunk's ordinal within the document, from 0.
+	Position int
+	// Tokens is the token count of Text.
+	Tokens int
+	// Parent is the address path of the parent element the chunk's elements share.
+	Parent string
+	// Elements are the address paths of the elements the chunk covers.
+	Elements []string
+}
+
+// EmbedText is the text sent to the embedder: the context line, a blank
+// line, then the chunk text. It is also what the embedding cache is keyed by.
+func (c Chunk) EmbedText() string {
+	if c.Context == "" {
+		return c.Text
+	}
+	return c.Context + "\n\n" + c.Text
+}

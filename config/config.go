@@ -1,0 +1,178 @@
+// Package config holds kgsync's YAML configuration: the types, loading with
+// strict decoding and ${ENV} expansion, defaults, and validation whose
+// messages name the path of the offending key
+// (for example "pipelines[0].chunking.max_tokens: must be > overlap_tokens").
+//
+// config is a leaf package: it imports no other kgsync package. Each
+// connector's constructor takes its own section of the config.
+package config
+
+import "time"
+
+// Config is the whole configuration file.
+//
+// Top-level Sink, Embedder and Chunking are defaults: a pipeline that leaves
+// its own section unset inherits them (see Load).
+type Config struct {
+	// State is where kgsync keeps its sync state.
+	State State `yaml:"state"`
+	// Sink is the default sink for pipelines that set none.
+	Sink *Sink `yaml:"sink,omitempty"`
+	// Embedder is the default embedder for pipelines that set none.
+	Embedder *Embedder `yaml:"embedder,omitempty"`
+	// Chunking is the default chunking for pipelines that set none.
+	Chunking *Chunking `yaml:"chunking,omitempty"`
+	// Log configures logging.
+	Log Log `yaml:"log"`
+	// Pipelines are the configured flows, run in the order given.
+	Pipelines []Pipeline `yaml:"pipelines"`
+
+	// Dir is the directory of the config file; relative paths in the file
+	// are resolved against it by Load. Not read from YAML.
+	Dir string `yaml:"-"`
+}
+
+// State selects and configures the state store.
+type State struct {
+	// Driver is "sqlite" (default) or "postgres".
+	Driver string `yaml:"driver"`
+	// Path is the SQLite database file (driver sqlite). Default ".kgsync/state.db"
+	// relative to the config file.
+	Path string `yaml:"path"`
+	// DSN is the Postgres connection string (driver postgres), e.g.
+	// "postgres://kgsync:${PGPASSWORD}@db:5432/kgsync". Secrets come from ${ENV}.
+	DSN string `yaml:"dsn"`
+	// Schema is the Postgres schema kgsync's tables live in (default "kgsync").
+	Schema string `yaml:"schema"`
+}
+
+// Log configures the slog logger.
+type Log struct {
+	// Level is debug, info (default), warn or error.
+	Level string `yaml:"level"`
+	// Format is "text" (default) or "json".
+	Format string `yaml:"format"`
+}
+
+// Pipeline is one configured flow: sources → mapping → chunking → embedding → sink.
+type Pipeline struct {
+	// Name identifies the pipeline in state, CLI and API: [a-z0-9_-]+.
+	Name string `yaml:"name"`
+	// Schedule is a robfig/cron/v3 spec ("*/5 * * * *", "@every 5m"); empty = no schedule.
+	Schedule string `yaml:"schedule,omitempty"`
+	// TimeZone is the IANA zone of Schedule (default UTC).
+	TimeZone string `yaml:"time_zone,omitempty"`
+	// Sources feed the pipeline; names must be unique within it.
+	Sources []Source `yaml:"sources"`
+	// Chunking overrides the top-level chunking.
+	Chunking *Chunking `yaml:"chunking,omitempty"`
+	// Embedder overrides the top-level embedder.
+	Embedder *Embedder `yaml:"embedder,omitempty"`
+	// Sink overrides the top-level sink.
+	Sink *Sink `yaml:"sink,omitempty"`
+	// BatchSize is how many records form one write-and-commit batch (default 64).
+	BatchSize int `yaml:"batch_size,omitempty"`
+	// MaxDeleteRatio is the mass-delete guard: a run that would delete more
+	// than this share of the pipeline's records stops before deleting
+	// (default 0.3; 1 disables the guard).
+	MaxDeleteRatio *float64 `yaml:"max_delete_ratio,omitempty"`
+}
+
+// Source configures one source; exactly one of its kinds is set.
+type Source struct {
+	// Name identifies the source within its pipeline (default: the kind, e.g. "files").
+	Name string `yaml:"name"`
+	// Files reads a directory of documents.
+	Files *FilesSource `yaml:"files,omitempty"`
+}
+
+// FilesSource reads documents from a directory tree.
+type FilesSource struct {
+	// Root is the directory; relative to the config file's directory.
+	Root string `yaml:"root"`
+	// Include are glob patterns (with ** for any depth) matched against the
+	// slash-separated path relative to Root. Default: every file of a known format.
+	Include []string `yaml:"include,omitempty"`
+	// Exclude are glob patterns; a path matching any is skipped.
+	Exclude []string `yaml:"exclude,omitempty"`
+	// MaxFileBytes caps the size of one file (default 64 MiB); larger files
+	// are reported and skipped.
+	MaxFileBytes int64 `yaml:"max_file_bytes,omitempty"`
+	// Anchor is the node label of documents (default "Document").
+	Anchor string `yaml:"anchor,omitempty"`
+}
+
+// Chunking configures the structural chunker.
+type Chunking struct {
+	// MaxTokens is the upper bound of a chunk's size in tokens (default 512).
+	MaxTokens int `yaml:"max_tokens"`
+	// OverlapTokens is how many tokens of the previous neighbouring chunk of
+	// the same parent are repeated at the start of a chunk (default 64).
+	OverlapTokens int `yaml:"overlap_tokens"`
+	// Tokenizer is "cl100k_base" (default) or "o200k_base".
+	Tokenizer string `yaml:"tokenizer,omitempty"`
+}
+
+// Embedder configures the embedding provider.
+type Embedder struct {
+	// Provider is "hashing" (local, lexical, offline; default) or "openai"
+	// (any OpenAI-compatible /v1/embeddings endpoint).
+	Provider string `yaml:"provider"`
+	// Model is the model name sent to the provider (default "hashing-v1" for hashing).
+	Model string `yaml:"model,omitempty"`
+	// Dimensions is the vector length (default 384 for hashing; for openai,
+	// sent as "dimensions" when set).
+	Dimensions int `yaml:"dimensions,omitempty"`
+	// BaseURL is the API root, e.g. "https://api.openai.com/v1" (openai).
+	BaseURL string `yaml:"base_url,omitempty"`
+	// APIKey is the bearer token; use ${ENV} (openai).
+	APIKey string `yaml:"api_key,omitempty"`
+	// BatchSize is the number of texts per request (default 64).
+	BatchSize int `yaml:"batch_size,omitempty"`
+	// MaxConcurrency is the number of requests in flight (default 2).
+	MaxConcurrency int `yaml:"max_concurrency,omitempty"`
+	// Timeout bounds one request (default 60s).
+	Timeout time.Duration `yaml:"timeout,omitempty"`
+	// MaxRetries bounds retries of 429/5xx (default 5).
+	MaxRetries *int `yaml:"max_retries,omitempty"`
+	// MaxInputTokens is the model's input limit; longer chunk texts are split
+	// by the chunker, never truncated (default 8191).
+	MaxInputTokens int `yaml:"max_input_tokens,omitempty"`
+}
+
+// Sink configures where the graph is written.
+type Sink struct {
+	// Type is "cypherl" (default) or "memgraph".
+	Type string `yaml:"type"`
+	// Cypherl configures the CYPHERL file sink.
+	Cypherl *CypherlSink `yaml:"cypherl,omitempty"`
+	// Memgraph configures the Bolt sink.
+	Memgraph *MemgraphSink `yaml:"memgraph,omitempty"`
+}
+
+// CypherlSink writes statements to .cypherl files, one file per run.
+type CypherlSink struct {
+	// Dir is the output directory (default ".kgsync/cypherl" relative to the config file).
+	Dir string `yaml:"dir"`
+}
+
+// MemgraphSink writes over Bolt with neo4j-go-driver/v5.
+type MemgraphSink struct {
+	// URI is the Bolt address, "bolt://host:7687" (not neo4j://; see docs/memgraph.md §1).
+	URI string `yaml:"uri"`
+	// Username and Password authenticate; empty for Memgraph's default no-auth.
+	Username string `yaml:"username,omitempty"`
+	Password string `yaml:"password,omitempty"`
+	// Dialect is "memgraph" (default) or "neo4j".
+	Dialect string `yaml:"dialect,omitempty"`
+	// BatchSize is the number of rows per UNWIND statement (default 1000).
+	BatchSize int `yaml:"batch_size,omitempty"`
+	// MaxRetries bounds retries of transient errors per transaction (default 8).
+	MaxRetries *int `yaml:"max_retries,omitempty"`
+	// VectorCapacity is the initial capacity of created vector indexes (default 10000).
+	VectorCapacity int `yaml:"vector_capacity,omitempty"`
+	// VectorMetric is the vector index metric (default "cos").
+	VectorMetric string `yaml:"vector_metric,omitempty"`
+	// Timeout bounds one transaction (default 60s).
+	Timeout time.Duration `yaml:"timeout,omitempty"`
+}

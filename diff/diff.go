@@ -1,0 +1,237 @@
+// Package diff computes content hashes — xxhash64 of a canonical, versioned
+// encoding — and classifies records as new, changed, unchanged or deleted
+// against stored state.
+//
+// The canonical encoding is stable across runs, processes and Go versions:
+// map keys are sorted, every value is tagged with its type and
+// length-prefixed, and the stream starts with EncodingVersion. Changing the
+// encoding means bumping EncodingVersion, which makes every record look
+// changed once (its golden values are pinned in diff_test.go).
+package diff
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// EncodingVersion is the first byte of every canonical encoding.
+const EncodingVersion byte = 1
+
+// Type tags of the canonical encoding.
+const (
+	tagNil    byte = 'z'
+	tagFalse  byte = 'f'
+	tagTrue   byte = 't'
+	tagInt    byte = 'i'
+	tagFloat  byte = 'd'
+	tagString byte = 's'
+	tagBytes  byte = 'b'
+	tagList   byte = 'l'
+	tagMap    byte = 'm'
+)
+
+// Encoder appends the canonical encoding of values to a buffer.
+type Encoder struct {
+	buf []byte
+}
+
+// NewEncoder starts an encoding with EncodingVersion.
+func NewEncoder() *Encoder {
+	return &Encoder{buf: []byte{EncodingVersion}}
+}
+
+// Bytes returns the encoding so far.
+func (e *Encoder) Bytes() []byte { return e.buf }
+
+// Sum returns xxhash64 of the encoding so far.
+func (e *Encoder) Sum() uint64 { return xxhash.Sum64(e.buf) }
+
+func (e *Encoder) uvarint(n uint64) { e.buf = binary.AppendUvarint(e.buf, n) }
+
+// String appends a string.
+func (e *Encoder) String(s string) *Encoder {
+	e.buf = append(e.buf, tagString)
+	e.uvarint(uint64(len(s)))
+	e.buf = append(e.buf, s...)
+	return e
+}
+
+// RawBytes appends a byte slice.
+func (e *Encoder) RawBytes(b []byte) *Encoder {
+	e.buf = append(e.buf, tagBytes)
+	e.uvarint(uint64(len(b)))
+	e.buf = append(e.buf, b...)
+	return e
+}
+
+// Int appends an integer.
+func (e *Encoder) Int(n int64) *Encoder {
+	e.buf = append(e.buf, tagInt)
+	e.buf = binary.AppendVarint(e.buf, n)
+	return e
+}
+
+// Value appends any canonical Go value: nil, bool, string, []byte, signed
+// and unsigned integers, float32/float64, []string, []any, []float32 and
+// map[string]any (keys sorted). Floats with an integral value are encoded as
+// integers, so 3 and 3.0 hash alike (sources disagree on number types). It
+// returns an error naming the Go type for anything else.
+func (e *Encoder) Value(v any) error {
+	switch x := v.(type) {
+	case nil:
+		e.buf = append(e.buf, tagNil)
+	case bool:
+		if x {
+			e.buf = append(e.buf, tagTrue)
+		} else {
+			e.buf = append(e.buf, tagFalse)
+		}
+	case string:
+		e.String(x)
+	case []byte:
+		e.RawBytes(x)
+	case int:
+		e.Int(int64(x))
+	case int32:
+		e.Int(int64(x))
+	case int64:
+		e.Int(x)
+	case uint32:
+		e.Int(int64(x))
+	case uint64:
+		if x > math.MaxInt64 {
+			return e.float(float64(x))
+		}
+		e.Int(int64(x))
+	case float32:
+		return e.float(float64(x))
+	case float64:
+		return e.float(x)
+	case []string:
+		e.buf = append(e.buf, tagList)
+		e.uvarint(uint64(len(x)))
+		for _, s := range x {
+			e.String(s)
+		}
+	case []float32:
+		e.buf = append(e.buf, tagList)
+		e.uvarint(uint64(len(x)))
+		for _, f := range x {
+			if err := e.float(float64(f)); err != nil {
+				return err
+			}
+		}
+	case []any:
+		e.buf = append(e.buf, tagList)
+		e.uvarint(uint64(len(x)))
+		for i, item := range x {
+			if err := e.Value(item); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		e.buf = append(e.buf, tagMap)
+		e.uvarint(uint64(len(keys)))
+		for _, k := range keys {
+			e.String(k)
+			if err := e.Value(x[k]); err != nil {
+				return fmt.Errorf("%q: %w", k, err)
+			}
+		}
+	default:
+		return fmt.Errorf("diff: cannot encode value of type %T", v)
+	}
+	return nil
+}
+
+func (e *Encoder) float(f float64) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("diff: cannot encode non-finite number %v", f)
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		e.Int(int64(f))
+		return nil
+	}
+	e.buf = append(e.buf, tagFloat)
+	e.buf = binary.BigEndian.AppendUint64(e.buf, math.Float64bits(f))
+	return nil
+}
+
+// Hash returns xxhash64 of the canonical encoding of the given values, in order.
+func Hash(values ...any) (uint64, error) {
+	e := NewEncoder()
+	for i, v := range values {
+		if err := e.Value(v); err != nil {
+			return 0, fmt.Errorf("value %d: %w", i, err)
+		}
+	}
+	return e.Sum(), nil
+}
+
+// TextHash is xxhash64 of the exact text, the key of the embedding cache.
+// It has no version byte: the cache must survive encoding changes.
+func TextHash(text string) uint64 { return xxhash.Sum64String(text) }
+
+// Class is how a record compares with state.
+type Class int
+
+// Classes.
+const (
+	ClassNew Class = iota
+	ClassChanged
+	ClassUnchanged
+	ClassDeleted
+)
+
+// String names the class as in run counts.
+func (c Class) String() string {
+	switch c {
+	case ClassNew:
+		return "new"
+	case ClassChanged:
+		return "changed"
+	case ClassUnchanged:
+		return "unchanged"
+	case ClassDeleted:
+		return "deleted"
+	}
+	return fmt.Sprintf("Class(%d)", int(c))
+}
+
+// Reason says why a record must be processed.
+type Reason string
+
+// Reasons.
+const (
+	ReasonNone        Reason = ""
+	ReasonNew         Reason = "new"
+	ReasonContent     Reason = "content changed"
+	ReasonConfig      Reason = "config changed"
+	ReasonForced      Reason = "full resync"
+	ReasonDeleted     Reason = "gone from source"
+	ReasonRebuildOnly Reason = "rebuild graph"
+)
+
+// Classify compares a record's hash and config fingerprint with its stored
+// values (found=false when the record is not in state).
+func Classify(found bool, storedHash, storedFingerprint, hash, fingerprint uint64) (Class, Reason) {
+	switch {
+	case !found:
+		return ClassNew, ReasonNew
+	case storedHash != hash:
+		return ClassChanged, ReasonContent
+	case storedFingerprint != fingerprint:
+		return ClassChanged, ReasonConfig
+	default:
+		return ClassUnchanged, ReasonNone
+	}
+}

@@ -1,0 +1,116 @@
+// Package sink defines the graph operations kgsync writes and the Sink
+// contract that sink/memgraph (Bolt) and sink/cypherl (file) implement.
+//
+// Labels, relationship types and property names are identifiers that cannot
+// be Cypher parameters portably: they are validated (ValidName) and
+// backtick-quoted (QuoteName); values are always parameters (or, in CYPHERL
+// files, safely inlined literals).
+package sink
+
+import (
+	"context"
+)
+
+// Sink applies graph operations. Write must be idempotent (UNWIND … MERGE):
+// state is committed only after Write returns, so after a crash the same
+// batch may be written again.
+type Sink interface {
+	// Ensure creates the label-property indexes and vector indexes of schema
+	// if missing, before the first write. A vector index whose dimension
+	// differs from the requested one is dropped, the old vectors removed
+	// from the nodes, and the index created anew.
+	Ensure(ctx context.Context, schema Schema) (Stats, error)
+	// Write applies one batch atomically where the sink allows it, in this
+	// order: DeleteNodes, NodeUpserts, EdgeUpserts, EdgePrunes.
+	Write(ctx context.Context, b *Batch) (Stats, error)
+	// Close flushes and releases resources.
+	Close(ctx context.Context) error
+}
+
+// Stats counts what a sink call sent.
+type Stats struct {
+	// Statements is the number of Cypher statements executed or written.
+	Statements int
+	// Batches is the number of transactions (or files) written.
+	Batches int
+	// Retries is the number of transient-error retries.
+	Retries int
+}
+
+// Schema is the indexes a pipeline needs.
+type Schema struct {
+	// Indexes are label-property indexes, e.g. {Label: "Chunk", Property: "id"}.
+	Indexes []Index
+	// VectorIndexes are node vector indexes.
+	VectorIndexes []VectorIndex
+}
+
+// Index is a label-property index.
+type Index struct {
+	Label    string
+	Property string
+}
+
+// VectorIndex is a node vector index on (Label, Property).
+type VectorIndex struct {
+	// Name is the index name, e.g. "chunk_embedding".
+	Name      string
+	Label     string
+	Property  string
+	Dimension int
+	// Metric is "cos" (default), "l2sq" or "ip" (Memgraph names; docs/memgraph.md §4).
+	Metric string
+	// Capacity is the initial capacity (Memgraph requires one).
+	Capacity int
+}
+
+// Batch is one group of graph operations written in one transaction.
+type Batch struct {
+	// DeleteNodes are DETACH DELETEd.
+	DeleteNodes []NodeRef
+	// NodeUpserts are MERGEd by (Label, id) and their properties SET with +=
+	// (a property set to nil is removed).
+	NodeUpserts []NodeUpsert
+	// EdgeUpserts are MERGEd between existing nodes.
+	EdgeUpserts []EdgeUpsert
+	// EdgePrunes delete a node's outgoing edges of one type whose target is
+	// not among Keep: the edges a record no longer has.
+	EdgePrunes []EdgePrune
+}
+
+// Len is the number of operations in the batch.
+func (b *Batch) Len() int {
+	return len(b.DeleteNodes) + len(b.NodeUpserts) + len(b.EdgeUpserts) + len(b.EdgePrunes)
+}
+
+// NodeRef names a node by label and id property.
+type NodeRef struct {
+	Label string
+	ID    string
+}
+
+// NodeUpsert merges a node and sets its properties.
+type NodeUpsert struct {
+	Label string
+	ID    string
+	// Props are set with SET n += props. Values: string, int64, float64,
+	// bool, nil, []float32 (vectors), []any, []string.
+	Props map[string]any
+}
+
+// EdgeUpsert merges (from)-[:Type]->(to) and sets its properties.
+type EdgeUpsert struct {
+	Type  string
+	From  NodeRef
+	To    NodeRef
+	Props map[string]any
+}
+
+// EdgePrune removes From's outgoing Type edges to ToLabel nodes whose id is
+// not in Keep.
+type EdgePrune struct {
+	Type    string
+	From    NodeRef
+	ToLabel string
+	Keep    []string
+}

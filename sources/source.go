@@ -1,0 +1,69 @@
+// Package sources defines the Source contract and the records it yields.
+// Implementations live in sources/files (and later sources/grist,
+// sources/http). A Source keeps no sync state: the pipeline compares what it
+// yields with state.
+package sources
+
+import (
+	"context"
+	"errors"
+	"iter"
+)
+
+// ErrNotModified is yielded by Read when upstream reports no change since the
+// cursor (for example HTTP 304). It ends the listing without deleting anything.
+var ErrNotModified = errors.New("sources: not modified")
+
+// Source reads one upstream dataset as pages of records in a stable order.
+type Source interface {
+	// Name is the source's name within its pipeline.
+	Name() string
+	// Read yields pages after cursor ("" = from the start). The sequence ends
+	// early if ctx is done or the caller stops ranging. Only a sequence that
+	// ends without yielding an error counts as a complete listing, which
+	// deletes rely on: a listing that fails midway deletes nothing.
+	Read(ctx context.Context, cursor string) iter.Seq2[*Page, error]
+}
+
+// Page is a bounded group of records read together.
+type Page struct {
+	// Records are the records of this page, each with a key unique in the source.
+	Records []Record
+	// Skipped are records that exist upstream but could not be read (an
+	// unreadable file, invalid UTF-8, too large). They are reported and kept
+	// as they are in state and graph: never treated as deleted.
+	Skipped []Skip
+	// Cursor is the position after this page, stored once the page's batch
+	// is committed ("" when the source has no cursor).
+	Cursor string
+}
+
+// Skip is a record that could not be read.
+type Skip struct {
+	// Key is the record key (for files: the slash path relative to the root).
+	Key string
+	// Err says why, naming the file, row or field.
+	Err error
+}
+
+// Record is one unit from a source with a stable key: a file, a Grist row, an API item.
+type Record struct {
+	// Key is stable and unique within the source (for files: the slash
+	// path relative to the root, e.g. "rfc/rfc7231.txt").
+	Key string
+	// Anchor is the node label the record maps to (e.g. "Document").
+	Anchor string
+	// Attributes are the record's properties as canonical Go values
+	// (string, int64, float64, bool, nil, []any, map[string]any).
+	Attributes map[string]any
+	// Document is set when the record is a document to chunk.
+	Document *Document
+}
+
+// Document is a record's document content.
+type Document struct {
+	// Format is the registered chunker format: "txt", "md", "html", ...
+	Format string
+	// Content is the raw bytes (already checked to be valid UTF-8 for text formats).
+	Content []byte
+}

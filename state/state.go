@@ -1,0 +1,156 @@
+// Package state defines what kgsync remembers between runs — runs, record
+// hashes, chunk ids and hashes, the embedding cache, cursors — and the Store
+// contract that state/postgres and state/sqlite implement. Both pass the
+// shared conformance suite in state/statetest.
+package state
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned when a run or cursor does not exist.
+var ErrNotFound = errors.New("state: not found")
+
+// ErrLocked is returned by Lock when another process holds the pipeline's lock.
+var ErrLocked = errors.New("state: pipeline is locked by another process")
+
+// Trigger says what started a run.
+type Trigger string
+
+// Triggers.
+const (
+	TriggerManual  Trigger = "manual"
+	TriggerCron    Trigger = "cron"
+	TriggerWebhook Trigger = "webhook"
+	TriggerResync  Trigger = "resync"
+)
+
+// Status is a run's outcome.
+type Status string
+
+// Statuses.
+const (
+	StatusRunning   Status = "running"
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+)
+
+// Counts are a run's counters, as printed by `kgsync sync --json`.
+type Counts struct {
+	RecordsRead      int `json:"read"`
+	RecordsNew       int `json:"new"`
+	RecordsChanged   int `json:"changed"`
+	RecordsUnchanged int `json:"unchanged"`
+	RecordsDeleted   int `json:"deleted"`
+	RecordsSkipped   int `json:"skipped"`
+	ChunksTotal      int `json:"chunks_total"`
+	ChunksEmbedded   int `json:"chunks_embedded"`
+	ChunksReused     int `json:"chunks_reused"`
+	ChunksDeleted    int `json:"chunks_deleted"`
+	SinkStatements   int `json:"sink_statements"`
+	SinkBatches      int `json:"sink_batches"`
+}
+
+// Run is one execution of a pipeline.
+type Run struct {
+	ID         int64
+	Pipeline   string
+	Trigger    Trigger
+	Status     Status
+	StartedAt  time.Time
+	FinishedAt time.Time // zero while running
+	Counts     Counts
+	Error      string // failure message, "" on success
+}
+
+// Record is the stored state of one source record.
+type Record struct {
+	Pipeline string
+	Source   string
+	Key      string
+	// Hash is the record's content hash (diff.RecordHash).
+	Hash uint64
+	// Fingerprint is the hash of the config that shaped the record's output
+	// (mapping, chunking, embedder model and dimensions).
+	Fingerprint uint64
+	// Anchor is the node label the record was written as.
+	Anchor string
+	// Props is the node's property map as JSON, enough to rewrite the node
+	// from state (resync --rebuild-graph).
+	Props []byte
+}
+
+// Chunk is the stored state of one chunk of a record.
+type Chunk struct {
+	Pipeline  string
+	Source    string
+	RecordKey string
+	ID        string
+	// Hash is the chunk's content hash (diff.ChunkHash): text, address, context, position.
+	Hash uint64
+	// TextHash keys the embedding cache (diff.TextHash of EmbedText).
+	TextHash uint64
+	Position int
+	// Props is the chunk node's property map as JSON without the vector.
+	Props []byte
+}
+
+// Commit is everything one batch changes in state, applied in one transaction
+// after the sink acknowledged the batch.
+type Commit struct {
+	Pipeline string
+	// Records are upserted by (Source, Key).
+	Records []Record
+	// DeleteRecords are removed with all their chunks.
+	DeleteRecords []RecordRef
+	// ReplaceChunks maps each listed record to its full new chunk list: the
+	// record's stored chunks are replaced by it (an empty list removes all).
+	ReplaceChunks map[RecordRef][]Chunk
+	// Cursors are upserted by source name (absent = unchanged).
+	Cursors map[string]string
+}
+
+// RecordRef names one record of a pipeline.
+type RecordRef struct {
+	Source string
+	Key    string
+}
+
+// Store is the state contract. All methods are safe for concurrent use.
+type Store interface {
+	// Migrate applies the embedded, versioned migrations (idempotent).
+	Migrate(ctx context.Context) error
+	// Lock takes the pipeline's lock for one run: a Postgres advisory lock
+	// (released by Postgres if the process dies) or a file lock for SQLite.
+	// It returns ErrLocked at once when another process holds it.
+	Lock(ctx context.Context, pipeline string) (unlock func() error, err error)
+
+	// RunOpen records the start of a run with StatusRunning.
+	RunOpen(ctx context.Context, pipeline string, trigger Trigger) (Run, error)
+	// RunClose records the run's outcome, counts and error message.
+	RunClose(ctx context.Context, run Run) error
+	// RunGet returns one run or ErrNotFound.
+	RunGet(ctx context.Context, id int64) (Run, error)
+	// RunList returns the newest runs of a pipeline ("" = all), newest first.
+	RunList(ctx context.Context, pipeline string, limit int) ([]Run, error)
+
+	// RecordList returns the stored records of a pipeline's source, by key.
+	RecordList(ctx context.Context, pipeline, source string) (map[string]Record, error)
+	// ChunkList returns the stored chunks of one record, by position.
+	ChunkList(ctx context.Context, pipeline string, rec RecordRef) ([]Chunk, error)
+	// ChunkCount counts a pipeline's stored chunks.
+	ChunkCount(ctx context.Context, pipeline string) (int, error)
+	// CursorGet returns a source's cursor, "" when none is stored.
+	CursorGet(ctx context.Context, pipeline, source string) (string, error)
+	// Commit applies one batch's changes atomically.
+	Commit(ctx context.Context, c Commit) error
+
+	// EmbeddingsGet and EmbeddingsPut are the embedding cache (embed.Cache).
+	EmbeddingsGet(ctx context.Context, model string, textHashes []uint64) (map[uint64][]float32, error)
+	EmbeddingsPut(ctx context.Context, model string, vecs map[uint64][]float32) error
+
+	// Close releases the store's connections.
+	Close() error
+}
