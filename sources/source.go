@@ -56,8 +56,22 @@ type Record struct {
 	// Attributes are the record's properties as canonical Go values
 	// (string, int64, float64, bool, nil, []any, map[string]any).
 	Attributes map[string]any
+	// Links are edges from this record's node to other records' nodes
+	// (a Grist Ref/RefList cell, a foreign key in API data).
+	Links []Link
 	// Document is set when the record is a document to chunk.
 	Document *Document
+}
+
+// Link is an edge from a record's node to another record's node.
+type Link struct {
+	// Type is the relationship type, e.g. "PARENT".
+	Type string
+	// ToAnchor and ToKey name the target record (its anchor and key).
+	ToAnchor string
+	ToKey    string
+	// Props are the edge's properties (link-table columns).
+	Props map[string]any
 }
 
 // Document is a record's document content.
