@@ -1,0 +1,398 @@
+// Package cypherl is the file sink: it writes a pipeline's graph operations
+// as CYPHERL files that Memgraph loads with mgconsole or Memgraph Lab
+// (docs/memgraph.md §7).
+//
+// Layout: <dir>/<pipeline>/NNNNNN-<tag>.cypherl, NNNNNN a sequence number
+// continuing from the files already there, so the lexical order of the file
+// names is the order they were written in, and replaying every file in that
+// order (cat <dir>/<pipeline>/*.cypherl | mgconsole) rebuilds the graph with
+// its indexes. <tag> is "run<id>" after Begin, else the UTC time the file
+// was opened. One statement per line, ending in ';', values inlined as
+// literals (Inline). A file is opened only when there is something to write,
+// so a run that changes nothing leaves no file.
+//
+// The indexes already written are recorded in <dir>/<pipeline>/schema.json;
+// Ensure writes DDL only for the others, so DDL sits at the top of the first
+// file that needs it (Memgraph Lab drops indexes on import, so they must be
+// in the files; docs/memgraph.md §7).
+//
+// A Sink is safe for concurrent use, but one directory must have one writer.
+package cypherl
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kgsync/kgsync/sink"
+)
+
+// DefaultRowsPerStatement is the UNWIND list size when WithRowsPerStatement
+// is not given.
+const DefaultRowsPerStatement = 1000
+
+// maxSeq is the largest file sequence number: six digits keep lexical order
+// equal to numeric order.
+const maxSeq = 999999
+
+// SchemaFile is the name of the sidecar recording the indexes written.
+const SchemaFile = "schema.json"
+
+// Option configures a Sink.
+type Option func(*Sink)
+
+// WithRowsPerStatement sets how many rows one UNWIND statement carries
+// (default DefaultRowsPerStatement; n <= 0 means one statement per group).
+func WithRowsPerStatement(n int) Option {
+	return func(s *Sink) { s.rows = n }
+}
+
+// WithClock sets the clock used for file names when Begin was not called
+// (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(s *Sink) { s.now = now }
+}
+
+// Sink writes CYPHERL files; it implements sink.Sink.
+type Sink struct {
+	dir  string
+	d    sink.Dialect
+	rows int
+	now  func() time.Time
+
+	mu     sync.Mutex
+	seq    int    // sequence number of the last file created
+	tag    string // file name tag set by Begin; "" means a timestamp
+	f      *os.File
+	w      *bufio.Writer
+	files  []string
+	schema schemaRecord
+	closed bool
+}
+
+var _ sink.Sink = (*Sink)(nil)
+
+// schemaRecord is the content of SchemaFile.
+type schemaRecord struct {
+	Dialect       string             `json:"dialect"`
+	Indexes       []sink.Index       `json:"indexes"`
+	VectorIndexes []sink.VectorIndex `json:"vector_indexes"`
+}
+
+var fileName = regexp.MustCompile(`^(\d{6})-.*\.cypherl$`)
+
+// New opens the file sink for pipeline under dir, creating
+// <dir>/<pipeline> if needed and reading its schema.json and existing file
+// numbers. pipeline must pass sink.ValidName and be usable as one path
+// element (no '/', '\\', not "." or ".."). Nothing is written until Ensure or
+// Write has something to write.
+func New(dir, pipeline string, d sink.Dialect, opts ...Option) (*Sink, error) {
+	if err := sink.ValidName(pipeline); err != nil {
+		return nil, fmt.Errorf("cypherl sink: pipeline: %w", err)
+	}
+	if strings.ContainsAny(pipeline, `/\`) || pipeline == "." || pipeline == ".." {
+		return nil, fmt.Errorf("cypherl sink: pipeline %q is not a single path element", pipeline)
+	}
+	if d == nil {
+		return nil, errors.New("cypherl sink: nil dialect")
+	}
+	s := &Sink{dir: filepath.Join(dir, pipeline), d: d, rows: DefaultRowsPerStatement, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cypherl sink: %w", err)
+	}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("cypherl sink: %w", err)
+	}
+	for _, e := range entries {
+		if m := fileName.FindStringSubmatch(e.Name()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			s.seq = max(s.seq, n)
+		}
+	}
+	path := filepath.Join(s.dir, SchemaFile)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("cypherl sink: %w", err)
+	default:
+		if err := json.Unmarshal(data, &s.schema); err != nil {
+			return nil, fmt.Errorf("cypherl sink: read %s: %w", path, err)
+		}
+	}
+	return s, nil
+}
+
+// Dir is <dir>/<pipeline>, where the files go.
+func (s *Sink) Dir() string { return s.dir }
+
+// Files returns the paths of the files this Sink created, in write order.
+func (s *Sink) Files() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.files)
+}
+
+// Begin starts a run: the current file, if any, is synced and closed, and
+// the next statement goes to a new file tagged "run<runID>". Without Begin
+// all writes of a Sink go to one file tagged with the time it was opened.
+func (s *Sink) Begin(runID int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("cypherl sink: begin after close")
+	}
+	if err := s.closeFile(); err != nil {
+		return err
+	}
+	s.tag = "run" + strconv.FormatInt(runID, 10)
+	return nil
+}
+
+// Ensure writes the DDL for the indexes of schema that schema.json does not
+// record: CREATE INDEX for a missing label-property index, CREATE VECTOR
+// INDEX for a missing vector index, and for a recorded vector index of the
+// same name whose label, property or dimension differs: DROP VECTOR INDEX,
+// REMOVE of the old property from its nodes when the dimension changed, then
+// CREATE. The file is synced before schema.json is replaced, so the sidecar
+// never records DDL that is not on disk. Stats counts the statements
+// written (Batches 1 if any).
+func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, error) {
+	if err := schema.Validate(); err != nil {
+		return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return sink.Stats{}, errors.New("cypherl ensure: sink closed")
+	}
+	next := schemaRecord{
+		Dialect:       s.d.Name(),
+		Indexes:       slices.Clone(s.schema.Indexes),
+		VectorIndexes: slices.Clone(s.schema.VectorIndexes),
+	}
+	var sts []sink.Statement
+	for _, ix := range schema.Indexes {
+		if slices.Contains(next.Indexes, ix) {
+			continue
+		}
+		st, err := s.d.CreateIndex(ix)
+		if err != nil {
+			return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+		}
+		sts = append(sts, st)
+		next.Indexes = append(next.Indexes, ix)
+	}
+	for _, vi := range schema.VectorIndexes {
+		i := slices.IndexFunc(next.VectorIndexes, func(r sink.VectorIndex) bool { return r.Name == vi.Name })
+		if i >= 0 {
+			old := next.VectorIndexes[i]
+			if old.Label == vi.Label && old.Property == vi.Property && old.Dimension == vi.Dimension {
+				continue
+			}
+			drop, err := s.d.DropVectorIndex(old.Name)
+			if err != nil {
+				return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+			}
+			sts = append(sts, drop)
+			if old.Dimension != vi.Dimension {
+				rm, err := s.d.RemoveVectorProperty(old.Label, old.Property, 0)
+				if err != nil {
+					return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+				}
+				sts = append(sts, rm)
+			}
+			next.VectorIndexes = slices.Delete(next.VectorIndexes, i, i+1)
+		}
+		st, err := s.d.CreateVectorIndex(vi)
+		if err != nil {
+			return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+		}
+		sts = append(sts, st)
+		next.VectorIndexes = append(next.VectorIndexes, vi)
+	}
+	if len(sts) == 0 {
+		return sink.Stats{}, nil
+	}
+	if err := s.write(sts); err != nil {
+		return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+	}
+	if err := s.syncFile(); err != nil {
+		return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+	}
+	if err := s.saveSchema(next); err != nil {
+		return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+	}
+	s.schema = next
+	return sink.Stats{Statements: len(sts), Batches: 1}, nil
+}
+
+// Write appends b's statements (sink.Statements, values inlined) to the
+// current file, opening one if needed, and flushes them to the operating
+// system; Close syncs them to disk. An empty batch writes nothing and
+// returns zero Stats; otherwise Stats{Statements: n, Batches: 1}. Errors
+// from sink.Statements and Inline are returned before anything is written.
+func (s *Sink) Write(ctx context.Context, b *sink.Batch) (sink.Stats, error) {
+	sts, err := sink.Statements(s.d, b, s.rows)
+	if err != nil {
+		return sink.Stats{}, fmt.Errorf("cypherl write: %w", err)
+	}
+	if len(sts) == 0 {
+		return sink.Stats{}, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return sink.Stats{}, errors.New("cypherl write: sink closed")
+	}
+	if err := s.write(sts); err != nil {
+		return sink.Stats{}, fmt.Errorf("cypherl write: %w", err)
+	}
+	return sink.Stats{Statements: len(sts), Batches: 1}, nil
+}
+
+// Close flushes and syncs the current file and closes it. Further calls do
+// nothing.
+func (s *Sink) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.closeFile()
+}
+
+// write renders every statement first, so a statement that cannot be
+// written leaves the file untouched, then appends them and flushes.
+func (s *Sink) write(sts []sink.Statement) error {
+	var sb strings.Builder
+	for _, st := range sts {
+		line, err := Inline(st)
+		if err != nil {
+			return err
+		}
+		line += ";"
+		if !splitsCleanly(line) {
+			// Cannot happen for names that pass sink.ValidName and literals
+			// from Literal; kept as the last guard of the file format.
+			return fmt.Errorf("%s %q: statement would not load as one line", st.Kind, st.Target)
+		}
+		sb.WriteString(line)
+		sb.WriteByte('\n')
+	}
+	if err := s.open(); err != nil {
+		return err
+	}
+	if _, err := s.w.WriteString(sb.String()); err != nil {
+		return fmt.Errorf("write %s: %w", s.f.Name(), err)
+	}
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", s.f.Name(), err)
+	}
+	return nil
+}
+
+// open creates the next file unless one is open.
+func (s *Sink) open() error {
+	if s.f != nil {
+		return nil
+	}
+	if s.seq >= maxSeq {
+		return fmt.Errorf("%s: %d files, no sequence number left; compact the directory", s.dir, s.seq)
+	}
+	tag := s.tag
+	if tag == "" {
+		tag = s.now().UTC().Format("20060102T150405Z")
+	}
+	path := filepath.Join(s.dir, fmt.Sprintf("%06d-%s.cypherl", s.seq+1, tag))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("create file: %w", err)
+	}
+	s.seq++
+	s.f, s.w = f, bufio.NewWriterSize(f, 1<<20)
+	s.files = append(s.files, path)
+	return nil
+}
+
+func (s *Sink) syncFile() error {
+	if s.f == nil {
+		return nil
+	}
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("flush %s: %w", s.f.Name(), err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", s.f.Name(), err)
+	}
+	return syncDir(s.dir)
+}
+
+func (s *Sink) closeFile() error {
+	if s.f == nil {
+		return nil
+	}
+	err := s.syncFile()
+	if cerr := s.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close %s: %w", s.f.Name(), cerr)
+	}
+	s.f, s.w = nil, nil
+	return err
+}
+
+// saveSchema replaces schema.json atomically (temporary file, sync, rename).
+func (s *Sink) saveSchema(r schemaRecord) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", SchemaFile, err)
+	}
+	path := filepath.Join(s.dir, SchemaFile)
+	tmp, err := os.CreateTemp(s.dir, SchemaFile+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return syncDir(s.dir)
+}
+
+// syncDir makes the directory entries (new files, renames) durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package memgraph
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/sink"
+)
+
+// TestLive runs against a real Memgraph (3.1 or later, for SHOW VECTOR
+// INDEX INFO) when KGSYNC_TEST_MEMGRAPH_URI is set, e.g.
+// bolt://127.0.0.1:7687 (KGSYNC_TEST_MEMGRAPH_USER / _PASSWORD optional).
+// Memgraph has no schemas, so the test's labels and index names carry a
+// unique prefix and are removed at the end.
+func TestLive(t *testing.T) {
+	uri := os.Getenv("KGSYNC_TEST_MEMGRAPH_URI")
+	if uri == "" {
+		t.Skip("set KGSYNC_TEST_MEMGRAPH_URI=bolt://host:7687 to run the live Memgraph suite")
+	}
+	ctx := t.Context()
+	s, err := New(ctx, Config{URI: uri, Username: os.Getenv("KGSYNC_TEST_MEMGRAPH_USER"),
+		Password: os.Getenv("KGSYNC_TEST_MEMGRAPH_PASSWORD"), BatchSize: 7}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close(context.Background())) })
+
+	prefix := fmt.Sprintf("KgTest%d", time.Now().UnixNano())
+	doc, chunk := prefix+"_Doc", prefix+"_Chunk"
+	vindex := prefix + "_chunk_embedding"
+	schema := sink.Schema{
+		Indexes:       []sink.Index{{Label: doc, Property: "id"}, {Label: chunk, Property: "id"}},
+		VectorIndexes: []sink.VectorIndex{{Name: vindex, Label: chunk, Property: "embedding", Dimension: 3, Capacity: 100}},
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, q := range []string{
+			"MATCH (n:" + sink.QuoteName(doc) + ") DETACH DELETE n",
+			"MATCH (n:" + sink.QuoteName(chunk) + ") DETACH DELETE n",
+			"DROP VECTOR INDEX " + sink.QuoteName(vindex),
+			"DROP INDEX ON :" + sink.QuoteName(doc) + "(id)",
+			"DROP INDEX ON :" + sink.QuoteName(chunk) + "(id)",
+		} {
+			_, _, _, err := s.runAuto(ctx, sink.Statement{Query: q, Kind: "cleanup", Target: prefix})
+			require.NoError(t, err, q)
+		}
+	})
+
+	_, err = s.Ensure(ctx, schema)
+	require.NoError(t, err)
+	st, err := s.Ensure(ctx, schema)
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Statements, "second Ensure only lists indexes")
+
+	b := &sink.Batch{}
+	vecs := [][]float32{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}
+	for d := range 3 {
+		did := fmt.Sprintf("doc%d", d)
+		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: doc, ID: did, Props: map[string]any{"title": "it's \"doc\"; " + did}})
+		for c := range 10 {
+			cid := fmt.Sprintf("%s#%d", did, c)
+			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: chunk, ID: cid,
+				Props: map[string]any{"embedding": vecs[(d+c)%3], "position": int64(c)}})
+			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: "HAS_CHUNK",
+				From: sink.NodeRef{Label: doc, ID: did}, To: sink.NodeRef{Label: chunk, ID: cid}})
+		}
+	}
+	_, err = s.Write(ctx, b)
+	require.NoError(t, err)
+	_, err = s.Write(ctx, b) // idempotent
+	require.NoError(t, err)
+
+	count := func(q string) int64 {
+		t.Helper()
+		_, rows, _, err := s.runAuto(ctx, sink.Statement{Query: q, Kind: "count", Target: prefix})
+		require.NoError(t, err, q)
+		require.Len(t, rows, 1)
+		return rows[0][0].(int64)
+	}
+	require.Equal(t, int64(3), count("MATCH (n:"+sink.QuoteName(doc)+") RETURN count(n)"))
+	require.Equal(t, int64(30), count("MATCH (n:"+sink.QuoteName(chunk)+") RETURN count(n)"))
+	require.Equal(t, int64(30), count("MATCH (:"+sink.QuoteName(doc)+")-[e:HAS_CHUNK]->() RETURN count(e)"))
+
+	hits, err := s.VectorSearch(ctx, vindex, 5, []float32{0, 0.1, 1})
+	require.NoError(t, err)
+	require.Len(t, hits, 5)
+	// (d+c)%3 == 2 has vector (0,0,1), nearest to the query.
+	for _, h := range hits {
+		var d, c int
+		_, err = fmt.Sscanf(h.ID, "doc%d#%d", &d, &c)
+		require.NoError(t, err, h.ID)
+		require.Equal(t, 2, (d+c)%3, "hit %s should carry (0,0,1)", h.ID)
+		require.Greater(t, h.Similarity, 0.9)
+	}
+
+	// Prune and delete.
+	_, err = s.Write(ctx, &sink.Batch{
+		DeleteNodes: []sink.NodeRef{{Label: doc, ID: "doc2"}},
+		EdgePrunes: []sink.EdgePrune{{Type: "HAS_CHUNK", From: sink.NodeRef{Label: doc, ID: "doc0"}, ToLabel: chunk,
+			Keep: []string{"doc0#0"}}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), count("MATCH (n:"+sink.QuoteName(doc)+") RETURN count(n)"))
+	require.Equal(t, int64(11), count("MATCH (:"+sink.QuoteName(doc)+")-[e:HAS_CHUNK]->() RETURN count(e)"))
+
+	// A dimension change recreates the index and clears the old vectors.
+	schema.VectorIndexes[0].Dimension = 4
+	_, err = s.Ensure(ctx, schema)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), count("MATCH (n:"+sink.QuoteName(chunk)+") WHERE n.embedding IS NOT NULL RETURN count(n)"))
+}

@@ -1,0 +1,569 @@
+// Package memgraph is the Bolt sink: it writes a pipeline's graph operations
+// to Memgraph (or Neo4j 5, with sink.Neo4j) through neo4j-go-driver/v5.
+//
+// Index DDL and SHOW … INFO run as auto-commit queries (session.Run), the
+// only way Memgraph accepts them; each Batch is one explicit transaction
+// (BeginTransaction) with its own retry loop, as docs/memgraph.md §2
+// "Retrying correctly" recommends: only write conflicts, storage-access
+// timeouts and lost connections are retried, everything else fails at once.
+// Writes are idempotent (UNWIND … MERGE), so a retried or replayed batch is
+// harmless.
+package memgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/neo4j/neo4j-go-driver/v5/neo4j"
+	"github.com/neo4j/neo4j-go-driver/v5/neo4j/config"
+
+	"github.com/kgsync/kgsync/sink"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultBatchSize   = 1000
+	DefaultMaxRetries  = 5
+	DefaultTimeout     = 60 * time.Second
+	DefaultRemoveBatch = 10000
+	// Back-off before retry n (0-based) is InitialBackoff·BackoffFactor^n,
+	// ±20 % jitter, at most MaxBackoff (docs/memgraph.md §2: short initial
+	// wait, small factor, jitter).
+	InitialBackoff = 200 * time.Millisecond
+	BackoffFactor  = 1.5
+	MaxBackoff     = 10 * time.Second
+)
+
+// Config configures a Sink.
+type Config struct {
+	// URI is bolt://host:7687 (or bolt+s://, bolt+ssc://). neo4j:// routing
+	// URIs are refused with the Memgraph dialect: routing works only against
+	// Memgraph HA coordinators (docs/memgraph.md §1).
+	URI string
+	// Username and Password; an empty Username means no authentication.
+	Username string
+	Password string
+	// Dialect is sink.Memgraph (default) or sink.Neo4j.
+	Dialect sink.Dialect
+	// BatchSize is the number of rows per UNWIND statement (default
+	// DefaultBatchSize).
+	BatchSize int
+	// MaxRetries is how often a batch is retried after a transient error
+	// (0 means DefaultMaxRetries, negative means never).
+	MaxRetries int
+	// Timeout bounds connecting, acquiring a connection and each
+	// transaction (sent as the Bolt tx_timeout; default DefaultTimeout).
+	Timeout time.Duration
+	// VectorCapacity is the capacity given to vector indexes whose Capacity
+	// is 0 (default sink.DefaultVectorCapacity).
+	VectorCapacity int
+	// RemoveBatch is how many nodes one REMOVE statement changes when a
+	// vector index is recreated with another dimension (default
+	// DefaultRemoveBatch).
+	RemoveBatch int
+	// SleepFunc waits d before a retry, returning early with ctx's error.
+	// Default: a timer. Tests replace it to record back-offs without waiting.
+	SleepFunc func(ctx context.Context, d time.Duration) error
+}
+
+// Hit is one vector search result.
+type Hit struct {
+	// ID is the node's id property.
+	ID string
+	// Similarity is larger for nearer nodes: for Memgraph's cos metric the
+	// absolute cosine, for l2sq 1/(1+d²) (docs/memgraph.md §4).
+	Similarity float64
+}
+
+// Sink writes to Memgraph over Bolt; it implements sink.Sink and is safe
+// for concurrent use.
+type Sink struct {
+	cfg    Config
+	d      sink.Dialect
+	driver neo4j.DriverWithContext
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	vectors map[string]sink.VectorIndex // ensured vector indexes by name
+}
+
+var _ sink.Sink = (*Sink)(nil)
+
+// New connects to cfg.URI and verifies the connection. A nil logger
+// discards. Errors: an unsupported URI scheme (neo4j:// with the Memgraph
+// dialect, see Config.URI), a driver or connectivity error.
+func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Sink, error) {
+	if cfg.Dialect == nil {
+		cfg.Dialect = sink.Memgraph
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = DefaultBatchSize
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.VectorCapacity <= 0 {
+		cfg.VectorCapacity = sink.DefaultVectorCapacity
+	}
+	if cfg.RemoveBatch <= 0 {
+		cfg.RemoveBatch = DefaultRemoveBatch
+	}
+	if cfg.SleepFunc == nil {
+		cfg.SleepFunc = sleep
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	u, err := url.Parse(cfg.URI)
+	if err != nil {
+		return nil, fmt.Errorf("memgraph sink: URI: %w", err)
+	}
+	switch u.Scheme {
+	case "bolt", "bolt+s", "bolt+ssc":
+	case "neo4j", "neo4j+s", "neo4j+ssc":
+		if cfg.Dialect.Name() == "memgraph" {
+			return nil, fmt.Errorf("memgraph sink: URI %q: use bolt://host:7687; neo4j:// routing only works against "+
+				"Memgraph HA coordinators and a single instance refuses it (docs/memgraph.md §1)", u.Redacted())
+		}
+	default:
+		return nil, fmt.Errorf("memgraph sink: URI %q: scheme %q, want bolt://", u.Redacted(), u.Scheme)
+	}
+	auth := neo4j.NoAuth()
+	if cfg.Username != "" {
+		auth = neo4j.BasicAuth(cfg.Username, cfg.Password, "")
+	}
+	driver, err := neo4j.NewDriverWithContext(cfg.URI, auth, func(c *config.Config) {
+		c.SocketConnectTimeout = cfg.Timeout
+		c.ConnectionAcquisitionTimeout = cfg.Timeout
+		c.UserAgent = "kgsync"
+	})
+	if err != nil {
+		return nil, fmt.Errorf("memgraph sink: %w", err)
+	}
+	if err := driver.VerifyConnectivity(ctx); err != nil {
+		_ = driver.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("memgraph sink: connect %s: %w", u.Redacted(), err)
+	}
+	return &Sink{cfg: cfg, d: cfg.Dialect, driver: driver, logger: logger, vectors: map[string]sink.VectorIndex{}}, nil
+}
+
+// Close closes the driver and its connections.
+func (s *Sink) Close(ctx context.Context) error {
+	if err := s.driver.Close(ctx); err != nil {
+		return fmt.Errorf("memgraph sink: close: %w", err)
+	}
+	return nil
+}
+
+// Ensure reads the existing indexes (SHOW INDEX INFO, and SHOW VECTOR INDEX
+// INFO when schema has vector indexes) and creates only what is missing,
+// every statement auto-commit (docs/memgraph.md §2). A vector index is kept
+// when one of the same name exists on the same label and property with the
+// same dimension. Otherwise any index with that name or on that label and
+// property is dropped, its property removed from its nodes in batches of
+// RemoveBatch when the dimension differs (the old vectors could never enter
+// the new index), and the index created. Afterwards Write checks vector
+// lengths against the ensured dimensions. Stats counts every statement run,
+// each its own transaction.
+func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, error) {
+	if err := schema.Validate(); err != nil {
+		return sink.Stats{}, fmt.Errorf("memgraph ensure: %w", err)
+	}
+	var stats sink.Stats
+	run := func(st sink.Statement) ([]string, [][]any, error) {
+		fields, rows, retries, err := s.runAuto(ctx, st)
+		stats.Statements++
+		stats.Batches++
+		stats.Retries += retries
+		if err != nil {
+			return nil, nil, fmt.Errorf("memgraph ensure: %s %q: %w", st.Kind, st.Target, err)
+		}
+		return fields, rows, nil
+	}
+
+	fields, rows, err := run(s.d.ShowIndexes())
+	if err != nil {
+		return stats, err
+	}
+	have, err := s.d.ParseIndexes(fields, rows)
+	if err != nil {
+		return stats, fmt.Errorf("memgraph ensure: %w", err)
+	}
+	for _, ix := range schema.Indexes {
+		if containsIndex(have, ix) {
+			continue
+		}
+		st, err := s.d.CreateIndex(ix)
+		if err != nil {
+			return stats, fmt.Errorf("memgraph ensure: %w", err)
+		}
+		if _, _, err := run(st); err != nil {
+			return stats, err
+		}
+		have = append(have, ix)
+		s.logger.InfoContext(ctx, "created index", slog.String("label", ix.Label), slog.String("property", ix.Property))
+	}
+	if len(schema.VectorIndexes) == 0 {
+		return stats, nil
+	}
+
+	fields, rows, err = run(s.d.ShowVectorIndexes())
+	if err != nil {
+		return stats, err
+	}
+	existing, err := s.d.ParseVectorIndexes(fields, rows)
+	if err != nil {
+		return stats, fmt.Errorf("memgraph ensure: %w", err)
+	}
+	for _, vi := range schema.VectorIndexes {
+		if vi.Capacity == 0 {
+			vi.Capacity = s.cfg.VectorCapacity
+		}
+		if vi.Metric == "" {
+			vi.Metric = "cos"
+		}
+		keep := false
+		var stale []sink.VectorIndex
+		for _, old := range existing {
+			switch {
+			case old.Name == vi.Name && old.Label == vi.Label && old.Property == vi.Property && old.Dimension == vi.Dimension:
+				keep = true
+			case old.Name == vi.Name || old.Label == vi.Label && old.Property == vi.Property:
+				stale = append(stale, old)
+			}
+		}
+		if keep && len(stale) == 0 {
+			s.remember(vi)
+			continue
+		}
+		for _, old := range stale { // keep: another index on the same label and property
+			st, err := s.d.DropVectorIndex(old.Name)
+			if err != nil {
+				return stats, fmt.Errorf("memgraph ensure: %w", err)
+			}
+			if _, _, err := run(st); err != nil {
+				return stats, err
+			}
+			s.logger.InfoContext(ctx, "dropped vector index", slog.String("index", old.Name),
+				slog.Int("dimension", old.Dimension), slog.Int("want_dimension", vi.Dimension))
+			if old.Dimension != vi.Dimension {
+				if err := s.removeProperty(ctx, old.Label, old.Property, run); err != nil {
+					return stats, err
+				}
+			}
+		}
+		if !keep {
+			st, err := s.d.CreateVectorIndex(vi)
+			if err != nil {
+				return stats, fmt.Errorf("memgraph ensure: %w", err)
+			}
+			if _, _, err := run(st); err != nil {
+				return stats, err
+			}
+			s.logger.InfoContext(ctx, "created vector index", slog.String("index", vi.Name), slog.Int("dimension", vi.Dimension))
+		}
+		s.remember(vi)
+	}
+	return stats, nil
+}
+
+// removeProperty repeats the batched REMOVE until it reports 0 nodes.
+func (s *Sink) removeProperty(ctx context.Context, label, property string,
+	run func(sink.Statement) ([]string, [][]any, error),
+) error {
+	st, err := s.d.RemoveVectorProperty(label, property, s.cfg.RemoveBatch)
+	if err != nil {
+		return fmt.Errorf("memgraph ensure: %w", err)
+	}
+	for total := 0; ; {
+		fields, rows, err := run(st)
+		if err != nil {
+			return err
+		}
+		n := 0
+		if len(rows) == 1 && len(fields) == 1 && fields[0] == "removed" {
+			n64, _ := rows[0][0].(int64)
+			n = int(n64)
+		}
+		total += n
+		if n == 0 {
+			s.logger.InfoContext(ctx, "removed old vectors", slog.String("label", label),
+				slog.String("property", property), slog.Int("nodes", total))
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("memgraph ensure: remove %q from %q: %w", property, label, err)
+		}
+	}
+}
+
+func containsIndex(have []sink.Index, ix sink.Index) bool {
+	for _, h := range have {
+		if h == ix {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Sink) remember(vi sink.VectorIndex) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.vectors[vi.Name] = vi
+}
+
+// Write applies b in one explicit transaction: the statements of
+// sink.Statements with BatchSize rows each, every result consumed, then
+// COMMIT. Before sending, every vector property covered by an ensured vector
+// index is checked to have the index's dimension (Memgraph would fail the
+// whole transaction; docs/memgraph.md §4); the error names the node id.
+// A write conflict, a storage-access timeout or a lost connection retries
+// the whole transaction after a back-off (InitialBackoff, BackoffFactor,
+// jitter) up to MaxRetries times; any other error is returned at once,
+// naming the statement kind and label. An empty batch sends nothing.
+func (s *Sink) Write(ctx context.Context, b *sink.Batch) (sink.Stats, error) {
+	if b == nil || b.Len() == 0 {
+		return sink.Stats{}, nil
+	}
+	if err := s.checkVectors(b); err != nil {
+		return sink.Stats{}, fmt.Errorf("memgraph write: %w", err)
+	}
+	sts, err := sink.Statements(s.d, b, s.cfg.BatchSize)
+	if err != nil {
+		return sink.Stats{}, fmt.Errorf("memgraph write: %w", err)
+	}
+	var retries int
+	err = s.retry(ctx, &retries, func() error { return s.runTx(ctx, sts) })
+	if err != nil {
+		return sink.Stats{Retries: retries}, fmt.Errorf("memgraph write: %w", err)
+	}
+	return sink.Stats{Statements: len(sts), Batches: 1, Retries: retries}, nil
+}
+
+// retry runs f until it succeeds, fails with a non-retryable error, or
+// MaxRetries retries are used up, counting retries in *retries.
+func (s *Sink) retry(ctx context.Context, retries *int, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || !Retryable(err) {
+			return err
+		}
+		if attempt >= s.cfg.MaxRetries {
+			return fmt.Errorf("gave up after %d retries: %w", *retries, err)
+		}
+		wait := Backoff(attempt, rand.Float64())
+		s.logger.WarnContext(ctx, "transient error, retrying", slog.Int("attempt", attempt+1),
+			slog.Duration("backoff", wait), slog.Any("err", err))
+		if err := s.cfg.SleepFunc(ctx, wait); err != nil {
+			return fmt.Errorf("retry wait: %w", err)
+		}
+		*retries++
+	}
+}
+
+// runTx runs sts in one explicit transaction and commits it.
+func (s *Sink) runTx(ctx context.Context, sts []sink.Statement) error {
+	session := s.driver.NewSession(ctx, neo4j.SessionConfig{AccessMode: neo4j.AccessModeWrite})
+	defer session.Close(context.WithoutCancel(ctx))
+	tx, err := session.BeginTransaction(ctx, neo4j.WithTxTimeout(s.cfg.Timeout))
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	for _, st := range sts {
+		res, err := tx.Run(ctx, st.Query, st.Params)
+		if err == nil {
+			// Conflicts surface on the PULL, so the result must be
+			// consumed (docs/memgraph.md §2).
+			_, err = res.Consume(ctx)
+		}
+		if err != nil {
+			_ = tx.Close(context.WithoutCancel(ctx)) // rollback; the error that matters is err
+			return fmt.Errorf("%s %q: %w", st.Kind, st.Target, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// runAuto runs st as an auto-commit query and collects its rows, retrying
+// like Write.
+func (s *Sink) runAuto(ctx context.Context, st sink.Statement) (fields []string, rows [][]any, retries int, err error) {
+	err = s.retry(ctx, &retries, func() error {
+		fields, rows = nil, nil
+		session := s.driver.NewSession(ctx, neo4j.SessionConfig{AccessMode: neo4j.AccessModeWrite})
+		defer session.Close(context.WithoutCancel(ctx))
+		res, err := session.Run(ctx, st.Query, st.Params, neo4j.WithTxTimeout(s.cfg.Timeout))
+		if err != nil {
+			return err
+		}
+		records, err := res.Collect(ctx)
+		if err != nil {
+			return err
+		}
+		if fields, err = res.Keys(); err != nil {
+			return err
+		}
+		for _, r := range records {
+			rows = append(rows, r.Values)
+		}
+		return nil
+	})
+	return fields, rows, retries, err
+}
+
+// Retryable reports whether err is worth retrying the transaction for: a
+// Memgraph write-write conflict ("Cannot resolve conflicting transactions"),
+// a storage access timeout ("Cannot get … access to the storage"), or a
+// connectivity failure (a dropped or reset connection, a pool timeout).
+// Other Memgraph errors, TransientError or not, are not retried: timeouts,
+// memory limits and terminations would fail the same way again
+// (docs/memgraph.md §2).
+func Retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var nerr *neo4j.Neo4jError
+	if errors.As(err, &nerr) {
+		return strings.Contains(nerr.Msg, "Cannot resolve conflicting transactions") ||
+			strings.Contains(nerr.Msg, "Cannot get") && strings.Contains(nerr.Msg, "access to the storage")
+	}
+	var cerr *neo4j.ConnectivityError
+	var nete net.Error
+	return errors.As(err, &cerr) || errors.As(err, &nete) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// Backoff is the wait before retry number attempt (0-based):
+// InitialBackoff·BackoffFactor^attempt scaled by a jitter factor in
+// [0.8, 1.2) taken from u in [0, 1), capped at MaxBackoff.
+func Backoff(attempt int, u float64) time.Duration {
+	d := float64(InitialBackoff) * math.Pow(BackoffFactor, float64(attempt)) * (0.8 + 0.4*u)
+	return min(time.Duration(d), MaxBackoff)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// checkVectors verifies that each node property covered by an ensured
+// vector index is nil or a numeric list of the index's dimension.
+func (s *Sink) checkVectors(b *sink.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.vectors) == 0 {
+		return nil
+	}
+	for _, n := range b.NodeUpserts {
+		for _, vi := range s.vectors {
+			if vi.Label != n.Label {
+				continue
+			}
+			v, ok := n.Props[vi.Property]
+			if !ok || v == nil {
+				continue
+			}
+			l, ok := vectorLen(v)
+			if !ok {
+				return fmt.Errorf("node %q (label %q): property %q is %T, want a list of %d floats for vector index %q",
+					n.ID, n.Label, vi.Property, v, vi.Dimension, vi.Name)
+			}
+			if l != vi.Dimension {
+				return fmt.Errorf("node %q (label %q): property %q has %d dimensions, vector index %q has %d",
+					n.ID, n.Label, vi.Property, l, vi.Name, vi.Dimension)
+			}
+		}
+	}
+	return nil
+}
+
+func vectorLen(v any) (int, bool) {
+	switch v := v.(type) {
+	case []float32:
+		return len(v), true
+	case []float64:
+		return len(v), true
+	case []int64:
+		return len(v), true
+	case []any:
+		for _, e := range v {
+			switch e.(type) {
+			case float64, float32, int64, int:
+			default:
+				return 0, false
+			}
+		}
+		return len(v), true
+	}
+	return 0, false
+}
+
+// VectorSearch returns the k nodes nearest to vec in the vector index
+// called index, nearest first as the database returns them (Memgraph:
+// vector_search.search, docs/memgraph.md §4). When the index was ensured by
+// this Sink, vec must have its dimension: Memgraph silently accepts a query
+// vector of the wrong length (issue #4476).
+func (s *Sink) VectorSearch(ctx context.Context, index string, k int, vec []float32) ([]Hit, error) {
+	s.mu.Lock()
+	vi, known := s.vectors[index]
+	s.mu.Unlock()
+	if known && len(vec) != vi.Dimension {
+		return nil, fmt.Errorf("vector search %q: query vector has %d dimensions, index has %d", index, len(vec), vi.Dimension)
+	}
+	st, err := s.d.VectorSearch(index, k, vec)
+	if err != nil {
+		return nil, err
+	}
+	fields, rows, _, err := s.runAuto(ctx, st)
+	if err != nil {
+		return nil, fmt.Errorf("vector search %q: %w", index, err)
+	}
+	idCol, simCol := -1, -1
+	for i, f := range fields {
+		switch f {
+		case "id":
+			idCol = i
+		case "similarity":
+			simCol = i
+		}
+	}
+	if idCol < 0 || simCol < 0 {
+		return nil, fmt.Errorf("vector search %q: columns %q, want id and similarity", index, fields)
+	}
+	hits := make([]Hit, 0, len(rows))
+	for i, r := range rows {
+		id, _ := r[idCol].(string)
+		sim, ok := r[simCol].(float64)
+		if !ok {
+			return nil, fmt.Errorf("vector search %q: row %d: similarity is %T", index, i, r[simCol])
+		}
+		hits = append(hits, Hit{ID: id, Similarity: sim})
+	}
+	return hits, nil
+}

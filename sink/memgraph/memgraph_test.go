@@ -1,0 +1,424 @@
+package memgraph
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/kgsync/kgsync/internal/bolttest"
+	"github.com/kgsync/kgsync/sink"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// fakeSchema answers SHOW INDEX INFO and SHOW VECTOR INDEX INFO with the
+// columns docs/memgraph.md §3/§4 lists, from rows the test controls, and
+// the batched REMOVE with the counts in removed (then 0).
+type fakeSchema struct {
+	mu      sync.Mutex
+	indexes [][]any // index type, label, property, count
+	vectors [][]any // index_name, label, property, capacity, dimension, metric, size
+	removed []int64
+}
+
+func (f *fakeSchema) respond(q bolttest.Query) ([]string, [][]any, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case q.Text == "SHOW INDEX INFO":
+		return []string{"index type", "label", "property", "count"}, f.indexes, true
+	case q.Text == "SHOW VECTOR INDEX INFO":
+		return []string{"index_name", "label", "property", "capacity", "dimension", "metric", "size"}, f.vectors, true
+	case strings.Contains(q.Text, "RETURN count(n) AS removed"):
+		n := int64(0)
+		if len(f.removed) > 0 {
+			n, f.removed = f.removed[0], f.removed[1:]
+		}
+		return []string{"removed"}, [][]any{{n}}, true
+	}
+	return nil, nil, false
+}
+
+type testBundle struct {
+	srv    *bolttest.Server
+	sink   *Sink
+	schema *fakeSchema
+
+	mu     sync.Mutex
+	sleeps []time.Duration
+}
+
+func (tb *testBundle) slept() []time.Duration {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return append([]time.Duration(nil), tb.sleeps...)
+}
+
+func setup(t *testing.T, mod func(*Config)) *testBundle {
+	t.Helper()
+	tb := &testBundle{srv: bolttest.Start(t), schema: &fakeSchema{}}
+	tb.srv.Respond(tb.schema.respond)
+	cfg := Config{
+		URI:     tb.srv.URI(),
+		Timeout: 5 * time.Second,
+		SleepFunc: func(ctx context.Context, d time.Duration) error {
+			tb.mu.Lock()
+			defer tb.mu.Unlock()
+			tb.sleeps = append(tb.sleeps, d)
+			return ctx.Err()
+		},
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := New(t.Context(), cfg, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close(context.Background())) })
+	tb.sink = s
+	tb.srv.Reset() // forget connectivity checks
+	return tb
+}
+
+func testSchema(dim int) sink.Schema {
+	return sink.Schema{
+		Indexes:       []sink.Index{{Label: "Doc", Property: "id"}, {Label: "Chunk", Property: "id"}},
+		VectorIndexes: []sink.VectorIndex{{Name: "chunk_embedding", Label: "Chunk", Property: "embedding", Dimension: dim}},
+	}
+}
+
+func testBatch() *sink.Batch {
+	return &sink.Batch{
+		DeleteNodes: []sink.NodeRef{{Label: "Chunk", ID: "old#0"}},
+		NodeUpserts: []sink.NodeUpsert{
+			{Label: "Doc", ID: "d1", Props: map[string]any{"title": "T"}},
+			{Label: "Chunk", ID: "d1#0", Props: map[string]any{"embedding": []float32{0.5, 0.25, -1}}},
+		},
+		EdgeUpserts: []sink.EdgeUpsert{{Type: "HAS_CHUNK", From: sink.NodeRef{Label: "Doc", ID: "d1"},
+			To: sink.NodeRef{Label: "Chunk", ID: "d1#0"}}},
+		EdgePrunes: []sink.EdgePrune{{Type: "HAS_CHUNK", From: sink.NodeRef{Label: "Doc", ID: "d1"},
+			ToLabel: "Chunk", Keep: []string{"d1#0"}}},
+	}
+}
+
+func texts(qs []bolttest.Query) []string {
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		out[i] = q.Text
+	}
+	return out
+}
+
+func isMerge(text string) bool { return strings.Contains(text, "MERGE") }
+
+func TestEnsureThenWrite(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, nil)
+	st, err := tb.sink.Ensure(t.Context(), testSchema(3))
+	require.NoError(t, err)
+	// SHOW INDEX INFO, 2 CREATE INDEX, SHOW VECTOR INDEX INFO, CREATE VECTOR INDEX.
+	require.Equal(t, sink.Stats{Statements: 5, Batches: 5}, st)
+	st, err = tb.sink.Write(t.Context(), testBatch())
+	require.NoError(t, err)
+	// delete Chunk, upsert Chunk, upsert Doc, upsert edges, prune edges.
+	require.Equal(t, sink.Stats{Statements: 5, Batches: 1}, st)
+
+	qs := tb.srv.Queries()
+	require.Equal(t, []string{
+		"SHOW INDEX INFO",
+		"CREATE INDEX ON :`Doc`(`id`)",
+		"CREATE INDEX ON :`Chunk`(`id`)",
+		"SHOW VECTOR INDEX INFO",
+		"CREATE VECTOR INDEX `chunk_embedding` ON :`Chunk`(`embedding`) WITH CONFIG {\"dimension\": 3, \"capacity\": 1000, \"metric\": \"cos\"}",
+		"UNWIND $rows AS row MATCH (n:`Chunk` {id: row.id}) DETACH DELETE n",
+		"UNWIND $rows AS row MERGE (n:`Chunk` {id: row.id}) SET n += row.props",
+		"UNWIND $rows AS row MERGE (n:`Doc` {id: row.id}) SET n += row.props",
+		"UNWIND $rows AS row MATCH (a:`Doc` {id: row.from}), (b:`Chunk` {id: row.to}) MERGE (a)-[e:`HAS_CHUNK`]->(b) SET e += row.props",
+		"UNWIND $rows AS row MATCH (a:`Doc` {id: row.from})-[e:`HAS_CHUNK`]->(b:`Chunk`) WHERE NOT b.id IN row.keep DELETE e",
+	}, texts(qs))
+	// DDL and SHOW are auto-commit (docs/memgraph.md §2); the batch is one
+	// explicit transaction, committed.
+	for _, q := range qs[:5] {
+		require.Zero(t, q.Tx, q.Text)
+		require.True(t, q.Committed, q.Text)
+	}
+	tx := qs[5].Tx
+	require.NotZero(t, tx)
+	for _, q := range qs[5:] {
+		require.Equal(t, tx, q.Tx, q.Text)
+		require.True(t, q.Committed, q.Text)
+	}
+	// Parameters as the server decoded them: float32 vectors arrive as
+	// 64-bit floats, keep as a list.
+	rows := qs[6].Params["rows"].([]any)
+	require.Equal(t, map[string]any{"id": "d1#0", "props": map[string]any{"embedding": []any{0.5, 0.25, -1.0}}}, rows[0])
+	require.Equal(t, []any{map[string]any{"from": "d1", "keep": []any{"d1#0"}}}, qs[9].Params["rows"])
+	require.Equal(t, int64(5000), qs[5].Meta["tx_timeout"], "Timeout is sent as the tx_timeout in ms")
+}
+
+func TestEnsureIdempotent(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, nil)
+	// The server already has everything: the label-property index in the
+	// >= 3.2 list form and the < 3.2 string form, the vector index with a
+	// ":L" label (>= 3.11).
+	tb.schema.indexes = [][]any{
+		{"label+property", "Doc", []any{"id"}, int64(1)},
+		{"label+property", "Chunk", "id", int64(2)},
+	}
+	tb.schema.vectors = [][]any{{"chunk_embedding", ":Chunk", "embedding", int64(1024), int64(3), "cos", int64(2)}}
+	for range 2 {
+		st, err := tb.sink.Ensure(t.Context(), testSchema(3))
+		require.NoError(t, err)
+		require.Equal(t, 2, st.Statements)
+	}
+	require.Equal(t, []string{"SHOW INDEX INFO", "SHOW VECTOR INDEX INFO", "SHOW INDEX INFO", "SHOW VECTOR INDEX INFO"},
+		texts(tb.srv.Queries()))
+
+	// Without vector indexes the vector listing is not even asked for.
+	tb.srv.Reset()
+	_, err := tb.sink.Ensure(t.Context(), sink.Schema{Indexes: []sink.Index{{Label: "Doc", Property: "id"}}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"SHOW INDEX INFO"}, texts(tb.srv.Queries()))
+}
+
+func TestEnsureRecreatesVectorIndex(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(c *Config) { c.RemoveBatch = 2 })
+	tb.schema.indexes = [][]any{{"label+property", "Doc", []any{"id"}, int64(1)}, {"label+property", "Chunk", []any{"id"}, int64(3)}}
+	tb.schema.vectors = [][]any{{"chunk_embedding", "Chunk", "embedding", int64(64), int64(3), "cos", int64(3)}}
+	tb.schema.removed = []int64{2, 1} // 3 nodes with old vectors, 2 per statement
+	st, err := tb.sink.Ensure(t.Context(), testSchema(5))
+	require.NoError(t, err)
+	require.Equal(t, 7, st.Statements)
+	remove := "MATCH (n:`Chunk`) WHERE n.`embedding` IS NOT NULL WITH n LIMIT $limit REMOVE n.`embedding` RETURN count(n) AS removed"
+	qs := tb.srv.Queries()
+	require.Equal(t, []string{
+		"SHOW INDEX INFO",
+		"SHOW VECTOR INDEX INFO",
+		"DROP VECTOR INDEX `chunk_embedding`",
+		remove, remove, remove, // 2, 1, then 0: done
+		"CREATE VECTOR INDEX `chunk_embedding` ON :`Chunk`(`embedding`) WITH CONFIG {\"dimension\": 5, \"capacity\": 1000, \"metric\": \"cos\"}",
+	}, texts(qs))
+	require.Equal(t, int64(2), qs[3].Params["limit"])
+	for _, q := range qs {
+		require.Zero(t, q.Tx, q.Text)
+	}
+
+	// Write now checks the new dimension: a 3-vector is refused before
+	// anything is sent (Memgraph would fail the whole tx, docs/memgraph.md §4).
+	tb.srv.Reset()
+	_, err = tb.sink.Write(t.Context(), testBatch())
+	require.ErrorContains(t, err, `node "d1#0"`)
+	require.ErrorContains(t, err, "3 dimensions")
+	require.ErrorContains(t, err, `"chunk_embedding" has 5`)
+	require.Empty(t, tb.srv.Queries())
+}
+
+func TestWriteBatching(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(c *Config) { c.BatchSize = 1000 })
+	b := &sink.Batch{}
+	for i := range 2500 {
+		id := fmt.Sprintf("d%04d", i)
+		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: "Doc", ID: id, Props: map[string]any{"n": int64(i)}})
+		b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: "Gone", ID: id})
+		b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: "REF", From: sink.NodeRef{Label: "Doc", ID: id}, ToLabel: "Doc"})
+	}
+	st, err := tb.sink.Write(t.Context(), b)
+	require.NoError(t, err)
+	// 2500 rows in statements of at most 1000: 3 per group, 3 groups.
+	require.Equal(t, sink.Stats{Statements: 9, Batches: 1}, st)
+	qs := tb.srv.Committed()
+	require.Len(t, qs, 9)
+	wantRows := []int{1000, 1000, 500}
+	prefixes := []string{
+		"UNWIND $rows AS row MATCH (n:`Gone` {id: row.id}) DETACH DELETE n",
+		"UNWIND $rows AS row MERGE (n:`Doc` {id: row.id})",
+		"UNWIND $rows AS row MATCH (a:`Doc` {id: row.from})-[e:`REF`]->(b:`Doc`) WHERE NOT b.id IN row.keep DELETE e",
+	}
+	for i, q := range qs {
+		require.Equal(t, qs[0].Tx, q.Tx, "one transaction for the whole batch")
+		require.True(t, strings.HasPrefix(q.Text, prefixes[i/3]), q.Text)
+		require.Len(t, q.Params["rows"], wantRows[i%3])
+	}
+	// Row order survives the split: the second Doc statement starts at row 1000.
+	require.Equal(t, "d1000", qs[4].Params["rows"].([]any)[0].(map[string]any)["id"])
+	require.Equal(t, []any{}, qs[6].Params["rows"].([]any)[0].(map[string]any)["keep"])
+}
+
+func TestWriteRetriesConflict(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, nil)
+	tb.srv.FailNext(1, isMerge, bolttest.Conflict())
+	st, err := tb.sink.Write(t.Context(), testBatch())
+	require.NoError(t, err)
+	require.Equal(t, sink.Stats{Statements: 5, Batches: 1, Retries: 1}, st)
+
+	qs := tb.srv.Queries()
+	var failedTx, committedTx []int
+	for _, q := range qs {
+		if q.Failed {
+			failedTx = append(failedTx, q.Tx)
+		}
+	}
+	committed := tb.srv.Committed()
+	require.Len(t, committed, 5, "each statement committed exactly once")
+	for _, q := range committed {
+		committedTx = append(committedTx, q.Tx)
+	}
+	require.Len(t, failedTx, 1)
+	require.NotContains(t, committedTx, failedTx[0], "the conflicting transaction was rolled back, not committed")
+	// One back-off of InitialBackoff with ±20 % jitter.
+	sleeps := tb.slept()
+	require.Len(t, sleeps, 1)
+	require.GreaterOrEqual(t, sleeps[0], 160*time.Millisecond)
+	require.Less(t, sleeps[0], 240*time.Millisecond)
+}
+
+func TestWriteRetriesDroppedConnection(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, nil)
+	tb.srv.FailNext(1, isMerge, bolttest.Failure{Drop: true})
+	st, err := tb.sink.Write(t.Context(), testBatch())
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Retries)
+	require.Len(t, tb.srv.Committed(), 5)
+
+	// A failure at COMMIT (storage access timeout) is retried too.
+	tb.srv.Reset()
+	tb.srv.FailNext(1, isMerge, bolttest.Failure{Code: bolttest.CodeTransient,
+		Message: "Cannot get shared access to the storage. Try stopping other queries that are running in parallel.", OnCommit: true})
+	st, err = tb.sink.Write(t.Context(), testBatch())
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Retries)
+	require.Len(t, tb.srv.Committed(), 5)
+}
+
+func TestWriteFailsFast(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		f    bolttest.Failure
+	}{
+		{"client error", bolttest.Failure{Code: bolttest.CodeClient,
+			Message: "Vector index property must have the same number of dimensions as specified in the index."}},
+		// A TransientError that is not a conflict: retrying would fail again
+		// (docs/memgraph.md §2).
+		{"memory limit", bolttest.Failure{Code: bolttest.CodeTransient, Message: "Memory limit exceeded!"}},
+		// Reported on the PULL: only a consumed result ties the error to its
+		// statement (docs/memgraph.md §2).
+		{"on pull", bolttest.Failure{Code: bolttest.CodeClient, Message: "Can't have null literal properties inside merge (n.id)!",
+			OnPull: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t, nil)
+			tb.srv.FailNext(1, func(text string) bool { return strings.Contains(text, "MERGE (n:`Doc`") }, tt.f)
+			st, err := tb.sink.Write(t.Context(), testBatch())
+			require.Error(t, err)
+			require.Contains(t, err.Error(), `upsert nodes "Doc"`)
+			require.Contains(t, err.Error(), tt.f.Message)
+			require.Equal(t, sink.Stats{}, st)
+			require.Empty(t, tb.slept())
+			require.Empty(t, tb.srv.Committed())
+		})
+	}
+}
+
+func TestWriteGivesUp(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(c *Config) { c.MaxRetries = 2 })
+	tb.srv.FailNext(10, isMerge, bolttest.Conflict())
+	st, err := tb.sink.Write(t.Context(), testBatch())
+	require.ErrorContains(t, err, "gave up after 2 retries")
+	require.ErrorContains(t, err, "Cannot resolve conflicting transactions")
+	require.Equal(t, 2, st.Retries)
+	require.Empty(t, tb.srv.Committed())
+	sleeps := tb.slept()
+	require.Len(t, sleeps, 2)
+	// 200 ms then 300 ms (factor 1.5), each ±20 %.
+	require.InDelta(t, 200, float64(sleeps[0].Milliseconds()), 40)
+	require.InDelta(t, 300, float64(sleeps[1].Milliseconds()), 60)
+}
+
+func TestDDLRetriedOnStorageAccess(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, nil)
+	tb.srv.FailNext(1, func(text string) bool { return strings.HasPrefix(text, "CREATE VECTOR INDEX") },
+		bolttest.Failure{Code: bolttest.CodeTransient, Message: "Cannot get unique access to the storage."})
+	st, err := tb.sink.Ensure(t.Context(), testSchema(3))
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Retries)
+	var creates int
+	for _, q := range tb.srv.Committed() {
+		if strings.HasPrefix(q.Text, "CREATE VECTOR INDEX") {
+			creates++
+		}
+	}
+	require.Equal(t, 1, creates)
+}
+
+func TestVectorSearch(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, nil)
+	_, err := tb.sink.Ensure(t.Context(), testSchema(3))
+	require.NoError(t, err)
+	tb.srv.Respond(func(q bolttest.Query) ([]string, [][]any, bool) {
+		if strings.HasPrefix(q.Text, "CALL vector_search.search") {
+			return []string{"id", "similarity"}, [][]any{{"c1", 0.9}, {"c2", 0.5}}, true
+		}
+		return nil, nil, false
+	})
+	tb.srv.Reset()
+	hits, err := tb.sink.VectorSearch(t.Context(), "chunk_embedding", 2, []float32{1, 0, 0.5})
+	require.NoError(t, err)
+	require.Equal(t, []Hit{{ID: "c1", Similarity: 0.9}, {ID: "c2", Similarity: 0.5}}, hits)
+	qs := tb.srv.Queries()
+	require.Len(t, qs, 1)
+	require.Equal(t, "CALL vector_search.search($index, $k, $vec) YIELD node, similarity RETURN node.id AS id, similarity", qs[0].Text)
+	require.Equal(t, map[string]any{"index": "chunk_embedding", "k": int64(2), "vec": []any{1.0, 0.0, 0.5}}, qs[0].Params)
+
+	// Memgraph would accept a wrong-length query vector silently (#4476).
+	_, err = tb.sink.VectorSearch(t.Context(), "chunk_embedding", 2, []float32{1, 0})
+	require.ErrorContains(t, err, "2 dimensions, index has 3")
+}
+
+func TestNewChecksURIAndAuth(t *testing.T) {
+	t.Parallel()
+	_, err := New(t.Context(), Config{URI: "neo4j://localhost:7687"}, nil)
+	require.ErrorContains(t, err, "docs/memgraph.md §1")
+	require.ErrorContains(t, err, "bolt://")
+	_, err = New(t.Context(), Config{URI: "http://localhost:7687"}, nil)
+	require.ErrorContains(t, err, `scheme "http"`)
+
+	tb := setup(t, nil)
+	logons := tb.srv.Logons()
+	require.NotEmpty(t, logons)
+	require.Equal(t, "none", logons[0]["scheme"], "no username: no auth")
+
+	srv := bolttest.Start(t)
+	srv.RequireAuth("kg", "secret")
+	s, err := New(t.Context(), Config{URI: srv.URI(), Username: "kg", Password: "secret"}, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Close(t.Context()))
+	_, err = New(t.Context(), Config{URI: srv.URI(), Username: "kg", Password: "wrong", Timeout: 2 * time.Second}, nil)
+	require.Error(t, err)
+}
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 160*time.Millisecond, Backoff(0, 0))
+	require.Equal(t, 200*time.Millisecond, Backoff(0, 0.5))
+	require.Equal(t, 300*time.Millisecond, Backoff(1, 0.5))
+	require.Equal(t, 450*time.Millisecond, Backoff(2, 0.5))
+	require.Equal(t, MaxBackoff, Backoff(40, 0.5))
+}

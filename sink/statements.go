@@ -1,0 +1,259 @@
+package sink
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Statements turns b into batched UNWIND statements, in the order Write
+// applies them: DeleteNodes, NodeUpserts, EdgeUpserts, EdgePrunes. Within a
+// kind there is one group per label (nodes) or per (from label, type, to
+// label) (edges), groups sorted by those names, rows kept in batch order, and
+// each group split into statements of at most rowsPerStatement rows
+// (rowsPerStatement <= 0: one statement per group). The texts, with `L`
+// standing for a quoted name (docs/memgraph.md §5):
+//
+//	UNWIND $rows AS row MATCH (n:`L` {id: row.id}) DETACH DELETE n
+//	UNWIND $rows AS row MERGE (n:`L` {id: row.id}) SET n += row.props
+//	UNWIND $rows AS row MATCH (a:`A` {id: row.from}), (b:`B` {id: row.to}) MERGE (a)-[e:`T`]->(b) SET e += row.props
+//	UNWIND $rows AS row MATCH (a:`A` {id: row.from})-[e:`T`]->(b:`B`) WHERE NOT b.id IN row.keep DELETE e
+//
+// $rows is a []any of map[string]any rows with keys id; id, props; from, to,
+// props; and from, keep. props is never nil (an empty map) and keep never
+// nil (an empty list prunes every edge), since a null would make SET fail or
+// the WHERE drop every row. Values are normalised for the driver: []float32
+// becomes []float64 (the driver's fast path, docs/memgraph.md §1), int and
+// int32 become int64, float32 becomes float64.
+//
+// Errors name the statement kind, the label and the row: an invalid name
+// (ValidName; property names included, since CYPHERL files inline them), an
+// empty id, NaN or ±Inf, a map value for a dialect without map properties,
+// or a value of another type.
+func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) {
+	if b == nil || b.Len() == 0 {
+		return nil, nil
+	}
+	var out []Statement
+	emit := func(kind, target, query string, rows []any) {
+		n := rowsPerStatement
+		if n <= 0 {
+			n = len(rows)
+		}
+		for start := 0; start < len(rows); start += n {
+			end := min(start+n, len(rows))
+			out = append(out, Statement{
+				Query:  query,
+				Params: map[string]any{"rows": rows[start:end:end]},
+				Kind:   kind,
+				Target: target,
+			})
+		}
+	}
+
+	// DeleteNodes.
+	deletes := map[string][]any{}
+	for i, n := range b.DeleteNodes {
+		if err := checkRef(n); err != nil {
+			return nil, fmt.Errorf("%s: row %d: %w", KindDeleteNodes, i, err)
+		}
+		deletes[n.Label] = append(deletes[n.Label], map[string]any{"id": n.ID})
+	}
+	for _, l := range sortedKeys(deletes) {
+		emit(KindDeleteNodes, l, "UNWIND $rows AS row MATCH (n:"+QuoteName(l)+" {id: row.id}) DETACH DELETE n", deletes[l])
+	}
+
+	// NodeUpserts.
+	nodes := map[string][]any{}
+	for i, n := range b.NodeUpserts {
+		if err := checkRef(NodeRef{Label: n.Label, ID: n.ID}); err != nil {
+			return nil, fmt.Errorf("%s: row %d: %w", KindUpsertNodes, i, err)
+		}
+		props, err := normalizeProps(d, n.Props)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: row %d (id %q): %w", KindUpsertNodes, n.Label, i, n.ID, err)
+		}
+		nodes[n.Label] = append(nodes[n.Label], map[string]any{"id": n.ID, "props": props})
+	}
+	for _, l := range sortedKeys(nodes) {
+		emit(KindUpsertNodes, l, "UNWIND $rows AS row MERGE (n:"+QuoteName(l)+" {id: row.id}) SET n += row.props", nodes[l])
+	}
+
+	// EdgeUpserts.
+	edges := map[edgeGroup][]any{}
+	for i, e := range b.EdgeUpserts {
+		g := edgeGroup{from: e.From.Label, typ: e.Type, to: e.To.Label}
+		if err := checkEdge(g, e.From.ID, e.To.ID); err != nil {
+			return nil, fmt.Errorf("%s: row %d: %w", KindUpsertEdges, i, err)
+		}
+		props, err := normalizeProps(d, e.Props)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: row %d (%q->%q): %w", KindUpsertEdges, g, i, e.From.ID, e.To.ID, err)
+		}
+		edges[g] = append(edges[g], map[string]any{"from": e.From.ID, "to": e.To.ID, "props": props})
+	}
+	for _, g := range sortedEdgeGroups(edges) {
+		emit(KindUpsertEdges, g.String(), "UNWIND $rows AS row MATCH (a:"+QuoteName(g.from)+" {id: row.from}), (b:"+
+			QuoteName(g.to)+" {id: row.to}) MERGE (a)-[e:"+QuoteName(g.typ)+"]->(b) SET e += row.props", edges[g])
+	}
+
+	// EdgePrunes.
+	prunes := map[edgeGroup][]any{}
+	for i, p := range b.EdgePrunes {
+		g := edgeGroup{from: p.From.Label, typ: p.Type, to: p.ToLabel}
+		if err := checkEdge(g, p.From.ID, "-"); err != nil {
+			return nil, fmt.Errorf("%s: row %d: %w", KindPruneEdges, i, err)
+		}
+		keep := make([]string, len(p.Keep))
+		copy(keep, p.Keep)
+		prunes[g] = append(prunes[g], map[string]any{"from": p.From.ID, "keep": keep})
+	}
+	for _, g := range sortedEdgeGroups(prunes) {
+		emit(KindPruneEdges, g.String(), "UNWIND $rows AS row MATCH (a:"+QuoteName(g.from)+" {id: row.from})-[e:"+
+			QuoteName(g.typ)+"]->(b:"+QuoteName(g.to)+") WHERE NOT b.id IN row.keep DELETE e", prunes[g])
+	}
+	return out, nil
+}
+
+type edgeGroup struct{ from, typ, to string }
+
+// String is the group as an edge pattern, e.g. "Doc-[HAS]->Chunk".
+func (g edgeGroup) String() string { return g.from + "-[" + g.typ + "]->" + g.to }
+
+func checkRef(n NodeRef) error {
+	if err := ValidName(n.Label); err != nil {
+		return fmt.Errorf("label: %w", err)
+	}
+	if n.ID == "" {
+		return fmt.Errorf("label %q: empty id", n.Label)
+	}
+	return nil
+}
+
+func checkEdge(g edgeGroup, from, to string) error {
+	if err := validNames(g.from, g.typ, g.to); err != nil {
+		return fmt.Errorf("edge %s: %w", g, err)
+	}
+	if from == "" || to == "" {
+		return fmt.Errorf("edge %s: empty id (from %q, to %q)", g, from, to)
+	}
+	return nil
+}
+
+func sortedKeys(m map[string][]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func sortedEdgeGroups(m map[edgeGroup][]any) []edgeGroup {
+	keys := make([]edgeGroup, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b edgeGroup) int {
+		return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.typ, b.typ), cmp.Compare(a.to, b.to))
+	})
+	return keys
+}
+
+// normalizeProps copies props with every value normalised (see Statements);
+// nil props become an empty map.
+func normalizeProps(d Dialect, props map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(props))
+	for _, k := range sortedPropKeys(props) {
+		if err := ValidName(k); err != nil {
+			return nil, fmt.Errorf("property: %w", err)
+		}
+		v, err := normalizeValue(d, props[k])
+		if err != nil {
+			return nil, fmt.Errorf("property %q: %w", k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func sortedPropKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// normalizeValue returns v as the Statements parameters carry it: nil,
+// bool, int64, float64, string, []float64, []int64, []string, []any or
+// map[string]any (recursively normalised; map keys checked with ValidName).
+func normalizeValue(d Dialect, v any) (any, error) {
+	switch v := v.(type) {
+	case nil, bool, string, int64:
+		return v, nil
+	case int:
+		return int64(v), nil
+	case int32:
+		return int64(v), nil
+	case float64:
+		return v, checkFloat(v)
+	case float32:
+		return float64(v), checkFloat(float64(v))
+	case []float32:
+		out := float64s(v)
+		for _, f := range out {
+			if err := checkFloat(f); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case []float64:
+		for _, f := range v {
+			if err := checkFloat(f); err != nil {
+				return nil, err
+			}
+		}
+		return slices.Clone(v), nil
+	case []int64:
+		return slices.Clone(v), nil
+	case []string:
+		return slices.Clone(v), nil
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			n, err := normalizeValue(d, e)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			out[i] = n
+		}
+		return out, nil
+	case map[string]any:
+		if !d.MapProperties() {
+			return nil, fmt.Errorf("map value not storable in %s (serialise it, e.g. as JSON)", d.Name())
+		}
+		out := make(map[string]any, len(v))
+		for _, k := range sortedPropKeys(v) {
+			if err := ValidName(k); err != nil {
+				return nil, fmt.Errorf("map key: %w", err)
+			}
+			n, err := normalizeValue(d, v[k])
+			if err != nil {
+				return nil, fmt.Errorf("%q: %w", k, err)
+			}
+			out[k] = n
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unsupported value type %T", v)
+}
+
+func checkFloat(f float64) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("float %v has no Cypher representation", f)
+	}
+	return nil
+}
