@@ -27,9 +27,14 @@ type Config struct {
 	// Pipelines are the configured flows, run in the order given.
 	Pipelines []Pipeline `yaml:"pipelines"`
 
-	// Dir is the directory of the config file; relative paths in the file
-	// are resolved against it by Load. Not read from YAML.
+	// Dir is the directory of the config file (absolute after Load; the dir
+	// argument of Parse); relative paths in the file are resolved against it.
+	// Not read from YAML.
 	Dir string `yaml:"-"`
+
+	// src maps key paths to lines of the file for Validate's messages; nil
+	// for a Config built in Go.
+	src *source
 }
 
 // State selects and configures the state store.
@@ -37,7 +42,7 @@ type State struct {
 	// Driver is "sqlite" (default) or "postgres".
 	Driver string `yaml:"driver"`
 	// Path is the SQLite database file (driver sqlite). Default ".kgsync/state.db"
-	// relative to the config file.
+	// relative to the config file; Load makes it absolute (joined to Dir).
 	Path string `yaml:"path"`
 	// DSN is the Postgres connection string (driver postgres), e.g.
 	// "postgres://kgsync:${PGPASSWORD}@db:5432/kgsync". Secrets come from ${ENV}.
@@ -58,9 +63,11 @@ type Log struct {
 type Pipeline struct {
 	// Name identifies the pipeline in state, CLI and API: [a-z0-9_-]+.
 	Name string `yaml:"name"`
-	// Schedule is a robfig/cron/v3 spec ("*/5 * * * *", "@every 5m"); empty = no schedule.
+	// Schedule is a robfig/cron/v3 spec ("*/5 * * * *", "0 */15 * * * *",
+	// "@every 5m"), parsed with ScheduleFields; empty = no schedule.
 	Schedule string `yaml:"schedule,omitempty"`
-	// TimeZone is the IANA zone of Schedule (default UTC).
+	// TimeZone is the IANA zone of Schedule (default "UTC"; Load sets it, so
+	// time.LoadLocation(TimeZone) can be used directly).
 	TimeZone string `yaml:"time_zone,omitempty"`
 	// Sources feed the pipeline; names must be unique within it.
 	Sources []Source `yaml:"sources"`
@@ -88,7 +95,8 @@ type Source struct {
 
 // FilesSource reads documents from a directory tree.
 type FilesSource struct {
-	// Root is the directory; relative to the config file's directory.
+	// Root is the directory; relative to the config file's directory (Load
+	// joins it to Config.Dir).
 	Root string `yaml:"root"`
 	// Include are glob patterns (with ** for any depth) matched against the
 	// slash-separated path relative to Root. Default: every file of a known format.
@@ -120,8 +128,8 @@ type Embedder struct {
 	Provider string `yaml:"provider"`
 	// Model is the model name sent to the provider (default "hashing-v1" for hashing).
 	Model string `yaml:"model,omitempty"`
-	// Dimensions is the vector length (default 384 for hashing; for openai,
-	// sent as "dimensions" when set).
+	// Dimensions is the vector length, 1..65535 (default 384 for hashing; for
+	// openai, sent as "dimensions" when set, 0 = the model's default).
 	Dimensions int `yaml:"dimensions,omitempty"`
 	// BaseURL is the API root, e.g. "https://api.openai.com/v1" (openai).
 	BaseURL string `yaml:"base_url,omitempty"`
@@ -142,9 +150,11 @@ type Embedder struct {
 
 // Sink configures where the graph is written.
 type Sink struct {
-	// Type is "cypherl" (default) or "memgraph".
+	// Type is "cypherl" (default) or "memgraph". When unset and only Memgraph
+	// is given, Load infers "memgraph". Only the matching subsection may be set.
 	Type string `yaml:"type"`
-	// Cypherl configures the CYPHERL file sink.
+	// Cypherl configures the CYPHERL file sink; Load creates it with its
+	// defaults for type cypherl.
 	Cypherl *CypherlSink `yaml:"cypherl,omitempty"`
 	// Memgraph configures the Bolt sink.
 	Memgraph *MemgraphSink `yaml:"memgraph,omitempty"`
@@ -152,13 +162,16 @@ type Sink struct {
 
 // CypherlSink writes statements to .cypherl files, one file per run.
 type CypherlSink struct {
-	// Dir is the output directory (default ".kgsync/cypherl" relative to the config file).
+	// Dir is the output directory (default ".kgsync/cypherl" relative to the
+	// config file; Load joins it to Config.Dir).
 	Dir string `yaml:"dir"`
 }
 
 // MemgraphSink writes over Bolt with neo4j-go-driver/v5.
 type MemgraphSink struct {
-	// URI is the Bolt address, "bolt://host:7687" (not neo4j://; see docs/memgraph.md §1).
+	// URI is the Bolt address, "bolt://host:7687" (also bolt+s://, bolt+ssc://).
+	// Not neo4j://: Memgraph serves routing only on HA coordinators (see
+	// docs/memgraph.md §1); neo4j:// is accepted only with Dialect "neo4j".
 	URI string `yaml:"uri"`
 	// Username and Password authenticate; empty for Memgraph's default no-auth.
 	Username string `yaml:"username,omitempty"`
