@@ -1,0 +1,385 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/kgsync/kgsync/state"
+)
+
+// RunOpen inserts a run of pipeline with StatusRunning and StartedAt now
+// (microsecond precision, UTC).
+func (s *Store) RunOpen(ctx context.Context, pipeline string, trigger state.Trigger) (state.Run, error) {
+	if pipeline == "" {
+		return state.Run{}, errors.New("open run: empty pipeline name")
+	}
+	run := state.Run{Pipeline: pipeline, Trigger: trigger, Status: state.StatusRunning, StartedAt: s.nowTime()}
+	counts, err := json.Marshal(run.Counts)
+	if err != nil {
+		return state.Run{}, fmt.Errorf("open run of %q: encode counts: %w", pipeline, err)
+	}
+	err = s.pool.QueryRow(ctx,
+		`INSERT INTO runs (pipeline, trigger, status, started_at, counts) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+		pipeline, string(trigger), string(run.Status), run.StartedAt, counts).Scan(&run.ID)
+	if err != nil {
+		return state.Run{}, fmt.Errorf("open run of %q: %w", pipeline, err)
+	}
+	return run, nil
+}
+
+// RunClose stores run's Status, Counts, Error and FinishedAt (now when
+// zero) for run.ID; other fields are not changed. It returns
+// state.ErrNotFound when no run has that id.
+func (s *Store) RunClose(ctx context.Context, run state.Run) error {
+	finished := run.FinishedAt
+	if finished.IsZero() {
+		finished = s.nowTime()
+	}
+	counts, err := json.Marshal(run.Counts)
+	if err != nil {
+		return fmt.Errorf("close run %d: encode counts: %w", run.ID, err)
+	}
+	tag, err := s.pool.Exec(ctx,
+		`UPDATE runs SET status = $1, finished_at = $2, counts = $3, error = $4 WHERE id = $5`,
+		string(run.Status), finished, counts, run.Error, run.ID)
+	if err != nil {
+		return fmt.Errorf("close run %d: %w", run.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("close run %d: %w", run.ID, state.ErrNotFound)
+	}
+	return nil
+}
+
+const runColumns = `id, pipeline, trigger, status, started_at, finished_at, counts, error`
+
+// scanRun reads one row of runColumns.
+func scanRun(row pgx.Row) (state.Run, error) {
+	var (
+		r               state.Run
+		trigger, status string
+		finished        *time.Time
+		counts          []byte
+	)
+	if err := row.Scan(&r.ID, &r.Pipeline, &trigger, &status, &r.StartedAt, &finished, &counts, &r.Error); err != nil {
+		return state.Run{}, err
+	}
+	r.Trigger, r.Status, r.StartedAt = state.Trigger(trigger), state.Status(status), r.StartedAt.UTC()
+	if finished != nil {
+		r.FinishedAt = finished.UTC()
+	}
+	if err := json.Unmarshal(counts, &r.Counts); err != nil {
+		return state.Run{}, fmt.Errorf("run %d: decode counts: %w", r.ID, err)
+	}
+	return r, nil
+}
+
+// RunGet returns the run with id or state.ErrNotFound.
+func (s *Store) RunGet(ctx context.Context, id int64) (state.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return state.Run{}, fmt.Errorf("get run %d: %w", id, state.ErrNotFound)
+	}
+	if err != nil {
+		return state.Run{}, fmt.Errorf("get run %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// RunList returns up to limit runs of pipeline ("" = all pipelines), newest
+// (highest id) first; limit <= 0 means no limit.
+func (s *Store) RunList(ctx context.Context, pipeline string, limit int) ([]state.Run, error) {
+	var lim *int64 // NULL: no limit
+	if limit > 0 {
+		l := int64(limit)
+		lim = &l
+	}
+	rows, err := s.pool.Query(ctx,
+		`SELECT `+runColumns+` FROM runs WHERE $1 = '' OR pipeline = $1 ORDER BY id DESC LIMIT $2`, pipeline, lim)
+	if err != nil {
+		return nil, fmt.Errorf("list runs of %q: %w", pipeline, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (state.Run, error) { return scanRun(row) })
+	if err != nil {
+		return nil, fmt.Errorf("list runs of %q: %w", pipeline, err)
+	}
+	return out, nil
+}
+
+// RecordList returns the records of pipeline's source by key (an empty map
+// when there are none).
+func (s *Store) RecordList(ctx context.Context, pipeline, source string) (map[string]state.Record, error) {
+	rows, err := s.pool.Query(ctx,
+		`SELECT key, hash, fingerprint, anchor, props FROM records WHERE pipeline = $1 AND source = $2`, pipeline, source)
+	if err != nil {
+		return nil, fmt.Errorf("list records of %q source %q: %w", pipeline, source, err)
+	}
+	defer rows.Close()
+	out := map[string]state.Record{}
+	for rows.Next() {
+		r := state.Record{Pipeline: pipeline, Source: source}
+		var hash, fp int64
+		if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props); err != nil {
+			return nil, fmt.Errorf("list records of %q source %q: %w", pipeline, source, err)
+		}
+		r.Hash, r.Fingerprint = uint64(hash), uint64(fp)
+		out[r.Key] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list records of %q source %q: %w", pipeline, source, err)
+	}
+	return out, nil
+}
+
+// ChunkList returns the chunks of one record ordered by Position, then ID.
+func (s *Store) ChunkList(ctx context.Context, pipeline string, rec state.RecordRef) ([]state.Chunk, error) {
+	rows, err := s.pool.Query(ctx,
+		`SELECT id, hash, text_hash, position, props FROM chunks
+		 WHERE pipeline = $1 AND source = $2 AND record_key = $3 ORDER BY position, id`,
+		pipeline, rec.Source, rec.Key)
+	if err != nil {
+		return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
+	}
+	defer rows.Close()
+	var out []state.Chunk
+	for rows.Next() {
+		c := state.Chunk{Pipeline: pipeline, Source: rec.Source, RecordKey: rec.Key}
+		var hash, textHash int64
+		var pos int32
+		if err := rows.Scan(&c.ID, &hash, &textHash, &pos, &c.Props); err != nil {
+			return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
+		}
+		c.Hash, c.TextHash, c.Position = uint64(hash), uint64(textHash), int(pos)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
+	}
+	return out, nil
+}
+
+// ChunkCount counts the chunks of pipeline.
+func (s *Store) ChunkCount(ctx context.Context, pipeline string) (int, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM chunks WHERE pipeline = $1`, pipeline).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count chunks of %q: %w", pipeline, err)
+	}
+	return int(n), nil
+}
+
+// CursorGet returns the cursor of pipeline's source, "" when none is stored.
+func (s *Store) CursorGet(ctx context.Context, pipeline, source string) (string, error) {
+	var c string
+	err := s.pool.QueryRow(ctx, `SELECT cursor FROM cursors WHERE pipeline = $1 AND source = $2`, pipeline, source).Scan(&c)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("get cursor of %q source %q: %w", pipeline, source, err)
+	}
+	return c, nil
+}
+
+// Commit applies c in one transaction sent as one pgx.Batch (one round
+// trip), each kind of change one unnest statement: record upserts, chunk
+// replacements, record deletes (with their chunks, so a delete wins over an
+// upsert of the same record), cursor upserts. The transaction first takes
+// the pipeline's commit lock, AdvisoryKey(schema, "commit", pipeline), so
+// commits of one pipeline apply one after the other. c is checked first
+// (see checkCommit); nothing is written when it fails.
+func (s *Store) Commit(ctx context.Context, c state.Commit) error {
+	if err := checkCommit(c); err != nil {
+		return err
+	}
+	schema, err := s.schemaName(ctx)
+	if err != nil {
+		return fmt.Errorf("commit %q: %w", c.Pipeline, err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock($1)`, AdvisoryKey(schema, "commit", c.Pipeline))
+	queueCommit(b, c, s.nowTime())
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("commit %q: begin: %w", c.Pipeline, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("commit %q: %w", c.Pipeline, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit %q: %w", c.Pipeline, err)
+	}
+	return nil
+}
+
+// queueCommit adds c's statements to b, rows sorted by key.
+func queueCommit(b *pgx.Batch, c state.Commit, now time.Time) {
+	p := c.Pipeline
+	if len(c.Records) > 0 {
+		recs := slices.Clone(c.Records)
+		slices.SortFunc(recs, func(a, b state.Record) int {
+			return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Key, b.Key))
+		})
+		var (
+			sources, keys, anchors = make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs))
+			hashes, fps            = make([]int64, len(recs)), make([]int64, len(recs))
+			props                  = make([][]byte, len(recs))
+		)
+		for i, r := range recs {
+			sources[i], keys[i], anchors[i] = r.Source, r.Key, r.Anchor
+			hashes[i], fps[i], props[i] = int64(r.Hash), int64(r.Fingerprint), nullBytes(r.Props)
+		}
+		b.Queue(`INSERT INTO records (pipeline, source, key, hash, fingerprint, anchor, props, updated_at)
+			SELECT $1, u.source, u.key, u.hash, u.fingerprint, u.anchor, u.props, $8
+			FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bytea[])
+				AS u(source, key, hash, fingerprint, anchor, props)
+			ON CONFLICT (pipeline, source, key) DO UPDATE SET hash = EXCLUDED.hash, fingerprint = EXCLUDED.fingerprint,
+				anchor = EXCLUDED.anchor, props = EXCLUDED.props, updated_at = EXCLUDED.updated_at`,
+			p, sources, keys, hashes, fps, anchors, props, now)
+	}
+	if len(c.ReplaceChunks) > 0 {
+		refs := sortedRefs(c.ReplaceChunks)
+		rs, rk := refColumns(refs)
+		b.Queue(`DELETE FROM chunks c USING unnest($2::text[], $3::text[]) AS u(source, record_key)
+			WHERE c.pipeline = $1 AND c.source = u.source AND c.record_key = u.record_key`, p, rs, rk)
+		var (
+			sources, keys, ids []string
+			hashes, textHashes []int64
+			positions          []int64
+			props              [][]byte
+		)
+		for _, ref := range refs {
+			for _, ch := range c.ReplaceChunks[ref] {
+				sources, keys, ids = append(sources, ref.Source), append(keys, ref.Key), append(ids, ch.ID)
+				hashes, textHashes = append(hashes, int64(ch.Hash)), append(textHashes, int64(ch.TextHash))
+				positions, props = append(positions, int64(ch.Position)), append(props, nullBytes(ch.Props))
+			}
+		}
+		if len(ids) > 0 {
+			b.Queue(`INSERT INTO chunks (pipeline, source, record_key, id, hash, text_hash, position, props)
+				SELECT $1, u.* FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::int[], $8::bytea[])
+					AS u(source, record_key, id, hash, text_hash, position, props)`,
+				p, sources, keys, ids, hashes, textHashes, positions, props)
+		}
+	}
+	if len(c.DeleteRecords) > 0 {
+		rs, rk := refColumns(c.DeleteRecords)
+		b.Queue(`DELETE FROM chunks c USING unnest($2::text[], $3::text[]) AS u(source, record_key)
+			WHERE c.pipeline = $1 AND c.source = u.source AND c.record_key = u.record_key`, p, rs, rk)
+		b.Queue(`DELETE FROM records r USING unnest($2::text[], $3::text[]) AS u(source, key)
+			WHERE r.pipeline = $1 AND r.source = u.source AND r.key = u.key`, p, rs, rk)
+	}
+	if len(c.Cursors) > 0 {
+		srcs := sortedKeys(c.Cursors)
+		vals := make([]string, len(srcs))
+		for i, src := range srcs {
+			vals[i] = c.Cursors[src]
+		}
+		b.Queue(`INSERT INTO cursors (pipeline, source, cursor, updated_at)
+			SELECT $1, u.source, u.cursor, $4 FROM unnest($2::text[], $3::text[]) AS u(source, cursor)
+			ON CONFLICT (pipeline, source) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = EXCLUDED.updated_at`,
+			p, srcs, vals, now)
+	}
+}
+
+// refColumns splits refs into parallel source and key arrays for unnest.
+func refColumns(refs []state.RecordRef) (sources, keys []string) {
+	sources, keys = make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		sources[i], keys[i] = r.Source, r.Key
+	}
+	return sources, keys
+}
+
+// nullBytes stores empty byte slices as NULL, so they read back as nil.
+func nullBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// embeddingsBatch is how many text hashes one embeddings statement carries.
+const embeddingsBatch = 1000
+
+// EmbeddingsGet returns the cached vectors of model for textHashes, one
+// query (text_hash = ANY($2)) per 1,000 hashes. Hashes without a vector
+// are absent from the map.
+func (s *Store) EmbeddingsGet(ctx context.Context, model string, textHashes []uint64) (map[uint64][]float32, error) {
+	out := make(map[uint64][]float32, len(textHashes))
+	hashes := dedupe(textHashes)
+	for start := 0; start < len(hashes); start += embeddingsBatch {
+		part := hashes[start:min(start+embeddingsBatch, len(hashes))]
+		keys := make([]int64, len(part))
+		for i, h := range part {
+			keys[i] = int64(h)
+		}
+		rows, err := s.pool.Query(ctx, `SELECT text_hash, vector FROM embeddings WHERE model = $1 AND text_hash = ANY($2::bigint[])`, model, keys)
+		if err != nil {
+			return nil, fmt.Errorf("get embeddings of model %q: %w", model, err)
+		}
+		var (
+			h   int64
+			raw []byte
+		)
+		_, err = pgx.ForEachRow(rows, []any{&h, &raw}, func() error {
+			v, err := decodeVector(raw)
+			if err != nil {
+				return fmt.Errorf("text hash %d: %w", uint64(h), err)
+			}
+			out[uint64(h)] = v
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("get embeddings of model %q: %w", model, err)
+		}
+	}
+	return out, nil
+}
+
+// EmbeddingsPut stores vecs for model in one transaction, 1,000 per
+// statement in ascending key order (so concurrent puts cannot deadlock); a
+// vector already cached under the same (model, text hash) is replaced when
+// it differs.
+func (s *Store) EmbeddingsPut(ctx context.Context, model string, vecs map[uint64][]float32) error {
+	if len(vecs) == 0 {
+		return nil
+	}
+	keys := make([]int64, 0, len(vecs))
+	for h := range vecs {
+		keys = append(keys, int64(h))
+	}
+	slices.Sort(keys) // the order of the bigint column, as ORDER BY below
+	now := s.nowTime()
+	b := &pgx.Batch{}
+	for start := 0; start < len(keys); start += embeddingsBatch {
+		part := keys[start:min(start+embeddingsBatch, len(keys))]
+		raw := make([][]byte, len(part))
+		for i, k := range part {
+			raw[i] = encodeVector(vecs[uint64(k)])
+		}
+		b.Queue(`INSERT INTO embeddings (model, text_hash, vector, created_at)
+			SELECT $1, u.h, u.v, $4 FROM unnest($2::bigint[], $3::bytea[]) AS u(h, v) ORDER BY u.h
+			ON CONFLICT (model, text_hash) DO UPDATE SET vector = EXCLUDED.vector, created_at = EXCLUDED.created_at
+			WHERE embeddings.vector <> EXCLUDED.vector`, model, part, raw, now)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("put embeddings of model %q: begin: %w", model, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("put embeddings of model %q: %w", model, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("put embeddings of model %q: commit: %w", model, err)
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package sqlite
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/kgsync/kgsync/state"
+)
+
+// checkCommit rejects a Commit that no state could apply: an empty
+// pipeline, a record, chunk or cursor with an empty name, a Record or Chunk
+// whose own Pipeline/Source/RecordKey disagree with where it is listed
+// (empty ones are taken from there), the same record twice in Records, or
+// the same chunk id twice in one record's list.
+func checkCommit(c state.Commit) error {
+	if c.Pipeline == "" {
+		return errors.New("commit: empty pipeline name")
+	}
+	seen := make(map[state.RecordRef]struct{}, len(c.Records))
+	for i, r := range c.Records {
+		ref := state.RecordRef{Source: r.Source, Key: r.Key}
+		switch {
+		case r.Source == "" || r.Key == "":
+			return fmt.Errorf("commit %q: records[%d]: empty source or key (%q/%q)", c.Pipeline, i, r.Source, r.Key)
+		case r.Pipeline != "" && r.Pipeline != c.Pipeline:
+			return fmt.Errorf("commit %q: record %s/%s: belongs to pipeline %q", c.Pipeline, r.Source, r.Key, r.Pipeline)
+		}
+		if _, dup := seen[ref]; dup {
+			return fmt.Errorf("commit %q: record %s/%s listed twice", c.Pipeline, r.Source, r.Key)
+		}
+		seen[ref] = struct{}{}
+	}
+	for i, ref := range c.DeleteRecords {
+		if ref.Source == "" || ref.Key == "" {
+			return fmt.Errorf("commit %q: delete_records[%d]: empty source or key (%q/%q)", c.Pipeline, i, ref.Source, ref.Key)
+		}
+	}
+	for ref, chunks := range c.ReplaceChunks {
+		if ref.Source == "" || ref.Key == "" {
+			return fmt.Errorf("commit %q: replace_chunks: empty source or key (%q/%q)", c.Pipeline, ref.Source, ref.Key)
+		}
+		ids := make(map[string]struct{}, len(chunks))
+		for _, ch := range chunks {
+			switch {
+			case ch.ID == "":
+				return fmt.Errorf("commit %q: record %s/%s: chunk with empty id", c.Pipeline, ref.Source, ref.Key)
+			case ch.Pipeline != "" && ch.Pipeline != c.Pipeline,
+				ch.Source != "" && ch.Source != ref.Source,
+				ch.RecordKey != "" && ch.RecordKey != ref.Key:
+				return fmt.Errorf("commit %q: record %s/%s: chunk %q belongs to %q record %s/%s",
+					c.Pipeline, ref.Source, ref.Key, ch.ID, ch.Pipeline, ch.Source, ch.RecordKey)
+			}
+			if _, dup := ids[ch.ID]; dup {
+				return fmt.Errorf("commit %q: record %s/%s: chunk id %q listed twice", c.Pipeline, ref.Source, ref.Key, ch.ID)
+			}
+			ids[ch.ID] = struct{}{}
+		}
+	}
+	for src := range c.Cursors {
+		if src == "" {
+			return fmt.Errorf("commit %q: cursor with empty source name", c.Pipeline)
+		}
+	}
+	return nil
+}
+
+// sortedRefs returns m's keys by (Source, Key), so statements run in a
+// stable order.
+func sortedRefs[V any](m map[state.RecordRef]V) []state.RecordRef {
+	out := make([]state.RecordRef, 0, len(m))
+	for ref := range m {
+		out = append(out, ref)
+	}
+	slices.SortFunc(out, func(a, b state.RecordRef) int {
+		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Key, b.Key))
+	})
+	return out
+}
+
+// sortedKeys returns m's keys in ascending order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// dedupe returns hs without repeated values, in first-seen order.
+func dedupe(hs []uint64) []uint64 {
+	seen := make(map[uint64]struct{}, len(hs))
+	out := make([]uint64, 0, len(hs))
+	for _, h := range hs {
+		if _, ok := seen[h]; !ok {
+			seen[h] = struct{}{}
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// encodeVector lays v out as float32 little-endian, 4 bytes per dimension.
+func encodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+// decodeVector reverses encodeVector bit for bit.
+func decodeVector(b []byte) ([]float32, error) {
+	if len(b)%4 != 0 {
+		return nil, fmt.Errorf("vector of %d bytes is not a whole number of float32s", len(b))
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
+}

@@ -1,0 +1,193 @@
+// Package sqlite is the embedded state.Store: one SQLite file (pure Go driver
+// modernc.org/sqlite, no cgo) in WAL mode, used by default on a fresh machine.
+//
+// The store keeps a single open connection (database/sql MaxOpenConns 1), so
+// the goroutines of one process queue for it instead of failing with
+// SQLITE_BUSY; transactions begin IMMEDIATE and wait up to busyTimeout for
+// another process's writer. Pipeline locks are file locks next to the
+// database (see Store.Lock). Hash encoding and time units are described in
+// migration/001_init.up.sql.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/kgsync/kgsync/state"
+)
+
+// busyTimeout is how long a statement waits for another process's lock on
+// the database file before failing with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
+// Store is the SQLite state.Store. Create it with Open; it is safe for
+// concurrent use.
+type Store struct {
+	db   *sql.DB
+	path string
+	now  func() time.Time
+
+	mu     sync.Mutex
+	locks  map[*flock.Flock]struct{} // pipeline locks held by this Store
+	closed bool
+}
+
+var _ state.Store = (*Store)(nil)
+
+// Open opens (creating it and its parent directories when missing) the
+// SQLite database at path, a file system path, and applies the migrations.
+// Errors name the path.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open sqlite state: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite state %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("open sqlite state %s: create directory: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", dsn(abs))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite state %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	s := &Store{db: db, path: abs, now: time.Now, locks: map[*flock.Flock]struct{}{}}
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open sqlite state %s: %w", path, err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open sqlite state %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// dsn is the driver's name for the database file at abs: a file: URI (so
+// '?' and '#' in the path are escaped) with the connection's pragmas.
+func dsn(abs string) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Add("_pragma", "cache_size(-65536)") // 64 MiB of page cache (the default is 2 MiB)
+	q.Set("_txlock", "immediate")
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// Lock takes the pipeline's lock: an exclusive flock(2) on the file
+// "<database path>.<pipeline>.lock" (bytes of the pipeline name other than
+// ASCII letters, digits, '-', '_' and '.' are written as %XX). The lock is
+// per open file, so it excludes other processes and other Lock calls in
+// this process alike; the operating system drops it when the process dies.
+// It returns state.ErrLocked at once when the lock is held. The lock file
+// is left in place after unlock.
+func (s *Store) Lock(ctx context.Context, pipeline string) (func() error, error) {
+	if pipeline == "" {
+		return nil, errors.New("lock: empty pipeline name")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("lock pipeline %q: %w", pipeline, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("lock pipeline %q: store is closed", pipeline)
+	}
+	name := s.path + "." + escapeFileName(pipeline) + ".lock"
+	fl := flock.New(name)
+	ok, err := fl.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("lock pipeline %q: %s: %w", pipeline, name, err)
+	}
+	if !ok {
+		_ = fl.Close()
+		return nil, fmt.Errorf("lock pipeline %q: %s: %w", pipeline, name, state.ErrLocked)
+	}
+	s.locks[fl] = struct{}{}
+	var once sync.Once
+	return func() error {
+		var err error
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if _, held := s.locks[fl]; !held { // released by Close
+				return
+			}
+			delete(s.locks, fl)
+			if uerr := fl.Unlock(); uerr != nil {
+				err = fmt.Errorf("unlock pipeline %q: %s: %w", pipeline, name, uerr)
+			}
+		})
+		return err
+	}, nil
+}
+
+// escapeFileName keeps ASCII letters, digits, '-', '_' and '.' and writes
+// every other byte as %XX, so any pipeline name gives one file name.
+func escapeFileName(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// Close releases the pipeline locks still held and closes the database.
+// Calling it again returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for fl := range s.locks {
+		if err := fl.Unlock(); err != nil {
+			errs = append(errs, fmt.Errorf("unlock %s: %w", fl.Path(), err))
+		}
+		delete(s.locks, fl)
+	}
+	s.mu.Unlock()
+	if err := s.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close sqlite state %s: %w", s.path, err))
+	}
+	return errors.Join(errs...)
+}
+
+// micros converts t to the stored unit, unix microseconds.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// fromMicros converts a stored unix-microsecond time to a UTC time.Time.
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// nowTime is the store's clock truncated to the stored precision, in UTC.
+func (s *Store) nowTime() time.Time { return s.now().UTC().Truncate(time.Microsecond) }

@@ -1,0 +1,125 @@
+package sqlite_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/kgsync/kgsync/state"
+	"github.com/kgsync/kgsync/state/sqlite"
+	"github.com/kgsync/kgsync/state/statetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// open opens a store at path and closes it when the test ends.
+func open(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), path)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	statetest.Run(t, func(t *testing.T) state.Store {
+		return open(t, filepath.Join(t.TempDir(), "state.db"))
+	})
+}
+
+func TestOpenCreatesDirectoriesAndWAL(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a", "b?c#d", "state.db")
+	s := open(t, path)
+	require.FileExists(t, path)
+	// WAL mode keeps a -wal file next to the database while it is open.
+	_, err := s.RunOpen(t.Context(), "p", state.TriggerManual)
+	require.NoError(t, err)
+	require.FileExists(t, path+"-wal")
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := sqlite.Open(t.Context(), path)
+	require.NoError(t, err)
+	require.NoError(t, s.Commit(t.Context(), state.Commit{Pipeline: "p",
+		Records: []state.Record{{Source: "s", Key: "k", Hash: 1<<63 + 9}}}))
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close(), "close twice is harmless")
+
+	s2 := open(t, path)
+	recs, err := s2.RecordList(t.Context(), "p", "s")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1<<63+9), recs["k"].Hash)
+}
+
+func TestLockAcrossHandles(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	a, b := open(t, path), open(t, path)
+	unlock, err := a.Lock(t.Context(), "faq")
+	require.NoError(t, err)
+	require.FileExists(t, path+".faq.lock")
+	_, err = b.Lock(t.Context(), "faq")
+	require.ErrorIs(t, err, state.ErrLocked)
+	require.NoError(t, unlock())
+	unlockB, err := b.Lock(t.Context(), "faq")
+	require.NoError(t, err)
+
+	// Closing a store releases what it holds.
+	require.NoError(t, b.Close())
+	_, err = a.Lock(t.Context(), "faq")
+	require.NoError(t, err)
+	require.NoError(t, unlockB(), "unlock after close is harmless")
+}
+
+func TestLockFileNameEscaped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := open(t, filepath.Join(dir, "state.db"))
+	unlock, err := s.Lock(t.Context(), "../x y")
+	require.NoError(t, err)
+	defer func() { require.NoError(t, unlock()) }()
+	// '/' is %2F and ' ' is %20, so the file stays in dir.
+	require.FileExists(t, filepath.Join(dir, "state.db...%2Fx%20y.lock"))
+	entries, err := os.ReadDir(filepath.Dir(dir))
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.NotContains(t, e.Name(), "x y")
+	}
+}
+
+func TestMigrateConcurrentHandles(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	// Two handles (two connections, as two processes would have) migrating a fresh file at once.
+	errs := make(chan error, 2)
+	stores := make(chan *sqlite.Store, 2)
+	for range 2 {
+		go func() {
+			s, err := sqlite.Open(context.Background(), path)
+			errs <- err
+			stores <- s
+		}()
+	}
+	for range 2 {
+		require.NoError(t, <-errs)
+		s := <-stores
+		t.Cleanup(func() { require.NoError(t, s.Close()) })
+	}
+}
+
+func BenchmarkCommit1000(b *testing.B) {
+	statetest.BenchCommit1000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
+}
+
+func BenchmarkEmbeddingsGet1000(b *testing.B) {
+	statetest.BenchEmbeddingsGet1000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
+}

@@ -1,0 +1,414 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kgsync/kgsync/state"
+)
+
+// RunOpen inserts a run of pipeline with StatusRunning and StartedAt now
+// (microsecond precision, UTC).
+func (s *Store) RunOpen(ctx context.Context, pipeline string, trigger state.Trigger) (state.Run, error) {
+	if pipeline == "" {
+		return state.Run{}, errors.New("open run: empty pipeline name")
+	}
+	run := state.Run{Pipeline: pipeline, Trigger: trigger, Status: state.StatusRunning, StartedAt: s.nowTime()}
+	counts, err := json.Marshal(run.Counts)
+	if err != nil {
+		return state.Run{}, fmt.Errorf("open run of %q: encode counts: %w", pipeline, err)
+	}
+	err = s.db.QueryRowContext(ctx,
+		`INSERT INTO runs (pipeline, "trigger", status, started_at, counts) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+		pipeline, string(trigger), string(run.Status), micros(run.StartedAt), string(counts)).Scan(&run.ID)
+	if err != nil {
+		return state.Run{}, fmt.Errorf("open run of %q: %w", pipeline, err)
+	}
+	return run, nil
+}
+
+// RunClose stores run's Status, Counts, Error and FinishedAt (now when
+// zero) for run.ID; other fields are not changed. It returns
+// state.ErrNotFound when no run has that id.
+func (s *Store) RunClose(ctx context.Context, run state.Run) error {
+	finished := run.FinishedAt
+	if finished.IsZero() {
+		finished = s.nowTime()
+	}
+	counts, err := json.Marshal(run.Counts)
+	if err != nil {
+		return fmt.Errorf("close run %d: encode counts: %w", run.ID, err)
+	}
+	res, err := s.db.ExecContext(ctx,
+		`UPDATE runs SET status = ?, finished_at = ?, counts = ?, error = ? WHERE id = ?`,
+		string(run.Status), micros(finished), string(counts), run.Error, run.ID)
+	if err != nil {
+		return fmt.Errorf("close run %d: %w", run.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("close run %d: %w", run.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("close run %d: %w", run.ID, state.ErrNotFound)
+	}
+	return nil
+}
+
+const runColumns = `id, pipeline, "trigger", status, started_at, finished_at, counts, error`
+
+// scanRun reads one row of runColumns.
+func scanRun(row interface{ Scan(...any) error }) (state.Run, error) {
+	var (
+		r               state.Run
+		trigger, status string
+		started         int64
+		finished        sql.NullInt64
+		counts          string
+	)
+	if err := row.Scan(&r.ID, &r.Pipeline, &trigger, &status, &started, &finished, &counts, &r.Error); err != nil {
+		return state.Run{}, err
+	}
+	r.Trigger, r.Status, r.StartedAt = state.Trigger(trigger), state.Status(status), fromMicros(started)
+	if finished.Valid {
+		r.FinishedAt = fromMicros(finished.Int64)
+	}
+	if err := json.Unmarshal([]byte(counts), &r.Counts); err != nil {
+		return state.Run{}, fmt.Errorf("run %d: decode counts: %w", r.ID, err)
+	}
+	return r, nil
+}
+
+// RunGet returns the run with id or state.ErrNotFound.
+func (s *Store) RunGet(ctx context.Context, id int64) (state.Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return state.Run{}, fmt.Errorf("get run %d: %w", id, state.ErrNotFound)
+	}
+	if err != nil {
+		return state.Run{}, fmt.Errorf("get run %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// RunList returns up to limit runs of pipeline ("" = all pipelines), newest
+// (highest id) first; limit <= 0 means no limit.
+func (s *Store) RunList(ctx context.Context, pipeline string, limit int) ([]state.Run, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT `+runColumns+` FROM runs WHERE ? = '' OR pipeline = ? ORDER BY id DESC LIMIT ?`,
+		pipeline, pipeline, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list runs of %q: %w", pipeline, err)
+	}
+	defer rows.Close()
+	var out []state.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs of %q: %w", pipeline, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs of %q: %w", pipeline, err)
+	}
+	return out, nil
+}
+
+// RecordList returns the records of pipeline's source by key (an empty map
+// when there are none).
+func (s *Store) RecordList(ctx context.Context, pipeline, source string) (map[string]state.Record, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT "key", hash, fingerprint, anchor, props FROM records WHERE pipeline = ? AND source = ?`,
+		pipeline, source)
+	if err != nil {
+		return nil, fmt.Errorf("list records of %q source %q: %w", pipeline, source, err)
+	}
+	defer rows.Close()
+	out := map[string]state.Record{}
+	for rows.Next() {
+		r := state.Record{Pipeline: pipeline, Source: source}
+		var hash, fp int64
+		if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props); err != nil {
+			return nil, fmt.Errorf("list records of %q source %q: %w", pipeline, source, err)
+		}
+		r.Hash, r.Fingerprint = uint64(hash), uint64(fp)
+		out[r.Key] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list records of %q source %q: %w", pipeline, source, err)
+	}
+	return out, nil
+}
+
+// ChunkList returns the chunks of one record ordered by Position, then ID.
+func (s *Store) ChunkList(ctx context.Context, pipeline string, rec state.RecordRef) ([]state.Chunk, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT id, hash, text_hash, position, props FROM chunks
+		 WHERE pipeline = ? AND source = ? AND record_key = ? ORDER BY position, id`,
+		pipeline, rec.Source, rec.Key)
+	if err != nil {
+		return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
+	}
+	defer rows.Close()
+	var out []state.Chunk
+	for rows.Next() {
+		c := state.Chunk{Pipeline: pipeline, Source: rec.Source, RecordKey: rec.Key}
+		var hash, textHash int64
+		if err := rows.Scan(&c.ID, &hash, &textHash, &c.Position, &c.Props); err != nil {
+			return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
+		}
+		c.Hash, c.TextHash = uint64(hash), uint64(textHash)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
+	}
+	return out, nil
+}
+
+// ChunkCount counts the chunks of pipeline.
+func (s *Store) ChunkCount(ctx context.Context, pipeline string) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM chunks WHERE pipeline = ?`, pipeline).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count chunks of %q: %w", pipeline, err)
+	}
+	return n, nil
+}
+
+// CursorGet returns the cursor of pipeline's source, "" when none is stored.
+func (s *Store) CursorGet(ctx context.Context, pipeline, source string) (string, error) {
+	var c string
+	err := s.db.QueryRowContext(ctx, `SELECT cursor FROM cursors WHERE pipeline = ? AND source = ?`, pipeline, source).Scan(&c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("get cursor of %q source %q: %w", pipeline, source, err)
+	}
+	return c, nil
+}
+
+// Commit applies c in one transaction, in this order: record upserts,
+// chunk replacements, record deletes (with their chunks, so a delete wins
+// over an upsert of the same record), cursor upserts. c is checked first
+// with state-independent rules (see checkCommit); nothing is written when
+// it fails.
+func (s *Store) Commit(ctx context.Context, c state.Commit) error {
+	if err := checkCommit(c); err != nil {
+		return err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("commit %q: begin: %w", c.Pipeline, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := commitTx(ctx, tx, c, micros(s.nowTime())); err != nil {
+		return fmt.Errorf("commit %q: %w", c.Pipeline, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit %q: %w", c.Pipeline, err)
+	}
+	return nil
+}
+
+// commitTx runs c's statements in tx, prepared once each.
+func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error {
+	p := c.Pipeline
+	if len(c.Records) > 0 {
+		rows := make([][]any, len(c.Records))
+		for i, r := range c.Records {
+			rows[i] = []any{p, r.Source, r.Key, int64(r.Hash), int64(r.Fingerprint), r.Anchor, nullBytes(r.Props), now}
+		}
+		if err := execRows(ctx, tx, `INSERT INTO records (pipeline, source, "key", hash, fingerprint, anchor, props, updated_at) VALUES `,
+			`ON CONFLICT (pipeline, source, "key") DO UPDATE SET hash = excluded.hash, fingerprint = excluded.fingerprint,
+				anchor = excluded.anchor, props = excluded.props, updated_at = excluded.updated_at`, rows); err != nil {
+			return fmt.Errorf("upsert records: %w", err)
+		}
+	}
+	delChunks, err := tx.PrepareContext(ctx, `DELETE FROM chunks WHERE pipeline = ? AND source = ? AND record_key = ?`)
+	if err != nil {
+		return fmt.Errorf("prepare chunk delete: %w", err)
+	}
+	defer delChunks.Close()
+	if len(c.ReplaceChunks) > 0 {
+		var rows [][]any
+		for _, ref := range sortedRefs(c.ReplaceChunks) {
+			if _, err := delChunks.ExecContext(ctx, p, ref.Source, ref.Key); err != nil {
+				return fmt.Errorf("replace chunks of %s/%s: %w", ref.Source, ref.Key, err)
+			}
+			for _, ch := range c.ReplaceChunks[ref] {
+				rows = append(rows, []any{p, ref.Source, ref.Key, ch.ID, int64(ch.Hash), int64(ch.TextHash), ch.Position, nullBytes(ch.Props)})
+			}
+		}
+		if err := execRows(ctx, tx, `INSERT INTO chunks (pipeline, source, record_key, id, hash, text_hash, position, props) VALUES `,
+			"", rows); err != nil {
+			return fmt.Errorf("insert chunks: %w", err)
+		}
+	}
+	if len(c.DeleteRecords) > 0 {
+		delRec, err := tx.PrepareContext(ctx, `DELETE FROM records WHERE pipeline = ? AND source = ? AND "key" = ?`)
+		if err != nil {
+			return fmt.Errorf("prepare record delete: %w", err)
+		}
+		defer delRec.Close()
+		for _, ref := range c.DeleteRecords {
+			if _, err := delChunks.ExecContext(ctx, p, ref.Source, ref.Key); err != nil {
+				return fmt.Errorf("delete chunks of %s/%s: %w", ref.Source, ref.Key, err)
+			}
+			if _, err := delRec.ExecContext(ctx, p, ref.Source, ref.Key); err != nil {
+				return fmt.Errorf("delete record %s/%s: %w", ref.Source, ref.Key, err)
+			}
+		}
+	}
+	for _, src := range sortedKeys(c.Cursors) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO cursors (pipeline, source, cursor, updated_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (pipeline, source) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
+			p, src, c.Cursors[src], now); err != nil {
+			return fmt.Errorf("upsert cursor of source %q: %w", src, err)
+		}
+	}
+	return nil
+}
+
+// rowsPerStatement is how many rows execRows writes with one statement;
+// times the widest row (8 columns) it stays below SQLite's default limit of
+// 32766 bound parameters.
+const rowsPerStatement = 100
+
+// execRows runs prefix + "(?, ...), (?, ...) ..." + suffix for rows, up to
+// rowsPerStatement rows at a time, with one prepared statement for the full
+// groups. All rows have the same number of columns.
+func execRows(ctx context.Context, tx *sql.Tx, prefix, suffix string, rows [][]any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	tuple := "(?" + strings.Repeat(", ?", len(rows[0])-1) + ")"
+	query := func(n int) string {
+		return prefix + tuple + strings.Repeat(", "+tuple, n-1) + " " + suffix
+	}
+	var full *sql.Stmt
+	args := make([]any, 0, rowsPerStatement*len(rows[0]))
+	for start := 0; start < len(rows); start += rowsPerStatement {
+		group := rows[start:min(start+rowsPerStatement, len(rows))]
+		args = args[:0]
+		for _, r := range group {
+			args = append(args, r...)
+		}
+		if len(group) < rowsPerStatement {
+			if _, err := tx.ExecContext(ctx, query(len(group)), args...); err != nil {
+				return err
+			}
+			continue
+		}
+		if full == nil {
+			st, err := tx.PrepareContext(ctx, query(rowsPerStatement))
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			full = st
+		}
+		if _, err := full.ExecContext(ctx, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nullBytes stores empty byte slices as NULL, so they read back as nil.
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// embeddingsGetBatch is how many text hashes one EmbeddingsGet query asks
+// for, below SQLite's default limit of 32766 bound parameters.
+const embeddingsGetBatch = 1000
+
+// EmbeddingsGet returns the cached vectors of model for textHashes, one
+// query per 1,000 hashes. Hashes without a vector are absent from the map.
+func (s *Store) EmbeddingsGet(ctx context.Context, model string, textHashes []uint64) (map[uint64][]float32, error) {
+	out := make(map[uint64][]float32, len(textHashes))
+	hashes := dedupe(textHashes)
+	for start := 0; start < len(hashes); start += embeddingsGetBatch {
+		part := hashes[start:min(start+embeddingsGetBatch, len(hashes))]
+		args := make([]any, 0, len(part)+1)
+		args = append(args, model)
+		for _, h := range part {
+			args = append(args, int64(h))
+		}
+		q := `SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (?` +
+			strings.Repeat(", ?", len(part)-1) + `)`
+		if err := s.scanEmbeddings(ctx, model, q, args, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// scanEmbeddings runs one EmbeddingsGet query and adds its rows to out.
+func (s *Store) scanEmbeddings(ctx context.Context, model, q string, args []any, out map[uint64][]float32) error {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("get embeddings of model %q: %w", model, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			h   int64
+			raw []byte
+		)
+		if err := rows.Scan(&h, &raw); err != nil {
+			return fmt.Errorf("get embeddings of model %q: %w", model, err)
+		}
+		v, err := decodeVector(raw)
+		if err != nil {
+			return fmt.Errorf("get embeddings of model %q: text hash %d: %w", model, uint64(h), err)
+		}
+		out[uint64(h)] = v
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("get embeddings of model %q: %w", model, err)
+	}
+	return nil
+}
+
+// EmbeddingsPut stores vecs for model in one transaction; a vector already
+// cached under the same (model, text hash) is replaced when it differs.
+func (s *Store) EmbeddingsPut(ctx context.Context, model string, vecs map[uint64][]float32) error {
+	if len(vecs) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("put embeddings of model %q: begin: %w", model, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	st, err := tx.PrepareContext(ctx, `INSERT INTO embeddings (model, text_hash, vector, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (model, text_hash) DO UPDATE SET vector = excluded.vector, created_at = excluded.created_at
+		WHERE vector <> excluded.vector`)
+	if err != nil {
+		return fmt.Errorf("put embeddings of model %q: prepare: %w", model, err)
+	}
+	defer st.Close()
+	now := micros(s.nowTime())
+	for _, h := range sortedKeys(vecs) {
+		if _, err := st.ExecContext(ctx, model, int64(h), encodeVector(vecs[h]), now); err != nil {
+			return fmt.Errorf("put embeddings of model %q: text hash %d: %w", model, h, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("put embeddings of model %q: commit: %w", model, err)
+	}
+	return nil
+}

@@ -1,0 +1,595 @@
+// Package statetest is the conformance suite every state.Store passes: the
+// backends run it from their tests (state/sqlite, state/postgres), so a
+// behaviour of the contract is specified once, here.
+package statetest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/state"
+)
+
+// Run runs the suite. newStore must return a fresh, migrated, empty store
+// used by this test only, and close it in t.Cleanup (the suite may close it
+// first; Close must then return nil). Subtests run in parallel.
+func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s state.Store)
+	}{
+		{"RunLifecycle", testRunLifecycle},
+		{"RunNotFound", testRunNotFound},
+		{"RunFinishedAtRoundTrip", testRunFinishedAt},
+		{"RecordUpsertListDelete", testRecords},
+		{"RecordPropsRoundTrip", testRecordProps},
+		{"HashesHighBit", testHashesHighBit},
+		{"ChunkReplace", testChunkReplace},
+		{"DeleteRecordRemovesChunks", testDeleteRecordRemovesChunks},
+		{"DeleteWinsOverUpsert", testDeleteWins},
+		{"CommitRejectedWritesNothing", testCommitRejected},
+		{"Cursors", testCursors},
+		{"Embeddings", testEmbeddings},
+		{"EmbeddingsMany", testEmbeddingsMany},
+		{"Lock", testLock},
+		{"PipelinesIsolated", testPipelinesIsolated},
+		{"MigrateTwice", testMigrateTwice},
+		{"ConcurrentCommits", testConcurrentCommits},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, newStore(t))
+		})
+	}
+}
+
+// requireRunEqual compares runs field by field, times with time.Equal
+// (backends may return another location than the one given).
+func requireRunEqual(t *testing.T, want, got state.Run) {
+	t.Helper()
+	require.True(t, want.StartedAt.Equal(got.StartedAt), "started_at: want %v, got %v", want.StartedAt, got.StartedAt)
+	require.True(t, want.FinishedAt.Equal(got.FinishedAt), "finished_at: want %v, got %v", want.FinishedAt, got.FinishedAt)
+	want.StartedAt, want.FinishedAt, got.StartedAt, got.FinishedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	require.Equal(t, want, got)
+}
+
+// runIDs lists the ids of runs in order.
+func runIDs(runs []state.Run) []int64 {
+	ids := make([]int64, 0, len(runs))
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+func testRunLifecycle(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	before := time.Now().Truncate(time.Microsecond) // stores keep microseconds (Postgres' precision)
+	r1, err := s.RunOpen(ctx, "p1", state.TriggerCron)
+	require.NoError(t, err)
+	r2, err := s.RunOpen(ctx, "p1", state.TriggerManual)
+	require.NoError(t, err)
+	r3, err := s.RunOpen(ctx, "p2", state.TriggerWebhook)
+	require.NoError(t, err)
+	after := time.Now()
+
+	require.Equal(t, "p1", r1.Pipeline)
+	require.Equal(t, state.TriggerCron, r1.Trigger)
+	require.Equal(t, state.StatusRunning, r1.Status)
+	require.True(t, r1.FinishedAt.IsZero(), "a running run has no finish time")
+	require.False(t, r1.StartedAt.Before(before), "started_at %v before the call at %v", r1.StartedAt, before)
+	require.False(t, r1.StartedAt.After(after), "started_at %v after the call returned at %v", r1.StartedAt, after)
+	require.Less(t, r1.ID, r2.ID, "ids grow with each run")
+	require.Less(t, r2.ID, r3.ID, "ids grow with each run")
+
+	got, err := s.RunGet(ctx, r1.ID)
+	require.NoError(t, err)
+	requireRunEqual(t, r1, got)
+
+	// Every counter distinct, so a swapped column shows.
+	counts := state.Counts{
+		RecordsRead: 1, RecordsNew: 2, RecordsChanged: 3, RecordsUnchanged: 4, RecordsDeleted: 5, RecordsSkipped: 6,
+		ChunksTotal: 7, ChunksEmbedded: 8, ChunksReused: 9, ChunksDeleted: 10, SinkStatements: 11, SinkBatches: 12,
+	}
+	closed := r1
+	closed.Status, closed.Counts, closed.Error = state.StatusFailed, counts, "sink: write batch 3: connection reset"
+	require.NoError(t, s.RunClose(ctx, closed))
+	got, err = s.RunGet(ctx, r1.ID)
+	require.NoError(t, err)
+	require.Equal(t, state.StatusFailed, got.Status)
+	require.Equal(t, counts, got.Counts)
+	require.Equal(t, "sink: write batch 3: connection reset", got.Error)
+	require.False(t, got.FinishedAt.IsZero(), "closing sets a finish time")
+	require.False(t, got.FinishedAt.Before(got.StartedAt))
+	require.False(t, got.FinishedAt.After(time.Now()))
+	require.True(t, r1.StartedAt.Equal(got.StartedAt), "closing keeps the start time")
+
+	ok := r2
+	ok.Status, ok.Counts.RecordsRead = state.StatusSucceeded, 42
+	require.NoError(t, s.RunClose(ctx, ok))
+	got, err = s.RunGet(ctx, r2.ID)
+	require.NoError(t, err)
+	require.Equal(t, state.StatusSucceeded, got.Status)
+	require.Equal(t, state.Counts{RecordsRead: 42}, got.Counts)
+	require.Empty(t, got.Error)
+
+	list, err := s.RunList(ctx, "p1", 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{r2.ID, r1.ID}, runIDs(list), "newest first")
+	requireRunEqual(t, got, list[0])
+
+	list, err = s.RunList(ctx, "", 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{r3.ID, r2.ID, r1.ID}, runIDs(list), "all pipelines, newest first")
+
+	list, err = s.RunList(ctx, "", 2)
+	require.NoError(t, err)
+	require.Equal(t, []int64{r3.ID, r2.ID}, runIDs(list), "limit keeps the newest")
+
+	list, err = s.RunList(ctx, "p1", 0)
+	require.NoError(t, err)
+	require.Equal(t, []int64{r2.ID, r1.ID}, runIDs(list), "limit 0 means no limit")
+
+	list, err = s.RunList(ctx, "nope", 10)
+	require.NoError(t, err)
+	require.Empty(t, list)
+}
+
+func testRunNotFound(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	_, err := s.RunGet(ctx, 987654)
+	require.ErrorIs(t, err, state.ErrNotFound)
+	err = s.RunClose(ctx, state.Run{ID: 987654, Status: state.StatusSucceeded})
+	require.ErrorIs(t, err, state.ErrNotFound)
+}
+
+func testRunFinishedAt(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	r, err := s.RunOpen(ctx, "p", state.TriggerResync)
+	require.NoError(t, err)
+	// A given finish time is kept to the microsecond, whatever its zone.
+	finished := time.Date(2031, 5, 6, 7, 8, 9, 123456000, time.FixedZone("X", 3*3600))
+	r.Status, r.FinishedAt = state.StatusSucceeded, finished
+	require.NoError(t, s.RunClose(ctx, r))
+	got, err := s.RunGet(ctx, r.ID)
+	require.NoError(t, err)
+	require.True(t, finished.Equal(got.FinishedAt), "want %v, got %v", finished, got.FinishedAt)
+	require.Equal(t, state.TriggerResync, got.Trigger)
+}
+
+// commit applies c or fails the test.
+func commit(t *testing.T, s state.Store, c state.Commit) {
+	t.Helper()
+	require.NoError(t, s.Commit(t.Context(), c))
+}
+
+// records lists pipeline's source or fails the test.
+func records(t *testing.T, s state.Store, pipeline, source string) map[string]state.Record {
+	t.Helper()
+	m, err := s.RecordList(t.Context(), pipeline, source)
+	require.NoError(t, err)
+	return m
+}
+
+// chunks lists one record's chunks or fails the test.
+func chunks(t *testing.T, s state.Store, pipeline, source, key string) []state.Chunk {
+	t.Helper()
+	cs, err := s.ChunkList(t.Context(), pipeline, state.RecordRef{Source: source, Key: key})
+	require.NoError(t, err)
+	return cs
+}
+
+// chunkCount counts pipeline's chunks or fails the test.
+func chunkCount(t *testing.T, s state.Store, pipeline string) int {
+	t.Helper()
+	n, err := s.ChunkCount(t.Context(), pipeline)
+	require.NoError(t, err)
+	return n
+}
+
+func testRecords(t *testing.T, s state.Store) {
+	a := state.Record{Pipeline: "p", Source: "faq", Key: "1", Hash: 11, Fingerprint: 7, Anchor: "faq", Props: []byte(`{"q":"a"}`)}
+	b := state.Record{Pipeline: "p", Source: "faq", Key: "2", Hash: 22, Fingerprint: 7, Anchor: "faq", Props: []byte(`{"q":"b"}`)}
+	c := state.Record{Pipeline: "p", Source: "faq", Key: "3", Hash: 33, Fingerprint: 7, Anchor: "faq"}
+	other := state.Record{Pipeline: "p", Source: "docs", Key: "1", Hash: 44, Fingerprint: 8, Anchor: "document"}
+
+	require.Empty(t, records(t, s, "p", "faq"))
+	commit(t, s, state.Commit{Pipeline: "p", Records: []state.Record{a, b, c, other}})
+	require.Equal(t, map[string]state.Record{"1": a, "2": b, "3": c}, records(t, s, "p", "faq"))
+	require.Equal(t, map[string]state.Record{"1": other}, records(t, s, "p", "docs"))
+
+	// Upsert replaces every field; a record given without Pipeline takes the commit's.
+	b2 := state.Record{Source: "faq", Key: "2", Hash: 222, Fingerprint: 9, Anchor: "question", Props: []byte(`{"q":"b2"}`)}
+	commit(t, s, state.Commit{Pipeline: "p", Records: []state.Record{b2}, DeleteRecords: []state.RecordRef{{Source: "faq", Key: "3"}}})
+	b2.Pipeline = "p"
+	require.Equal(t, map[string]state.Record{"1": a, "2": b2}, records(t, s, "p", "faq"))
+
+	// Deleting a record that is not stored is not an error.
+	commit(t, s, state.Commit{Pipeline: "p", DeleteRecords: []state.RecordRef{{Source: "faq", Key: "missing"}}})
+	require.Len(t, records(t, s, "p", "faq"), 2)
+	require.Equal(t, map[string]state.Record{"1": other}, records(t, s, "p", "docs"), "other source untouched")
+}
+
+func testRecordProps(t *testing.T, s state.Store) {
+	// Exact bytes: key order, spacing, escapes and non-ASCII text survive.
+	props := []byte(`{"z":1, "a":[true,null,{"k":"Zollsatz für Äpfel – 5 %"}],"e":"\u00e9\n","big":12345678901234567890}`)
+	r := state.Record{Pipeline: "p", Source: "s", Key: "k/with spaces/ü", Hash: 1, Fingerprint: 2, Anchor: "cn_code", Props: props}
+	empty := state.Record{Pipeline: "p", Source: "s", Key: "empty", Hash: 3, Fingerprint: 4, Anchor: "cn_code"}
+	commit(t, s, state.Commit{Pipeline: "p", Records: []state.Record{r, empty}})
+	got := records(t, s, "p", "s")
+	require.Equal(t, props, got[r.Key].Props)
+	require.Nil(t, got["empty"].Props, "absent props read back as nil")
+	require.Equal(t, r, got[r.Key])
+}
+
+func testHashesHighBit(t *testing.T, s state.Store) {
+	// Values that do not fit an int64: the high bit set, and all bits set.
+	const high, all = uint64(1)<<63 | 0x0123456789abcdef, uint64(math.MaxUint64)
+	r := state.Record{Pipeline: "p", Source: "s", Key: "k", Hash: high, Fingerprint: all, Anchor: "a"}
+	ch := state.Chunk{Pipeline: "p", Source: "s", RecordKey: "k", ID: "c0", Hash: all, TextHash: high, Position: 0}
+	zero := state.Chunk{Pipeline: "p", Source: "s", RecordKey: "k", ID: "c1", Hash: 0, TextHash: 1 << 63, Position: 1}
+	commit(t, s, state.Commit{Pipeline: "p", Records: []state.Record{r},
+		ReplaceChunks: map[state.RecordRef][]state.Chunk{{Source: "s", Key: "k"}: {ch, zero}}})
+	require.Equal(t, r, records(t, s, "p", "s")["k"])
+	require.Equal(t, []state.Chunk{ch, zero}, chunks(t, s, "p", "s", "k"))
+
+	vecs := map[uint64][]float32{high: {1}, all: {2}, 1 << 63: {3}, 0: {4}}
+	require.NoError(t, s.EmbeddingsPut(t.Context(), "m", vecs))
+	got, err := s.EmbeddingsGet(t.Context(), "m", []uint64{high, all, 1 << 63, 0})
+	require.NoError(t, err)
+	require.Equal(t, vecs, got)
+}
+
+// mkChunks returns n chunks of record s/k with ids prefix0..prefixN-1 at
+// positions 0..n-1, hashes derived from seed.
+func mkChunks(pipeline, source, key, prefix string, n int, seed uint64) []state.Chunk {
+	out := make([]state.Chunk, n)
+	for i := range out {
+		out[i] = state.Chunk{
+			Pipeline: pipeline, Source: source, RecordKey: key,
+			ID: fmt.Sprintf("%s%d", prefix, i), Hash: seed*1000 + uint64(i), TextHash: seed*1000 + 500 + uint64(i),
+			Position: i, Props: []byte(fmt.Sprintf(`{"text":"chunk %d of %s"}`, i, key)),
+		}
+	}
+	return out
+}
+
+func testChunkReplace(t *testing.T, s state.Store) {
+	ref := state.RecordRef{Source: "docs", Key: "reg.md"}
+	rec := state.Record{Pipeline: "p", Source: "docs", Key: "reg.md", Hash: 1, Fingerprint: 1, Anchor: "document"}
+	three := mkChunks("p", "docs", "reg.md", "c", 3, 1)
+	// Given out of order: ChunkList orders by position.
+	commit(t, s, state.Commit{Pipeline: "p", Records: []state.Record{rec},
+		ReplaceChunks: map[state.RecordRef][]state.Chunk{ref: {three[2], three[0], three[1]}}})
+	require.Equal(t, three, chunks(t, s, "p", "docs", "reg.md"))
+	require.Equal(t, 3, chunkCount(t, s, "p"))
+
+	// Shrink: the same id with a new hash replaces the old chunk; the others go.
+	one := mkChunks("p", "docs", "reg.md", "c", 1, 2)
+	commit(t, s, state.Commit{Pipeline: "p", ReplaceChunks: map[state.RecordRef][]state.Chunk{ref: one}})
+	require.Equal(t, one, chunks(t, s, "p", "docs", "reg.md"))
+	require.Equal(t, 1, chunkCount(t, s, "p"))
+
+	// Grow, with chunks given without Pipeline/Source/RecordKey (taken from the commit and map key).
+	five := mkChunks("", "", "", "d", 5, 3)
+	commit(t, s, state.Commit{Pipeline: "p", ReplaceChunks: map[state.RecordRef][]state.Chunk{ref: five}})
+	want := mkChunks("p", "docs", "reg.md", "d", 5, 3)
+	for i := range want { // mkChunks' props name the key it was given
+		want[i].Props = five[i].Props
+	}
+	require.Equal(t, want, chunks(t, s, "p", "docs", "reg.md"))
+	require.Equal(t, 5, chunkCount(t, s, "p"))
+
+	// A chunk list not named in the commit is left alone.
+	commit(t, s, state.Commit{Pipeline: "p", Records: []state.Record{rec}})
+	require.Len(t, chunks(t, s, "p", "docs", "reg.md"), 5)
+
+	// An empty list removes all; the record stays.
+	commit(t, s, state.Commit{Pipeline: "p", ReplaceChunks: map[state.RecordRef][]state.Chunk{ref: nil}})
+	require.Empty(t, chunks(t, s, "p", "docs", "reg.md"))
+	require.Equal(t, 0, chunkCount(t, s, "p"))
+	require.Contains(t, records(t, s, "p", "docs"), "reg.md")
+}
+
+func testDeleteRecordRemovesChunks(t *testing.T, s state.Store) {
+	a, b := state.RecordRef{Source: "docs", Key: "a"}, state.RecordRef{Source: "docs", Key: "b"}
+	commit(t, s, state.Commit{Pipeline: "p",
+		Records: []state.Record{{Source: "docs", Key: "a", Hash: 1}, {Source: "docs", Key: "b", Hash: 2}},
+		ReplaceChunks: map[state.RecordRef][]state.Chunk{
+			a: mkChunks("p", "docs", "a", "c", 4, 1),
+			b: mkChunks("p", "docs", "b", "c", 2, 2),
+		}})
+	require.Equal(t, 6, chunkCount(t, s, "p"))
+	commit(t, s, state.Commit{Pipeline: "p", DeleteRecords: []state.RecordRef{a}})
+	require.Empty(t, chunks(t, s, "p", "docs", "a"))
+	require.Equal(t, mkChunks("p", "docs", "b", "c", 2, 2), chunks(t, s, "p", "docs", "b"))
+	require.Equal(t, 2, chunkCount(t, s, "p"))
+	require.Equal(t, []string{"b"}, keys(records(t, s, "p", "docs")))
+}
+
+func testDeleteWins(t *testing.T, s state.Store) {
+	ref := state.RecordRef{Source: "s", Key: "k"}
+	commit(t, s, state.Commit{Pipeline: "p",
+		Records:       []state.Record{{Source: "s", Key: "k", Hash: 1}},
+		ReplaceChunks: map[state.RecordRef][]state.Chunk{ref: mkChunks("p", "s", "k", "c", 2, 1)},
+		DeleteRecords: []state.RecordRef{ref},
+	})
+	require.Empty(t, records(t, s, "p", "s"))
+	require.Equal(t, 0, chunkCount(t, s, "p"))
+}
+
+func testCommitRejected(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	ref := state.RecordRef{Source: "s", Key: "k"}
+	dupChunk := state.Commit{Pipeline: "p",
+		Records:       []state.Record{{Source: "s", Key: "k", Hash: 1}},
+		ReplaceChunks: map[state.RecordRef][]state.Chunk{ref: {{ID: "c"}, {ID: "c", Position: 1}}},
+		Cursors:       map[string]string{"s": "page-2"},
+	}
+	for name, c := range map[string]state.Commit{
+		"duplicate chunk id": dupChunk,
+		"empty pipeline":     {Records: []state.Record{{Source: "s", Key: "k"}}},
+		"duplicate record":   {Pipeline: "p", Records: []state.Record{{Source: "s", Key: "k"}, {Source: "s", Key: "k"}}},
+		"foreign record":     {Pipeline: "p", Records: []state.Record{{Pipeline: "q", Source: "s", Key: "k"}}},
+		"foreign chunk":      {Pipeline: "p", ReplaceChunks: map[state.RecordRef][]state.Chunk{ref: {{RecordKey: "other", ID: "c"}}}},
+		"empty key":          {Pipeline: "p", Records: []state.Record{{Source: "s"}}},
+	} {
+		require.Error(t, s.Commit(ctx, c), name)
+	}
+	require.Empty(t, records(t, s, "p", "s"))
+	require.Equal(t, 0, chunkCount(t, s, "p"))
+	cur, err := s.CursorGet(ctx, "p", "s")
+	require.NoError(t, err)
+	require.Empty(t, cur)
+}
+
+func testCursors(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	cur, err := s.CursorGet(ctx, "p", "grist")
+	require.NoError(t, err)
+	require.Empty(t, cur, "no cursor stored yet")
+
+	commit(t, s, state.Commit{Pipeline: "p", Cursors: map[string]string{"grist": "rev-1"}})
+	commit(t, s, state.Commit{Pipeline: "p", Cursors: map[string]string{"grist": "rev-2", "api": `{"page":3}`}})
+	commit(t, s, state.Commit{Pipeline: "p", Records: []state.Record{{Source: "api", Key: "1"}}}) // no cursors: unchanged
+	for src, want := range map[string]string{"grist": "rev-2", "api": `{"page":3}`, "files": ""} {
+		got, err := s.CursorGet(ctx, "p", src)
+		require.NoError(t, err)
+		require.Equal(t, want, got, src)
+	}
+	other, err := s.CursorGet(ctx, "other", "grist")
+	require.NoError(t, err)
+	require.Empty(t, other, "cursors belong to their pipeline")
+}
+
+// bits returns the IEEE-754 bit patterns of v, so NaNs compare too.
+func bits(v []float32) []uint32 {
+	out := make([]uint32, len(v))
+	for i, f := range v {
+		out[i] = math.Float32bits(f)
+	}
+	return out
+}
+
+func testEmbeddings(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	// Values a decimal or float64 detour would change.
+	special := []float32{
+		float32(0.1), float32(1) / 3, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+		math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, math.Float32frombits(0x7fc00001), // a NaN with payload
+		math.Float32frombits(0x00000001), 16777217, // 2^24+1 rounds to 2^24 in float32
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	wide := make([]float32, 1536)
+	for i := range wide {
+		wide[i] = float32(rng.NormFloat64())
+	}
+	require.NoError(t, s.EmbeddingsPut(ctx, "m1", map[uint64][]float32{1: special, 2: wide}))
+
+	got, err := s.EmbeddingsGet(ctx, "m1", []uint64{1, 2, 3, 1})
+	require.NoError(t, err)
+	require.Len(t, got, 2, "missing hash 3 is absent, duplicate 1 counted once")
+	require.Equal(t, bits(special), bits(got[1]))
+	require.Equal(t, bits(wide), bits(got[2]))
+	_, ok := got[3]
+	require.False(t, ok)
+
+	// Putting the same again is fine and changes nothing.
+	require.NoError(t, s.EmbeddingsPut(ctx, "m1", map[uint64][]float32{1: special}))
+	got, err = s.EmbeddingsGet(ctx, "m1", []uint64{1})
+	require.NoError(t, err)
+	require.Equal(t, bits(special), bits(got[1]))
+
+	// Models do not share vectors.
+	got, err = s.EmbeddingsGet(ctx, "m2", []uint64{1, 2})
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.NoError(t, s.EmbeddingsPut(ctx, "m2", map[uint64][]float32{1: {9, 8}}))
+	got, err = s.EmbeddingsGet(ctx, "m1", []uint64{1})
+	require.NoError(t, err)
+	require.Equal(t, bits(special), bits(got[1]), "m2's put leaves m1 alone")
+	got, err = s.EmbeddingsGet(ctx, "m2", []uint64{1})
+	require.NoError(t, err)
+	require.Equal(t, map[uint64][]float32{1: {9, 8}}, got)
+
+	// A new vector for a cached key replaces it (resync --reembed refreshes the cache).
+	require.NoError(t, s.EmbeddingsPut(ctx, "m2", map[uint64][]float32{1: {7}}))
+	got, err = s.EmbeddingsGet(ctx, "m2", []uint64{1})
+	require.NoError(t, err)
+	require.Equal(t, map[uint64][]float32{1: {7}}, got)
+
+	// Empty input: empty result, no error.
+	got, err = s.EmbeddingsGet(ctx, "m1", nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.NoError(t, s.EmbeddingsPut(ctx, "m1", nil))
+}
+
+func testEmbeddingsMany(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	// 2,500 keys cross the backends' 1,000-per-query batches; every third is stored.
+	vecs := map[uint64][]float32{}
+	var ask []uint64
+	for i := range uint64(2500) {
+		h := i*0x9e3779b97f4a7c15 + 1 // spread over the whole uint64 range, high bit included
+		ask = append(ask, h)
+		if i%3 == 0 {
+			vecs[h] = []float32{float32(i), -float32(i)}
+		}
+	}
+	require.NoError(t, s.EmbeddingsPut(ctx, "m", vecs))
+	got, err := s.EmbeddingsGet(ctx, "m", ask)
+	require.NoError(t, err)
+	require.Len(t, got, 834) // ceil(2500/3)
+	require.Equal(t, vecs, got)
+}
+
+func testLock(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	unlock, err := s.Lock(ctx, "p")
+	require.NoError(t, err)
+	_, err = s.Lock(ctx, "p")
+	require.ErrorIs(t, err, state.ErrLocked, "a second Lock of a held pipeline fails at once")
+
+	unlockQ, err := s.Lock(ctx, "q")
+	require.NoError(t, err, "other pipelines have their own lock")
+
+	require.NoError(t, unlock())
+	require.NoError(t, unlock(), "unlock twice is harmless")
+	unlock2, err := s.Lock(ctx, "p")
+	require.NoError(t, err, "free again after unlock")
+	_, err = s.Lock(ctx, "q")
+	require.ErrorIs(t, err, state.ErrLocked, "q still held")
+	require.NoError(t, unlock2())
+	require.NoError(t, unlockQ())
+
+	// Names that are awkward in files and hash keys.
+	for _, name := range []string{"a/b", "..", "Zölle & Tarife", "x.lock"} {
+		u, err := s.Lock(ctx, name)
+		require.NoError(t, err, name)
+		_, err = s.Lock(ctx, name)
+		require.ErrorIs(t, err, state.ErrLocked, name)
+		require.NoError(t, u(), name)
+	}
+}
+
+func testPipelinesIsolated(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	ref := state.RecordRef{Source: "s", Key: "k"}
+	for i, p := range []string{"a", "b"} {
+		commit(t, s, state.Commit{Pipeline: p,
+			Records:       []state.Record{{Source: "s", Key: "k", Hash: uint64(i + 1)}},
+			ReplaceChunks: map[state.RecordRef][]state.Chunk{ref: mkChunks(p, "s", "k", p, i+2, uint64(i+1))},
+			Cursors:       map[string]string{"s": "cursor-" + p},
+		})
+	}
+	require.Equal(t, uint64(1), records(t, s, "a", "s")["k"].Hash)
+	require.Equal(t, uint64(2), records(t, s, "b", "s")["k"].Hash)
+	require.Equal(t, 2, chunkCount(t, s, "a"))
+	require.Equal(t, 3, chunkCount(t, s, "b"))
+
+	commit(t, s, state.Commit{Pipeline: "a", DeleteRecords: []state.RecordRef{ref}})
+	require.Empty(t, records(t, s, "a", "s"))
+	require.Equal(t, 0, chunkCount(t, s, "a"))
+	require.Equal(t, mkChunks("b", "s", "k", "b", 3, 2), chunks(t, s, "b", "s", "k"), "b keeps its chunks")
+	require.Equal(t, uint64(2), records(t, s, "b", "s")["k"].Hash)
+	cur, err := s.CursorGet(ctx, "b", "s")
+	require.NoError(t, err)
+	require.Equal(t, "cursor-b", cur)
+
+	unlock, err := s.Lock(ctx, "a")
+	require.NoError(t, err)
+	defer func() { require.NoError(t, unlock()) }()
+	unlockB, err := s.Lock(ctx, "b")
+	require.NoError(t, err, "locks are per pipeline")
+	require.NoError(t, unlockB())
+}
+
+func testMigrateTwice(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	commit(t, s, state.Commit{Pipeline: "p", Records: []state.Record{{Source: "s", Key: "k", Hash: 5}}})
+	run, err := s.RunOpen(ctx, "p", state.TriggerManual)
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+	require.NoError(t, s.Migrate(ctx))
+	require.Equal(t, uint64(5), records(t, s, "p", "s")["k"].Hash, "migrating again keeps the data")
+	_, err = s.RunGet(ctx, run.ID)
+	require.NoError(t, err)
+}
+
+func testConcurrentCommits(t *testing.T, s state.Store) {
+	const workers, perWorker = 8, 20
+	shared := state.RecordRef{Source: "s", Key: "shared"}
+	start := make(chan struct{})
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range perWorker {
+				key := fmt.Sprintf("w%d-r%d", w, i)
+				ref := state.RecordRef{Source: "s", Key: key}
+				// Every commit also replaces the shared record's chunk list with
+				// this worker's (w+1 chunks with worker-specific ids), without
+				// upserting that record: nothing but the store orders these.
+				c := state.Commit{Pipeline: "p",
+					Records: []state.Record{{Source: "s", Key: key, Hash: uint64(w*1000 + i)}},
+					ReplaceChunks: map[state.RecordRef][]state.Chunk{
+						ref:    mkChunks("p", "s", key, "c", 2, uint64(i)),
+						shared: mkChunks("p", "s", "shared", fmt.Sprintf("w%d-", w), w+1, uint64(w)),
+					},
+					Cursors: map[string]string{"s": key},
+				}
+				if err := s.Commit(context.WithoutCancel(t.Context()), c); err != nil {
+					errs <- fmt.Errorf("worker %d commit %d: %w", w, i, err)
+					return
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+
+	recs := records(t, s, "p", "s")
+	require.Len(t, recs, workers*perWorker)
+	for w := range workers {
+		for i := range perWorker {
+			key := fmt.Sprintf("w%d-r%d", w, i)
+			require.Equal(t, uint64(w*1000+i), recs[key].Hash, key)
+			require.Equal(t, mkChunks("p", "s", key, "c", 2, uint64(i)), chunks(t, s, "p", "s", key), key)
+		}
+	}
+	// The shared record's chunks are exactly one worker's list, never a mix.
+	got := chunks(t, s, "p", "s", "shared")
+	require.NotEmpty(t, got)
+	var w int
+	_, err := fmt.Sscanf(got[0].ID, "w%d-", &w)
+	require.NoError(t, err, got[0].ID)
+	require.Equal(t, mkChunks("p", "s", "shared", fmt.Sprintf("w%d-", w), w+1, uint64(w)), chunks(t, s, "p", "s", "shared"))
+	require.Equal(t, workers*perWorker*2+w+1, chunkCount(t, s, "p"))
+}
+
+// keys returns m's keys sorted.
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
