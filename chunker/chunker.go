@@ -65,3 +65,8 @@ func (c Chunk) EmbedText() string {
 	}
 	return c.Context + "\n\n" + c.Text
 }
+
+// Version is the chunker's algorithm version. It is part of every pipeline's
+// config fingerprint: bump it when parsing or grouping changes the chunks of
+// unchanged documents, so that they are rechunked once.
+const Version = 1

@@ -1,0 +1,114 @@
+package chunker_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/chunker/baseline"
+)
+
+// BenchmarkSplit parses and chunks each corpus document; MB/s is input
+// bytes per second.
+func BenchmarkSplit(b *testing.B) {
+	for _, name := range corpusDocs {
+		b.Run(name, func(b *testing.B) {
+			raw := readDoc(b, name)
+			format, _ := chunker.FormatForPath(name)
+			b.SetBytes(int64(len(raw)))
+			var chunks []chunker.Chunk
+			for b.Loop() {
+				root, err := chunker.Parse(format, raw)
+				require.NoError(b, err)
+				chunks, err = chunker.Split(name, root, testOpts)
+				require.NoError(b, err)
+			}
+			b.ReportMetric(float64(len(chunks)), "chunks")
+			sum, mx, mn := 0, 0, 1<<30
+			for _, c := range chunks {
+				sum += c.Tokens
+				mx, mn = max(mx, c.Tokens), min(mn, c.Tokens)
+			}
+			b.ReportMetric(float64(sum)/float64(len(chunks)), "tokens-mean")
+			b.ReportMetric(float64(mn), "tokens-min")
+			b.ReportMetric(float64(mx), "tokens-max")
+		})
+	}
+}
+
+// BenchmarkParse measures the parsers alone.
+func BenchmarkParse(b *testing.B) {
+	for _, name := range corpusDocs {
+		b.Run(name, func(b *testing.B) {
+			raw := readDoc(b, name)
+			format, _ := chunker.FormatForPath(name)
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				_, err := chunker.Parse(format, raw)
+				require.NoError(b, err)
+			}
+		})
+	}
+}
+
+// BenchmarkTokenizerCount measures token counting throughput.
+func BenchmarkTokenizerCount(b *testing.B) {
+	for _, name := range []string{"rfc7231.txt", "constitutionrf.txt"} {
+		b.Run(name, func(b *testing.B) {
+			raw := string(readDoc(b, name))
+			tok := chunker.DefaultTokenizer()
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				tok.Count(raw)
+			}
+		})
+	}
+}
+
+// BenchmarkBaselines measures the two baselines' throughput.
+func BenchmarkBaselines(b *testing.B) {
+	tok := chunker.DefaultTokenizer()
+	for _, name := range []string{"rfc7231.txt", "constitutionrf.txt"} {
+		raw := string(readDoc(b, name))
+		b.Run("fixed/"+name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				baseline.FixedWindow(raw, testOpts.MaxTokens, testOpts.OverlapTokens, tok)
+			}
+		})
+		b.Run("recursive/"+name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				baseline.Recursive(raw, testOpts.MaxTokens, tok)
+			}
+		})
+	}
+}
+
+// BenchmarkEditLocality reports how many chunks one-sentence edits change
+// (mean and max over 15 edits spread over the document) for the structural
+// chunker and the two baselines. The time per op is that of the whole
+// measurement and is not meaningful.
+func BenchmarkEditLocality(b *testing.B) {
+	for _, name := range []string{"rfc7231.txt", "constitutionrf.txt"} {
+		b.Run(name, func(b *testing.B) {
+			var r localityResult
+			for b.Loop() {
+				r = measureLocality(b, name, 15)
+			}
+			report := func(label string, xs []int) {
+				sum, mx := 0, 0
+				for _, x := range xs {
+					sum += x
+					mx = max(mx, x)
+				}
+				b.ReportMetric(float64(sum)/float64(len(xs)), label+"-changed/edit")
+				b.ReportMetric(float64(mx), label+"-changed-max")
+			}
+			report("structural", r.structural)
+			report("fixed", r.fixed)
+			report("recursive", r.recursive)
+		})
+	}
+}

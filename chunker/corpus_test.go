@@ -1,0 +1,94 @@
+package chunker_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/chunker"
+)
+
+// corpusDir finds the shared corpus: walk up from the package directory to
+// go.mod, then "../shared/corpus". It fails the test when it is missing.
+func corpusDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	require.NoError(tb, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		require.NotEqual(tb, parent, dir, "go.mod not found above the package directory")
+		dir = parent
+	}
+	corpus := filepath.Join(dir, "..", "shared", "corpus")
+	_, err = os.Stat(filepath.Join(corpus, "MANIFEST.md"))
+	require.NoError(tb, err, "shared corpus missing at %s", corpus)
+	return corpus
+}
+
+// readDoc reads docs/<name> from the corpus.
+func readDoc(tb testing.TB, name string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(corpusDir(tb), "docs", name))
+	require.NoError(tb, err)
+	return b
+}
+
+// parseDoc parses docs/<name> in the format of its extension.
+func parseDoc(tb testing.TB, name string) *chunker.Element {
+	tb.Helper()
+	format, ok := chunker.FormatForPath(name)
+	require.True(tb, ok, "no format for %s", name)
+	root, err := chunker.Parse(format, readDoc(tb, name))
+	require.NoError(tb, err)
+	return root
+}
+
+// corpusDocs are the corpus documents in formats this package parses.
+var corpusDocs = []string{
+	"rfc7231.txt",
+	"rfc7239.txt",
+	"constitutionrf.txt",
+	"spdx-2.3-package-information.md",
+	"openchain-security-specification-1.1.md",
+	"go_spec.html",
+}
+
+// visit calls f for every element under root with its address path
+// (docKey-relative, "" for the root) and its depth.
+func visit(e *chunker.Element, path string, f func(e *chunker.Element, path string)) {
+	f(e, path)
+	for _, c := range e.Children {
+		p := c.Address
+		if path != "" {
+			p = path + chunker.PathSep + c.Address
+		}
+		visit(c, p, f)
+	}
+}
+
+// sections maps address path → section element.
+func sections(root *chunker.Element) map[string]*chunker.Element {
+	out := map[string]*chunker.Element{}
+	visit(root, "", func(e *chunker.Element, path string) {
+		if e.Kind == chunker.KindSection {
+			out[path] = e
+		}
+	})
+	return out
+}
+
+// countKind counts the elements of kind under root.
+func countKind(root *chunker.Element, kind chunker.Kind) int {
+	n := 0
+	visit(root, "", func(e *chunker.Element, _ string) {
+		if e.Kind == kind {
+			n++
+		}
+	})
+	return n
+}

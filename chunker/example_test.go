@@ -1,0 +1,36 @@
+package chunker_test
+
+import (
+	"fmt"
+
+	"github.com/kgsync/kgsync/chunker"
+)
+
+func ExampleSplit() {
+	doc := []byte(`# 7 Package information
+
+## 7.1 Package name field <a name="7.1"></a>
+
+Identify the full name of the package.
+
+The name is mandatory.
+
+## 7.2 Package version field
+
+Identify the version of the package.
+`)
+	root, err := chunker.Parse("md", doc)
+	if err != nil {
+		panic(err)
+	}
+	chunks, err := chunker.Split("spdx.md", root, chunker.Options{MaxTokens: 128, OverlapTokens: 16})
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range chunks {
+		fmt.Printf("%s | %s | %d tokens | %q\n", c.Address, c.Context, c.Tokens, c.Text)
+	}
+	// Output:
+	// spdx.md › 7 › 7.1 › p1 | 7 Package information › 7.1 Package name field | 14 tokens | "Identify the full name of the package.\n\nThe name is mandatory."
+	// spdx.md › 7 › 7.2 › p1 | 7 Package information › 7.2 Package version field | 8 tokens | "Identify the version of the package."
+}
