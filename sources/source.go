@@ -36,6 +36,14 @@ type Page struct {
 	// Cursor is the position after this page, stored once the page's batch
 	// is committed ("" when the source has no cursor).
 	Cursor string
+	// Partial marks a page of an incremental listing (for example Grist
+	// /compare): keys absent from such a listing are NOT deletions. A
+	// listing counts as partial if any of its pages is.
+	Partial bool
+	// Deleted are keys the source knows were removed upstream since the
+	// cursor (incremental listings only); the pipeline deletes them when the
+	// page's batch is committed, even though the listing is partial.
+	Deleted []string
 }
 
 // Skip is a record that could not be read.

@@ -1,0 +1,487 @@
+package gristtest
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func sha1Hex(b []byte) string {
+	h := sha1.Sum(b)
+	return hex.EncodeToString(h[:])
+}
+
+type apiErr struct {
+	status int
+	msg    string
+}
+
+func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = 500, []byte(`{"error":"encode"}`)
+	}
+	etag := fmt.Sprintf(`W/"%x-%s"`, len(b), sha1Hex(b)[:27])
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Cache-Control", "no-cache")
+	// GET honours If-None-Match; POST /sql does not
+	// (grist-samples/real/read/get-records-Guides-if-none-match.txt).
+	if status == 200 && r.Method == http.MethodGet && r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func writeErr(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	writeJSON(w, r, status, map[string]string{"error": msg})
+}
+
+func (s *Server) handler() http.Handler {
+	mux := http.NewServeMux()
+	p := "/api/docs/{doc}"
+	mux.HandleFunc("GET "+p+"/tables", s.getTables)
+	mux.HandleFunc("GET "+p+"/tables/{table}/columns", s.getColumns)
+	mux.HandleFunc("GET "+p+"/tables/{table}/records", s.getRecords)
+	mux.HandleFunc("GET "+p+"/sql", s.sqlGet)
+	mux.HandleFunc("POST "+p+"/sql", s.sqlPost)
+	mux.HandleFunc("GET "+p+"/states", s.getStates)
+	mux.HandleFunc("GET "+p+"/compare", s.getCompare)
+	mux.HandleFunc("GET "+p+"/attachments", s.getAttachments)
+	mux.HandleFunc("GET "+p+"/attachments/{id}/download", s.download)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, r, 404, "not found: "+r.URL.Path)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		for {
+			m := s.maxInflight.Load()
+			if n <= m || s.maxInflight.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		s.mu.Lock()
+		s.counts[r.Method+" "+r.URL.Path]++
+		inj := s.fail429 > 0
+		if inj {
+			s.fail429--
+		}
+		fault, latency, parallel := s.fault, s.latency, s.parallel
+		s.mu.Unlock()
+		if latency > 0 {
+			select {
+			case <-time.After(latency):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		auth := r.Header.Get("Authorization")
+		switch {
+		case auth == "":
+			writeErr(w, r, 503, "Grist is not yet configured. Visit /boot to set up this installation.")
+			return
+		case !strings.HasPrefix(auth, "Bearer "):
+			writeErr(w, r, 401, "Bad request: unsupported Authorization scheme, expected 'Bearer'")
+			return
+		case strings.TrimPrefix(auth, "Bearer ") != APIKey:
+			writeErr(w, r, 401, "Bad request: invalid API key")
+			return
+		}
+		if inj || (parallel > 0 && n > int64(parallel)) {
+			writeErr(w, r, 429, "Too many backlogged requests for document "+DocID+" - try again later?")
+			return
+		}
+		if fault != nil {
+			if st, msg := fault(r); st > 0 {
+				writeErr(w, r, st, msg)
+				return
+			}
+		}
+		if strings.HasPrefix(r.URL.Path, "/api/docs/") {
+			doc, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/api/docs/"), "/")
+			if doc != DocID {
+				writeErr(w, r, 404, "document not found")
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) getTables(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Not in tableRef order: the real server's order is not reliable.
+	ids := slices.Sorted(maps.Keys(s.tables))
+	slices.Reverse(ids)
+	out := []map[string]any{}
+	for _, id := range ids {
+		t := s.tables[id]
+		out = append(out, map[string]any{"id": id, "fields": map[string]any{
+			"tableRef": t.ref, "primaryViewId": t.ref, "summarySourceTable": t.summary, "onDemand": false,
+			"rawViewSectionRef": t.ref*3 + 2, "recordCardViewSectionRef": t.ref*3 + 3,
+		}})
+	}
+	writeJSON(w, r, 200, map[string]any{"tables": out})
+}
+
+func (s *Server) tableOr404(w http.ResponseWriter, r *http.Request) *table {
+	id := r.PathValue("table")
+	t, ok := s.tables[id]
+	if !ok {
+		writeErr(w, r, 404, fmt.Sprintf("Table not found %q", id))
+		return nil
+	}
+	return t
+}
+
+func (s *Server) getColumns(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tableOr404(w, r)
+	if t == nil {
+		return
+	}
+	hidden := r.URL.Query().Get("hidden") == "true"
+	out := []map[string]any{}
+	// Reverse order: clients must sort by parentPos (grist-api.md "Observed" §2).
+	for i := len(t.cols) - 1; i >= 0; i-- {
+		c := t.cols[i]
+		if c.Hidden && !hidden {
+			continue
+		}
+		out = append(out, map[string]any{"id": c.ID, "fields": map[string]any{
+			"colRef": c.colRef, "label": c.ID, "isFormula": c.IsFormula, "type": c.Type, "parentId": t.ref,
+			"parentPos": c.pos, "widgetOptions": "", "formula": c.Formula, "description": "",
+			"untieColIdFromLabel": false, "summarySourceCol": 0, "displayCol": 0, "visibleCol": 0,
+			"rules": nil, "reverseCol": 0, "recalcWhen": 0, "recalcDeps": nil,
+		}})
+	}
+	writeJSON(w, r, 200, map[string]any{"columns": out})
+}
+
+func (s *Server) getRecords(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.PathValue("table") == "_grist_Attachments" {
+		out := []map[string]any{}
+		for _, id := range slices.Sorted(maps.Keys(s.attachments)) {
+			a := s.attachments[id]
+			out = append(out, map[string]any{"id": id, "fields": map[string]any{
+				"fileIdent": a.ident, "fileName": a.name, "fileType": "", "fileSize": len(a.content),
+				"fileExt": a.ident[strings.IndexByte(a.ident, '.')+1:], "imageHeight": 0, "imageWidth": 0,
+				"timeDeleted": nil, "timeUploaded": int64(1795988466141) + id,
+			}})
+		}
+		writeJSON(w, r, 200, map[string]any{"records": out})
+		return
+	}
+	t := s.tableOr404(w, r)
+	if t == nil {
+		return
+	}
+	q := r.URL.Query()
+	hidden := q.Get("hidden") == "true"
+	var filter map[string]any
+	if f := q.Get("filter"); f != "" {
+		if err := json.Unmarshal([]byte(f), &filter); err != nil {
+			writeErr(w, r, 400, "Invalid query: filter must be a JSON object")
+			return
+		}
+		for k, v := range filter {
+			if _, ok := v.([]any); !ok {
+				writeErr(w, r, 400, "Invalid query: filter values must be arrays")
+				return
+			}
+			if k != "id" && t.col(k) == nil {
+				writeErr(w, r, 400, fmt.Sprintf("Error manipulating data: [Sandbox] KeyError '%s'", k))
+				return
+			}
+		}
+	}
+	ids := slices.Sorted(maps.Keys(t.rows))
+	// Unspecified order without sort: serve newest first.
+	slices.Reverse(ids)
+	if srt := q.Get("sort"); srt != "" {
+		keys := strings.Split(srt, ",")
+		sort.SliceStable(ids, func(i, j int) bool {
+			for _, k := range keys {
+				desc := strings.HasPrefix(k, "-")
+				k = strings.TrimPrefix(k, "-")
+				a, b := cellOf(t, ids[i], k), cellOf(t, ids[j], k)
+				if c := compareCells(a, b); c != 0 {
+					return (c < 0) != desc
+				}
+			}
+			return false
+		})
+	}
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	out := []map[string]any{}
+	for _, id := range ids {
+		if !matches(t, id, filter) {
+			continue
+		}
+		fields := map[string]any{}
+		errs := map[string]string{}
+		for _, c := range t.cols {
+			if c.Hidden && !hidden {
+				continue
+			}
+			v := t.rows[id][c.ID]
+			if e, ok := v.(CellError); ok {
+				fields[c.ID] = nil
+				errs[c.ID] = e.Name
+				continue
+			}
+			fields[c.ID] = v
+		}
+		rec := map[string]any{"id": id, "fields": fields}
+		if len(errs) > 0 {
+			rec["errors"] = errs
+		}
+		out = append(out, rec)
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	writeJSON(w, r, 200, map[string]any{"records": out})
+}
+
+func cellOf(t *table, id int64, col string) any {
+	if col == "id" {
+		return id
+	}
+	return t.rows[id][col]
+}
+
+func num(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+func compareCells(a, b any) int {
+	if fa, ok := num(a); ok {
+		if fb, ok := num(b); ok {
+			switch {
+			case fa < fb:
+				return -1
+			case fa > fb:
+				return 1
+			}
+			return 0
+		}
+	}
+	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}
+
+// matches applies a /records filter: exact values, numbers numerically,
+// strings never equal numbers (grist-api.md "Observed" §3).
+func matches(t *table, id int64, filter map[string]any) bool {
+	for col, vals := range filter {
+		v := cellOf(t, id, col)
+		ok := false
+		for _, want := range vals.([]any) {
+			if fw, isNum := num(want); isNum {
+				if fv, isNum := num(v); isNum && fv == fw {
+					ok = true
+				}
+			} else if reflect.DeepEqual(want, v) {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) getStates(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []map[string]any{}
+	for i := len(s.history) - 1; i >= 0; i-- {
+		out = append(out, map[string]any{"n": s.history[i].n, "h": s.history[i].h})
+	}
+	writeJSON(w, r, 200, map[string]any{"states": out})
+}
+
+func (s *Server) getCompare(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	left := r.URL.Query().Get("left")
+	if right := r.URL.Query().Get("right"); right != "" && right != "HEAD" {
+		writeErr(w, r, 500, "gristtest supports right=HEAD only")
+		return
+	}
+	idx := slices.IndexFunc(s.history, func(a *action) bool { return a.h == left })
+	if idx < 0 {
+		writeErr(w, r, 500, "Cannot read hash")
+		return
+	}
+	head := s.history[len(s.history)-1]
+	state := func(a *action) map[string]any { return map[string]any{"n": a.n, "h": a.h} }
+	// Net changes per (table at the end, row): first before, last after.
+	type key struct {
+		t  string
+		id int64
+	}
+	net := map[key]*rowChange{}
+	var renames [][]string
+	for _, a := range s.history[idx+1:] {
+		for _, rn := range a.renames {
+			renames = append(renames, []string{rn[0], rn[1]})
+			for k, v := range net {
+				if k.t == rn[0] {
+					delete(net, k)
+					net[key{rn[1], k.id}] = v
+				}
+			}
+		}
+		for tid, rows := range a.deltas {
+			for id, ch := range rows {
+				k := key{tid, id}
+				if prev, ok := net[k]; ok {
+					prev.after = ch.after
+				} else {
+					net[k] = &rowChange{before: ch.before, after: ch.after}
+				}
+			}
+		}
+	}
+	deltas := map[string]any{}
+	type td struct {
+		add, upd, rem []int64
+		cols          map[string]map[string]any
+	}
+	byTable := map[string]*td{}
+	for k, ch := range net {
+		if ch.before == nil && ch.after == nil {
+			continue // added and removed inside the range
+		}
+		d := byTable[k.t]
+		if d == nil {
+			d = &td{cols: map[string]map[string]any{}}
+			byTable[k.t] = d
+		}
+		idKey := strconv.FormatInt(k.id, 10)
+		set := func(col string, old, nw any, hasOld, hasNew bool) {
+			m := d.cols[col]
+			if m == nil {
+				m = map[string]any{}
+				d.cols[col] = m
+			}
+			var o, n any
+			if hasOld {
+				o = []any{old}
+			}
+			if hasNew {
+				n = []any{nw}
+			}
+			m[idKey] = []any{o, n}
+		}
+		switch {
+		case ch.before == nil:
+			d.add = append(d.add, k.id)
+			d.upd = append(d.upd, k.id) // real servers list added rows in both
+			for c, v := range ch.after {
+				set(c, nil, sqlishDelta(v), false, true)
+			}
+		case ch.after == nil:
+			d.rem = append(d.rem, k.id)
+			for c, v := range ch.before {
+				set(c, sqlishDelta(v), nil, true, false)
+			}
+		default:
+			d.upd = append(d.upd, k.id)
+			for c, v := range ch.after {
+				if ov, ok := ch.before[c]; !ok || !reflect.DeepEqual(ov, v) {
+					set(c, sqlishDelta(ov), sqlishDelta(v), ok, true)
+				}
+			}
+		}
+	}
+	for tid, d := range byTable {
+		slices.Sort(d.add)
+		slices.Sort(d.upd)
+		slices.Sort(d.rem)
+		deltas[tid] = map[string]any{"updateRows": nz(d.upd), "removeRows": nz(d.rem), "addRows": nz(d.add),
+			"columnDeltas": d.cols, "columnRenames": []any{}}
+	}
+	if renames == nil {
+		renames = [][]string{}
+	}
+	summary := "same"
+	if idx < len(s.history)-1 {
+		summary = "right"
+	}
+	writeJSON(w, r, 200, map[string]any{
+		"left": state(s.history[idx]), "right": state(head), "parent": state(s.history[idx]), "summary": summary,
+		"details": map[string]any{
+			"leftChanges":  map[string]any{"tableRenames": []any{}, "tableDeltas": map[string]any{}},
+			"rightChanges": map[string]any{"tableRenames": renames, "tableDeltas": deltas},
+		},
+	})
+}
+
+func nz(x []int64) []int64 {
+	if x == nil {
+		return []int64{}
+	}
+	return x
+}
+
+func sqlishDelta(v any) any {
+	if e, ok := v.(CellError); ok {
+		return []any{"E", e.Name}
+	}
+	return v
+}
+
+func (s *Server) getAttachments(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []map[string]any{}
+	for _, id := range slices.Sorted(maps.Keys(s.attachments)) {
+		a := s.attachments[id]
+		out = append(out, map[string]any{"id": id, "fields": map[string]any{"fileName": a.name, "fileSize": len(a.content), "timeUploaded": "2026-11-29T21:41:06.141Z"}})
+	}
+	writeJSON(w, r, 200, map[string]any{"records": out})
+}
+
+func (s *Server) download(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	a, ok := s.attachments[id]
+	s.mu.Unlock()
+	if !ok {
+		writeErr(w, r, 404, fmt.Sprintf("Attachment not found: %d", id))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", a.name))
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	w.Header().Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	w.Write(bytes.Clone(a.content))
+}

@@ -1,0 +1,424 @@
+// Package gristtest is an in-memory Grist document served over HTTP for
+// tests. It answers the calls listed in grist-api.md (/tables, /columns,
+// /records, /sql, /states, /compare, /attachments) with the shapes captured
+// from a real grist-core 1.7.17 server (grist-samples/real): error bodies
+// {"error": msg}, SQL storage encodings (Bool 0/1, lists as JSON text,
+// marshal Buffers for errors and typed Any values), added rows listed in
+// both addRows and updateRows, 500 "Cannot read hash" for unknown hashes,
+// weak ETags with 304 on If-None-Match, and 429 past 10 parallel requests.
+package gristtest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// DocID and APIKey are the document id and key the server accepts.
+const (
+	DocID  = "jjBJAMs6uZ6HDwqKZQGGyM"
+	APIKey = "0123456789abcdef0123456789abcdef01234567"
+)
+
+// CellError is a formula error cell (exception name), shown by /records as
+// null plus "errors": {col: Name} and by /sql as a marshal blob.
+type CellError struct{ Name string }
+
+// Column describes a column for AddTable.
+type Column struct {
+	ID        string
+	Type      string // "Text", "Int", "Ref:T", "DateTime:Europe/London", ...
+	IsFormula bool
+	Formula   string
+	Hidden    bool // manualSort / gristHelper_* style columns
+
+	colRef int
+	pos    int
+}
+
+type table struct {
+	id      string
+	ref     int
+	summary int
+	cols    []*Column
+	rows    map[int64]map[string]any
+	nextID  int64
+}
+
+func (t *table) col(id string) *Column {
+	for _, c := range t.cols {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+type rowChange struct {
+	before, after map[string]any // nil = absent
+}
+
+type action struct {
+	n       int
+	h       string
+	deltas  map[string]map[int64]*rowChange // table id at the time -> rows
+	renames [][2]string
+}
+
+// Server is a test Grist server holding one document.
+type Server struct {
+	*httptest.Server
+	t testing.TB
+
+	mu          sync.Mutex
+	tables      map[string]*table
+	nextTabRef  int
+	nextColRef  int
+	history     []*action // oldest first
+	n           int
+	attachments map[int64]*attachment
+	nextAtt     int64
+
+	fail429     int
+	fault       func(*http.Request) (int, string)
+	sqlMaxRows  int
+	latency     time.Duration
+	parallel    int
+	counts      map[string]int
+	inflight    atomic.Int64
+	maxInflight atomic.Int64
+}
+
+type attachment struct {
+	name    string
+	content []byte
+	ident   string
+}
+
+// New starts a server with an empty document; it is closed by t.Cleanup.
+func New(t testing.TB) *Server {
+	s := &Server{t: t, tables: map[string]*table{}, nextTabRef: 1, nextColRef: 1,
+		attachments: map[int64]*attachment{}, nextAtt: 1, parallel: 10, counts: map[string]int{}}
+	s.Server = httptest.NewServer(s.handler())
+	t.Cleanup(s.Server.Close)
+	s.record(&action{deltas: map[string]map[int64]*rowChange{}}) // document creation
+	return s
+}
+
+// record appends an action to the history, giving it the next number and
+// a hash chained on the previous one. Callers hold s.mu or are in setup.
+func (s *Server) record(a *action) {
+	s.n++
+	a.n = s.n
+	prev := ""
+	if len(s.history) > 0 {
+		prev = s.history[len(s.history)-1].h
+	}
+	sum := sha256.New()
+	fmt.Fprintf(sum, "%s|%d|", prev, a.n)
+	b, _ := json.Marshal(a.renames)
+	sum.Write(b)
+	for _, tid := range slices.Sorted(maps.Keys(a.deltas)) {
+		fmt.Fprintf(sum, "%s:%d;", tid, len(a.deltas[tid]))
+	}
+	fmt.Fprintf(sum, "%d", time.Now().UnixNano())
+	a.h = hex.EncodeToString(sum.Sum(nil))
+	s.history = append(s.history, a)
+}
+
+// Head returns the newest action hash.
+func (s *Server) Head() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.history[len(s.history)-1].h
+}
+
+// TrimHistory keeps only the newest keep actions, as POST /states/remove
+// does: /compare then answers 500 "Cannot read hash" for older hashes.
+func (s *Server) TrimHistory(keep int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if keep < len(s.history) {
+		s.history = slices.Clone(s.history[len(s.history)-keep:])
+	}
+}
+
+// AddTable creates a table with the given columns plus a hidden manualSort.
+func (s *Server) AddTable(id string, cols ...Column) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addTableLocked(id, cols)
+	s.record(&action{deltas: map[string]map[int64]*rowChange{}})
+}
+
+func (s *Server) addTableLocked(id string, cols []Column) *table {
+	if _, ok := s.tables[id]; ok {
+		s.t.Fatalf("gristtest: table %q exists", id)
+	}
+	t := &table{id: id, ref: s.nextTabRef, rows: map[int64]map[string]any{}, nextID: 1}
+	s.nextTabRef++
+	all := append([]Column{{ID: "manualSort", Type: "ManualSortPos", Hidden: true}}, cols...)
+	for i := range all {
+		c := all[i]
+		c.colRef = s.nextColRef
+		c.pos = s.nextColRef
+		s.nextColRef++
+		if c.Type == "" {
+			c.Type = "Text"
+		}
+		t.cols = append(t.cols, &c)
+	}
+	s.tables[id] = t
+	return t
+}
+
+func (s *Server) mustTable(id string) *table {
+	t, ok := s.tables[id]
+	if !ok {
+		s.t.Fatalf("gristtest: no table %q", id)
+	}
+	return t
+}
+
+// emptyValue is the /records empty value per type (grist-api.md §3).
+func emptyValue(typ string) any {
+	base, _, _ := strings.Cut(typ, ":")
+	switch base {
+	case "Text", "Choice":
+		return ""
+	case "Numeric":
+		return float64(0)
+	case "Int", "Ref", "ManualSortPos":
+		return int64(0)
+	case "Bool":
+		return false
+	}
+	return nil
+}
+
+func normValue(v any) any {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case []string:
+		out := []any{"L"}
+		for _, e := range x {
+			out = append(out, e)
+		}
+		return out
+	}
+	return v
+}
+
+// AddRows appends rows (values in /records normal encoding; a Go int is
+// stored as int64; CellError marks an error) and returns their ids.
+func (s *Server) AddRows(tableID string, rows ...map[string]any) []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.mustTable(tableID)
+	ids := s.addRowsLocked(t, rows)
+	delta := map[int64]*rowChange{}
+	for _, id := range ids {
+		delta[id] = &rowChange{after: maps.Clone(t.rows[id])}
+	}
+	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta}})
+	return ids
+}
+
+func (s *Server) addRowsLocked(t *table, rows []map[string]any) []int64 {
+	ids := make([]int64, 0, len(rows))
+	for _, in := range rows {
+		id := t.nextID
+		t.nextID++
+		r := make(map[string]any, len(t.cols))
+		for _, c := range t.cols {
+			r[c.ID] = emptyValue(c.Type)
+		}
+		r["manualSort"] = id
+		for k, v := range in {
+			if t.col(k) == nil {
+				s.t.Fatalf("gristtest: table %s has no column %q", t.id, k)
+			}
+			r[k] = normValue(v)
+		}
+		t.rows[id] = r
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// UpdateRows sets the given cells of existing rows.
+func (s *Server) UpdateRows(tableID string, updates map[int64]map[string]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.mustTable(tableID)
+	delta := map[int64]*rowChange{}
+	for id, u := range updates {
+		r, ok := t.rows[id]
+		if !ok {
+			s.t.Fatalf("gristtest: table %s: Invalid row id %d", t.id, id)
+		}
+		before := maps.Clone(r)
+		for k, v := range u {
+			if t.col(k) == nil {
+				s.t.Fatalf("gristtest: table %s has no column %q", t.id, k)
+			}
+			r[k] = normValue(v)
+		}
+		delta[id] = &rowChange{before: before, after: maps.Clone(r)}
+	}
+	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta}})
+}
+
+// DeleteRows removes rows. As in Grist, a later AddRows may reuse the
+// highest ids (grist-api.md "Observed" §3).
+func (s *Server) DeleteRows(tableID string, ids ...int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.mustTable(tableID)
+	delta := map[int64]*rowChange{}
+	for _, id := range ids {
+		r, ok := t.rows[id]
+		if !ok {
+			s.t.Fatalf("gristtest: table %s: Invalid row id %d", t.id, id)
+		}
+		delta[id] = &rowChange{before: r}
+		delete(t.rows, id)
+	}
+	maxID := int64(0)
+	for id := range t.rows {
+		maxID = max(maxID, id)
+	}
+	t.nextID = maxID + 1
+	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta}})
+}
+
+// RenameTable renames a table and the Ref types pointing at it; /compare
+// reports it in tableRenames.
+func (s *Server) RenameTable(from, to string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.mustTable(from)
+	delete(s.tables, from)
+	t.id = to
+	s.tables[to] = t
+	for _, ot := range s.tables {
+		for _, c := range ot.cols {
+			if base, arg, ok := strings.Cut(c.Type, ":"); ok && (base == "Ref" || base == "RefList") && arg == from {
+				c.Type = base + ":" + to
+			}
+		}
+	}
+	s.record(&action{deltas: map[string]map[int64]*rowChange{}, renames: [][2]string{{from, to}}})
+}
+
+// RemoveColumn drops a column and its values.
+func (s *Server) RemoveColumn(tableID, col string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.mustTable(tableID)
+	i := slices.IndexFunc(t.cols, func(c *Column) bool { return c.ID == col })
+	if i < 0 {
+		s.t.Fatalf("gristtest: table %s has no column %q", tableID, col)
+	}
+	t.cols = slices.Delete(t.cols, i, i+1)
+	delta := map[int64]*rowChange{}
+	for id, r := range t.rows {
+		before := maps.Clone(r)
+		delete(r, col)
+		delta[id] = &rowChange{before: before, after: maps.Clone(r)}
+	}
+	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta}})
+}
+
+// AddAttachment stores a file and returns its attachment id; fileIdent is
+// the SHA-1 of the content plus the extension (grist-api.md "Observed" §5).
+func (s *Server) AddAttachment(name string, content []byte) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextAtt
+	s.nextAtt++
+	ext := ""
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		ext = name[i:]
+	}
+	s.attachments[id] = &attachment{name: name, content: content, ident: sha1Hex(content) + ext}
+	return id
+}
+
+// RowCount returns the number of rows of a table.
+func (s *Server) RowCount(tableID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.mustTable(tableID).rows)
+}
+
+// Inject429 makes the next n API requests fail with 429 and the message
+// Grist uses for its per-document limit.
+func (s *Server) Inject429(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail429 = n
+}
+
+// SetFault installs f: when it returns a status > 0 the request fails with
+// that status and {"error": msg}. nil removes it.
+func (s *Server) SetFault(f func(*http.Request) (status int, msg string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fault = f
+}
+
+// SetSQLMaxRows makes SQL statements returning more than n rows fail with
+// the statement timeout (400 "a slow statement resulted in a database
+// interrupt"); 0 = no limit.
+func (s *Server) SetSQLMaxRows(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sqlMaxRows = n
+}
+
+// SetLatency delays every response by d (to make requests overlap).
+func (s *Server) SetLatency(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency = d
+}
+
+// Requests returns how many requests had the method and a path ending in
+// suffix (e.g. "GET", "/states"), counting 429-rejected ones.
+func (s *Server) Requests(method, suffix string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, v := range s.counts {
+		m, p, _ := strings.Cut(k, " ")
+		if (method == "" || m == method) && strings.HasSuffix(p, suffix) {
+			n += v
+		}
+	}
+	return n
+}
+
+// ResetCounts zeroes the request counters and the in-flight maximum.
+func (s *Server) ResetCounts() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts = map[string]int{}
+	s.maxInflight.Store(0)
+}
+
+// MaxInFlight returns the largest number of requests seen at once.
+func (s *Server) MaxInFlight() int { return int(s.maxInflight.Load()) }
