@@ -1,0 +1,172 @@
+package hashing
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+func l2(v []float32) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	return math.Sqrt(s)
+}
+
+func TestModelAndDefaults(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "hashing/hashing-v1/384", New("", 0).Model())
+	require.Equal(t, 384, New("", -1).Dimensions())
+	e := New("hashing-v2", 64)
+	require.Equal(t, "hashing/hashing-v2/64", e.Model())
+	require.Equal(t, 64, e.Dimensions())
+}
+
+func TestDeterministicUnitVectors(t *testing.T) {
+	t.Parallel()
+	texts := []string{
+		"The server MUST send a Content-Length header field.",
+		"Каждый имеет право на свободу и личную неприкосновенность.",
+		"a",
+		"x x x x x x x x", // repeated feature: sublinear tf, still unit
+	}
+	e := New("", 384)
+	first, err := e.Embed(t.Context(), texts)
+	require.NoError(t, err)
+	require.Len(t, first, len(texts))
+	// A second embedder and a second call give bit-identical vectors.
+	second, err := New("", 384).Embed(t.Context(), texts)
+	require.NoError(t, err)
+	require.Equal(t, first, second)
+	for i, v := range first {
+		require.Len(t, v, 384)
+		require.InDelta(t, 1.0, l2(v), 1e-6, "text %d", i)
+		for _, x := range v {
+			require.False(t, math.IsNaN(float64(x)))
+		}
+	}
+}
+
+func TestNoWordsGivesFixedUnitVector(t *testing.T) {
+	t.Parallel()
+	e := New("", 16)
+	want := make([]float32, 16)
+	want[0] = 1
+	for _, text := range []string{"", "   \n\t", "--- ... !!!"} {
+		require.Equal(t, want, e.Vector(text), "%q", text)
+	}
+}
+
+// TestSingleWordDerivation recomputes the vector of "go" by hand from the
+// rules in the package doc, independently of the implementation's loops:
+// features "w:go" (weight 1), "c:^go" and "c:go$" (weight 0.3 each).
+func TestSingleWordDerivation(t *testing.T) {
+	t.Parallel()
+	const dims = 1024
+	want := make([]float64, dims)
+	for f, w := range map[string]float64{"w:go": 1, "c:^go": 0.3, "c:go$": 0.3} {
+		h := xxhash.Sum64String(f)
+		if h>>63 == 1 {
+			w = -w
+		}
+		want[h%dims] += w
+	}
+	var n float64
+	for _, x := range want {
+		n += x * x
+	}
+	n = math.Sqrt(n)
+	got := New("", dims).Vector("Go")
+	for i := range want {
+		require.InDelta(t, want[i]/n, float64(got[i]), 1e-7, "component %d", i)
+	}
+}
+
+// TestGolden pins the first components of a fixed text. If this fails, the
+// algorithm changed: every vector cached under the same Model() is now
+// wrong. Either restore the algorithm or give it a new model name
+// ("hashing-v2") so caches and fingerprints change with it; only then update
+// these numbers.
+func TestGolden(t *testing.T) {
+	t.Parallel()
+	got := New("hashing-v1", 384).Vector("The quick brown fox jumps over the lazy dog. Съешь же ещё этих мягких французских булок.")
+	want := []float32{0, 0, 0.051956028, 0, 0.12123074, 0, 0, 0, 0, 0, 0, 0.17318676, 0, 0, 0, 0}
+	require.Equal(t, want, got[:len(want)])
+	// And all 384 components, bit for bit, as xxhash64 of their
+	// little-endian float32 bits.
+	b := make([]byte, 0, 4*len(got))
+	for _, x := range got {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	require.Equal(t, uint64(0x8a951b63ce9f45bf), xxhash.Sum64(b))
+}
+
+func TestLexicalSimilarity(t *testing.T) {
+	t.Parallel()
+	e := New("", 384)
+	tests := []struct {
+		name, a, near, far string
+	}{
+		{
+			name: "english",
+			a:    "The origin server returns 404 Not Found when the target resource is missing.",
+			near: "An origin server returned 404 (Not Found) because the target resource was missing.",
+			far:  "Chunked transfer coding wraps the payload body in a series of chunks.",
+		},
+		{
+			name: "cyrillic",
+			a:    "Президент Российской Федерации является главой государства.",
+			near: "Глава государства — Президент Российской Федерации.",
+			far:  "Каждый имеет право на свободу и личную неприкосновенность.",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			vs, err := e.Embed(t.Context(), []string{tt.a, tt.near, tt.far})
+			require.NoError(t, err)
+			near, far := cosine(vs[0], vs[1]), cosine(vs[0], vs[2])
+			require.Greater(t, near, far+0.3, "near %.3f far %.3f", near, far)
+		})
+	}
+}
+
+func TestUnicode(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []string{"привет", "мир", "ёлка", "x2"}, words("ПРИВЕТ, мир! Ёлка… x2"))
+	e := New("", 128)
+	// Case and Unicode normalisation do not matter: "ё" composed (U+0451)
+	// and decomposed (е + U+0308) give the same vector.
+	require.Equal(t, e.Vector("Ёлка"), e.Vector("е\u0308лка"))
+	require.Equal(t, e.Vector("ЗАКОН"), e.Vector("закон"))
+	// A Cyrillic text is not the fixed no-word vector.
+	v := e.Vector("закон")
+	require.NotEqual(t, float32(1), v[0])
+	require.InDelta(t, 1.0, l2(v), 1e-6)
+}
+
+func TestEmbedHonoursContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := New("", 8).Embed(ctx, []string{"a"})
+	require.ErrorIs(t, err, context.Canceled)
+}
