@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/pipeline"
+)
+
+func newPlanCmd(g *globals) *cobra.Command {
+	var full, reembed bool
+	cmd := &cobra.Command{
+		Use:   "plan [PIPELINE...]",
+		Short: "Dry run: say what a sync would add, change and delete, and what it would embed",
+		Long: `Read and diff the sources and say what a sync would do: records added,
+changed (and why: content or config) and deleted, chunks to write, and how
+many chunk texts miss the embedding cache with their estimated tokens.
+No embedding calls, no writes to the sink or state.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			e, err := g.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			pcs, err := e.selectPipelines(args)
+			if err != nil {
+				return err
+			}
+			var failed []error
+			for _, pc := range pcs {
+				p, err := pipeline.Build(ctx, e.cfg, pc, e.store, e.log)
+				if err != nil {
+					failed = append(failed, err)
+					continue
+				}
+				plan, err := p.Plan(ctx, pipeline.Mode{Full: full, Reembed: reembed})
+				_ = p.Sink.Close(ctx)
+				if err != nil {
+					failed = append(failed, fmt.Errorf("pipeline %q: %w", pc.Name, err))
+					continue
+				}
+				printPlan(g, plan)
+			}
+			if len(failed) > 0 {
+				return &exitError{code: 1, err: errors.Join(failed...)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&full, "full", false, "plan a resync --full")
+	cmd.Flags().BoolVar(&reembed, "reembed", false, "plan a resync --reembed")
+	return cmd
+}
+
+func printPlan(g *globals, p *pipeline.Plan) {
+	w := g.stdout
+	fmt.Fprintf(w, "%s: %d to add, %d to change, %d to delete, %d unchanged, %d skipped\n",
+		p.Pipeline, p.Count(diff.ClassNew), p.Count(diff.ClassChanged), p.Count(diff.ClassDeleted), p.Unchanged, p.Skipped)
+	for _, it := range p.Items {
+		mark := map[diff.Class]string{diff.ClassNew: "+", diff.ClassChanged: "~", diff.ClassDeleted: "-"}[it.Class]
+		if it.Class == diff.ClassDeleted {
+			fmt.Fprintf(w, "  %s %s:%s (%s)\n", mark, it.Source, it.Key, it.Reason)
+			continue
+		}
+		fmt.Fprintf(w, "  %s %s:%s (%s): %d chunks, %d to write, %d to embed\n", mark, it.Source, it.Key, it.Reason, it.Chunks, it.Write, it.Misses)
+	}
+	fmt.Fprintf(w, "  chunks: %d to write, %d to delete; embedding: %d texts not in the cache, ~%d tokens\n",
+		p.ChunksToWrite, p.ChunksToDelete, p.EmbedMisses, p.EmbedTokens)
+	for _, s := range p.Incomplete {
+		fmt.Fprintf(w, "  incomplete listing, nothing would be deleted: %s\n", s)
+	}
+	if p.GuardError != "" {
+		fmt.Fprintf(w, "  the run would stop: %s\n", p.GuardError)
+	}
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/state"
+)
+
+// exitError carries a process exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// globals are the flags every command shares.
+type globals struct {
+	configPath string
+	logLevel   string
+	verbose    bool
+	stdout     io.Writer
+	stderr     io.Writer
+}
+
+// run executes the CLI with args and returns the process exit code: 0 on
+// success, 1 on failure, 2 on usage errors, 3 for config problems (validate).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "kgsync",
+		Short:         "Keep a Memgraph knowledge graph in step with documents, Grist and HTTP APIs",
+		Long:          "kgsync hashes every record, chunks documents by structure, embeds only what changed and upserts nodes, edges and vector indexes into Memgraph (or a CYPHERL file), keeping its sync state in SQLite or Postgres.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVarP(&g.configPath, "config", "c", "kgsync.yaml", "config file")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "log level: debug, info, warn, error (default warn; the daemon uses the config's log.level)")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log at info level")
+	root.AddCommand(
+		newSyncCmd(g),
+		newPlanCmd(g),
+		newResyncCmd(g),
+		newStatusCmd(g),
+		newValidateCmd(g),
+		newMigrateCmd(g),
+	)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "kgsync:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
+		strings.Contains(err.Error(), "accepts") || strings.Contains(err.Error(), "flag needs") {
+		return 2
+	}
+	return 1
+}
+
+// logger builds the CLI's logger on stderr.
+func (g *globals) logger(cfg *config.Config) *slog.Logger {
+	level := slog.LevelWarn
+	name := g.logLevel
+	if name == "" && g.verbose {
+		name = "info"
+	}
+	if name != "" {
+		_ = level.UnmarshalText([]byte(name))
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg != nil && cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(g.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(g.stderr, opts))
+}
+
+// load reads and validates the config file.
+func (g *globals) load() (*config.Config, error) {
+	cfg, err := config.Load(g.configPath)
+	if err != nil {
+		return nil, &exitError{code: 3, err: err}
+	}
+	return cfg, nil
+}
+
+// env is what a command that runs pipelines needs.
+type env struct {
+	cfg   *config.Config
+	store state.Store
+	log   *slog.Logger
+}
+
+func (g *globals) open(ctx context.Context) (*env, error) {
+	cfg, err := g.load()
+	if err != nil {
+		return nil, err
+	}
+	log := g.logger(cfg)
+	store, err := pipeline.OpenStore(ctx, cfg.State)
+	if err != nil {
+		return nil, err
+	}
+	return &env{cfg: cfg, store: store, log: log}, nil
+}
+
+func (e *env) Close() { _ = e.store.Close() }
+
+// selectPipelines returns the named pipelines, or all of them.
+func (e *env) selectPipelines(names []string) ([]*config.Pipeline, error) {
+	if len(names) == 0 {
+		out := make([]*config.Pipeline, len(e.cfg.Pipelines))
+		for i := range e.cfg.Pipelines {
+			out[i] = &e.cfg.Pipelines[i]
+		}
+		return out, nil
+	}
+	var out []*config.Pipeline
+	for _, n := range names {
+		p, ok := e.cfg.Pipeline(n)
+		if !ok {
+			return nil, &exitError{code: 2, err: fmt.Errorf("no pipeline %q in %s", n, e.cfgPathHint())}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (e *env) cfgPathHint() string {
+	if e.cfg.Dir == "" {
+		return "the config"
+	}
+	return "the config in " + e.cfg.Dir
+}
+
+// isTerminal reports whether w is a terminal (for progress bars).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/state"
+)
+
+type syncFlags struct {
+	json            bool
+	allowMassDelete bool
+}
+
+func newSyncCmd(g *globals) *cobra.Command {
+	f := &syncFlags{}
+	cmd := &cobra.Command{
+		Use:   "sync [PIPELINE...]",
+		Short: "Run the pipelines once (all of them when none is named)",
+		Long: `Run the pipelines once: read every source, hash each record, chunk the
+changed documents, embed only chunk texts not in the embedding cache, write
+the changes to the sink and commit state batch by batch.
+
+With --json, one line of JSON per pipeline run is printed on stdout:
+{"pipeline","run_id","status","records":{...},"chunks":{...},"sink":{...},"duration_ms"}.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPipelines(cmd.Context(), g, args, pipeline.Mode{AllowMassDelete: f.allowMassDelete}, state.TriggerManual, f.json)
+		},
+	}
+	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON line per pipeline run")
+	cmd.Flags().BoolVar(&f.allowMassDelete, "allow-mass-delete", false, "confirm a run that deletes more than the pipeline's max_delete_ratio of its records")
+	return cmd
+}
+
+// runJSON is the --json line of one pipeline run.
+type runJSON struct {
+	Pipeline string `json:"pipeline"`
+	RunID    int64  `json:"run_id"`
+	Status   string `json:"status"`
+	Records  struct {
+		Read      int `json:"read"`
+		New       int `json:"new"`
+		Changed   int `json:"changed"`
+		Unchanged int `json:"unchanged"`
+		Deleted   int `json:"deleted"`
+		Skipped   int `json:"skipped"`
+	} `json:"records"`
+	Chunks struct {
+		Total    int `json:"total"`
+		Embedded int `json:"embedded"`
+		Reused   int `json:"reused"`
+		Deleted  int `json:"deleted"`
+	} `json:"chunks"`
+	Sink struct {
+		Statements int `json:"statements"`
+		Batches    int `json:"batches"`
+	} `json:"sink"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+}
+
+func toJSON(name string, res pipeline.Result) runJSON {
+	c := res.Run.Counts
+	var j runJSON
+	j.Pipeline, j.RunID, j.Status = name, res.Run.ID, string(res.Run.Status)
+	j.Records.Read, j.Records.New, j.Records.Changed = c.RecordsRead, c.RecordsNew, c.RecordsChanged
+	j.Records.Unchanged, j.Records.Deleted, j.Records.Skipped = c.RecordsUnchanged, c.RecordsDeleted, c.RecordsSkipped
+	j.Chunks.Total, j.Chunks.Embedded, j.Chunks.Reused, j.Chunks.Deleted = c.ChunksTotal, c.ChunksEmbedded, c.ChunksReused, c.ChunksDeleted
+	j.Sink.Statements, j.Sink.Batches = c.SinkStatements, c.SinkBatches
+	j.DurationMS = res.Duration.Milliseconds()
+	j.Error = res.Run.Error
+	return j
+}
+
+// runPipelines builds and runs the selected pipelines in order. A failed
+// pipeline does not stop the others; the command fails if any failed.
+func runPipelines(ctx context.Context, g *globals, names []string, mode pipeline.Mode, trigger state.Trigger, asJSON bool) error {
+	e, err := g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	pcs, err := e.selectPipelines(names)
+	if err != nil {
+		return err
+	}
+	var failed []error
+	for _, pc := range pcs {
+		res, err := runOne(ctx, g, e, pc, mode, trigger, asJSON)
+		if asJSON {
+			line, _ := json.Marshal(toJSON(pc.Name, res))
+			fmt.Fprintln(g.stdout, string(line))
+		} else {
+			printSummary(g.stdout, pc.Name, res, err)
+		}
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) > 0 {
+		return &exitError{code: 1, err: errors.Join(failed...)}
+	}
+	return nil
+}
+
+func runOne(ctx context.Context, g *globals, e *env, pc *config.Pipeline, mode pipeline.Mode, trigger state.Trigger, asJSON bool) (pipeline.Result, error) {
+	p, err := pipeline.Build(ctx, e.cfg, pc, e.store, e.log)
+	if err != nil {
+		return pipeline.Result{Run: state.Run{Pipeline: pc.Name, Status: state.StatusFailed, Error: err.Error()}}, err
+	}
+	defer func() { _ = p.Sink.Close(context.WithoutCancel(ctx)) }()
+	if !asJSON && isTerminal(g.stderr) {
+		bar := progressbar.NewOptions(-1,
+			progressbar.OptionSetWriter(g.stderr),
+			progressbar.OptionSetDescription(pc.Name),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetItsString("records"),
+			progressbar.OptionShowIts(),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(100*time.Millisecond),
+		)
+		p.Progress = func(pr pipeline.Progress) { _ = bar.Set(pr.Records) }
+		defer func() { _ = bar.Finish() }()
+	}
+	res, err := p.Run(ctx, trigger, mode)
+	if res.Run.Pipeline == "" {
+		res.Run.Pipeline = pc.Name
+		res.Run.Status = state.StatusFailed
+		if err != nil {
+			res.Run.Error = err.Error()
+		}
+	}
+	return res, err
+}
+
+func printSummary(w io.Writer, name string, res pipeline.Result, err error) {
+	c := res.Run.Counts
+	status := string(res.Run.Status)
+	if res.Run.ID != 0 {
+		fmt.Fprintf(w, "%s: run %d %s in %s\n", name, res.Run.ID, status, res.Duration.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(w, "%s: %s\n", name, status)
+	}
+	fmt.Fprintf(w, "  records: %d read, %d new, %d changed, %d unchanged, %d deleted, %d skipped\n",
+		c.RecordsRead, c.RecordsNew, c.RecordsChanged, c.RecordsUnchanged, c.RecordsDeleted, c.RecordsSkipped)
+	fmt.Fprintf(w, "  chunks:  %d total, %d embedded, %d reused from cache, %d deleted\n",
+		c.ChunksTotal, c.ChunksEmbedded, c.ChunksReused, c.ChunksDeleted)
+	fmt.Fprintf(w, "  sink:    %d statements in %d batches\n", c.SinkStatements, c.SinkBatches)
+	if err != nil {
+		fmt.Fprintf(w, "  error:   %v\n", err)
+	}
+}

@@ -1,0 +1,133 @@
+package diff_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/diff"
+)
+
+func TestEncodingBytes(t *testing.T) {
+	t.Parallel()
+	// Expected bytes written by hand from the encoding's definition: version
+	// byte 1, then a type tag per value; strings are 's' + uvarint length +
+	// bytes; ints are 'i' + zig-zag varint; maps are 'm' + uvarint count +
+	// (key, value) pairs with keys sorted.
+	for _, tc := range []struct {
+		name string
+		v    any
+		want []byte
+	}{
+		{"nil", nil, []byte{1, 'z'}},
+		{"true", true, []byte{1, 't'}},
+		{"string", "ab", []byte{1, 's', 2, 'a', 'b'}},
+		{"int", int64(-2), []byte{1, 'i', 3}},
+		{"integral float is an int", 3.0, []byte{1, 'i', 6}},
+		{"map sorted", map[string]any{"b": int64(1), "a": "x"}, []byte{1, 'm', 2, 's', 1, 'a', 's', 1, 'x', 's', 1, 'b', 'i', 2}},
+		{"list", []any{"a", nil}, []byte{1, 'l', 2, 's', 1, 'a', 'z'}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := diff.NewEncoder()
+			require.NoError(t, e.Value(tc.v))
+			require.Equal(t, tc.want, e.Bytes())
+		})
+	}
+}
+
+func TestHashIsStableAndDistinguishes(t *testing.T) {
+	t.Parallel()
+	a := map[string]any{"title": "Forwarded", "size": int64(35003), "tags": []any{"rfc", "http"}}
+	b := map[string]any{"tags": []any{"rfc", "http"}, "size": 35003.0, "title": "Forwarded"}
+	ha, err := diff.Hash(a)
+	require.NoError(t, err)
+	hb, err := diff.Hash(b)
+	require.NoError(t, err)
+	require.Equal(t, ha, hb, "key order and number type do not change the hash")
+
+	// Ambiguities a naive encoding would hash alike.
+	pairs := [][2]any{
+		{[]any{"ab", "c"}, []any{"a", "bc"}},
+		{"1", int64(1)},
+		{nil, ""},
+		{false, int64(0)},
+		{map[string]any{"a": nil}, map[string]any{}},
+		{1.5, 1.25},
+	}
+	for _, p := range pairs {
+		h1, err := diff.Hash(p[0])
+		require.NoError(t, err)
+		h2, err := diff.Hash(p[1])
+		require.NoError(t, err)
+		require.NotEqual(t, h1, h2, "%#v vs %#v", p[0], p[1])
+	}
+}
+
+// TestPinnedHashes fails when the canonical encoding changes by accident:
+// such a change makes every stored record look changed and reprocesses
+// everything. Change EncodingVersion and these values together, on purpose.
+func TestPinnedHashes(t *testing.T) {
+	t.Parallel()
+	h, err := diff.Hash(map[string]any{"id": "d:x", "size": int64(300)})
+	require.NoError(t, err)
+	// Written by hand: version 1, map of 2, "id" → "d:x", "size" → 300
+	// (zig-zag 600 = varint 0xd8 0x04).
+	want := []byte{1, 'm', 2, 's', 2, 'i', 'd', 's', 3, 'd', ':', 'x', 's', 4, 's', 'i', 'z', 'e', 'i', 0xd8, 0x04}
+	require.Equal(t, xxhash.Sum64(want), h)
+	require.Equal(t, uint64(0x7e5521e54d230f23), mustHash(t, map[string]any{"id": "docs:rfc7239.txt", "size": int64(35003)}),
+		"pinned: a change here reprocesses every record of every user")
+	// TextHash is plain xxhash64: the empty string's value is xxhash's
+	// published test vector.
+	require.Equal(t, uint64(0xef46db3751d8e999), diff.TextHash(""))
+}
+
+func TestValueErrors(t *testing.T) {
+	t.Parallel()
+	_, err := diff.Hash(map[string]any{"x": struct{}{}})
+	require.ErrorContains(t, err, `"x"`)
+	_, err = diff.Hash(map[string]any{"nan": nan()})
+	require.ErrorContains(t, err, "non-finite")
+}
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		found        bool
+		sh, sf, h, f uint64
+		class        diff.Class
+		reason       diff.Reason
+	}{
+		{false, 0, 0, 1, 1, diff.ClassNew, diff.ReasonNew},
+		{true, 1, 1, 1, 1, diff.ClassUnchanged, diff.ReasonNone},
+		{true, 1, 1, 2, 1, diff.ClassChanged, diff.ReasonContent},
+		{true, 1, 1, 1, 2, diff.ClassChanged, diff.ReasonConfig},
+		{true, 1, 1, 2, 2, diff.ClassChanged, diff.ReasonContent},
+	} {
+		c, r := diff.Classify(tc.found, tc.sh, tc.sf, tc.h, tc.f)
+		require.Equal(t, tc.class, c)
+		require.Equal(t, tc.reason, r)
+	}
+}
+
+func ExampleHash() {
+	row := map[string]any{"question": "What is COVID-19?", "views": int64(3)}
+	h1, _ := diff.Hash(row)
+	row["views"] = 3.0 // another source's number type
+	h2, _ := diff.Hash(row)
+	fmt.Println(h1 == h2)
+	// Output: true
+}
+
+func nan() float64 {
+	zero := 0.0
+	return zero / zero
+}
+
+func mustHash(t *testing.T, v any) uint64 {
+	t.Helper()
+	h, err := diff.Hash(v)
+	require.NoError(t, err)
+	return h
+}

@@ -1,0 +1,192 @@
+// Package graphtest is an in-memory property graph that applies sink.Batch
+// operations with the semantics the Cypher sinks give them (MERGE by label
+// and id, SET +=, DETACH DELETE, edge pruning). Pipeline tests use it as a
+// fake sink and assert on the resulting graph.
+package graphtest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/kgsync/kgsync/sink"
+)
+
+// Edge is one relationship.
+type Edge struct {
+	Type     string
+	From, To sink.NodeRef
+}
+
+// Graph is an in-memory graph implementing sink.Sink.
+type Graph struct {
+	mu     sync.Mutex
+	nodes  map[sink.NodeRef]map[string]any
+	edges  map[Edge]map[string]any
+	schema sink.Schema
+	// Writes counts Write calls with a non-empty batch; Ops counts operations.
+	Writes, Ops int
+	// FailWrite, when set, is called before each Write; an error fails it
+	// before anything is applied.
+	FailWrite func(b *sink.Batch) error
+}
+
+// New returns an empty graph.
+func New() *Graph {
+	return &Graph{nodes: map[sink.NodeRef]map[string]any{}, edges: map[Edge]map[string]any{}}
+}
+
+// Ensure records the schema.
+func (g *Graph) Ensure(_ context.Context, s sink.Schema) (sink.Stats, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.schema = s
+	return sink.Stats{}, nil
+}
+
+// Schema returns the last ensured schema.
+func (g *Graph) Schema() sink.Schema {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.schema
+}
+
+// Write applies the batch atomically: DeleteNodes, NodeUpserts, EdgeUpserts,
+// EdgePrunes. An edge whose endpoint is missing is not created (MATCH finds
+// nothing), as in Cypher.
+func (g *Graph) Write(_ context.Context, b *sink.Batch) (sink.Stats, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.FailWrite != nil {
+		if err := g.FailWrite(b); err != nil {
+			return sink.Stats{}, err
+		}
+	}
+	if b.Len() == 0 {
+		return sink.Stats{}, nil
+	}
+	g.Writes++
+	g.Ops += b.Len()
+	for _, n := range b.DeleteNodes {
+		delete(g.nodes, n)
+		for e := range g.edges {
+			if e.From == n || e.To == n {
+				delete(g.edges, e)
+			}
+		}
+	}
+	for _, n := range b.NodeUpserts {
+		ref := sink.NodeRef{Label: n.Label, ID: n.ID}
+		props, ok := g.nodes[ref]
+		if !ok {
+			props = map[string]any{"id": n.ID}
+			g.nodes[ref] = props
+		}
+		for k, v := range n.Props {
+			if v == nil {
+				delete(props, k)
+			} else {
+				props[k] = v
+			}
+		}
+	}
+	for _, e := range b.EdgeUpserts {
+		if _, ok := g.nodes[e.From]; !ok {
+			continue
+		}
+		if _, ok := g.nodes[e.To]; !ok {
+			continue
+		}
+		key := Edge{Type: e.Type, From: e.From, To: e.To}
+		props, ok := g.edges[key]
+		if !ok {
+			props = map[string]any{}
+			g.edges[key] = props
+		}
+		maps.Copy(props, e.Props)
+	}
+	for _, p := range b.EdgePrunes {
+		for e := range g.edges {
+			if e.Type == p.Type && e.From == p.From && e.To.Label == p.ToLabel && !slices.Contains(p.Keep, e.To.ID) {
+				delete(g.edges, e)
+			}
+		}
+	}
+	return sink.Stats{Statements: b.Len(), Batches: 1}, nil
+}
+
+// Close does nothing.
+func (g *Graph) Close(context.Context) error { return nil }
+
+// Count returns the number of nodes with the label ("" = all).
+func (g *Graph) Count(label string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for ref := range g.nodes {
+		if label == "" || ref.Label == label {
+			n++
+		}
+	}
+	return n
+}
+
+// EdgeCount returns the number of edges of the type ("" = all).
+func (g *Graph) EdgeCount(typ string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for e := range g.edges {
+		if typ == "" || e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// Node returns a copy of a node's properties.
+func (g *Graph) Node(label, id string) (map[string]any, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, ok := g.nodes[sink.NodeRef{Label: label, ID: id}]
+	return maps.Clone(p), ok
+}
+
+// Nodes returns the ids of the nodes with the label, sorted.
+func (g *Graph) Nodes(label string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var ids []string
+	for ref := range g.nodes {
+		if ref.Label == label {
+			ids = append(ids, ref.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Edges returns all edges.
+func (g *Graph) Edges() []Edge {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Collect(maps.Keys(g.edges))
+}
+
+// Dangling returns edges whose endpoints are missing (must be none).
+func (g *Graph) Dangling() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for e := range g.edges {
+		if _, ok := g.nodes[e.From]; !ok {
+			out = append(out, fmt.Sprintf("%s from missing %v", e.Type, e.From))
+		}
+		if _, ok := g.nodes[e.To]; !ok {
+			out = append(out, fmt.Sprintf("%s to missing %v", e.Type, e.To))
+		}
+	}
+	return out
+}

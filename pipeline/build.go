@@ -1,0 +1,169 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/embed"
+	"github.com/kgsync/kgsync/embed/hashing"
+	"github.com/kgsync/kgsync/embed/openai"
+	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/sink/cypherl"
+	"github.com/kgsync/kgsync/sink/memgraph"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/sources/files"
+	"github.com/kgsync/kgsync/state"
+	"github.com/kgsync/kgsync/state/postgres"
+	"github.com/kgsync/kgsync/state/sqlite"
+)
+
+// MappingVersion is part of every pipeline's fingerprint: bump it when the
+// default mapping (labels, properties, edges) changes, so that every record
+// is rewritten once.
+const MappingVersion = 1
+
+// OpenStore opens the configured state store and applies its migrations.
+func OpenStore(ctx context.Context, cfg config.State) (state.Store, error) {
+	switch cfg.Driver {
+	case "", "sqlite":
+		s, err := sqlite.Open(ctx, cfg.Path)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite state %s: %w", cfg.Path, err)
+		}
+		return s, nil
+	case "postgres":
+		s, err := postgres.Open(ctx, cfg.DSN, cfg.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres state: %w", err)
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("state.driver: unknown driver %q", cfg.Driver)
+}
+
+// NewEmbedder builds the configured embedding provider.
+func NewEmbedder(cfg config.Embedder, logger *slog.Logger) (embed.Embedder, error) {
+	switch cfg.Provider {
+	case "", "hashing":
+		return hashing.New(cfg.Model, cfg.Dimensions), nil
+	case "openai":
+		return openai.New(openai.ConfigFrom(cfg), logger)
+	}
+	return nil, fmt.Errorf("embedder.provider: unknown provider %q", cfg.Provider)
+}
+
+// NewSink builds the configured sink for one pipeline.
+func NewSink(ctx context.Context, cfg config.Sink, pipeline string, logger *slog.Logger) (sink.Sink, error) {
+	switch cfg.Type {
+	case "", "cypherl":
+		dir := ".kgsync/cypherl"
+		if cfg.Cypherl != nil && cfg.Cypherl.Dir != "" {
+			dir = cfg.Cypherl.Dir
+		}
+		return cypherl.New(dir, pipeline, sink.Memgraph)
+	case "memgraph":
+		m := cfg.Memgraph
+		if m == nil {
+			return nil, errors.New("sink.memgraph: missing")
+		}
+		if m.Dialect == "" {
+			m.Dialect = "memgraph"
+		}
+		d, err := sink.DialectByName(m.Dialect)
+		if err != nil {
+			return nil, fmt.Errorf("sink.memgraph.dialect: %w", err)
+		}
+		retries := 8
+		if m.MaxRetries != nil {
+			retries = *m.MaxRetries
+		}
+		return memgraph.New(ctx, memgraph.Config{
+			URI: m.URI, Username: m.Username, Password: m.Password, Dialect: d,
+			BatchSize: m.BatchSize, MaxRetries: retries, Timeout: m.Timeout, VectorCapacity: m.VectorCapacity,
+		}, logger)
+	}
+	return nil, fmt.Errorf("sink.type: unknown sink %q", cfg.Type)
+}
+
+// Fingerprint hashes the config that shapes a pipeline's output: the mapping
+// version, chunking settings, and the embedder's model and dimensions. When
+// it changes, every record of the pipeline is reprocessed on the next run.
+func Fingerprint(pc *config.Pipeline, e embed.Embedder) uint64 {
+	ch := pc.Chunking
+	fp := map[string]any{
+		"mapping_version": int64(MappingVersion),
+		"chunker_version": int64(chunker.Version),
+		"max_tokens":      int64(ch.MaxTokens),
+		"overlap_tokens":  int64(ch.OverlapTokens),
+		"tokenizer":       ch.Tokenizer,
+		"embedder":        e.Model(),
+	}
+	h, _ := diff.Hash(fp) // only encodable values above
+	return h
+}
+
+// Build wires one configured pipeline: its sources, embedder, sink and
+// chunker options, sharing the given store. Close the returned pipeline's
+// Sink when done.
+func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store state.Store, logger *slog.Logger) (*Pipeline, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	tok, err := chunker.NewTokenizer(pc.Chunking.Tokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline %q: chunking.tokenizer: %w", pc.Name, err)
+	}
+	emb, err := NewEmbedder(*pc.Embedder, logger)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline %q: %w", pc.Name, err)
+	}
+	if limit := pc.Embedder.MaxInputTokens; limit > 0 && pc.Chunking.MaxTokens+pc.Chunking.OverlapTokens > limit {
+		return nil, fmt.Errorf("pipeline %q: chunking.max_tokens + overlap_tokens (%d) exceeds embedder.max_input_tokens (%d)",
+			pc.Name, pc.Chunking.MaxTokens+pc.Chunking.OverlapTokens, limit)
+	}
+	var srcs []sources.Source
+	for i, sc := range pc.Sources {
+		switch {
+		case sc.Files != nil:
+			s, err := files.New(sc.Name, *sc.Files, chunker.Formats(), logger)
+			if err != nil {
+				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
+			}
+			srcs = append(srcs, s)
+		default:
+			return nil, fmt.Errorf("pipeline %q: sources[%d]: no source kind set", pc.Name, i)
+		}
+	}
+	sk, err := NewSink(ctx, *pc.Sink, pc.Name, logger)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline %q: %w", pc.Name, err)
+	}
+	ratio := 0.3
+	if pc.MaxDeleteRatio != nil {
+		ratio = *pc.MaxDeleteRatio
+	}
+	capacity := 10000
+	if pc.Sink.Memgraph != nil && pc.Sink.Memgraph.VectorCapacity > 0 {
+		capacity = pc.Sink.Memgraph.VectorCapacity
+	}
+	return &Pipeline{
+		Name:     pc.Name,
+		Sources:  srcs,
+		Embedder: emb,
+		Sink:     sk,
+		Store:    store,
+		Chunking: chunker.Options{
+			MaxTokens: pc.Chunking.MaxTokens, OverlapTokens: pc.Chunking.OverlapTokens, Tokenizer: tok,
+		},
+		BatchSize:      pc.BatchSize,
+		MaxDeleteRatio: ratio,
+		Fingerprint:    Fingerprint(pc, emb),
+		VectorCapacity: capacity,
+		Logger:         logger,
+	}, nil
+}

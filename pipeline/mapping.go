@@ -1,0 +1,518 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/embed"
+	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/state"
+)
+
+// PathSep separates the parts of an address path, as in chunker.Chunk.Address.
+const PathSep = " › "
+
+// NodeID is the graph id of a record's node: "<source>:<key>", e.g.
+// "docs:rfc/rfc7231.txt". It traces every node to its source and record.
+func NodeID(source, key string) string { return source + ":" + key }
+
+// recordProps is what state keeps of a record's graph output (state.Record.Props).
+type recordProps struct {
+	Node     map[string]any `json:"node"`
+	Sections []sectionNode  `json:"sections,omitempty"`
+	Links    []linkRef      `json:"links,omitempty"`
+}
+
+// linkRef is one edge a record's node has to another record's node.
+type linkRef struct {
+	Type     string         `json:"type"`
+	ToAnchor string         `json:"to_anchor"`
+	ToID     string         `json:"to_id"`
+	Props    map[string]any `json:"props,omitempty"`
+}
+
+// sectionNode is one (:Section) of a document's element tree.
+type sectionNode struct {
+	ID          string `json:"id"`
+	Address     string `json:"address"`
+	Title       string `json:"title"`
+	Level       int    `json:"level"`
+	Parent      string `json:"parent"`
+	ParentLabel string `json:"parent_label"`
+}
+
+func decodeRecordProps(b []byte) (recordProps, error) {
+	var rp recordProps
+	if len(b) == 0 {
+		return rp, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&rp); err != nil {
+		return rp, fmt.Errorf("decode stored props: %w", err)
+	}
+	rp.Node = normalizeJSON(rp.Node).(map[string]any)
+	return rp, nil
+}
+
+func decodeProps(b []byte) (map[string]any, error) {
+	m := map[string]any{}
+	if len(b) == 0 {
+		return m, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("decode stored props: %w", err)
+	}
+	return normalizeJSON(m).(map[string]any), nil
+}
+
+// normalizeJSON turns json.Number into int64 or float64, recursively.
+func normalizeJSON(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		if x == nil {
+			return map[string]any{}
+		}
+		for k, e := range x {
+			x[k] = normalizeJSON(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeJSON(e)
+		}
+		return x
+	case nil:
+		return nil
+	}
+	return v
+}
+
+// docOutput is one processed document record.
+type docOutput struct {
+	it       item
+	nodeID   string
+	node     map[string]any
+	sections []sectionNode
+	chunks   []chunker.Chunk
+	states   []state.Chunk
+	// write marks the chunks (by index) whose nodes must be (re)written.
+	write []bool
+	// removed are stored chunk ids the document no longer has.
+	removed []string
+	// removedSections are stored section ids the document no longer has.
+	removedSections []string
+	// links are the record's edges to other records; oldLinks the stored ones.
+	links, oldLinks []linkRef
+}
+
+// processBatch maps, chunks, embeds, writes and commits one batch of records.
+func (r *runner) processBatch(ctx context.Context, source string, items []item, cursor string) error {
+	outs := make([]*docOutput, 0, len(items))
+	for _, it := range items {
+		out, err := r.mapRecord(ctx, it)
+		if err != nil {
+			// A record that cannot be parsed is reported and kept as it is in
+			// state and graph: nothing is lost.
+			r.counts().RecordsSkipped++
+			if it.class == diff.ClassNew {
+				r.counts().RecordsNew--
+			} else if it.class == diff.ClassChanged {
+				r.counts().RecordsChanged--
+			}
+			r.log.Warn("record not processed", slog.String("source", source), slog.String("key", it.rec.Key), slog.String("err", err.Error()))
+			continue
+		}
+		outs = append(outs, out)
+	}
+	anchors := []string{}
+	for _, o := range outs {
+		anchors = append(anchors, o.it.rec.Anchor)
+		for _, l := range o.links {
+			anchors = append(anchors, l.ToAnchor)
+		}
+	}
+	if err := r.ensure(ctx, anchors); err != nil {
+		return err
+	}
+	vectors, err := r.embedChunks(ctx, outs)
+	if err != nil {
+		return err
+	}
+	b, commit := r.buildBatch(source, outs, vectors)
+	if cursor != "" {
+		commit.Cursors = map[string]string{source: cursor}
+	}
+	return r.writeAndCommit(ctx, b, commit)
+}
+
+// mapRecord turns a record into its node, sections and chunks, and decides
+// which chunks must be written.
+func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
+	rec := it.rec
+	out := &docOutput{it: it, nodeID: NodeID(it.source, rec.Key)}
+	node := map[string]any{}
+	for k, v := range rec.Attributes {
+		node[k] = v
+	}
+	node["_source"] = it.source
+	node["_pipeline"] = r.p.Name
+	node["_key"] = rec.Key
+	node["_hash"] = fmt.Sprintf("%016x", it.hash)
+	out.node = node
+	for _, l := range rec.Links {
+		out.links = append(out.links, linkRef{Type: l.Type, ToAnchor: l.ToAnchor, ToID: NodeID(it.source, l.ToKey), Props: l.Props})
+	}
+
+	if rec.Document != nil {
+		root, err := chunker.Parse(rec.Document.Format, rec.Document.Content)
+		if err != nil {
+			return nil, fmt.Errorf("parse %s: %w", rec.Key, err)
+		}
+		if t := documentTitle(root); t != "" {
+			node["title"] = t
+		}
+		out.sections = sectionsOf(out.nodeID, rec.Anchor, root)
+		chunks, err := chunker.Split(out.nodeID, root, r.p.Chunking)
+		if err != nil {
+			return nil, fmt.Errorf("chunk %s: %w", rec.Key, err)
+		}
+		out.chunks = chunks
+	}
+
+	// Stored chunks and sections decide what must be rewritten and removed.
+	old := map[string]uint64{}
+	var oldSections []sectionNode
+	if it.stored != nil {
+		chunks, err := r.p.Store.ChunkList(ctx, r.p.Name, state.RecordRef{Source: it.source, Key: rec.Key})
+		if err != nil {
+			return nil, fmt.Errorf("list chunks of %s: %w", rec.Key, err)
+		}
+		for _, c := range chunks {
+			old[c.ID] = c.Hash
+		}
+		sp, err := decodeRecordProps(it.stored.Props)
+		if err != nil {
+			return nil, fmt.Errorf("record %s: %w", rec.Key, err)
+		}
+		oldSections = sp.Sections
+		out.oldLinks = sp.Links
+	}
+	forceAll := it.stored == nil || r.mode.Full || r.mode.Reembed || it.stored.Fingerprint != r.p.Fingerprint
+	keep := map[string]bool{}
+	out.states = make([]state.Chunk, len(out.chunks))
+	out.write = make([]bool, len(out.chunks))
+	for i, c := range out.chunks {
+		next := ""
+		if i+1 < len(out.chunks) {
+			next = out.chunks[i+1].ID
+		}
+		props := chunkProps(c, out.nodeID, next)
+		h, err := diff.Hash(props)
+		if err != nil {
+			return nil, fmt.Errorf("hash chunk %s of %s: %w", c.ID, rec.Key, err)
+		}
+		pj, err := json.Marshal(props)
+		if err != nil {
+			return nil, fmt.Errorf("encode chunk %s of %s: %w", c.ID, rec.Key, err)
+		}
+		out.states[i] = state.Chunk{
+			Pipeline: r.p.Name, Source: it.source, RecordKey: rec.Key, ID: c.ID,
+			Hash: h, TextHash: diff.TextHash(c.EmbedText()), Position: c.Position, Props: pj,
+		}
+		keep[c.ID] = true
+		oh, had := old[c.ID]
+		out.write[i] = forceAll || !had || oh != h
+	}
+	for id := range old {
+		if !keep[id] {
+			out.removed = append(out.removed, id)
+		}
+	}
+	slices.Sort(out.removed)
+	newSections := map[string]bool{}
+	for _, s := range out.sections {
+		newSections[s.ID] = true
+	}
+	for _, s := range oldSections {
+		if !newSections[s.ID] {
+			out.removedSections = append(out.removedSections, s.ID)
+		}
+	}
+	return out, nil
+}
+
+// chunkProps are a chunk node's properties without its vector; "next" is the
+// following chunk's id so that a neighbour change rewrites the NEXT edge.
+func chunkProps(c chunker.Chunk, docID, next string) map[string]any {
+	elems := make([]any, len(c.Elements))
+	for i, e := range c.Elements {
+		elems[i] = e
+	}
+	return map[string]any{
+		"text":     c.Text,
+		"context":  c.Context,
+		"address":  c.Address,
+		"parent":   c.Parent,
+		"position": int64(c.Position),
+		"tokens":   int64(c.Tokens),
+		"document": docID,
+		"elements": elems,
+		"next":     next,
+	}
+}
+
+// embedChunks embeds (or takes from the cache) the texts of the chunks to write.
+func (r *runner) embedChunks(ctx context.Context, outs []*docOutput) (map[uint64][]float32, error) {
+	var texts []string
+	var hashes []uint64
+	for _, o := range outs {
+		for i, c := range o.chunks {
+			if o.write[i] {
+				texts = append(texts, c.EmbedText())
+				hashes = append(hashes, o.states[i].TextHash)
+			}
+		}
+	}
+	vectors := map[uint64][]float32{}
+	if len(texts) == 0 {
+		return vectors, nil
+	}
+	vecs, st, err := embed.EmbedAll(ctx, r.p.Embedder, r.cache(), texts)
+	if err != nil {
+		return nil, fmt.Errorf("embed %d chunks: %w", len(texts), err)
+	}
+	r.counts().ChunksEmbedded += st.Embedded
+	r.counts().ChunksReused += len(texts) - st.Embedded
+	for i, h := range hashes {
+		vectors[h] = vecs[i]
+	}
+	return vectors, nil
+}
+
+// buildBatch turns processed documents into graph operations and the state
+// commit that follows their acknowledgement.
+func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64][]float32) (*sink.Batch, state.Commit) {
+	b := &sink.Batch{}
+	commit := state.Commit{Pipeline: r.p.Name, ReplaceChunks: map[state.RecordRef][]state.Chunk{}}
+	for _, o := range outs {
+		rec := o.it.rec
+		ref := state.RecordRef{Source: source, Key: rec.Key}
+		for _, id := range o.removed {
+			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelChunk, ID: id})
+		}
+		for _, id := range o.removedSections {
+			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelSection, ID: id})
+		}
+		r.counts().ChunksDeleted += len(o.removed)
+		node := map[string]any{}
+		for k, v := range o.node {
+			node[k] = v
+		}
+		node["_synced_at"] = r.p.now().UTC().Format("2006-01-02T15:04:05Z07:00")
+		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: rec.Anchor, ID: o.nodeID, Props: node})
+		docRef := sink.NodeRef{Label: rec.Anchor, ID: o.nodeID}
+		r.linkOps(b, docRef, o.links, o.oldLinks)
+		for _, s := range o.sections {
+			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: LabelSection, ID: s.ID, Props: map[string]any{
+				"address": s.Address, "title": s.Title, "level": int64(s.Level), "document": o.nodeID,
+			}})
+			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelPartOf,
+				From: sink.NodeRef{Label: LabelSection, ID: s.ID}, To: sink.NodeRef{Label: s.ParentLabel, ID: s.Parent}})
+		}
+		sectionIDs := map[string]bool{}
+		for _, s := range o.sections {
+			sectionIDs[s.ID] = true
+		}
+		for i, c := range o.chunks {
+			if !o.write[i] {
+				continue
+			}
+			props, _ := decodeProps(o.states[i].Props)
+			props["_hash"] = fmt.Sprintf("%016x", o.states[i].Hash)
+			props[PropEmbedding] = vectors[o.states[i].TextHash]
+			cref := sink.NodeRef{Label: LabelChunk, ID: c.ID}
+			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: LabelChunk, ID: c.ID, Props: props})
+			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelPartOf, From: cref, To: docRef})
+			var keepSection []string
+			if sectionIDs[c.Parent] {
+				b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelInSection, From: cref, To: sink.NodeRef{Label: LabelSection, ID: c.Parent}})
+				keepSection = []string{c.Parent}
+			}
+			b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelInSection, From: cref, ToLabel: LabelSection, Keep: keepSection})
+			var keepNext []string
+			if i+1 < len(o.chunks) {
+				next := o.chunks[i+1].ID
+				b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelNext, From: cref, To: sink.NodeRef{Label: LabelChunk, ID: next}})
+				keepNext = []string{next}
+			}
+			b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelNext, From: cref, ToLabel: LabelChunk, Keep: keepNext})
+		}
+		rp, _ := json.Marshal(recordProps{Node: o.node, Sections: o.sections, Links: o.links})
+		commit.Records = append(commit.Records, state.Record{
+			Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
+			Fingerprint: r.p.Fingerprint, Anchor: rec.Anchor, Props: rp,
+		})
+		commit.ReplaceChunks[ref] = o.states
+	}
+	return b, commit
+}
+
+// linkOps adds a record's link edges to the batch and prunes the edges it
+// no longer has. The target node is MERGEd (as a stub with only its id when
+// its record comes later in the listing) so that the edge is never lost to
+// page order; the target's own record fills in its properties.
+func (r *runner) linkOps(b *sink.Batch, from sink.NodeRef, links, old []linkRef) {
+	type group struct{ typ, anchor string }
+	keep := map[group][]string{}
+	for _, l := range links {
+		g := group{l.Type, l.ToAnchor}
+		keep[g] = append(keep[g], l.ToID)
+		to := sink.NodeRef{Label: l.ToAnchor, ID: l.ToID}
+		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: to.Label, ID: to.ID, Props: map[string]any{}})
+		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: l.Type, From: from, To: to, Props: l.Props})
+	}
+	for _, l := range old {
+		if _, ok := keep[group{l.Type, l.ToAnchor}]; !ok {
+			keep[group{l.Type, l.ToAnchor}] = nil
+		}
+	}
+	groups := make([]group, 0, len(keep))
+	for g := range keep {
+		groups = append(groups, g)
+	}
+	slices.SortFunc(groups, func(a, b group) int {
+		if c := strings.Compare(a.typ, b.typ); c != 0 {
+			return c
+		}
+		return strings.Compare(a.anchor, b.anchor)
+	})
+	for _, g := range groups {
+		b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: g.typ, From: from, ToLabel: g.anchor, Keep: keep[g]})
+	}
+}
+
+// sectionsOf lists a document's section elements as graph nodes; ids are
+// their address paths ("<doc id> › 6 › 6.5"), matching chunker.Chunk.Parent.
+func sectionsOf(docID, docLabel string, root *chunker.Element) []sectionNode {
+	var out []sectionNode
+	var walk func(e *chunker.Element, path, parent, parentLabel string, level int)
+	walk = func(e *chunker.Element, path, parent, parentLabel string, level int) {
+		for _, c := range e.Children {
+			if c.Kind != chunker.KindSection {
+				continue
+			}
+			id := path + PathSep + c.Address
+			out = append(out, sectionNode{ID: id, Address: c.Address, Title: c.Title, Level: level, Parent: parent, ParentLabel: parentLabel})
+			walk(c, id, id, LabelSection, level+1)
+		}
+	}
+	walk(root, docID, docID, docLabel, 1)
+	return out
+}
+
+// documentTitle is the title of the document's first section, if any.
+func documentTitle(root *chunker.Element) string {
+	if root.Title != "" {
+		return root.Title
+	}
+	for _, c := range root.Children {
+		if c.Kind == chunker.KindSection && c.Title != "" {
+			return strings.TrimSpace(c.Title)
+		}
+	}
+	return ""
+}
+
+func sortRecords(recs []state.Record) {
+	slices.SortFunc(recs, func(a, b state.Record) int { return strings.Compare(a.Key, b.Key) })
+}
+
+// rebuild rewrites the graph from state and the embedding cache
+// (resync --rebuild-graph): no source is read.
+func (r *runner) rebuild(ctx context.Context) error {
+	for _, src := range r.p.Sources {
+		name := src.Name()
+		stored, err := r.p.Store.RecordList(ctx, r.p.Name, name)
+		if err != nil {
+			return fmt.Errorf("source %q: list stored records: %w", name, err)
+		}
+		recs := make([]state.Record, 0, len(stored))
+		anchors := []string{}
+		for _, rec := range stored {
+			recs = append(recs, rec)
+			anchors = append(anchors, rec.Anchor)
+		}
+		sortRecords(recs)
+		if err := r.ensure(ctx, anchors); err != nil {
+			return err
+		}
+		batchSize := max(r.p.BatchSize, 1)
+		for i := 0; i < len(recs); i += batchSize {
+			if err := r.rebuildBatch(ctx, name, recs[i:min(i+batchSize, len(recs))]); err != nil {
+				return fmt.Errorf("source %q: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.Record) error {
+	outs := make([]*docOutput, 0, len(recs))
+	for _, rec := range recs {
+		r.counts().RecordsRead++
+		r.counts().RecordsUnchanged++
+		rp, err := decodeRecordProps(rec.Props)
+		if err != nil {
+			return fmt.Errorf("record %q: %w", rec.Key, err)
+		}
+		chunks, err := r.p.Store.ChunkList(ctx, r.p.Name, state.RecordRef{Source: source, Key: rec.Key})
+		if err != nil {
+			return fmt.Errorf("record %q: list chunks: %w", rec.Key, err)
+		}
+		o := &docOutput{
+			it:       item{source: source, rec: sources.Record{Key: rec.Key, Anchor: rec.Anchor}, hash: rec.Hash},
+			nodeID:   NodeID(source, rec.Key),
+			node:     rp.Node,
+			sections: rp.Sections,
+			links:    rp.Links,
+			states:   chunks,
+			write:    make([]bool, len(chunks)),
+		}
+		for i, c := range chunks {
+			props, err := decodeProps(c.Props)
+			if err != nil {
+				return fmt.Errorf("record %q chunk %q: %w", rec.Key, c.ID, err)
+			}
+			text, _ := props["text"].(string)
+			cctx, _ := props["context"].(string)
+			parent, _ := props["parent"].(string)
+			o.chunks = append(o.chunks, chunker.Chunk{ID: c.ID, Text: text, Context: cctx, Parent: parent, Position: c.Position})
+			o.write[i] = true
+		}
+		outs = append(outs, o)
+	}
+	vectors, err := r.embedChunks(ctx, outs)
+	if err != nil {
+		return err
+	}
+	b, _ := r.buildBatch(source, outs, vectors)
+	// State is unchanged by a rebuild: only the graph is rewritten.
+	return r.writeAndCommit(ctx, b, state.Commit{Pipeline: r.p.Name})
+}

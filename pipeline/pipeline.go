@@ -1,0 +1,193 @@
+// Package pipeline runs one pipeline end to end, as design.md's "One run,
+// step by step" describes: lock → open run → read → diff → map → chunk →
+// embed → write → commit → close.
+//
+// State for a batch is committed only after the sink acknowledged the
+// batch's writes, and sink writes are idempotent (MERGE), so a crash
+// anywhere means the next run redoes at most one batch and converges.
+// Deletions happen only after a source's listing completed without error,
+// and never beyond the mass-delete guard.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/embed"
+	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/state"
+)
+
+// Labels and relationship types of the default document mapping
+// (design.md, "Graph shape written to Memgraph").
+const (
+	LabelSection = "Section"
+	LabelChunk   = "Chunk"
+	RelPartOf    = "PART_OF"
+	RelInSection = "IN_SECTION"
+	RelNext      = "NEXT"
+	// PropEmbedding is the chunk's vector property.
+	PropEmbedding = "embedding"
+	// ChunkVectorIndex is the name of the chunks' vector index.
+	ChunkVectorIndex = "chunk_embedding"
+)
+
+// Mode selects a run's variant (design.md, "resync variants").
+type Mode struct {
+	// Full ignores stored record hashes: every record is rewritten.
+	Full bool
+	// Reembed ignores the embedding cache: every chunk is embedded again.
+	Reembed bool
+	// RebuildGraph rewrites the graph from state and the embedding cache,
+	// without reading sources (zero embedding calls when the cache is whole).
+	RebuildGraph bool
+	// AllowMassDelete lets a run delete more than MaxDeleteRatio of the records.
+	AllowMassDelete bool
+}
+
+// Pipeline is one configured flow, ready to run.
+type Pipeline struct {
+	// Name identifies the pipeline in state.
+	Name string
+	// Sources feed the pipeline; each has its own anchor via its records.
+	Sources []sources.Source
+	// Embedder embeds chunk texts.
+	Embedder embed.Embedder
+	// Sink receives the graph writes.
+	Sink sink.Sink
+	// Store keeps state and the embedding cache.
+	Store state.Store
+	// Chunking configures the chunker.
+	Chunking chunker.Options
+	// BatchSize is the number of records per write-and-commit batch.
+	BatchSize int
+	// MaxDeleteRatio is the mass-delete guard (0 < r <= 1; 1 disables it).
+	MaxDeleteRatio float64
+	// Fingerprint is the hash of the config that shapes records' output
+	// (Fingerprint func); a change reprocesses every record.
+	Fingerprint uint64
+	// VectorCapacity is the initial capacity of the chunk vector index.
+	VectorCapacity int
+	// Logger receives run logs; nil discards.
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Progress, when set, is called after each committed batch.
+	Progress func(p Progress)
+}
+
+// Progress reports a running run's advance.
+type Progress struct {
+	Source  string
+	Records int // records read so far in this run
+	Counts  state.Counts
+}
+
+// Result is a finished run.
+type Result struct {
+	Run      state.Run
+	Duration time.Duration
+}
+
+// runBeginner is a sink that scopes its output to a run (the CYPHERL sink
+// names its file after the run id).
+type runBeginner interface {
+	Begin(runID int64) error
+}
+
+// ErrMassDelete is returned when a run would delete more records than the
+// mass-delete guard allows.
+var ErrMassDelete = errors.New("mass-delete guard")
+
+func (p *Pipeline) logger() *slog.Logger {
+	if p.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Logger
+}
+
+func (p *Pipeline) now() time.Time {
+	if p.Now == nil {
+		return time.Now()
+	}
+	return p.Now()
+}
+
+// Schema is the set of indexes the pipeline's graph needs.
+func (p *Pipeline) Schema(anchors []string) sink.Schema {
+	s := sink.Schema{}
+	seen := map[string]bool{}
+	for _, l := range append(append([]string{}, anchors...), LabelSection, LabelChunk) {
+		if !seen[l] {
+			seen[l] = true
+			s.Indexes = append(s.Indexes, sink.Index{Label: l, Property: "id"})
+		}
+	}
+	capacity := p.VectorCapacity
+	if capacity <= 0 {
+		capacity = 10000
+	}
+	s.VectorIndexes = append(s.VectorIndexes, sink.VectorIndex{
+		Name: ChunkVectorIndex, Label: LabelChunk, Property: PropEmbedding,
+		Dimension: p.Embedder.Dimensions(), Metric: "cos", Capacity: capacity,
+	})
+	return s
+}
+
+// Run executes the pipeline once. The run is recorded in state with its
+// counts and outcome, also when it fails; the returned error wraps the
+// cause (state.ErrLocked when another process runs the pipeline).
+func (p *Pipeline) Run(ctx context.Context, trigger state.Trigger, mode Mode) (res Result, err error) {
+	start := p.now()
+	unlock, err := p.Store.Lock(ctx, p.Name)
+	if err != nil {
+		return res, fmt.Errorf("pipeline %q: lock: %w", p.Name, err)
+	}
+	defer func() {
+		if uerr := unlock(); uerr != nil && err == nil {
+			err = fmt.Errorf("pipeline %q: unlock: %w", p.Name, uerr)
+		}
+	}()
+	run, err := p.Store.RunOpen(ctx, p.Name, trigger)
+	if err != nil {
+		return res, fmt.Errorf("pipeline %q: open run: %w", p.Name, err)
+	}
+	log := p.logger().With(slog.String("pipeline", p.Name), slog.Int64("run_id", run.ID))
+	log.Info("run started", slog.String("trigger", string(trigger)))
+
+	r := &runner{p: p, run: &run, mode: mode, log: log}
+	if b, ok := p.Sink.(runBeginner); ok {
+		err = b.Begin(run.ID)
+	}
+	if err == nil {
+		err = r.execute(ctx)
+	}
+
+	run.FinishedAt = p.now()
+	run.Status = state.StatusSucceeded
+	if err != nil {
+		run.Status = state.StatusFailed
+		run.Error = err.Error()
+	}
+	if total, cerr := p.Store.ChunkCount(context.WithoutCancel(ctx), p.Name); cerr == nil {
+		run.Counts.ChunksTotal = total
+	}
+	if cerr := p.Store.RunClose(context.WithoutCancel(ctx), run); cerr != nil && err == nil {
+		err = fmt.Errorf("close run: %w", cerr)
+	}
+	res = Result{Run: run, Duration: p.now().Sub(start)}
+	if err != nil {
+		log.Error("run failed", slog.String("err", err.Error()))
+		return res, fmt.Errorf("pipeline %q: %w", p.Name, err)
+	}
+	log.Info("run finished",
+		slog.Int("read", run.Counts.RecordsRead), slog.Int("new", run.Counts.RecordsNew),
+		slog.Int("changed", run.Counts.RecordsChanged), slog.Int("deleted", run.Counts.RecordsDeleted),
+		slog.Int("chunks_embedded", run.Counts.ChunksEmbedded), slog.Int("sink_statements", run.Counts.SinkStatements))
+	return res, nil
+}

@@ -1,0 +1,178 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/state"
+)
+
+// Plan is what a run would do, computed without embedding calls or writes.
+type Plan struct {
+	Pipeline string
+	// Items are the records that would be added, changed or deleted, by source and key.
+	Items []PlanItem
+	// Unchanged counts records that would be left alone.
+	Unchanged int
+	// Skipped counts records that could not be read or parsed.
+	Skipped int
+	// ChunksToWrite counts chunk nodes that would be (re)written.
+	ChunksToWrite int
+	// ChunksToDelete counts chunk nodes that would be deleted.
+	ChunksToDelete int
+	// EmbedMisses counts distinct chunk texts not in the embedding cache:
+	// the embedding calls' inputs.
+	EmbedMisses int
+	// EmbedTokens estimates the tokens of those texts.
+	EmbedTokens int
+	// Incomplete is set when a source's listing failed: no deletes would happen.
+	Incomplete []string
+	// GuardError is set when the deletions would trip the mass-delete guard.
+	GuardError string
+}
+
+// PlanItem is one record that would be processed.
+type PlanItem struct {
+	Source string
+	Key    string
+	Class  diff.Class
+	Reason diff.Reason
+	// Chunks is the record's chunk count after the run; Write and Misses how
+	// many would be written and embedded.
+	Chunks, Write, Misses int
+}
+
+// Count returns how many items have the class.
+func (p *Plan) Count(c diff.Class) int {
+	n := 0
+	for _, it := range p.Items {
+		if it.Class == c {
+			n++
+		}
+	}
+	return n
+}
+
+// Plan reads and diffs the sources and says what a run would do. It makes no
+// embedding calls and writes nothing to the sink or state.
+func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
+	plan := &Plan{Pipeline: p.Name}
+	r := &runner{p: p, run: &state.Run{}, mode: mode, log: p.logger()}
+	missSeen := map[uint64]bool{}
+	for _, src := range p.Sources {
+		name := src.Name()
+		stored, err := p.Store.RecordList(ctx, p.Name, name)
+		if err != nil {
+			return nil, fmt.Errorf("source %q: list stored records: %w", name, err)
+		}
+		cursor, err := p.Store.CursorGet(ctx, p.Name, name)
+		if err != nil {
+			return nil, fmt.Errorf("source %q: get cursor: %w", name, err)
+		}
+		seen := map[string]bool{}
+		complete := true
+		for page, err := range src.Read(ctx, cursor) {
+			if errors.Is(err, sources.ErrNotModified) {
+				complete = false
+				break
+			}
+			if err != nil {
+				plan.Incomplete = append(plan.Incomplete, fmt.Sprintf("source %q: %v", name, err))
+				complete = false
+				break
+			}
+			for _, sk := range page.Skipped {
+				seen[sk.Key] = true
+				plan.Skipped++
+			}
+			for _, rec := range page.Records {
+				if seen[rec.Key] {
+					continue
+				}
+				seen[rec.Key] = true
+				it, err := r.classify(name, rec, stored)
+				if err != nil {
+					return nil, err
+				}
+				if it.class == diff.ClassUnchanged && !mode.Full && !mode.Reembed {
+					plan.Unchanged++
+					continue
+				}
+				out, err := r.mapRecord(ctx, it)
+				if err != nil {
+					plan.Skipped++
+					continue
+				}
+				pi := PlanItem{Source: name, Key: rec.Key, Class: it.class, Reason: it.reason, Chunks: len(out.chunks)}
+				if it.class == diff.ClassUnchanged {
+					pi.Class = diff.ClassChanged
+				}
+				var hashes []uint64
+				for i, w := range out.write {
+					if w {
+						pi.Write++
+						h := out.states[i].TextHash
+						if !missSeen[h] {
+							hashes = append(hashes, h)
+						}
+					}
+				}
+				plan.ChunksToWrite += pi.Write
+				plan.ChunksToDelete += len(out.removed)
+				hit := map[uint64][]float32{}
+				if len(hashes) > 0 && !mode.Reembed {
+					hit, err = p.Store.EmbeddingsGet(ctx, p.Embedder.Model(), hashes)
+					if err != nil {
+						return nil, fmt.Errorf("embedding cache: %w", err)
+					}
+				}
+				for i, w := range out.write {
+					h := out.states[i].TextHash
+					if !w || missSeen[h] {
+						continue
+					}
+					if _, ok := hit[h]; !ok {
+						missSeen[h] = true
+						pi.Misses++
+						plan.EmbedMisses++
+						plan.EmbedTokens += out.chunks[i].Tokens
+					}
+				}
+				plan.Items = append(plan.Items, pi)
+			}
+		}
+		if !complete {
+			continue
+		}
+		var gone []string
+		for key := range stored {
+			if !seen[key] {
+				gone = append(gone, key)
+			}
+		}
+		slices.Sort(gone)
+		for _, key := range gone {
+			chunks, err := p.Store.ChunkList(ctx, p.Name, state.RecordRef{Source: name, Key: key})
+			if err != nil {
+				return nil, fmt.Errorf("source %q: record %q: %w", name, key, err)
+			}
+			plan.ChunksToDelete += len(chunks)
+			plan.Items = append(plan.Items, PlanItem{Source: name, Key: key, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
+		}
+		if err := r.guard(len(gone), len(stored)); err != nil {
+			plan.GuardError = err.Error()
+		}
+	}
+	slices.SortStableFunc(plan.Items, func(a, b PlanItem) int {
+		if c := strings.Compare(a.Source, b.Source); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return plan, nil
+}

@@ -1,0 +1,346 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/embed"
+	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/state"
+)
+
+// runner holds one run's progress.
+type runner struct {
+	p    *Pipeline
+	run  *state.Run
+	mode Mode
+	log  *slog.Logger
+	// ensured is set once the sink's schema was ensured in this run, for
+	// the labels in labels.
+	ensured bool
+	labels  map[string]bool
+}
+
+// item is one record that must be processed in a batch.
+type item struct {
+	source string
+	rec    sources.Record
+	hash   uint64
+	class  diff.Class
+	reason diff.Reason
+	stored *state.Record // nil when new
+}
+
+func (r *runner) counts() *state.Counts { return &r.run.Counts }
+
+func (r *runner) execute(ctx context.Context) error {
+	if r.mode.RebuildGraph {
+		return r.rebuild(ctx)
+	}
+	for _, src := range r.p.Sources {
+		if err := r.syncSource(ctx, src); err != nil {
+			return fmt.Errorf("source %q: %w", src.Name(), err)
+		}
+	}
+	return nil
+}
+
+// ensure creates the sink's indexes before the first write of the run, and
+// again when a batch brings labels not yet ensured in this run.
+func (r *runner) ensure(ctx context.Context, anchors []string) error {
+	if r.labels == nil {
+		r.labels = map[string]bool{}
+	}
+	grew := !r.ensured
+	for _, a := range anchors {
+		if !r.labels[a] {
+			r.labels[a] = true
+			grew = true
+		}
+	}
+	if !grew {
+		return nil
+	}
+	all := make([]string, 0, len(r.labels))
+	for l := range r.labels {
+		all = append(all, l)
+	}
+	slices.Sort(all)
+	st, err := r.p.Sink.Ensure(ctx, r.p.Schema(all))
+	r.counts().SinkStatements += st.Statements
+	r.counts().SinkBatches += st.Batches
+	if err != nil {
+		return fmt.Errorf("ensure sink schema: %w", err)
+	}
+	r.ensured = true
+	return nil
+}
+
+func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
+	name := src.Name()
+	stored, err := r.p.Store.RecordList(ctx, r.p.Name, name)
+	if err != nil {
+		return fmt.Errorf("list stored records: %w", err)
+	}
+	cursor, err := r.p.Store.CursorGet(ctx, r.p.Name, name)
+	if err != nil {
+		return fmt.Errorf("get cursor: %w", err)
+	}
+	seen := make(map[string]bool, len(stored))
+	var pending []item
+	var lastCursor string
+	partial := false
+	batchSize := max(r.p.BatchSize, 1)
+
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		err := r.processBatch(ctx, name, pending, lastCursor)
+		pending = pending[:0]
+		return err
+	}
+
+	for page, err := range src.Read(ctx, cursor) {
+		if errors.Is(err, sources.ErrNotModified) {
+			r.log.Info("source not modified", slog.String("source", name))
+			return flush()
+		}
+		if err != nil {
+			// A failed or partial listing deletes nothing; batches already
+			// committed stay committed (they were acknowledged by the sink).
+			if ferr := flush(); ferr != nil {
+				return errors.Join(fmt.Errorf("read: %w", err), ferr)
+			}
+			return fmt.Errorf("read: %w", err)
+		}
+		if page.Partial {
+			partial = true
+		}
+		if len(page.Deleted) > 0 {
+			// Deletions the source reports explicitly (an incremental
+			// listing): applied after the records before them are written.
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := r.deleteKeys(ctx, name, stored, page.Deleted); err != nil {
+				return err
+			}
+		}
+		for _, sk := range page.Skipped {
+			seen[sk.Key] = true
+			r.counts().RecordsSkipped++
+			r.log.Warn("record skipped", slog.String("source", name), slog.String("key", sk.Key), slog.String("err", sk.Err.Error()))
+		}
+		for _, rec := range page.Records {
+			if seen[rec.Key] {
+				r.counts().RecordsSkipped++
+				r.log.Warn("duplicate record key in one listing; keeping the first", slog.String("source", name), slog.String("key", rec.Key))
+				continue
+			}
+			seen[rec.Key] = true
+			r.counts().RecordsRead++
+			it, err := r.classify(name, rec, stored)
+			if err != nil {
+				return err
+			}
+			switch it.class {
+			case diff.ClassNew:
+				r.counts().RecordsNew++
+			case diff.ClassChanged:
+				r.counts().RecordsChanged++
+			case diff.ClassUnchanged:
+				r.counts().RecordsUnchanged++
+				if !r.mode.Full && !r.mode.Reembed {
+					continue
+				}
+			}
+			pending = append(pending, it)
+			if len(pending) >= batchSize {
+				lastCursor = page.Cursor
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		lastCursor = page.Cursor
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if lastCursor != "" && lastCursor != cursor {
+		if err := r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, Cursors: map[string]string{name: lastCursor}}); err != nil {
+			return fmt.Errorf("commit cursor: %w", err)
+		}
+	}
+	if partial {
+		// An incremental listing names what changed, not everything that
+		// exists: absent keys are not deletions.
+		return nil
+	}
+	return r.deleteMissing(ctx, name, stored, seen)
+}
+
+// deleteKeys deletes records the source reported as removed.
+func (r *runner) deleteKeys(ctx context.Context, source string, stored map[string]state.Record, keys []string) error {
+	var gone []state.Record
+	for _, k := range keys {
+		if rec, ok := stored[k]; ok {
+			gone = append(gone, rec)
+			delete(stored, k)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	sortRecords(gone)
+	batchSize := max(r.p.BatchSize, 1)
+	for i := 0; i < len(gone); i += batchSize {
+		if err := r.deleteBatch(ctx, source, gone[i:min(i+batchSize, len(gone))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) classify(source string, rec sources.Record, stored map[string]state.Record) (item, error) {
+	h, err := RecordHash(rec)
+	if err != nil {
+		return item{}, fmt.Errorf("record %q: hash: %w", rec.Key, err)
+	}
+	st, found := stored[rec.Key]
+	class, reason := diff.Classify(found, st.Hash, st.Fingerprint, h, r.p.Fingerprint)
+	it := item{source: source, rec: rec, hash: h, class: class, reason: reason}
+	if found {
+		it.stored = &st
+	}
+	if class == diff.ClassUnchanged && r.mode.Full {
+		it.reason = diff.ReasonForced
+	}
+	return it, nil
+}
+
+// RecordHash is the content hash of a record: key, anchor, attributes and
+// document bytes in the canonical encoding.
+func RecordHash(rec sources.Record) (uint64, error) {
+	e := diff.NewEncoder()
+	e.String(rec.Key).String(rec.Anchor)
+	if err := e.Value(rec.Attributes); err != nil {
+		return 0, err
+	}
+	if rec.Document != nil {
+		e.String(rec.Document.Format).RawBytes(rec.Document.Content)
+	} else {
+		e.Value(nil) //nolint:errcheck // nil always encodes
+	}
+	return e.Sum(), nil
+}
+
+// deleteMissing deletes records that were in state but not in the complete
+// listing, within the mass-delete guard.
+func (r *runner) deleteMissing(ctx context.Context, source string, stored map[string]state.Record, seen map[string]bool) error {
+	var gone []state.Record
+	for key, rec := range stored {
+		if !seen[key] {
+			gone = append(gone, rec)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	if err := r.guard(len(gone), len(stored)); err != nil {
+		return err
+	}
+	sortRecords(gone)
+	batchSize := max(r.p.BatchSize, 1)
+	for i := 0; i < len(gone); i += batchSize {
+		if err := r.deleteBatch(ctx, source, gone[i:min(i+batchSize, len(gone))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// guard is the mass-delete guard: deleting more than MaxDeleteRatio of a
+// source's stored records stops the run, unless the operator allowed it. A
+// single deletion never trips it.
+func (r *runner) guard(deletes, stored int) error {
+	ratio := r.p.MaxDeleteRatio
+	if ratio <= 0 {
+		ratio = 0.3
+	}
+	if r.mode.AllowMassDelete || ratio >= 1 || deletes < 2 {
+		return nil
+	}
+	if float64(deletes) > ratio*float64(stored) {
+		return fmt.Errorf("%w: the run would delete %d of %d records (%.0f%%, limit %.0f%%); nothing was deleted; rerun with --allow-mass-delete to confirm",
+			ErrMassDelete, deletes, stored, 100*float64(deletes)/float64(stored), 100*ratio)
+	}
+	return nil
+}
+
+func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Record) error {
+	b := &sink.Batch{}
+	commit := state.Commit{Pipeline: r.p.Name}
+	for _, rec := range gone {
+		ref := state.RecordRef{Source: source, Key: rec.Key}
+		chunks, err := r.p.Store.ChunkList(ctx, r.p.Name, ref)
+		if err != nil {
+			return fmt.Errorf("record %q: list chunks: %w", rec.Key, err)
+		}
+		for _, c := range chunks {
+			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelChunk, ID: c.ID})
+		}
+		sp, err := decodeRecordProps(rec.Props)
+		if err != nil {
+			return fmt.Errorf("record %q: %w", rec.Key, err)
+		}
+		for _, s := range sp.Sections {
+			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelSection, ID: s.ID})
+		}
+		b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: rec.Anchor, ID: NodeID(source, rec.Key)})
+		commit.DeleteRecords = append(commit.DeleteRecords, ref)
+		r.counts().RecordsDeleted++
+		r.counts().ChunksDeleted += len(chunks)
+	}
+	return r.writeAndCommit(ctx, b, commit)
+}
+
+// writeAndCommit writes a batch to the sink, then commits state: state never
+// runs ahead of the graph.
+func (r *runner) writeAndCommit(ctx context.Context, b *sink.Batch, commit state.Commit) error {
+	if b.Len() > 0 {
+		st, err := r.p.Sink.Write(ctx, b)
+		r.counts().SinkStatements += st.Statements
+		r.counts().SinkBatches += st.Batches
+		if err != nil {
+			return fmt.Errorf("write batch: %w", err)
+		}
+	}
+	if err := r.p.Store.Commit(ctx, commit); err != nil {
+		return fmt.Errorf("commit state: %w", err)
+	}
+	if r.p.Progress != nil {
+		r.p.Progress(Progress{Records: r.counts().RecordsRead, Counts: *r.counts()})
+	}
+	return nil
+}
+
+// reembedCache hides cached vectors (resync --reembed) but still stores new ones.
+type reembedCache struct{ embed.Cache }
+
+func (reembedCache) EmbeddingsGet(context.Context, string, []uint64) (map[uint64][]float32, error) {
+	return map[uint64][]float32{}, nil
+}
+
+func (r *runner) cache() embed.Cache {
+	if r.mode.Reembed {
+		return reembedCache{r.p.Store}
+	}
+	return r.p.Store
+}
