@@ -27,7 +27,7 @@ import (
 
 // corpusDir finds ../shared/corpus/docs from the repository root. The
 // corpus is part of the project's CI checkout: a missing corpus fails.
-func corpusDir(t *testing.T) string {
+func corpusDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	require.NoError(t, err)

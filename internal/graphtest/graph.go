@@ -22,9 +22,11 @@ type Edge struct {
 
 // Graph is an in-memory graph implementing sink.Sink.
 type Graph struct {
-	mu     sync.Mutex
-	nodes  map[sink.NodeRef]map[string]any
-	edges  map[Edge]map[string]any
+	mu    sync.Mutex
+	nodes map[sink.NodeRef]map[string]any
+	edges map[Edge]map[string]any
+	// adj indexes edges by both endpoints.
+	adj    map[sink.NodeRef]map[Edge]bool
 	schema sink.Schema
 	// Writes counts Write calls with a non-empty batch; Ops counts operations.
 	Writes, Ops int
@@ -35,7 +37,7 @@ type Graph struct {
 
 // New returns an empty graph.
 func New() *Graph {
-	return &Graph{nodes: map[sink.NodeRef]map[string]any{}, edges: map[Edge]map[string]any{}}
+	return &Graph{nodes: map[sink.NodeRef]map[string]any{}, edges: map[Edge]map[string]any{}, adj: map[sink.NodeRef]map[Edge]bool{}}
 }
 
 // Ensure records the schema.
@@ -71,10 +73,8 @@ func (g *Graph) Write(_ context.Context, b *sink.Batch) (sink.Stats, error) {
 	g.Ops += b.Len()
 	for _, n := range b.DeleteNodes {
 		delete(g.nodes, n)
-		for e := range g.edges {
-			if e.From == n || e.To == n {
-				delete(g.edges, e)
-			}
+		for e := range g.adj[n] {
+			g.deleteEdge(e)
 		}
 	}
 	for _, n := range b.NodeUpserts {
@@ -104,17 +104,29 @@ func (g *Graph) Write(_ context.Context, b *sink.Batch) (sink.Stats, error) {
 		if !ok {
 			props = map[string]any{}
 			g.edges[key] = props
+			for _, end := range []sink.NodeRef{e.From, e.To} {
+				if g.adj[end] == nil {
+					g.adj[end] = map[Edge]bool{}
+				}
+				g.adj[end][key] = true
+			}
 		}
 		maps.Copy(props, e.Props)
 	}
 	for _, p := range b.EdgePrunes {
-		for e := range g.edges {
+		for e := range g.adj[p.From] {
 			if e.Type == p.Type && e.From == p.From && e.To.Label == p.ToLabel && !slices.Contains(p.Keep, e.To.ID) {
-				delete(g.edges, e)
+				g.deleteEdge(e)
 			}
 		}
 	}
 	return sink.Stats{Statements: b.Len(), Batches: 1}, nil
+}
+
+func (g *Graph) deleteEdge(e Edge) {
+	delete(g.edges, e)
+	delete(g.adj[e.From], e)
+	delete(g.adj[e.To], e)
 }
 
 // Close does nothing.

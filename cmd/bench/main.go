@@ -1,0 +1,274 @@
+// Command bench measures kgsync on the real corpus documents and prints a
+// Markdown report (quoted in docs/performance.md):
+//
+//   - first sync vs no-op re-sync time of the whole pipeline (SQLite state,
+//     CYPHERL sink, hashing embedder);
+//   - chunks re-embedded after a one-word and a one-sentence edit in the
+//     middle of a document,
+//     for the structural chunker (measured through the pipeline) and for two
+//     baselines (fixed-size sliding window; greedy recursive splitter), each
+//     behind the same text-keyed embedding cache;
+//   - parse + chunk throughput per document in MB/s.
+//
+// Usage: go run ./cmd/bench [-corpus ../shared/corpus/docs] [-reps 5]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/chunker/baseline"
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/embed/hashing"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/sink/cypherl"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/sources/files"
+	"github.com/kgsync/kgsync/state"
+	"github.com/kgsync/kgsync/state/sqlite"
+)
+
+var docs = []string{"rfc7231.txt", "rfc7239.txt", "constitutionrf.txt", "spdx-2.3-package-information.md", "openchain-security-specification-1.1.md", "go_spec.html"}
+
+const (
+	maxTokens = 256
+	overlap   = 32
+)
+
+func main() {
+	corpus := flag.String("corpus", "../shared/corpus/docs", "directory of the corpus documents")
+	reps := flag.Int("reps", 5, "repetitions of each timed step (the median is reported)")
+	flag.Parse()
+	if err := run(context.Background(), os.Stdout, *corpus, *reps); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type env struct {
+	dir   string
+	store state.Store
+	p     *pipeline.Pipeline
+}
+
+func newEnv(ctx context.Context, corpus string, names []string) (*env, error) {
+	dir, err := os.MkdirTemp("", "kgsync-bench-")
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Join(dir, "docs")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(corpus, n))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(root, n), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "state.db"))
+	if err != nil {
+		return nil, err
+	}
+	tok, err := chunker.NewTokenizer("cl100k_base")
+	if err != nil {
+		return nil, err
+	}
+	src, err := files.New("docs", config.FilesSource{Root: root, Anchor: "Document", MaxFileBytes: 64 << 20}, chunker.Formats(), nil)
+	if err != nil {
+		return nil, err
+	}
+	sk, err := cypherl.New(filepath.Join(dir, "cypherl"), "docs", sink.Memgraph)
+	if err != nil {
+		return nil, err
+	}
+	return &env{dir: dir, store: store, p: &pipeline.Pipeline{
+		Name: "docs", Sources: []sources.Source{src}, Embedder: hashing.New("hashing-v1", 384),
+		Sink: sk, Store: store, BatchSize: 64, MaxDeleteRatio: 1, Fingerprint: 1,
+		Chunking: chunker.Options{MaxTokens: maxTokens, OverlapTokens: overlap, Tokenizer: tok},
+	}}, nil
+}
+
+func (e *env) close() {
+	_ = e.p.Sink.Close(context.Background())
+	_ = e.store.Close()
+	_ = os.RemoveAll(e.dir)
+}
+
+func (e *env) sync(ctx context.Context) (state.Counts, time.Duration, error) {
+	start := time.Now()
+	res, err := e.p.Run(ctx, state.TriggerManual, pipeline.Mode{})
+	return res.Run.Counts, time.Since(start), err
+}
+
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+func run(ctx context.Context, w io.Writer, corpus string, reps int) error {
+	var total int64
+	for _, n := range docs {
+		fi, err := os.Stat(filepath.Join(corpus, n))
+		if err != nil {
+			return fmt.Errorf("corpus: %w", err)
+		}
+		total += fi.Size()
+	}
+	fmt.Fprintf(w, "## Pipeline: %d documents, %.2f MB (max_tokens %d, overlap %d, hashing embedder 384 dims, SQLite, CYPHERL)\n\n", len(docs), float64(total)/1e6, maxTokens, overlap)
+	fmt.Fprintln(w, "| step | median time | records changed | chunks embedded | sink statements |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
+	var firsts, noops []time.Duration
+	var firstC, noopC state.Counts
+	for range reps {
+		e, err := newEnv(ctx, corpus, docs)
+		if err != nil {
+			return err
+		}
+		c, d, err := e.sync(ctx)
+		if err != nil {
+			e.close()
+			return err
+		}
+		firsts, firstC = append(firsts, d), c
+		c, d, err = e.sync(ctx)
+		e.close()
+		if err != nil {
+			return err
+		}
+		noops, noopC = append(noops, d), c
+	}
+	fmt.Fprintf(w, "| first sync | %s | %d | %d | %d |\n", median(firsts).Round(time.Millisecond), firstC.RecordsNew, firstC.ChunksEmbedded, firstC.SinkStatements)
+	fmt.Fprintf(w, "| no-op re-sync | %s | %d | %d | %d |\n\n", median(noops).Round(time.Millisecond), noopC.RecordsChanged, noopC.ChunksEmbedded, noopC.SinkStatements)
+
+	tok, err := chunker.NewTokenizer("cl100k_base")
+	if err != nil {
+		return err
+	}
+	for _, ed := range edits {
+		fmt.Fprintf(w, "## Chunks re-embedded after an edit: %s\n\n", ed.name)
+		fmt.Fprintf(w, "Same token budget for all three (%d tokens; overlap %d for structural and fixed window); a text-keyed embedding cache in front of each.\n\n", maxTokens, overlap)
+		fmt.Fprintln(w, "| document | structural (kgsync) | fixed window | recursive splitter | chunks before (structural / fixed / recursive) |")
+		fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
+		for _, n := range []string{"rfc7231.txt", "constitutionrf.txt", "rfc7239.txt", "spdx-2.3-package-information.md", "go_spec.html"} {
+			if err := locality(ctx, w, corpus, n, tok, ed); err != nil {
+				return fmt.Errorf("%s: %w", n, err)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "## Parse + chunk throughput")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| document | MB | chunks | median time | MB/s |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
+	for _, n := range docs {
+		b, err := os.ReadFile(filepath.Join(corpus, n))
+		if err != nil {
+			return err
+		}
+		format, _ := chunker.FormatForPath(n)
+		var ds []time.Duration
+		var count int
+		for range reps {
+			start := time.Now()
+			root, err := chunker.Parse(format, b)
+			if err != nil {
+				return fmt.Errorf("%s: %w", n, err)
+			}
+			cs, err := chunker.Split(n, root, chunker.Options{MaxTokens: maxTokens, OverlapTokens: overlap, Tokenizer: tok})
+			if err != nil {
+				return fmt.Errorf("%s: %w", n, err)
+			}
+			ds = append(ds, time.Since(start))
+			count = len(cs)
+		}
+		m := median(ds)
+		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %.2f |\n", n, float64(len(b))/1e6, count, m.Round(time.Millisecond), float64(len(b))/1e6/m.Seconds())
+	}
+	return nil
+}
+
+// edit is a one-sentence edit in the middle of a text.
+type edit struct {
+	name  string
+	apply func(string) string
+}
+
+var edits = []edit{
+	{"one word inserted into the middle sentence", func(s string) string {
+		return insertAt(s, "edited ")
+	}},
+	{"one sentence (~25 tokens) inserted in the middle", func(s string) string {
+		return insertAt(s, "This sentence was added by an editor to check how many chunks change when a paragraph grows in the middle of a long document. ")
+	}},
+}
+
+// insertAt inserts text at the first word start after the middle of s.
+func insertAt(s, text string) string {
+	mid := len(s) / 2
+	i := strings.IndexByte(s[mid:], ' ')
+	if i < 0 {
+		return s + " " + text
+	}
+	at := mid + i + 1
+	return s[:at] + text + s[at:]
+}
+
+func newTexts(before, after []string) int {
+	seen := map[string]bool{}
+	for _, t := range before {
+		seen[t] = true
+	}
+	n := 0
+	counted := map[string]bool{}
+	for _, t := range after {
+		if !seen[t] && !counted[t] {
+			counted[t] = true
+			n++
+		}
+	}
+	return n
+}
+
+func locality(ctx context.Context, w io.Writer, corpus, name string, tok *chunker.Tokenizer, ed edit) error {
+	e, err := newEnv(ctx, corpus, []string{name})
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	c, _, err := e.sync(ctx)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(e.dir, "docs", name)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	before := string(b)
+	after := ed.apply(before)
+	if err := os.WriteFile(path, []byte(after), 0o644); err != nil {
+		return err
+	}
+	c2, _, err := e.sync(ctx)
+	if err != nil {
+		return err
+	}
+	fb, fa := baseline.FixedWindow(before, maxTokens, overlap, tok), baseline.FixedWindow(after, maxTokens, overlap, tok)
+	rb, ra := baseline.Recursive(before, maxTokens, tok), baseline.Recursive(after, maxTokens, tok)
+	fmt.Fprintf(w, "| %s | %d | %d | %d | %d / %d / %d |\n", name, c2.ChunksEmbedded, newTexts(fb, fa), newTexts(rb, ra), c.ChunksTotal, len(fb), len(rb))
+	return nil
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// quickstart copies examples/quickstart into a temporary directory, so the
+// test writes its state and CYPHERL files there.
+func quickstart(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := filepath.Join("..", "..", "examples", "quickstart")
+	require.NoError(t, os.CopyFS(dst, os.DirFS(src)))
+	_ = os.RemoveAll(filepath.Join(dst, ".kgsync"))
+	return filepath.Join(dst, "kgsync.yaml")
+}
+
+func kgsync(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestQuickstartSyncTwice(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, out, errOut := kgsync(t, "sync", "--config", cfg, "--json")
+	require.Equal(t, 0, code, errOut)
+	var first runJSON
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &first), out)
+	require.Equal(t, "docs", first.Pipeline)
+	require.Equal(t, "succeeded", first.Status)
+	require.Equal(t, 3, first.Records.New)
+	require.Positive(t, first.Chunks.Embedded)
+	require.Equal(t, first.Chunks.Total, first.Chunks.Embedded)
+	require.Positive(t, first.Sink.Statements)
+
+	code, out, errOut = kgsync(t, "sync", "--config", cfg, "--json")
+	require.Equal(t, 0, code, errOut)
+	var second runJSON
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &second))
+	require.Equal(t, 3, second.Records.Unchanged)
+	require.Zero(t, second.Chunks.Embedded)
+	require.Zero(t, second.Sink.Statements)
+	require.Equal(t, first.Chunks.Total, second.Chunks.Total)
+
+	// One CYPHERL file for the first run, none for the no-op run.
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(cfg), ".kgsync", "cypherl", "docs", "*.cypherl"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+
+	// The JSON line has exactly the documented keys.
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &raw))
+	for _, k := range []string{"pipeline", "run_id", "status", "records", "chunks", "sink", "duration_ms"} {
+		require.Contains(t, raw, k)
+	}
+
+	code, out, _ = kgsync(t, "status", "--config", cfg)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "succeeded")
+	require.Equal(t, 3, strings.Count(out, "\n"), "a header and two runs:\n%s", out)
+}
+
+func TestPlanSaysWhatWouldChange(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, out, errOut := kgsync(t, "plan", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "docs: 3 to add, 0 to change, 0 to delete")
+	require.Contains(t, out, "+ docs:rfc7239.txt (new)")
+
+	code, _, errOut = kgsync(t, "sync", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	doc := filepath.Join(filepath.Dir(cfg), "docs", "rfc7239.txt")
+	body, err := os.ReadFile(doc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(doc, bytes.Replace(body, []byte("proxies"), []byte("intermediaries"), 1), 0o644))
+	code, out, _ = kgsync(t, "plan", "--config", cfg)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "~ docs:rfc7239.txt (content changed)")
+	require.Contains(t, out, "0 to add, 1 to change")
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, out, errOut := kgsync(t, "validate", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "ok, 1 pipeline(s)")
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("pipelines:\n  - name: docs\n    chunking: {max_tokens: 64, overlap_tokens: 100}\n    sources: [{files: {root: .}}]\n"), 0o644))
+	code, _, errOut = kgsync(t, "validate", "--config", bad)
+	require.Equal(t, 3, code)
+	require.Contains(t, errOut, "pipelines[0].chunking.max_tokens")
+
+	require.NoError(t, os.WriteFile(bad, []byte("pipelines:\n  - name: docs\n    sources: [{files: {root: .}}]\n    schedul: \"@every 5m\"\n"), 0o644))
+	code, _, errOut = kgsync(t, "validate", "--config", bad)
+	require.Equal(t, 3, code)
+	require.Contains(t, errOut, `"schedul"`)
+	require.Contains(t, errOut, "bad.yaml:4")
+}
+
+func TestResyncNeedsOneMode(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, _, errOut := kgsync(t, "resync", "docs", "--config", cfg)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "exactly one of")
+	code, _, _ = kgsync(t, "sync", "--config", cfg)
+	require.Equal(t, 0, code)
+	code, out, errOut := kgsync(t, "resync", "docs", "--rebuild-graph", "--json", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	var j runJSON
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &j))
+	require.Zero(t, j.Chunks.Embedded, "rebuilding the graph costs no embedding call")
+	require.Positive(t, j.Sink.Statements)
+}
+
+func TestUnknownPipeline(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, _, errOut := kgsync(t, "sync", "nope", "--config", cfg)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `no pipeline "nope"`)
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, out, errOut := kgsync(t, "migrate", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "migrations applied")
+}
