@@ -10,6 +10,7 @@ import (
 // Statement kinds, used in Statement.Kind and in error messages.
 const (
 	KindDeleteNodes       = "delete nodes"
+	KindDeleteEdges       = "delete edges"
 	KindUpsertNodes       = "upsert nodes"
 	KindUpsertEdges       = "upsert edges"
 	KindPruneEdges        = "prune edges"

@@ -21,7 +21,7 @@ type Sink interface {
 	// from the nodes, and the index created anew.
 	Ensure(ctx context.Context, schema Schema) (Stats, error)
 	// Write applies one batch atomically where the sink allows it, in this
-	// order: DeleteNodes, NodeUpserts, EdgeUpserts, EdgePrunes.
+	// order: DeleteNodes, DeleteEdges, NodeUpserts, EdgeUpserts, EdgePrunes.
 	Write(ctx context.Context, b *Batch) (Stats, error)
 	// Close flushes and releases resources.
 	Close(ctx context.Context) error
@@ -68,6 +68,8 @@ type VectorIndex struct {
 type Batch struct {
 	// DeleteNodes are DETACH DELETEd.
 	DeleteNodes []NodeRef
+	// DeleteEdges are deleted (the nodes stay).
+	DeleteEdges []EdgeRef
 	// NodeUpserts are MERGEd by (Label, id) and their properties SET with +=
 	// (a property set to nil is removed).
 	NodeUpserts []NodeUpsert
@@ -80,7 +82,7 @@ type Batch struct {
 
 // Len is the number of operations in the batch.
 func (b *Batch) Len() int {
-	return len(b.DeleteNodes) + len(b.NodeUpserts) + len(b.EdgeUpserts) + len(b.EdgePrunes)
+	return len(b.DeleteNodes) + len(b.DeleteEdges) + len(b.NodeUpserts) + len(b.EdgeUpserts) + len(b.EdgePrunes)
 }
 
 // NodeRef names a node by label and id property.
@@ -100,10 +102,23 @@ type NodeUpsert struct {
 
 // EdgeUpsert merges (from)-[:Type]->(to) and sets its properties.
 type EdgeUpsert struct {
-	Type  string
-	From  NodeRef
-	To    NodeRef
+	Type string
+	From NodeRef
+	To   NodeRef
+	// Key, when set, is merged as the edge's `_key` property, so that two
+	// records linking the same pair of nodes (rows of a many-to-many link
+	// table) own one edge each and can be deleted one by one.
+	Key   string
 	Props map[string]any
+}
+
+// EdgeRef names one edge: by its Key when it has one, else by its type and
+// endpoints.
+type EdgeRef struct {
+	Type string
+	From NodeRef
+	To   NodeRef
+	Key  string
 }
 
 // EdgePrune removes From's outgoing Type edges to ToLabel nodes whose id is

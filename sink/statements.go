@@ -8,7 +8,8 @@ import (
 )
 
 // Statements turns b into batched UNWIND statements, in the order Write
-// applies them: DeleteNodes, NodeUpserts, EdgeUpserts, EdgePrunes. Within a
+// applies them: DeleteNodes, DeleteEdges, NodeUpserts, EdgeUpserts,
+// EdgePrunes. Within a
 // kind there is one group per label (nodes) or per (from label, type, to
 // label) (edges), groups sorted by those names, rows kept in batch order, and
 // each group split into statements of at most rowsPerStatement rows
@@ -16,8 +17,11 @@ import (
 // standing for a quoted name (docs/memgraph.md §5):
 //
 //	UNWIND $rows AS row MATCH (n:`L` {id: row.id}) DETACH DELETE n
+//	UNWIND $rows AS row MATCH (a:`A` {id: row.from})-[e:`T`]->(b:`B` {id: row.to}) DELETE e
+//	UNWIND $rows AS row MATCH (a:`A` {id: row.from})-[e:`T` {_key: row.key}]->(b:`B` {id: row.to}) DELETE e
 //	UNWIND $rows AS row MERGE (n:`L` {id: row.id}) SET n += row.props
 //	UNWIND $rows AS row MATCH (a:`A` {id: row.from}), (b:`B` {id: row.to}) MERGE (a)-[e:`T`]->(b) SET e += row.props
+//	UNWIND $rows AS row MATCH (a:`A` {id: row.from}), (b:`B` {id: row.to}) MERGE (a)-[e:`T` {_key: row.key}]->(b) SET e += row.props
 //	UNWIND $rows AS row MATCH (a:`A` {id: row.from})-[e:`T`]->(b:`B`) WHERE NOT b.id IN row.keep DELETE e
 //
 // $rows is a []any of map[string]any rows with keys id; id, props; from, to,
@@ -64,6 +68,24 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 		emit(KindDeleteNodes, l, "UNWIND $rows AS row MATCH (n:"+QuoteName(l)+" {id: row.id}) DETACH DELETE n", deletes[l])
 	}
 
+	// DeleteEdges.
+	edgeDeletes := map[edgeGroup][]any{}
+	for i, e := range b.DeleteEdges {
+		g := edgeGroup{from: e.From.Label, typ: e.Type, to: e.To.Label, keyed: e.Key != ""}
+		if err := checkEdge(g, e.From.ID, e.To.ID); err != nil {
+			return nil, fmt.Errorf("%s: row %d: %w", KindDeleteEdges, i, err)
+		}
+		row := map[string]any{"from": e.From.ID, "to": e.To.ID}
+		if g.keyed {
+			row["key"] = e.Key
+		}
+		edgeDeletes[g] = append(edgeDeletes[g], row)
+	}
+	for _, g := range sortedEdgeGroups(edgeDeletes) {
+		emit(KindDeleteEdges, g.String(), "UNWIND $rows AS row MATCH (a:"+QuoteName(g.from)+" {id: row.from})-[e:"+
+			QuoteName(g.typ)+g.keyPattern()+"]->(b:"+QuoteName(g.to)+" {id: row.to}) DELETE e", edgeDeletes[g])
+	}
+
 	// NodeUpserts.
 	nodes := map[string][]any{}
 	for i, n := range b.NodeUpserts {
@@ -83,7 +105,7 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 	// EdgeUpserts.
 	edges := map[edgeGroup][]any{}
 	for i, e := range b.EdgeUpserts {
-		g := edgeGroup{from: e.From.Label, typ: e.Type, to: e.To.Label}
+		g := edgeGroup{from: e.From.Label, typ: e.Type, to: e.To.Label, keyed: e.Key != ""}
 		if err := checkEdge(g, e.From.ID, e.To.ID); err != nil {
 			return nil, fmt.Errorf("%s: row %d: %w", KindUpsertEdges, i, err)
 		}
@@ -91,11 +113,15 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: row %d (%q->%q): %w", KindUpsertEdges, g, i, e.From.ID, e.To.ID, err)
 		}
-		edges[g] = append(edges[g], map[string]any{"from": e.From.ID, "to": e.To.ID, "props": props})
+		row := map[string]any{"from": e.From.ID, "to": e.To.ID, "props": props}
+		if g.keyed {
+			row["key"] = e.Key
+		}
+		edges[g] = append(edges[g], row)
 	}
 	for _, g := range sortedEdgeGroups(edges) {
 		emit(KindUpsertEdges, g.String(), "UNWIND $rows AS row MATCH (a:"+QuoteName(g.from)+" {id: row.from}), (b:"+
-			QuoteName(g.to)+" {id: row.to}) MERGE (a)-[e:"+QuoteName(g.typ)+"]->(b) SET e += row.props", edges[g])
+			QuoteName(g.to)+" {id: row.to}) MERGE (a)-[e:"+QuoteName(g.typ)+g.keyPattern()+"]->(b) SET e += row.props", edges[g])
 	}
 
 	// EdgePrunes.
@@ -116,10 +142,21 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 	return out, nil
 }
 
-type edgeGroup struct{ from, typ, to string }
+type edgeGroup struct {
+	from, typ, to string
+	keyed         bool
+}
 
 // String is the group as an edge pattern, e.g. "Doc-[HAS]->Chunk".
-func (g edgeGroup) String() string { return g.from + "-[" + g.typ + "]->" + g.to }
+func (g edgeGroup) String() string { return g.from + "-[" + g.typ + g.keyPattern() + "]->" + g.to }
+
+// keyPattern is the edge's property pattern when edges are keyed.
+func (g edgeGroup) keyPattern() string {
+	if g.keyed {
+		return " {_key: row.key}"
+	}
+	return ""
+}
 
 func checkRef(n NodeRef) error {
 	if err := ValidName(n.Label); err != nil {
@@ -156,7 +193,7 @@ func sortedEdgeGroups(m map[edgeGroup][]any) []edgeGroup {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b edgeGroup) int {
-		return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.typ, b.typ), cmp.Compare(a.to, b.to))
+		return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.typ, b.typ), cmp.Compare(a.to, b.to), boolCmp(a.keyed, b.keyed))
 	})
 	return keys
 }
@@ -256,4 +293,14 @@ func checkFloat(f float64) error {
 		return fmt.Errorf("float %v has no Cypher representation", f)
 	}
 	return nil
+}
+
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }

@@ -47,6 +47,12 @@ func representativeBatch() *Batch {
 				Props: map[string]any{"position": int64(0)}},
 			{Type: "HAS_CHUNK", From: NodeRef{Label: "Document", ID: "guide.md"}, To: NodeRef{Label: "Chunk", ID: "guide.md#1"},
 				Props: map[string]any{"position": int64(1)}},
+			{Type: "REQUIRES", From: NodeRef{Label: "Heading", ID: "2901"}, To: NodeRef{Label: "Guide", ID: "g7"},
+				Key: "links:row-12", Props: map[string]any{"kind": "classification"}},
+		},
+		DeleteEdges: []EdgeRef{
+			{Type: "REQUIRES", From: NodeRef{Label: "Heading", ID: "2901"}, To: NodeRef{Label: "Guide", ID: "g3"}, Key: "links:row-9"},
+			{Type: "CITES", From: NodeRef{Label: "Document", ID: "guide.md"}, To: NodeRef{Label: "Document", ID: "old.md"}},
 		},
 		EdgePrunes: []EdgePrune{
 			{Type: "MENTIONS", From: NodeRef{Label: "Chunk", ID: "guide.md#1"}, ToLabel: "Term"},
@@ -135,6 +141,9 @@ func dialectStatements(t *testing.T, d Dialect) []Statement {
 //     Chunk before Document-[HAS_CHUNK]->Chunk), rows in batch order, and the
 //     three Chunk upserts split 2 + 1 by rowsPerStatement = 2; vectors are
 //     plain float lists, an unset keep is [] and a missing props is {}.
+//     Edge deletes come right after node deletes; an edge with a Key is
+//     matched and merged by its `_key` property (one edge per link-table
+//     row), an edge without one by its type and endpoints.
 func TestStatementsGolden(t *testing.T) {
 	t.Parallel()
 	for _, d := range []Dialect{Memgraph, Neo4j} {

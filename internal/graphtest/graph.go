@@ -18,6 +18,8 @@ import (
 type Edge struct {
 	Type     string
 	From, To sink.NodeRef
+	// Key is the edge's `_key` (edges of link-table rows), "" otherwise.
+	Key string
 }
 
 // Graph is an in-memory graph implementing sink.Sink.
@@ -55,8 +57,8 @@ func (g *Graph) Schema() sink.Schema {
 	return g.schema
 }
 
-// Write applies the batch atomically: DeleteNodes, NodeUpserts, EdgeUpserts,
-// EdgePrunes. An edge whose endpoint is missing is not created (MATCH finds
+// Write applies the batch atomically: DeleteNodes, DeleteEdges, NodeUpserts,
+// EdgeUpserts, EdgePrunes. An edge whose endpoint is missing is not created (MATCH finds
 // nothing), as in Cypher.
 func (g *Graph) Write(_ context.Context, b *sink.Batch) (sink.Stats, error) {
 	g.mu.Lock()
@@ -76,6 +78,9 @@ func (g *Graph) Write(_ context.Context, b *sink.Batch) (sink.Stats, error) {
 		for e := range g.adj[n] {
 			g.deleteEdge(e)
 		}
+	}
+	for _, e := range b.DeleteEdges {
+		g.deleteEdge(Edge{Type: e.Type, From: e.From, To: e.To, Key: e.Key})
 	}
 	for _, n := range b.NodeUpserts {
 		ref := sink.NodeRef{Label: n.Label, ID: n.ID}
@@ -99,7 +104,7 @@ func (g *Graph) Write(_ context.Context, b *sink.Batch) (sink.Stats, error) {
 		if _, ok := g.nodes[e.To]; !ok {
 			continue
 		}
-		key := Edge{Type: e.Type, From: e.From, To: e.To}
+		key := Edge{Type: e.Type, From: e.From, To: e.To, Key: e.Key}
 		props, ok := g.edges[key]
 		if !ok {
 			props = map[string]any{}
