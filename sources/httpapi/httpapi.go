@@ -1,0 +1,595 @@
+// Package httpapi reads a paginated JSON HTTP API endpoint as a
+// sources.Source. The design calls this package sources/http; it is named
+// httpapi so that it does not shadow net/http.
+//
+// One Config describes one endpoint: the URL template, auth, the pagination
+// style (page number, offset, cursor token or next URL from the body, RFC 8288
+// Link header), and jq expressions (github.com/itchyny/gojq) that find the
+// records in a body and map each into a key, attributes, links to other
+// anchors and optionally a document. Requests are rate limited
+// (golang.org/x/time/rate), bounded in concurrency and retried on 429/5xx with
+// back-off honouring Retry-After (github.com/hashicorp/go-retryablehttp).
+//
+// Incremental reads: with Config.Incremental the cursor is the JSON object
+// {"since": <high-water mark>, "last_full": <RFC 3339>}. A read from a cursor
+// sends the high-water mark (e.g. updated_since=...) and marks its pages
+// Partial, since such APIs do not report deletions; every
+// Incremental.FullEvery a full listing runs instead (pages not Partial), so
+// the pipeline can reconcile deletions. last_full advances only on the last
+// page of a complete full listing.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"math/big"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kgsync/kgsync/sources"
+)
+
+// Source reads one HTTP API endpoint; it implements sources.Source and is
+// safe for sequential Reads (one listing at a time per pipeline).
+type Source struct {
+	name     string
+	cfg      Config
+	logger   *slog.Logger
+	client   *retryablehttp.Client
+	sem      chan struct{} // requests in flight
+	secrets  []string
+	endpoint string // "GET https://api.example.com/tickets" (template text), for errors
+
+	// wait maps a computed back-off to the one actually slept; nil = as is.
+	// Tests shrink it to keep runs fast while recording what was asked for.
+	wait func(time.Duration) time.Duration
+
+	urlT    *template.Template
+	bodyT   *template.Template
+	queryT  []queryParam
+	detailT *template.Template
+
+	records    *jqExpr
+	key        *jqExpr
+	next       *jqExpr
+	cursorExpr *jqExpr
+	detailPath *jqExpr
+	mapper     mapper
+}
+
+// queryParam is one templated query parameter.
+type queryParam struct {
+	name string
+	t    *template.Template
+}
+
+var _ sources.Source = (*Source)(nil)
+
+// New validates cfg (templates trial-rendered, jq compiled) and returns the
+// source. Every problem is reported in one joined error naming the field.
+// logger may be nil (nothing is logged).
+func New(name string, cfg Config, logger *slog.Logger) (*Source, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg = cfg.withDefaults()
+	s := &Source{
+		name:     name,
+		cfg:      cfg,
+		logger:   logger.With(slog.String("source", name)),
+		sem:      make(chan struct{}, max(cfg.Concurrency, 1)),
+		endpoint: cfg.Method + " " + cfg.URL,
+	}
+	var errs []error
+	if err := cfg.validateStatic(); err != nil {
+		errs = append(errs, err)
+	}
+	tmpl := func(field, text string, sample map[string]any) *template.Template {
+		if text == "" {
+			return nil
+		}
+		t, err := compileTemplate(field, text, sample)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return t
+	}
+	jq := func(field, expr string) *jqExpr {
+		if expr == "" {
+			return nil
+		}
+		e, err := compileJQ(field, expr)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return e
+	}
+	s.urlT = tmpl("url", cfg.URL, sampleData)
+	s.bodyT = tmpl("body", cfg.Body, sampleData)
+	names := make([]string, 0, len(cfg.Query))
+	for n := range cfg.Query {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s.queryT = append(s.queryT, queryParam{name: n, t: tmpl(fmt.Sprintf("query[%q]", n), cfg.Query[n], sampleData)})
+	}
+	s.records = jq("records", cfg.Records)
+	s.key = jq("key", cfg.Key)
+	s.next = jq("pagination.next", cfg.Pagination.Next)
+	s.mapper.anchor = cfg.Anchor
+	if len(cfg.Attributes) > 0 {
+		names := make([]string, 0, len(cfg.Attributes))
+		for n := range cfg.Attributes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			s.mapper.attrs = append(s.mapper.attrs, attrExpr{name: n, jq: jq(fmt.Sprintf("attributes[%q]", n), cfg.Attributes[n])})
+		}
+	}
+	types := make([]string, 0, len(cfg.Links))
+	for t := range cfg.Links {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		l := cfg.Links[t]
+		s.mapper.links = append(s.mapper.links, linkExpr{typ: t, anchor: l.Anchor, jq: jq(fmt.Sprintf("links[%q].expr", t), l.Expr)})
+	}
+	if d := cfg.Document; d != nil {
+		s.mapper.format = d.Format
+		s.mapper.doc = jq("document.content", d.Content)
+	}
+	if inc := cfg.Incremental; inc != nil {
+		s.cursorExpr = jq("incremental.cursor", inc.Cursor)
+	}
+	if d := cfg.Detail; d != nil {
+		s.detailT = tmpl("detail.url", d.URL, map[string]any{"key": "k", "record": map[string]any{}})
+		s.detailPath = jq("detail.path", d.Path)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("http source %q: %w", name, err)
+	}
+	for _, sec := range []string{cfg.Auth.Bearer, cfg.Auth.APIKey, cfg.Auth.Password} {
+		if sec != "" {
+			s.secrets = append(s.secrets, sec)
+		}
+	}
+	if cfg.Auth.Username != "" || cfg.Auth.Password != "" {
+		// The base64 form appears in an Authorization header echoed back.
+		s.secrets = append(s.secrets, basicToken(cfg.Auth.Username, cfg.Auth.Password))
+	}
+	s.client = s.newClient()
+	return s, nil
+}
+
+// Name returns the source's name within its pipeline.
+func (s *Source) Name() string { return s.name }
+
+// cursorState is the stored cursor of an incremental source.
+type cursorState struct {
+	// Since is the high-water mark (the maximum of Incremental.Cursor).
+	Since string `json:"since,omitempty"`
+	// LastFull is when the last complete full listing started (RFC 3339).
+	LastFull string `json:"last_full,omitempty"`
+}
+
+// decodeCursor parses a stored cursor ("" = none).
+func decodeCursor(cursor string) (cursorState, time.Time, error) {
+	var c cursorState
+	if cursor == "" {
+		return c, time.Time{}, nil
+	}
+	if err := json.Unmarshal([]byte(cursor), &c); err != nil {
+		return c, time.Time{}, fmt.Errorf("cursor %q: %w", cursor, err)
+	}
+	var last time.Time
+	if c.LastFull != "" {
+		t, err := time.Parse(time.RFC3339, c.LastFull)
+		if err != nil {
+			return c, time.Time{}, fmt.Errorf("cursor %q: last_full: %w", cursor, err)
+		}
+		last = t
+	}
+	return c, last, nil
+}
+
+// encode returns the cursor's JSON form.
+func (c cursorState) encode() string {
+	b, _ := json.Marshal(c) // two strings: cannot fail
+	return string(b)
+}
+
+// listing is the state of one Read.
+type listing struct {
+	full   bool
+	prev   cursorState
+	start  time.Time
+	hw     string         // running high-water mark
+	seen   map[string]int // key → page first seen on
+	pageNo int            // 1-based
+}
+
+// Read yields the endpoint's pages after cursor. A read without cursor, or
+// whose last full listing is older than Incremental.FullEvery, is a full
+// listing; otherwise pages are Partial. Errors name the page number and URL;
+// the sequence stops at the first error (so nothing is deleted).
+func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Page, error] {
+	return func(yield func(*sources.Page, error) bool) {
+		l := &listing{full: true, start: s.cfg.Now(), seen: map[string]int{}}
+		if s.cfg.Incremental != nil {
+			prev, last, err := decodeCursor(cursor)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			l.prev, l.hw = prev, prev.Since
+			l.full = last.IsZero() || l.start.Sub(last) >= s.cfg.Incremental.FullEvery
+		}
+		if err := s.list(ctx, l, yield); err != nil {
+			yield(nil, s.redact(err))
+		}
+	}
+}
+
+// errStop is returned by list when the consumer stopped ranging.
+var errStop = errors.New("stopped")
+
+// list runs the pagination loop; it returns nil after the last page or when
+// the consumer stops.
+func (s *Source) list(ctx context.Context, l *listing, yield func(*sources.Page, error) bool) error {
+	p := s.cfg.Pagination
+	data := map[string]any{"page": p.Start, "offset": 0, "limit": p.Size, "cursor": "", "since": ""}
+	if !l.full {
+		data["since"] = l.prev.Since
+	}
+	var nextURL *url.URL // StyleNextURL, StyleLink: the URL of the next page
+	var origin string    // scheme://host of page 1: next URLs must stay there
+	for l.pageNo = 1; ; l.pageNo++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if l.pageNo > s.cfg.MaxPages {
+			return fmt.Errorf("endpoint %s: more than %d pages (max_pages); raise max_pages or check the pagination settings", s.endpoint, s.cfg.MaxPages)
+		}
+		u, body, err := s.pageRequest(data, nextURL)
+		if err != nil {
+			return fmt.Errorf("page %d: %w", l.pageNo, err)
+		}
+		if origin == "" {
+			origin = u.Scheme + "://" + u.Host
+		}
+		at := fmt.Sprintf("page %d (%s %s)", l.pageNo, s.cfg.Method, u.Redacted())
+		resp, err := s.get(ctx, s.cfg.Method, u, body)
+		if err != nil {
+			if errors.Is(err, sources.ErrNotModified) && l.pageNo == 1 {
+				return err
+			}
+			return fmt.Errorf("%s: %w", at, err)
+		}
+		raws, err := s.records.all(ctx, resp.body)
+		if err != nil {
+			return fmt.Errorf("%s: %w", at, err)
+		}
+
+		// Where is the next page?
+		done := false
+		switch p.Style {
+		case StyleNone:
+			done = true
+		case StylePage:
+			done = len(raws) == 0
+			data["page"] = data["page"].(int) + 1
+		case StyleOffset:
+			done = len(raws) == 0
+			data["offset"] = data["offset"].(int) + len(raws)
+		case StyleCursor:
+			v, _, err := s.next.first(ctx, resp.body)
+			if err != nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
+			tok, ok := keyString(v)
+			if !ok || v == false {
+				done = true
+				break
+			}
+			if tok == data["cursor"] {
+				return fmt.Errorf("%s: pagination.next %q yielded the same cursor %q again", at, s.next.expr, tok)
+			}
+			data["cursor"] = tok
+		case StyleNextURL, StyleLink:
+			var next string
+			if p.Style == StyleNextURL {
+				v, _, err := s.next.first(ctx, resp.body)
+				if err != nil {
+					return fmt.Errorf("%s: %w", at, err)
+				}
+				if str, ok := v.(string); ok {
+					next = str
+				} else if v != nil && v != false {
+					return fmt.Errorf("%s: pagination.next %q yielded %s, want a URL string or null", at, s.next.expr, typeName(v))
+				}
+			} else {
+				next, err = nextLink(u, resp.header.Values("Link"))
+				if err != nil {
+					return fmt.Errorf("%s: %w", at, err)
+				}
+			}
+			if next == "" {
+				done = true
+				break
+			}
+			nu, err := u.Parse(next)
+			if err != nil {
+				return fmt.Errorf("%s: next URL %q: %w", at, next, err)
+			}
+			if o := nu.Scheme + "://" + nu.Host; o != origin {
+				return fmt.Errorf("%s: next URL points to %s, not %s; refusing to send credentials elsewhere", at, o, origin)
+			}
+			if nu.String() == u.String() {
+				return fmt.Errorf("%s: next URL is the current URL", at)
+			}
+			nextURL = nu
+		}
+
+		page, err := s.page(ctx, l, at, raws)
+		if err != nil {
+			return err
+		}
+		page.Cursor = s.pageCursor(l, done)
+		if !yield(page, nil) {
+			return nil
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// pageRequest renders the URL and body of the next page; nextURL, when set,
+// is used as is (next_url and link styles).
+func (s *Source) pageRequest(data map[string]any, nextURL *url.URL) (*url.URL, string, error) {
+	var body string
+	if s.bodyT != nil {
+		var b strings.Builder
+		if err := s.bodyT.Execute(&b, data); err != nil {
+			return nil, "", fmt.Errorf("body template: %w", err)
+		}
+		body = b.String()
+	}
+	if nextURL != nil {
+		return nextURL, body, nil
+	}
+	var b strings.Builder
+	if err := s.urlT.Execute(&b, data); err != nil {
+		return nil, "", fmt.Errorf("url template: %w", err)
+	}
+	u, err := url.Parse(b.String())
+	if err != nil {
+		return nil, "", fmt.Errorf("url %q: %w", b.String(), err)
+	}
+	if u.Scheme == "" || u.Host == "" {
+		return nil, "", fmt.Errorf("url %q is not absolute", b.String())
+	}
+	q := u.Query()
+	for _, qp := range s.queryT {
+		var v strings.Builder
+		if err := qp.t.Execute(&v, data); err != nil {
+			return nil, "", fmt.Errorf("query[%q] template: %w", qp.name, err)
+		}
+		if v.Len() > 0 {
+			q.Set(qp.name, v.String())
+		}
+	}
+	p := s.cfg.Pagination
+	switch {
+	case p.Param == "":
+	case p.Style == StylePage:
+		q.Set(p.Param, strconv.Itoa(data["page"].(int)))
+	case p.Style == StyleOffset:
+		q.Set(p.Param, strconv.Itoa(data["offset"].(int)))
+	case p.Style == StyleCursor && data["cursor"] != "":
+		q.Set(p.Param, data["cursor"].(string))
+	}
+	if p.SizeParam != "" {
+		q.Set(p.SizeParam, strconv.Itoa(p.Size))
+	}
+	if inc := s.cfg.Incremental; inc != nil && inc.Param != "" && data["since"] != "" {
+		q.Set(inc.Param, data["since"].(string))
+	}
+	u.RawQuery = q.Encode()
+	return u, body, nil
+}
+
+// pageCursor returns the cursor stored after the current page.
+func (s *Source) pageCursor(l *listing, final bool) string {
+	if s.cfg.Incremental == nil {
+		return ""
+	}
+	c := l.prev
+	if final || s.cfg.Incremental.Ordered {
+		c.Since = l.hw
+	}
+	if final && l.full {
+		c.LastFull = l.start.UTC().Format(time.RFC3339)
+	}
+	return c.encode()
+}
+
+// item is a list record with its key.
+type item struct {
+	idx int
+	key string
+	obj map[string]any
+}
+
+// page turns the raw records of one page into a Page: keys (a record without
+// one fails the page), duplicates (skipped), high-water mark, detail fetch,
+// mapping (a record that cannot be mapped is skipped).
+func (s *Source) page(ctx context.Context, l *listing, at string, raws []any) (*sources.Page, error) {
+	page := &sources.Page{Partial: !l.full, Records: make([]sources.Record, 0, len(raws))}
+	items := make([]item, 0, len(raws))
+	for i, raw := range raws {
+		obj, ok := raw.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: record index %d: records %q yielded %s, want object", at, i, s.records.expr, typeName(raw))
+		}
+		kv, found, err := s.key.first(ctx, obj)
+		if err != nil {
+			return nil, fmt.Errorf("%s: record index %d: %w", at, i, err)
+		}
+		k, ok := keyString(kv)
+		if !found || !ok {
+			got := "nothing"
+			if found {
+				got = fmt.Sprintf("%s %s", typeName(kv), compact(kv))
+			}
+			return nil, fmt.Errorf("%s: record index %d: key %q yielded no key (got %s), want a non-empty string or number", at, i, s.key.expr, got)
+		}
+		if first, dup := l.seen[k]; dup {
+			page.Skipped = append(page.Skipped, sources.Skip{Key: k, Err: fmt.Errorf("duplicate key %q on page %d, first seen on page %d; the first is kept", k, l.pageNo, first)})
+			continue
+		}
+		l.seen[k] = l.pageNo
+		if s.cursorExpr != nil {
+			cv, _, err := s.cursorExpr.first(ctx, obj)
+			if err != nil {
+				page.Skipped = append(page.Skipped, sources.Skip{Key: k, Err: fmt.Errorf("%s: record %q: %w", at, k, err)})
+				continue
+			}
+			l.hw = maxMark(l.hw, cv)
+		}
+		items = append(items, item{idx: i, key: k, obj: obj})
+	}
+	objs := make([]map[string]any, len(items))
+	errs := make([]error, len(items))
+	if s.detailT != nil {
+		if err := s.details(ctx, at, items, objs, errs); err != nil {
+			return nil, err
+		}
+	} else {
+		for i, it := range items {
+			objs[i] = it.obj
+		}
+	}
+	for i, it := range items {
+		if errs[i] != nil {
+			page.Skipped = append(page.Skipped, sources.Skip{Key: it.key, Err: s.redact(errs[i])})
+			continue
+		}
+		rec, err := s.mapper.record(ctx, it.key, objs[i])
+		if err != nil {
+			page.Skipped = append(page.Skipped, sources.Skip{Key: it.key, Err: fmt.Errorf("%s: record %q (index %d): %w", at, it.key, it.idx, err)})
+			continue
+		}
+		page.Records = append(page.Records, rec)
+	}
+	return page, nil
+}
+
+// details fetches and merges every item's detail document, at most
+// Concurrency at a time, into objs (same order as items). A 4xx answer or an
+// unusable body skips that record (errs[i]); other failures fail the page.
+func (s *Source) details(ctx context.Context, at string, items []item, objs []map[string]any, errs []error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(s.cfg.Concurrency, 1))
+	for i, it := range items {
+		g.Go(func() error {
+			var b strings.Builder
+			if err := s.detailT.Execute(&b, map[string]any{"key": it.key, "record": it.obj}); err != nil {
+				errs[i] = fmt.Errorf("%s: record %q: detail.url template: %w", at, it.key, err)
+				return nil
+			}
+			u, err := url.Parse(b.String())
+			if err != nil || u.Scheme == "" || u.Host == "" {
+				errs[i] = fmt.Errorf("%s: record %q: detail url %q is not an absolute URL", at, it.key, b.String())
+				return nil
+			}
+			dat := fmt.Sprintf("%s: record %q: detail GET %s", at, it.key, u.Redacted())
+			resp, err := s.get(gctx, "GET", u, "")
+			if err != nil {
+				if errors.Is(err, errClient4xx) {
+					errs[i] = fmt.Errorf("%s: %w", dat, err)
+					return nil
+				}
+				return fmt.Errorf("%s: %w", dat, err)
+			}
+			v := resp.body
+			if s.detailPath != nil {
+				if v, _, err = s.detailPath.first(gctx, v); err != nil {
+					errs[i] = fmt.Errorf("%s: %w", dat, err)
+					return nil
+				}
+			}
+			d, ok := v.(map[string]any)
+			if !ok {
+				errs[i] = fmt.Errorf("%s: body is %s, want object", dat, typeName(v))
+				return nil
+			}
+			merged := make(map[string]any, len(it.obj)+len(d))
+			for k, x := range it.obj {
+				merged[k] = x
+			}
+			for k, x := range d {
+				merged[k] = x
+			}
+			objs[i] = merged
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// maxMark returns the larger of the mark and v (a string or number; null and
+// other types are ignored). Two numbers compare numerically, otherwise as
+// strings.
+func maxMark(mark string, v any) string {
+	var s string
+	switch x := canonical(v).(type) {
+	case string:
+		s = x
+	case int64, float64:
+		s, _ = keyString(x)
+	default:
+		return mark
+	}
+	if mark == "" {
+		return s
+	}
+	a, aok := new(big.Float).SetString(mark)
+	b, bok := new(big.Float).SetString(s)
+	if aok && bok {
+		if b.Cmp(a) > 0 {
+			return s
+		}
+		return mark
+	}
+	if s > mark {
+		return s
+	}
+	return mark
+}
+
+// compact renders a small JSON value for an error message.
+func compact(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 80 {
+		return string(b[:80]) + "…"
+	}
+	return string(b)
+}
