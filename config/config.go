@@ -24,6 +24,9 @@ type Config struct {
 	Chunking *Chunking `yaml:"chunking,omitempty"`
 	// Log configures logging.
 	Log Log `yaml:"log"`
+	// Daemon configures `kgsync daemon`: its HTTP server, webhooks, API and
+	// shutdown.
+	Daemon Daemon `yaml:"daemon"`
 	// Pipelines are the configured flows, run in the order given.
 	Pipelines []Pipeline `yaml:"pipelines"`
 
@@ -59,6 +62,34 @@ type Log struct {
 	Format string `yaml:"format"`
 }
 
+// Daemon configures `kgsync daemon` (see docs/daemon.md). Secrets come from
+// ${ENV}. In a Config built in Go, a zero PollInterval or MaxBodyBytes means
+// the default.
+type Daemon struct {
+	// Listen is the HTTP server's address, host:port (default ":8080").
+	Listen string `yaml:"listen"`
+	// WebhookSecret is compared (constant time) with the Authorization header
+	// of Grist webhook deliveries, either the whole header or what follows
+	// "Bearer "; empty = webhooks are refused (403).
+	WebhookSecret string `yaml:"webhook_secret,omitempty"`
+	// APIToken is the bearer token of /api/...; empty = the API needs none.
+	APIToken string `yaml:"api_token,omitempty"`
+	// Debounce is how long the daemon collects webhook deliveries for one
+	// pipeline before triggering one run for all of them (default 2s; 0 =
+	// trigger at once).
+	Debounce time.Duration `yaml:"debounce"`
+	// GracePeriod is how long a stopping daemon lets running runs finish
+	// before cancelling them; a cancelled run stops before its next commit
+	// (default 30s).
+	GracePeriod time.Duration `yaml:"grace_period"`
+	// MaxBodyBytes caps a webhook delivery's body; larger ones get 413
+	// (default 1 MiB).
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// PollInterval is how often the daemon looks for triggers queued in
+	// state by other replicas or left by a stopped one (default 10s).
+	PollInterval time.Duration `yaml:"poll_interval"`
+}
+
 // Pipeline is one configured flow: sources → mapping → chunking → embedding → sink.
 type Pipeline struct {
 	// Name identifies the pipeline in state, CLI and API: [a-z0-9_-]+.
@@ -71,6 +102,8 @@ type Pipeline struct {
 	TimeZone string `yaml:"time_zone,omitempty"`
 	// Sources feed the pipeline; names must be unique within it.
 	Sources []Source `yaml:"sources"`
+	// Model is the data model tables map through (default mapping when unset).
+	Model *Model `yaml:"model,omitempty"`
 	// Chunking overrides the top-level chunking.
 	Chunking *Chunking `yaml:"chunking,omitempty"`
 	// Embedder overrides the top-level embedder.
@@ -91,6 +124,12 @@ type Source struct {
 	Name string `yaml:"name"`
 	// Files reads a directory of documents.
 	Files *FilesSource `yaml:"files,omitempty"`
+	// CSV reads CSV files as tables.
+	CSV *CSVSource `yaml:"csv,omitempty"`
+	// Grist reads the tables of a Grist document.
+	Grist *GristSource `yaml:"grist,omitempty"`
+	// HTTP reads a paginated JSON API.
+	HTTP *HTTPSource `yaml:"http,omitempty"`
 }
 
 // FilesSource reads documents from a directory tree.

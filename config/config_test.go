@@ -66,7 +66,7 @@ func TestBadConfigs(t *testing.T) {
 			`duplicate_pipeline.bad.yaml:5: pipelines[1].name: "docs" is used twice`,
 		},
 		"source_kind.bad.yaml": {
-			`source_kind.bad.yaml:4: pipelines[0].sources[0]: exactly one of files must be set, got 0`,
+			`source_kind.bad.yaml:4: pipelines[0].sources[0]: exactly one of files, csv, grist, http must be set, got 0`,
 			`source_kind.bad.yaml:6: pipelines[1].sources: at least one source is required`,
 		},
 		"source_names.bad.yaml": {
@@ -77,6 +77,13 @@ func TestBadConfigs(t *testing.T) {
 			`schedule.bad.yaml:3: pipelines[0].schedule: "*/61 * * * *" is not a valid schedule: step /61`,
 			`schedule.bad.yaml:7: pipelines[1].schedule: "CRON_TZ=Europe/Berlin 0 * * * *" is not a valid schedule: set the zone with time_zone`,
 			`schedule.bad.yaml:11: pipelines[2].schedule: "@every 100ms" is not a valid schedule: @every interval must be at least 1s`,
+		},
+		"daemon.bad.yaml": {
+			`daemon.bad.yaml:2: daemon.listen: must be host:port such as ":8080" or "127.0.0.1:8080", got "8080"`,
+			`daemon.bad.yaml:3: daemon.debounce: must be >= 0, got -1s`,
+			`daemon.bad.yaml:4: daemon.grace_period: must be >= 0, got -5s`,
+			`daemon.bad.yaml:6: daemon.poll_interval: must be >= 0, got -2s`,
+			`daemon.bad.yaml:5: daemon.max_body_bytes: must be >= 0, got -1`,
 		},
 		"time_zone.bad.yaml": {
 			`time_zone.bad.yaml:3: pipelines[0].time_zone: "Mars/Olympus_Mons" is not an IANA time zone`,

@@ -162,6 +162,20 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		v.Set(p)
 	case t.Kind() == reflect.Struct:
 		d.mapping(n, v, path)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		if n.Kind != yaml.MappingNode {
+			d.fail(n, path, "expected a mapping, got %s", kindName(n))
+			return
+		}
+		m := reflect.MakeMap(t)
+		for _, e := range d.entries(n, path) {
+			p := fmt.Sprintf("%s[%q]", path, e.key.Value)
+			d.src.lines[p] = e.key.Line
+			ev := reflect.New(t.Elem()).Elem()
+			d.decode(e.val, ev, p)
+			m.SetMapIndex(reflect.ValueOf(e.key.Value).Convert(t.Key()), ev)
+		}
+		v.Set(m)
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			d.fail(n, path, "expected a list, got %s", kindName(n))

@@ -31,6 +31,11 @@ const (
 	DefaultAnchor             = "Document"
 	DefaultMaxFileBytes       = 64 << 20 // 64 MiB
 	DefaultTimeZone           = "UTC"
+	DefaultDaemonListen       = ":8080"
+	DefaultDaemonDebounce     = 2 * time.Second
+	DefaultDaemonGracePeriod  = 30 * time.Second
+	DefaultDaemonMaxBodyBytes = 1 << 20 // 1 MiB
+	DefaultDaemonPollInterval = 10 * time.Second
 )
 
 // The setDefaults methods fill the defaults that do not depend on other
@@ -42,6 +47,15 @@ const (
 func (c *Config) setDefaults() {
 	c.State.setDefaults()
 	c.Log.setDefaults()
+	c.Daemon.setDefaults()
+}
+
+func (d *Daemon) setDefaults() {
+	setZero(&d.Listen, DefaultDaemonListen)
+	setZero(&d.Debounce, DefaultDaemonDebounce)
+	setZero(&d.GracePeriod, DefaultDaemonGracePeriod)
+	setZero(&d.MaxBodyBytes, DefaultDaemonMaxBodyBytes)
+	setZero(&d.PollInterval, DefaultDaemonPollInterval)
 }
 
 func (s *State) setDefaults() {
@@ -154,11 +168,25 @@ func (p *Pipeline) complete(c *Config) {
 	}
 	for i := range p.Sources {
 		s := &p.Sources[i]
-		if s.Name == "" && s.Files != nil {
-			s.Name = "files"
+		if s.Name == "" {
+			switch {
+			case s.Files != nil:
+				s.Name = "files"
+			case s.CSV != nil:
+				s.Name = "csv"
+			case s.Grist != nil:
+				s.Name = "grist"
+			case s.HTTP != nil:
+				s.Name = "http"
+			}
 		}
 		if s.Files != nil {
 			s.Files.Root = c.resolve(s.Files.Root)
+		}
+		if s.CSV != nil {
+			for j := range s.CSV.Tables {
+				s.CSV.Tables[j].Path = c.resolve(s.CSV.Tables[j].Path)
+			}
 		}
 	}
 	switch {

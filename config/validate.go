@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -77,6 +78,7 @@ func (c *Config) Validate() error {
 	ck.state(&c.State)
 	ck.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	ck.oneOf("log.format", c.Log.Format, "text", "json")
+	ck.daemon(&c.Daemon)
 	if c.Sink != nil {
 		ck.sink("sink", c.Sink)
 	}
@@ -110,6 +112,25 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(ck.errs...)
+}
+
+func (ck *checker) daemon(d *Daemon) {
+	if d.Listen != "" {
+		if _, port, err := net.SplitHostPort(d.Listen); err != nil || port == "" {
+			ck.add("daemon.listen", "must be host:port such as \":8080\" or \"127.0.0.1:8080\", got %q", d.Listen)
+		}
+	}
+	for _, f := range []struct {
+		key string
+		v   time.Duration
+	}{{"daemon.debounce", d.Debounce}, {"daemon.grace_period", d.GracePeriod}, {"daemon.poll_interval", d.PollInterval}} {
+		if f.v < 0 {
+			ck.add(f.key, "must be >= 0, got %s", f.v)
+		}
+	}
+	if d.MaxBodyBytes < 0 {
+		ck.add("daemon.max_body_bytes", "must be >= 0, got %d", d.MaxBodyBytes)
+	}
 }
 
 func (ck *checker) state(s *State) {
@@ -152,6 +173,9 @@ func (ck *checker) pipeline(at string, p *Pipeline) {
 	}
 	if len(p.Sources) == 0 {
 		ck.add(at+".sources", "at least one source is required")
+	}
+	if p.Model != nil {
+		ck.model(at+".model", p.Model)
 	}
 	names := map[string]int{}
 	for j := range p.Sources {
@@ -231,12 +255,15 @@ func checkSteps(spec string) error {
 
 func (ck *checker) source(at string, s *Source) {
 	set := 0
-	if s.Files != nil {
-		set++
+	for _, ok := range []bool{s.Files != nil, s.CSV != nil, s.Grist != nil, s.HTTP != nil} {
+		if ok {
+			set++
+		}
 	}
 	if set != 1 {
-		ck.add(at, "exactly one of files must be set, got %d", set)
+		ck.add(at, "exactly one of files, csv, grist, http must be set, got %d", set)
 	}
+	ck.otherSources(at, s)
 	switch {
 	case s.Name == "" && set == 0:
 		// already reported: the name defaults to the kind

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -20,15 +21,33 @@ import (
 // PathSep separates the parts of an address path, as in chunker.Chunk.Address.
 const PathSep = " › "
 
-// NodeID is the graph id of a record's node: "<source>:<key>", e.g.
+// NodeID is the graph id of a document's node: "<source>:<key>", e.g.
 // "docs:rfc/rfc7231.txt". It traces every node to its source and record.
+// A table row's node id is its record key, "<table>:<key>" (e.g.
+// "hs_code:0101"), so that Ref columns and link tables of any source can
+// name it; nodes are identified by label and id together.
 func NodeID(source, key string) string { return source + ":" + key }
+
+// nodeIDOf returns a stored record's node id.
+func nodeIDOf(source, key string, rp recordProps) string {
+	if rp.ID != "" {
+		return rp.ID
+	}
+	return NodeID(source, key)
+}
 
 // recordProps is what state keeps of a record's graph output (state.Record.Props).
 type recordProps struct {
+	// ID is the node's id (NodeID for documents, the record key for rows).
+	ID       string         `json:"id,omitempty"`
 	Node     map[string]any `json:"node"`
 	Sections []sectionNode  `json:"sections,omitempty"`
 	Links    []linkRef      `json:"links,omitempty"`
+	// Edge is set for a link-table row: the record is this edge, not a node.
+	Edge *edgeRef `json:"edge,omitempty"`
+	// Vectors are the attributes whose text is embedded into the node
+	// property VectorProperty(attr).
+	Vectors []string `json:"vectors,omitempty"`
 }
 
 // linkRef is one edge a record's node has to another record's node.
@@ -106,7 +125,9 @@ func normalizeJSON(v any) any {
 
 // docOutput is one processed document record.
 type docOutput struct {
-	it       item
+	it item
+	// label is the node's label (the anchor), "" for a link-table row.
+	label    string
 	nodeID   string
 	node     map[string]any
 	sections []sectionNode
@@ -120,6 +141,15 @@ type docOutput struct {
 	removedSections []string
 	// links are the record's edges to other records; oldLinks the stored ones.
 	links, oldLinks []linkRef
+	// edge is the link-table row's edge; oldEdge the stored one.
+	edge, oldEdge *edgeRef
+	// vecTexts are the short embeddable attributes' texts, by attribute;
+	// oldVectors the attributes that had a vector property before.
+	vecTexts   map[string]string
+	oldVectors []string
+	// group numbers the chunk runs (one per document or long attribute):
+	// NEXT edges stay within a run.
+	group []int
 }
 
 // processBatch maps, chunks, embeds, writes and commits one batch of records.
@@ -143,7 +173,12 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 	}
 	anchors := []string{}
 	for _, o := range outs {
-		anchors = append(anchors, o.it.rec.Anchor)
+		if o.label != "" {
+			anchors = append(anchors, o.label)
+		}
+		if o.edge != nil {
+			anchors = append(anchors, o.edge.FromLabel, o.edge.ToLabel)
+		}
 		for _, l := range o.links {
 			anchors = append(anchors, l.ToAnchor)
 		}
@@ -166,18 +201,32 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 // which chunks must be written.
 func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 	rec := it.rec
-	out := &docOutput{it: it, nodeID: NodeID(it.source, rec.Key)}
-	node := map[string]any{}
-	for k, v := range rec.Attributes {
-		node[k] = v
+	out := &docOutput{it: it, label: rec.Anchor, vecTexts: map[string]string{}}
+	attrs := rec.Attributes
+	var embeds map[string]string
+	if rec.Document != nil {
+		out.nodeID = NodeID(it.source, rec.Key)
+	} else {
+		mp, err := r.p.Model.apply(rec)
+		if err != nil {
+			return nil, err
+		}
+		if mp.edge != nil {
+			out.label, out.edge = "", mp.edge
+		} else {
+			out.label, out.nodeID, attrs, embeds, out.links = mp.label, rec.Key, mp.attrs, mp.embeds, mp.links
+		}
 	}
-	node["_source"] = it.source
-	node["_pipeline"] = r.p.Name
-	node["_key"] = rec.Key
-	node["_hash"] = fmt.Sprintf("%016x", it.hash)
-	out.node = node
-	for _, l := range rec.Links {
-		out.links = append(out.links, linkRef{Type: l.Type, ToAnchor: l.ToAnchor, ToID: NodeID(it.source, l.ToKey), Props: l.Props})
+	if out.edge == nil {
+		node := map[string]any{}
+		for k, v := range attrs {
+			node[k] = v
+		}
+		node["_source"] = it.source
+		node["_pipeline"] = r.p.Name
+		node["_key"] = rec.Key
+		node["_hash"] = fmt.Sprintf("%016x", it.hash)
+		out.node = node
 	}
 
 	if rec.Document != nil {
@@ -186,7 +235,7 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 			return nil, fmt.Errorf("parse %s: %w", rec.Key, err)
 		}
 		if t := documentTitle(root); t != "" {
-			node["title"] = t
+			out.node["title"] = t
 		}
 		out.sections = sectionsOf(out.nodeID, rec.Anchor, root)
 		chunks, err := chunker.Split(out.nodeID, root, r.p.Chunking)
@@ -194,6 +243,30 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 			return nil, fmt.Errorf("chunk %s: %w", rec.Key, err)
 		}
 		out.chunks = chunks
+		out.group = make([]int, len(chunks))
+	}
+	// Embeddable attributes: short texts become a vector property, long
+	// ones chunk nodes linked to the record's node.
+	names := slices.Sorted(maps.Keys(embeds))
+	for gi, attr := range names {
+		text := embeds[attr]
+		if r.p.Chunking.Tokenizer == nil || r.p.Chunking.Tokenizer.Count(text) <= r.p.Model.LongTextTokens() {
+			out.vecTexts[attr] = text
+			continue
+		}
+		root, err := chunker.Parse("txt", []byte(text))
+		if err != nil {
+			return nil, fmt.Errorf("record %s: attribute %q: %w", rec.Key, attr, err)
+		}
+		chunks, err := chunker.Split(out.nodeID+"#"+attr, root, r.p.Chunking)
+		if err != nil {
+			return nil, fmt.Errorf("record %s: attribute %q: %w", rec.Key, attr, err)
+		}
+		for _, c := range chunks {
+			c.Position = len(out.chunks)
+			out.chunks = append(out.chunks, c)
+			out.group = append(out.group, gi+1)
+		}
 	}
 
 	// Stored chunks and sections decide what must be rewritten and removed.
@@ -213,14 +286,16 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 		}
 		oldSections = sp.Sections
 		out.oldLinks = sp.Links
+		out.oldEdge = sp.Edge
+		out.oldVectors = sp.Vectors
 	}
-	forceAll := it.stored == nil || r.mode.Full || r.mode.Reembed || it.stored.Fingerprint != r.p.Fingerprint
+	forceAll := it.stored == nil || r.mode.Full || r.mode.Reembed || it.stored.Fingerprint != r.fingerprint(rec)
 	keep := map[string]bool{}
 	out.states = make([]state.Chunk, len(out.chunks))
 	out.write = make([]bool, len(out.chunks))
 	for i, c := range out.chunks {
 		next := ""
-		if i+1 < len(out.chunks) {
+		if i+1 < len(out.chunks) && out.group[i+1] == out.group[i] {
 			next = out.chunks[i+1].ID
 		}
 		props := chunkProps(c, out.nodeID, next)
@@ -289,6 +364,11 @@ func (r *runner) embedChunks(ctx context.Context, outs []*docOutput) (map[uint64
 				hashes = append(hashes, o.states[i].TextHash)
 			}
 		}
+		for _, attr := range slices.Sorted(maps.Keys(o.vecTexts)) {
+			text := o.vecTexts[attr]
+			texts = append(texts, text)
+			hashes = append(hashes, diff.TextHash(text))
+		}
 	}
 	vectors := map[uint64][]float32{}
 	if len(texts) == 0 {
@@ -314,6 +394,15 @@ func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64
 	for _, o := range outs {
 		rec := o.it.rec
 		ref := state.RecordRef{Source: source, Key: rec.Key}
+		if o.edge != nil {
+			r.edgeOps(b, o.edge, o.oldEdge)
+			rp, _ := json.Marshal(recordProps{Edge: o.edge})
+			commit.Records = append(commit.Records, state.Record{
+				Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
+				Fingerprint: r.fingerprint(rec), Props: rp,
+			})
+			continue
+		}
 		for _, id := range o.removed {
 			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelChunk, ID: id})
 		}
@@ -326,8 +415,17 @@ func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64
 			node[k] = v
 		}
 		node["_synced_at"] = r.p.now().UTC().Format("2006-01-02T15:04:05Z07:00")
-		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: rec.Anchor, ID: o.nodeID, Props: node})
-		docRef := sink.NodeRef{Label: rec.Anchor, ID: o.nodeID}
+		vecAttrs := slices.Sorted(maps.Keys(o.vecTexts))
+		for _, attr := range vecAttrs {
+			node[VectorProperty(attr)] = vectors[diff.TextHash(o.vecTexts[attr])]
+		}
+		for _, attr := range o.oldVectors {
+			if _, ok := o.vecTexts[attr]; !ok {
+				node[VectorProperty(attr)] = nil // SET += null removes the stale vector
+			}
+		}
+		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: o.label, ID: o.nodeID, Props: node})
+		docRef := sink.NodeRef{Label: o.label, ID: o.nodeID}
 		r.linkOps(b, docRef, o.links, o.oldLinks)
 		for _, s := range o.sections {
 			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: LabelSection, ID: s.ID, Props: map[string]any{
@@ -357,21 +455,49 @@ func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64
 			}
 			b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelInSection, From: cref, ToLabel: LabelSection, Keep: keepSection})
 			var keepNext []string
-			if i+1 < len(o.chunks) {
-				next := o.chunks[i+1].ID
+			if next, _ := props["next"].(string); next != "" {
 				b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelNext, From: cref, To: sink.NodeRef{Label: LabelChunk, ID: next}})
 				keepNext = []string{next}
 			}
 			b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelNext, From: cref, ToLabel: LabelChunk, Keep: keepNext})
 		}
-		rp, _ := json.Marshal(recordProps{Node: o.node, Sections: o.sections, Links: o.links})
+		rp, _ := json.Marshal(recordProps{ID: o.nodeID, Node: o.node, Sections: o.sections, Links: o.links, Vectors: vecAttrs})
 		commit.Records = append(commit.Records, state.Record{
 			Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
-			Fingerprint: r.p.Fingerprint, Anchor: rec.Anchor, Props: rp,
+			Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp,
 		})
 		commit.ReplaceChunks[ref] = o.states
 	}
 	return b, commit
+}
+
+// edgeOps writes a link-table row's edge, deleting its old edge when the row
+// now links other nodes. Both ends are MERGEd (as stubs when their records
+// come later), so the edge never depends on page order.
+func (r *runner) edgeOps(b *sink.Batch, e, old *edgeRef) {
+	if old != nil && (old.Type != e.Type || old.FromLabel != e.FromLabel || old.FromID != e.FromID ||
+		old.ToLabel != e.ToLabel || old.ToID != e.ToID) {
+		b.DeleteEdges = append(b.DeleteEdges, old.ref())
+	}
+	from, to := sink.NodeRef{Label: e.FromLabel, ID: e.FromID}, sink.NodeRef{Label: e.ToLabel, ID: e.ToID}
+	b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: from.Label, ID: from.ID, Props: map[string]any{}},
+		sink.NodeUpsert{Label: to.Label, ID: to.ID, Props: map[string]any{}})
+	b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: e.Type, From: from, To: to, Key: e.Key, Props: e.Props})
+}
+
+func (e *edgeRef) ref() sink.EdgeRef {
+	return sink.EdgeRef{Type: e.Type, From: sink.NodeRef{Label: e.FromLabel, ID: e.FromID},
+		To: sink.NodeRef{Label: e.ToLabel, ID: e.ToID}, Key: e.Key}
+}
+
+// fingerprint is a record's config fingerprint: the pipeline's (chunking,
+// embedder, mapping version) combined with its anchor's part of the model.
+func (r *runner) fingerprint(rec sources.Record) uint64 {
+	mf := r.p.Model.Fingerprint(rec.Anchor)
+	if mf == 0 {
+		return r.p.Fingerprint
+	}
+	return r.p.Fingerprint ^ (mf * 0x9e3779b97f4a7c15)
 }
 
 // linkOps adds a record's link edges to the batch and prunes the edges it
@@ -488,12 +614,21 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 		}
 		o := &docOutput{
 			it:       item{source: source, rec: sources.Record{Key: rec.Key, Anchor: rec.Anchor}, hash: rec.Hash},
-			nodeID:   NodeID(source, rec.Key),
+			label:    rec.Anchor,
+			nodeID:   nodeIDOf(source, rec.Key, rp),
 			node:     rp.Node,
 			sections: rp.Sections,
 			links:    rp.Links,
+			edge:     rp.Edge,
+			oldEdge:  rp.Edge,
 			states:   chunks,
 			write:    make([]bool, len(chunks)),
+			vecTexts: map[string]string{},
+		}
+		for _, attr := range rp.Vectors {
+			if text, ok := rp.Node[attr].(string); ok {
+				o.vecTexts[attr] = text
+			}
 		}
 		for i, c := range chunks {
 			props, err := decodeProps(c.Props)
@@ -513,6 +648,7 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 		return err
 	}
 	b, _ := r.buildBatch(source, outs, vectors)
+	r.run.Counts.ChunksDeleted = 0
 	// State is unchanged by a rebuild: only the graph is rewritten.
 	return r.writeAndCommit(ctx, b, state.Commit{Pipeline: r.p.Name})
 }

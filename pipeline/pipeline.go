@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/kgsync/kgsync/chunker"
@@ -64,6 +66,8 @@ type Pipeline struct {
 	Store state.Store
 	// Chunking configures the chunker.
 	Chunking chunker.Options
+	// Model maps tables to anchors, attributes and links (nil = default mapping).
+	Model *Model
 	// BatchSize is the number of records per write-and-commit batch.
 	BatchSize int
 	// MaxDeleteRatio is the mass-delete guard (0 < r <= 1; 1 disables it).
@@ -123,7 +127,7 @@ func (p *Pipeline) Schema(anchors []string) sink.Schema {
 	s := sink.Schema{}
 	seen := map[string]bool{}
 	for _, l := range append(append([]string{}, anchors...), LabelSection, LabelChunk) {
-		if !seen[l] {
+		if l != "" && !seen[l] {
 			seen[l] = true
 			s.Indexes = append(s.Indexes, sink.Index{Label: l, Property: "id"})
 		}
@@ -136,6 +140,15 @@ func (p *Pipeline) Schema(anchors []string) sink.Schema {
 		Name: ChunkVectorIndex, Label: LabelChunk, Property: PropEmbedding,
 		Dimension: p.Embedder.Dimensions(), Metric: "cos", Capacity: capacity,
 	})
+	emb := p.Model.Embeddable()
+	for _, label := range slices.Sorted(maps.Keys(emb)) {
+		for _, attr := range emb[label] {
+			s.VectorIndexes = append(s.VectorIndexes, sink.VectorIndex{
+				Name: VectorIndexName(label, attr), Label: label, Property: VectorProperty(attr),
+				Dimension: p.Embedder.Dimensions(), Metric: "cos", Capacity: capacity,
+			})
+		}
+	}
 	return s
 }
 

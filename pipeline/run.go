@@ -214,7 +214,7 @@ func (r *runner) classify(source string, rec sources.Record, stored map[string]s
 		return item{}, fmt.Errorf("record %q: hash: %w", rec.Key, err)
 	}
 	st, found := stored[rec.Key]
-	class, reason := diff.Classify(found, st.Hash, st.Fingerprint, h, r.p.Fingerprint)
+	class, reason := diff.Classify(found, st.Hash, st.Fingerprint, h, r.fingerprint(rec))
 	it := item{source: source, rec: rec, hash: h, class: class, reason: reason}
 	if found {
 		it.stored = &st
@@ -303,7 +303,11 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		for _, s := range sp.Sections {
 			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelSection, ID: s.ID})
 		}
-		b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: rec.Anchor, ID: NodeID(source, rec.Key)})
+		if sp.Edge != nil {
+			b.DeleteEdges = append(b.DeleteEdges, sp.Edge.ref())
+		} else {
+			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: rec.Anchor, ID: nodeIDOf(source, rec.Key, sp)})
+		}
 		commit.DeleteRecords = append(commit.DeleteRecords, ref)
 		r.counts().RecordsDeleted++
 		r.counts().ChunksDeleted += len(chunks)

@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		newStatusCmd(g),
 		newValidateCmd(g),
 		newMigrateCmd(g),
+		newDaemonCmd(g),
 	)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -19,6 +19,7 @@ import (
 type syncFlags struct {
 	json            bool
 	allowMassDelete bool
+	remote, token   string // sync --remote: trigger a running daemon (daemon.go)
 }
 
 func newSyncCmd(g *globals) *cobra.Command {
@@ -33,10 +34,15 @@ the changes to the sink and commit state batch by batch.
 With --json, one line of JSON per pipeline run is printed on stdout:
 {"pipeline","run_id","status","records":{...},"chunks":{...},"sink":{...},"duration_ms"}.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.remote != "" {
+				return remoteSync(cmd.Context(), g, f.remote, f.token, args, f.json)
+			}
 			return runPipelines(cmd.Context(), g, args, pipeline.Mode{AllowMassDelete: f.allowMassDelete}, state.TriggerManual, f.json)
 		},
 	}
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON line per pipeline run")
+	cmd.Flags().StringVar(&f.remote, "remote", "", "queue the runs on the daemon at this URL (http://host:port) instead of running them here")
+	cmd.Flags().StringVar(&f.token, "token", "", "bearer token of the daemon's API, with --remote (default $"+envAPIToken+")")
 	cmd.Flags().BoolVar(&f.allowMassDelete, "allow-mass-delete", false, "confirm a run that deletes more than the pipeline's max_delete_ratio of its records")
 	return cmd
 }

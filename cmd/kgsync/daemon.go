@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/daemon"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/state"
+)
+
+// envAPIToken names the environment variable `sync --remote` reads the
+// daemon's API token from when --token is not given.
+const envAPIToken = "KGSYNC_API_TOKEN"
+
+func newDaemonCmd(g *globals) *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Run the schedules and serve webhooks, the HTTP API, health and metrics until stopped",
+		Long: `Run the pipelines' schedules and serve HTTP until SIGTERM or SIGINT
+(docs/daemon.md): Grist webhooks on POST /hooks/grist/{pipeline}/{table},
+the API on /api/..., /healthz, /readyz and /metrics.
+
+On the first signal the daemon stops taking triggers and lets running runs
+finish for daemon.grace_period, then cancels them (a cancelled run stops
+before its next commit); a second signal cancels them at once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDaemon(cmd.Context(), g, listen)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "HTTP address host:port (default: the config's daemon.listen)")
+	return cmd
+}
+
+// daemonLogger is the config's logger (log.level, log.format) unless
+// --log-level or -v is given.
+func daemonLogger(g *globals, cfg *config.Config) *slog.Logger {
+	if g.logLevel != "" || g.verbose {
+		return g.logger(cfg)
+	}
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Log.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(g.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(g.stderr, opts))
+}
+
+func runDaemon(ctx context.Context, g *globals, listen string) error {
+	cfg, err := g.load()
+	if err != nil {
+		return err
+	}
+	log := daemonLogger(g, cfg)
+	store, err := pipeline.OpenStore(ctx, cfg.State)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = store.Close() }()
+
+	// Sinks that can be pinged are checked by /readyz.
+	checks := map[string]any{}
+	for i := range cfg.Pipelines {
+		pc := &cfg.Pipelines[i]
+		if pc.Sink == nil || pc.Sink.Type != "memgraph" {
+			continue
+		}
+		s, err := pipeline.NewSink(ctx, *pc.Sink, pc.Name, log)
+		if err != nil {
+			return fmt.Errorf("pipeline %q: %w", pc.Name, err)
+		}
+		defer func() { _ = s.Close(context.WithoutCancel(ctx)) }()
+		checks["sink of "+pc.Name] = s
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d, err := daemon.New(daemon.Options{
+		Config: cfg, Store: store, Runner: &pipelineRunner{cfg: cfg, store: store, log: log},
+		Checks: checks, Registerer: reg, Gatherer: reg, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if listen == "" {
+		listen = cfg.Daemon.Listen
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", listen, err)
+	}
+	// A second signal, after the first cancelled ctx, aborts at once.
+	go func() {
+		<-ctx.Done()
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sig)
+		select {
+		case <-sig:
+			log.Warn("second signal: cancelling running runs now")
+			d.Abort()
+		case <-time.After(cfg.Daemon.GracePeriod + time.Minute):
+		}
+	}()
+	if err := d.Run(ctx, ln); err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	return nil
+}
+
+// pipelineRunner is the daemon's Runner: it builds the pipeline from the
+// config for each run (so sources, embedder and sink are fresh) and runs it.
+type pipelineRunner struct {
+	cfg   *config.Config
+	store state.Store
+	log   *slog.Logger
+}
+
+// heldLock is the store as seen by a pipeline run by the daemon, which
+// already holds the pipeline's lock: Lock is a no-op.
+type heldLock struct{ state.Store }
+
+func (heldLock) Lock(context.Context, string) (func() error, error) {
+	return func() error { return nil }, nil
+}
+
+// pipelineMode maps the daemon's mode names onto pipeline.Mode, as
+// `kgsync resync` does for its flags.
+func pipelineMode(m daemon.Mode) pipeline.Mode {
+	switch m {
+	case daemon.ModeFull:
+		return pipeline.Mode{Full: true}
+	case daemon.ModeReembed:
+		return pipeline.Mode{Reembed: true}
+	case daemon.ModeRebuildGraph:
+		return pipeline.Mode{RebuildGraph: true}
+	default:
+		return pipeline.Mode{}
+	}
+}
+
+// Run builds and runs pipeline name once.
+func (r *pipelineRunner) Run(ctx context.Context, name string, trigger state.Trigger, mode daemon.Mode) (state.Run, error) {
+	pc, ok := r.cfg.Pipeline(name)
+	if !ok {
+		return state.Run{}, fmt.Errorf("no pipeline %q", name)
+	}
+	p, err := pipeline.Build(ctx, r.cfg, pc, heldLock{r.store}, r.log)
+	if err != nil {
+		return state.Run{}, fmt.Errorf("pipeline %q: %w", name, err)
+	}
+	defer func() { _ = p.Sink.Close(context.WithoutCancel(ctx)) }()
+	res, err := p.Run(ctx, trigger, pipelineMode(mode))
+	return res.Run, err
+}
+
+// remoteSync asks the daemon at base to run the named pipelines (all of
+// them when none is named, as GET /api/pipelines lists them) and prints
+// one line per queued trigger, or its JSON with asJSON.
+func remoteSync(ctx context.Context, g *globals, base, token string, names []string, asJSON bool) error {
+	if token == "" {
+		token = os.Getenv(envAPIToken)
+	}
+	u, err := url.Parse(strings.TrimRight(base, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &exitError{code: 2, err: fmt.Errorf("--remote %q: want an http(s) URL such as http://kgsync:8080", base)}
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	call := func(method, path string, out any) error {
+		req, err := http.NewRequestWithContext(ctx, method, u.String()+path, nil)
+		if err != nil {
+			return err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			return fmt.Errorf("%s %s: read response: %w", method, path, err)
+		}
+		if resp.StatusCode/100 != 2 {
+			var e struct{ Error string }
+			_ = json.Unmarshal(body, &e)
+			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, e.Error)
+		}
+		if err := json.Unmarshal(body, out); err != nil {
+			return fmt.Errorf("%s %s: decode response: %w", method, path, err)
+		}
+		return nil
+	}
+	if len(names) == 0 {
+		var list struct{ Pipelines []daemon.PipelineJSON }
+		if err := call("GET", "/api/pipelines", &list); err != nil {
+			return err
+		}
+		for _, p := range list.Pipelines {
+			names = append(names, p.Name)
+		}
+	}
+	var failed []error
+	for _, n := range names {
+		var tr daemon.TriggerJSON
+		if err := call("POST", "/api/pipelines/"+url.PathEscape(n)+"/sync?mode=incremental", &tr); err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		if asJSON {
+			line, _ := json.Marshal(tr)
+			fmt.Fprintln(g.stdout, string(line))
+		} else {
+			fmt.Fprintf(g.stdout, "%s: queued as trigger %d on %s\n", n, tr.ID, u.Host)
+		}
+	}
+	if len(failed) > 0 {
+		return &exitError{code: 1, err: errors.Join(failed...)}
+	}
+	return nil
+}

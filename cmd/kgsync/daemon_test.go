@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/daemon"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/state"
+)
+
+// TestDaemonRunsQuickstartFromRemoteSync serves the quickstart with the
+// real pipeline runner and triggers it with `kgsync sync --remote`.
+func TestDaemonRunsQuickstartFromRemoteSync(t *testing.T) {
+	t.Parallel()
+	const token = "remote-token-93b1"
+	cfg, err := config.Load(quickstart(t))
+	require.NoError(t, err)
+	cfg.Daemon.APIToken = token
+	cfg.Daemon.PollInterval = time.Hour
+	ctx := context.Background()
+	store, err := pipeline.OpenStore(ctx, cfg.State)
+	require.NoError(t, err)
+	defer store.Close()
+	d, err := daemon.New(daemon.Options{
+		Config: cfg, Store: store, Runner: &pipelineRunner{cfg: cfg, store: store, log: slog.New(slog.DiscardHandler)},
+		Registerer: prometheus.NewRegistry(),
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(d.Handler())
+	defer srv.Close()
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx, nil) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+
+	code, _, errOut := kgsync(t, "sync", "--remote", srv.URL, "--json")
+	require.Equal(t, 1, code, "no token: 401")
+	require.Contains(t, errOut, "401")
+	require.NotContains(t, errOut, token)
+
+	code, out, errOut := kgsync(t, "sync", "--remote", srv.URL, "--token", token, "--json", "docs")
+	require.Equal(t, 0, code, errOut)
+	var tr daemon.TriggerJSON
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &tr), out)
+	require.Equal(t, "docs", tr.Pipeline)
+	require.Equal(t, "incremental", tr.Mode)
+
+	get := func(path string, v any) {
+		req, err := http.NewRequest("GET", srv.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		require.NoError(t, json.Unmarshal(body, v))
+	}
+	require.Eventually(t, func() bool {
+		get("/api/triggers/"+strconv.FormatInt(tr.ID, 10), &tr)
+		return tr.Status == "done"
+	}, 20*time.Second, 10*time.Millisecond)
+	var run daemon.RunJSON
+	get("/api/runs/"+strconv.FormatInt(tr.RunID, 10), &run)
+	require.Equal(t, string(state.StatusSucceeded), run.Status, run.Error)
+	require.Equal(t, string(state.TriggerManual), run.Trigger)
+	require.Equal(t, 3, run.Counts.RecordsNew, "the quickstart has three documents")
+}
+
+func TestPipelineMode(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, pipeline.Mode{}, pipelineMode(daemon.ModeIncremental))
+	require.Equal(t, pipeline.Mode{Full: true}, pipelineMode(daemon.ModeFull))
+	require.Equal(t, pipeline.Mode{Reembed: true}, pipelineMode(daemon.ModeReembed))
+	require.Equal(t, pipeline.Mode{RebuildGraph: true}, pipelineMode(daemon.ModeRebuildGraph))
+}

@@ -1,0 +1,89 @@
+package daemon
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kgsync/kgsync/state"
+)
+
+// metrics are the daemon's Prometheus metrics. Labels are bounded: pipeline
+// is always a configured pipeline name ("" for a request naming none),
+// outcome, class and reason come from fixed sets.
+type metrics struct {
+	runs          *prometheus.CounterVec   // pipeline, outcome: succeeded, failed, cancelled
+	runDuration   *prometheus.HistogramVec // pipeline
+	running       *prometheus.GaugeVec     // pipeline
+	records       *prometheus.CounterVec   // pipeline, class: read, new, changed, unchanged, deleted, skipped
+	chunks        *prometheus.CounterVec   // pipeline, outcome: embedded, cached, deleted
+	sinkStmts     *prometheus.CounterVec   // pipeline
+	sinkBatches   *prometheus.CounterVec   // pipeline
+	lastSuccess   *prometheus.GaugeVec     // pipeline
+	triggers      *prometheus.CounterVec   // pipeline, reason
+	lockBusy      *prometheus.CounterVec   // pipeline
+	deliveries    *prometheus.CounterVec   // pipeline, outcome
+	webhookRows   *prometheus.CounterVec   // pipeline
+	coalesced     *prometheus.CounterVec   // pipeline
+	rowSinkErrors *prometheus.CounterVec   // pipeline
+}
+
+// Webhook delivery outcomes (kgsync_webhook_deliveries_total{outcome}).
+const (
+	deliveryAccepted     = "accepted"
+	deliveryUnauthorized = "unauthorized"
+	deliveryDisabled     = "disabled"
+	deliveryTooLarge     = "too_large"
+	deliveryMalformed    = "malformed"
+	deliveryUnknown      = "unknown_pipeline"
+	deliveryStopping     = "stopping"
+)
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "kgsync", Name: name, Help: help}, labels)
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "kgsync", Name: name, Help: help}, labels)
+	}
+	m := &metrics{
+		runs: counter("runs_total", "Finished runs by outcome (succeeded, failed, cancelled).", "pipeline", "outcome"),
+		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "kgsync", Name: "run_duration_seconds", Help: "Duration of runs, seconds.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 16), // 50 ms .. ~27 min
+		}, []string{"pipeline"}),
+		running:       gauge("run_in_progress", "1 while this replica runs the pipeline.", "pipeline"),
+		records:       counter("records_total", "Records by class (read, new, changed, unchanged, deleted, skipped).", "pipeline", "class"),
+		chunks:        counter("chunks_total", "Chunks by outcome: embedded (embedding requested), cached (vector reused from the cache), deleted.", "pipeline", "outcome"),
+		sinkStmts:     counter("sink_statements_total", "Statements sent to the sink.", "pipeline"),
+		sinkBatches:   counter("sink_batches_total", "Batches (transactions) sent to the sink.", "pipeline"),
+		lastSuccess:   gauge("last_success_timestamp_seconds", "Unix time of the last successful run's end.", "pipeline"),
+		triggers:      counter("triggers_total", "Triggers queued, by reason (cron, webhook, manual).", "pipeline", "reason"),
+		lockBusy:      counter("lock_busy_total", "Times this replica found the pipeline locked by another process.", "pipeline"),
+		deliveries:    counter("webhook_deliveries_total", "Webhook deliveries by outcome (accepted, unauthorized, disabled, too_large, malformed, unknown_pipeline, stopping).", "pipeline", "outcome"),
+		webhookRows:   counter("webhook_rows_total", "Distinct rows received in accepted webhook deliveries.", "pipeline"),
+		coalesced:     counter("webhook_coalesced_total", "Accepted deliveries merged into a trigger already waiting in the debounce window.", "pipeline"),
+		rowSinkErrors: counter("webhook_row_sink_errors_total", "Errors of the row sink receiving webhook rows.", "pipeline"),
+	}
+	for _, c := range []prometheus.Collector{m.runs, m.runDuration, m.running, m.records, m.chunks, m.sinkStmts,
+		m.sinkBatches, m.lastSuccess, m.triggers, m.lockBusy, m.deliveries, m.webhookRows, m.coalesced, m.rowSinkErrors} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// observeRun records a finished run's counts.
+func (m *metrics) observeRun(name, outcome string, run state.Run, seconds float64) {
+	m.runs.WithLabelValues(name, outcome).Inc()
+	m.runDuration.WithLabelValues(name).Observe(seconds)
+	c := run.Counts
+	for class, n := range map[string]int{"read": c.RecordsRead, "new": c.RecordsNew, "changed": c.RecordsChanged,
+		"unchanged": c.RecordsUnchanged, "deleted": c.RecordsDeleted, "skipped": c.RecordsSkipped} {
+		m.records.WithLabelValues(name, class).Add(float64(n))
+	}
+	m.chunks.WithLabelValues(name, "embedded").Add(float64(c.ChunksEmbedded))
+	m.chunks.WithLabelValues(name, "cached").Add(float64(c.ChunksReused))
+	m.chunks.WithLabelValues(name, "deleted").Add(float64(c.ChunksDeleted))
+	m.sinkStmts.WithLabelValues(name).Add(float64(c.SinkStatements))
+	m.sinkBatches.WithLabelValues(name).Add(float64(c.SinkBatches))
+}

@@ -1,0 +1,61 @@
+package daemon
+
+import "fmt"
+
+// Mode is the variant of run a trigger asks for; it is stored as text in
+// the triggers table (state.QueuedTrigger.Mode) and maps onto
+// pipeline.Mode in the Runner.
+type Mode string
+
+// Modes, as accepted by POST /api/pipelines/{name}/sync?mode=.
+const (
+	// ModeIncremental processes what changed (the default).
+	ModeIncremental Mode = "incremental"
+	// ModeFull ignores stored record hashes (resync --full).
+	ModeFull Mode = "full"
+	// ModeReembed ignores the embedding cache (resync --reembed).
+	ModeReembed Mode = "reembed"
+	// ModeRebuildGraph rewrites the graph from state without reading the
+	// sources (resync --rebuild-graph).
+	ModeRebuildGraph Mode = "rebuild-graph"
+)
+
+// ParseMode parses a mode name; "" is ModeIncremental.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case "":
+		return ModeIncremental, nil
+	case ModeIncremental, ModeFull, ModeReembed, ModeRebuildGraph:
+		return m, nil
+	default:
+		return "", fmt.Errorf("unknown mode %q: want incremental, full, reembed or rebuild-graph", s)
+	}
+}
+
+// rank orders modes by how much of the pipeline a run redoes.
+func (m Mode) rank() int {
+	switch m {
+	case ModeRebuildGraph:
+		return 1
+	case ModeFull:
+		return 2
+	case ModeReembed:
+		return 3
+	default:
+		return 0
+	}
+}
+
+// Merge returns the strongest of m and o, the mode of one run serving
+// both: incremental < rebuild-graph < full < reembed, except that
+// incremental with rebuild-graph gives full, since a rebuild does not read
+// the sources and would miss the incremental trigger's changes.
+func (m Mode) Merge(o Mode) Mode {
+	if (m == ModeIncremental && o == ModeRebuildGraph) || (m == ModeRebuildGraph && o == ModeIncremental) {
+		return ModeFull
+	}
+	if o.rank() > m.rank() {
+		return o
+	}
+	return m
+}
