@@ -16,7 +16,10 @@ import (
 	"github.com/kgsync/kgsync/sink/cypherl"
 	"github.com/kgsync/kgsync/sink/memgraph"
 	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/sources/csvtable"
 	"github.com/kgsync/kgsync/sources/files"
+	"github.com/kgsync/kgsync/sources/grist"
+	"github.com/kgsync/kgsync/sources/httpapi"
 	"github.com/kgsync/kgsync/state"
 	"github.com/kgsync/kgsync/state/postgres"
 	"github.com/kgsync/kgsync/state/sqlite"
@@ -135,6 +138,24 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
 			}
 			srcs = append(srcs, s)
+		case sc.Grist != nil:
+			s, err := grist.New(sc.Name, gristConfig(sc.Grist), logger)
+			if err != nil {
+				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
+			}
+			srcs = append(srcs, s)
+		case sc.HTTP != nil:
+			s, err := httpapi.New(sc.Name, httpConfig(sc.HTTP), logger)
+			if err != nil {
+				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
+			}
+			srcs = append(srcs, s)
+		case sc.CSV != nil:
+			s, err := csvtable.New(sc.Name, csvConfig(sc.CSV), logger)
+			if err != nil {
+				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
+			}
+			srcs = append(srcs, s)
 		default:
 			return nil, fmt.Errorf("pipeline %q: sources[%d]: no source kind set", pc.Name, i)
 		}
@@ -160,10 +181,62 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 		Chunking: chunker.Options{
 			MaxTokens: pc.Chunking.MaxTokens, OverlapTokens: pc.Chunking.OverlapTokens, Tokenizer: tok,
 		},
+		Model:          NewModel(pc.Model),
 		BatchSize:      pc.BatchSize,
 		MaxDeleteRatio: ratio,
 		Fingerprint:    Fingerprint(pc, emb),
 		VectorCapacity: capacity,
 		Logger:         logger,
 	}, nil
+}
+
+func gristConfig(c *config.GristSource) grist.Config {
+	return grist.Config{
+		Server: c.Server, DocID: c.DocID, APIKey: c.APIKey, Tables: c.Tables, KeyColumns: c.KeyColumns,
+		PageSize: c.PageSize, MaxInFlight: c.MaxInFlight, FullEvery: c.FullEvery,
+	}
+}
+
+func csvConfig(c *config.CSVSource) csvtable.Config {
+	var out csvtable.Config
+	for _, t := range c.Tables {
+		out.Tables = append(out.Tables, csvtable.Table{
+			Path: t.Path, Table: t.Table, Key: t.Key, Columns: t.Columns, Skip: t.Skip, Delimiter: t.Delimiter,
+		})
+	}
+	return out
+}
+
+func httpConfig(c *config.HTTPSource) httpapi.Config {
+	out := httpapi.Config{
+		URL: c.URL, Method: c.Method, Headers: c.Headers, Query: c.Query, Body: c.Body,
+		Timeout: c.Timeout, MaxBodyBytes: c.MaxBodyBytes, MaxPages: c.MaxPages,
+		Records: c.Records, Key: c.Key, Anchor: c.Anchor, Attributes: c.Attributes,
+		RateLimit: c.RateLimit, Burst: c.Burst, Concurrency: c.Concurrency,
+	}
+	if c.Auth != nil {
+		out.Auth = httpapi.Auth{Bearer: c.Auth.Bearer, APIKeyHeader: c.Auth.APIKeyHeader, APIKey: c.Auth.APIKey,
+			Username: c.Auth.Username, Password: c.Auth.Password}
+	}
+	if c.Pagination != nil {
+		out.Pagination = httpapi.Pagination{Style: c.Pagination.Style, Param: c.Pagination.Param, Start: c.Pagination.Start,
+			SizeParam: c.Pagination.SizeParam, Size: c.Pagination.Size, Next: c.Pagination.Next}
+	}
+	if len(c.Links) > 0 {
+		out.Links = map[string]httpapi.LinkConfig{}
+		for k, l := range c.Links {
+			out.Links[k] = httpapi.LinkConfig{Anchor: l.Anchor, Expr: l.Expr}
+		}
+	}
+	if c.Incremental != nil {
+		out.Incremental = &httpapi.Incremental{Param: c.Incremental.Param, Cursor: c.Incremental.Cursor,
+			Ordered: c.Incremental.Ordered, FullEvery: c.Incremental.FullEvery}
+	}
+	if c.Detail != nil {
+		out.Detail = &httpapi.Detail{URL: c.Detail.URL, Path: c.Detail.Path}
+	}
+	if c.MaxRetries > 0 {
+		out.Retry.Max = c.MaxRetries
+	}
+	return out
 }

@@ -86,10 +86,6 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 				complete = false
 				break
 			}
-			for _, sk := range page.Skipped {
-				seen[sk.Key] = true
-				plan.Skipped++
-			}
 			for _, rec := range page.Records {
 				if seen[rec.Key] {
 					continue
@@ -144,6 +140,10 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 					}
 				}
 				plan.Items = append(plan.Items, pi)
+			}
+			for _, sk := range page.Skipped {
+				seen[sk.Key] = true
+				plan.Skipped++
 			}
 		}
 		if !complete {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/embed"
@@ -132,11 +133,6 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 				return err
 			}
 		}
-		for _, sk := range page.Skipped {
-			seen[sk.Key] = true
-			r.counts().RecordsSkipped++
-			r.log.Warn("record skipped", slog.String("source", name), slog.String("key", sk.Key), slog.String("err", sk.Err.Error()))
-		}
 		for _, rec := range page.Records {
 			if seen[rec.Key] {
 				r.counts().RecordsSkipped++
@@ -167,6 +163,13 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 					return err
 				}
 			}
+		}
+		// Skips after the page's records: a skipped duplicate must not hide
+		// the record with the same key that was read.
+		for _, sk := range page.Skipped {
+			r.counts().RecordsSkipped++
+			r.log.Warn("record skipped", slog.String("source", name), slog.String("key", sk.Key), slog.String("err", sk.Err.Error()))
+			seen[sk.Key] = true
 		}
 		lastCursor = page.Cursor
 	}
@@ -225,13 +228,24 @@ func (r *runner) classify(source string, rec sources.Record, stored map[string]s
 	return it, nil
 }
 
-// RecordHash is the content hash of a record: key, anchor, attributes and
-// document bytes in the canonical encoding.
+// RecordHash is the content hash of a record: key, anchor, attributes,
+// links (sorted) and document bytes in the canonical encoding.
 func RecordHash(rec sources.Record) (uint64, error) {
 	e := diff.NewEncoder()
 	e.String(rec.Key).String(rec.Anchor)
 	if err := e.Value(rec.Attributes); err != nil {
 		return 0, err
+	}
+	links := make([]any, 0, len(rec.Links))
+	for _, l := range rec.Links {
+		links = append(links, []any{l.Type, l.ToAnchor, l.ToKey, l.Props})
+	}
+	slices.SortFunc(links, func(a, b any) int {
+		x, y := a.([]any), b.([]any)
+		return strings.Compare(x[0].(string)+"\x00"+x[1].(string)+"\x00"+x[2].(string), y[0].(string)+"\x00"+y[1].(string)+"\x00"+y[2].(string))
+	})
+	if err := e.Value(links); err != nil {
+		return 0, fmt.Errorf("links: %w", err)
 	}
 	if rec.Document != nil {
 		e.String(rec.Document.Format).RawBytes(rec.Document.Content)

@@ -58,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		newStatusCmd(g),
 		newValidateCmd(g),
 		newMigrateCmd(g),
+		newSchemaCmd(g),
+		newSearchCmd(g),
 		newDaemonCmd(g),
 	)
 	err := root.ExecuteContext(ctx)

@@ -1,0 +1,290 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/embed/hashing"
+	"github.com/kgsync/kgsync/internal/graphtest"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/state"
+	"github.com/kgsync/kgsync/state/sqlite"
+)
+
+// tableSource is an in-memory tabular source: records by key, listed in key
+// order, in pages of 3.
+type tableSource struct {
+	name string
+	recs map[string]sources.Record
+	fail bool
+}
+
+func (s *tableSource) Name() string { return s.name }
+
+func (s *tableSource) Read(ctx context.Context, _ string) iter.Seq2[*sources.Page, error] {
+	return func(yield func(*sources.Page, error) bool) {
+		keys := make([]string, 0, len(s.recs))
+		for k := range s.recs {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i := 0; i < len(keys); i += 3 {
+			if s.fail && i > 0 {
+				yield(nil, fmt.Errorf("listing failed at page %d", i/3+1))
+				return
+			}
+			pg := &sources.Page{}
+			for _, k := range keys[i:min(i+3, len(keys))] {
+				pg.Records = append(pg.Records, s.recs[k])
+			}
+			if !yield(pg, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (s *tableSource) put(table, key string, attrs map[string]any, links ...sources.Link) {
+	s.recs[table+":"+key] = sources.Record{Key: table + ":" + key, Anchor: table, Attributes: attrs, Links: links}
+}
+
+// tariff is a small product-code tree, guides, and a many-to-many link
+// table, shaped like the corpus's HS and UK tariff tables.
+func tariff() *tableSource {
+	s := &tableSource{name: "tables", recs: map[string]sources.Record{}}
+	codes := []struct{ code, parent, desc string }{
+		{"01", "", "Animals; live"},
+		{"0101", "01", "Horses, asses, mules and hinnies; live"},
+		{"010121", "0101", "Horses; live, pure-bred breeding animals"},
+		{"010129", "0101", "Horses; live, other than pure-bred breeding animals"},
+		{"02", "", "Meat and edible meat offal"},
+		{"0201", "02", "Meat of bovine animals; fresh or chilled"},
+	}
+	for _, c := range codes {
+		var links []sources.Link
+		if c.parent != "" {
+			links = append(links, sources.Link{Type: "parent", ToAnchor: "hs", ToKey: "hs:" + c.parent})
+		}
+		s.put("hs", c.code, map[string]any{"hscode": c.code, "description": c.desc}, links...)
+	}
+	s.put("guides", "1", map[string]any{"title": "Classifying live animals", "url": "https://www.gov.uk/guidance/live-animals"})
+	s.put("guides", "2", map[string]any{"title": "Classifying meat", "url": "https://www.gov.uk/guidance/meat"})
+	for i, hg := range [][2]string{{"0101", "1"}, {"0101", "2"}, {"0201", "2"}} {
+		s.put("headings_guides", fmt.Sprint(i+1), map[string]any{"heading_id": hg[0], "id": hg[1], "note": "row " + fmt.Sprint(i+1)})
+	}
+	return s
+}
+
+func tariffModel() *config.Model {
+	return &config.Model{
+		Anchors: []config.Anchor{
+			{Name: "cn_code", Table: "hs", Description: "A Harmonized System code",
+				Attributes: []config.Attribute{{Name: "description", Embeddable: true}, {Name: "code", Column: "hscode"}},
+				Links:      []config.Link{{Name: "PARENT", Column: "parent", To: "cn_code"}}},
+			{Name: "guide", Table: "guides", Attributes: []config.Attribute{{Name: "title", Embeddable: true}}},
+		},
+		LinkTables: []config.LinkTable{{Name: "REQUIRES_GUIDE", Table: "headings_guides",
+			From: config.LinkEnd{Anchor: "cn_code", Column: "heading_id"}, To: config.LinkEnd{Anchor: "guide", Column: "id"}}},
+	}
+}
+
+type modelBundle struct {
+	src   *tableSource
+	graph *graphtest.Graph
+	emb   *countingEmbedder
+	store state.Store
+	p     *pipeline.Pipeline
+}
+
+func setupModel(t *testing.T) *modelBundle {
+	t.Helper()
+	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	tok, err := chunker.NewTokenizer("cl100k_base")
+	require.NoError(t, err)
+	b := &modelBundle{src: tariff(), graph: graphtest.New(), emb: &countingEmbedder{Embedder: hashing.New("hashing-v1", 16)}, store: store}
+	b.p = &pipeline.Pipeline{
+		Name: "tariff", Sources: []sources.Source{b.src}, Embedder: b.emb, Sink: b.graph, Store: store,
+		Chunking: chunker.Options{MaxTokens: 64, OverlapTokens: 8, Tokenizer: tok},
+		Model:    pipeline.NewModel(tariffModel()), BatchSize: 4, MaxDeleteRatio: 1, Fingerprint: 7,
+	}
+	return b
+}
+
+func (b *modelBundle) sync(t *testing.T) state.Counts {
+	t.Helper()
+	res, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.NoError(t, err)
+	require.Empty(t, b.graph.Dangling())
+	return res.Run.Counts
+}
+
+func TestModelMapsTablesToAnchorsLinksAndEdges(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	c := b.sync(t)
+	require.Equal(t, 11, c.RecordsNew)
+	require.Equal(t, 6, b.graph.Count("cn_code"))
+	require.Equal(t, 2, b.graph.Count("guide"))
+	require.Zero(t, b.graph.Count("hs"), "tables are renamed to their anchors")
+	require.Zero(t, b.graph.Count("headings_guides"), "link-table rows are edges, not nodes")
+	require.Equal(t, 4, b.graph.EdgeCount("PARENT"), "every code but the two chapters has a parent")
+	require.Equal(t, 3, b.graph.EdgeCount("REQUIRES_GUIDE"), "one edge per link-table row")
+
+	n, ok := b.graph.Node("cn_code", "hs:0101")
+	require.True(t, ok)
+	require.Equal(t, "0101", n["code"], "column hscode renamed to attribute code")
+	require.Len(t, n["description_embedding"], 16, "a short embeddable text becomes a vector property")
+	require.NotContains(t, n, "hscode")
+	g, _ := b.graph.Node("guide", "guides:2")
+	require.Len(t, g["title_embedding"], 16)
+
+	// Edge properties are the link table's other columns.
+	for _, e := range b.graph.Edges() {
+		if e.Type == "REQUIRES_GUIDE" && e.From.ID == "hs:0201" {
+			require.Equal(t, "guides:2", e.To.ID)
+			require.Equal(t, "headings_guides:3", e.Key)
+		}
+	}
+	// The vector indexes of the embeddable attributes are ensured.
+	var names []string
+	for _, vi := range b.graph.Schema().VectorIndexes {
+		names = append(names, vi.Name)
+	}
+	require.ElementsMatch(t, []string{"chunk_embedding", "cn_code_description_embedding", "guide_title_embedding"}, names)
+
+	// A second run writes nothing and embeds nothing.
+	b.emb.reset()
+	writes := b.graph.Writes
+	c = b.sync(t)
+	require.Zero(t, c.SinkStatements)
+	require.Equal(t, writes, b.graph.Writes)
+	calls, _ := b.emb.reset()
+	require.Zero(t, calls)
+}
+
+func TestModelChangedRowsDeletedRowsAndRefs(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	b.sync(t)
+	b.emb.reset()
+
+	// Change one description and one guide's url (not embeddable).
+	r := b.src.recs["hs:010121"]
+	r.Attributes["description"] = "Horses; live, pure-bred breeding animals (edited)"
+	r = b.src.recs["guides:1"]
+	r.Attributes["url"] = "https://www.gov.uk/guidance/classifying-live-animals"
+	c := b.sync(t)
+	require.Equal(t, 2, c.RecordsChanged)
+	_, texts := b.emb.reset()
+	require.Equal(t, []string{"Horses; live, pure-bred breeding animals (edited)"}, texts,
+		"only the changed embeddable text is embedded; the guide's title vector comes from the cache")
+
+	// Re-point a link-table row: its old edge goes, the new one comes.
+	r = b.src.recs["headings_guides:3"]
+	r.Attributes["id"] = "1"
+	b.sync(t)
+	var targets []string
+	for _, e := range b.graph.Edges() {
+		if e.Type == "REQUIRES_GUIDE" && e.From.ID == "hs:0201" {
+			targets = append(targets, e.To.ID)
+		}
+	}
+	require.Equal(t, []string{"guides:1"}, targets)
+	require.Equal(t, 3, b.graph.EdgeCount("REQUIRES_GUIDE"))
+
+	// A code moves to another parent: the PARENT edge follows.
+	r = b.src.recs["hs:0201"]
+	r.Links = []sources.Link{{Type: "parent", ToAnchor: "hs", ToKey: "hs:01"}}
+	b.src.recs["hs:0201"] = r
+	b.sync(t)
+	for _, e := range b.graph.Edges() {
+		if e.Type == "PARENT" && e.From.ID == "hs:0201" {
+			require.Equal(t, "hs:01", e.To.ID)
+		}
+	}
+	require.Equal(t, 4, b.graph.EdgeCount("PARENT"))
+
+	// Delete a link-table row and a code: their edge and node go, with the
+	// code's own edges.
+	delete(b.src.recs, "headings_guides:1")
+	delete(b.src.recs, "hs:010129")
+	c = b.sync(t)
+	require.Equal(t, 2, c.RecordsDeleted)
+	require.Equal(t, 2, b.graph.EdgeCount("REQUIRES_GUIDE"))
+	require.Equal(t, 5, b.graph.Count("cn_code"))
+	require.Equal(t, 3, b.graph.EdgeCount("PARENT"))
+}
+
+func TestModelChangeReprocessesOnlyItsAnchor(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	b.sync(t)
+	m := tariffModel()
+	m.Anchors[1].Description = "descriptions do not shape records"
+	b.p.Model = pipeline.NewModel(m)
+	plan, err := b.p.Plan(t.Context(), pipeline.Mode{})
+	require.NoError(t, err)
+	require.Empty(t, plan.Items, "a description change rewrites nothing")
+
+	m.Anchors[1].Attributes = append(m.Anchors[1].Attributes, config.Attribute{Name: "link", Column: "url"})
+	b.p.Model = pipeline.NewModel(m)
+	plan, err = b.p.Plan(t.Context(), pipeline.Mode{})
+	require.NoError(t, err)
+	require.Len(t, plan.Items, 2, "exactly the guide records")
+	for _, it := range plan.Items {
+		require.Equal(t, diff.ReasonConfig, it.Reason)
+		require.Contains(t, it.Key, "guides:")
+	}
+	c := b.sync(t)
+	require.Equal(t, 2, c.RecordsChanged)
+	g, _ := b.graph.Node("guide", "guides:1")
+	require.Equal(t, "https://www.gov.uk/guidance/live-animals", g["link"])
+}
+
+func TestModelFailedListingDeletesNothing(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	b.sync(t)
+	b.src.fail = true
+	_, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.Error(t, err)
+	require.Equal(t, 6, b.graph.Count("cn_code"))
+	require.Equal(t, 3, b.graph.EdgeCount("REQUIRES_GUIDE"))
+}
+
+func TestSearchFindsTheNearestAttribute(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	b.sync(t)
+	hits, err := b.p.Search(t.Context(), "Meat of bovine animals; fresh or chilled", pipeline.SearchOptions{K: 3})
+	require.NoError(t, err)
+	require.NotEmpty(t, hits)
+	require.Equal(t, "hs:0201", hits[0].ID, "the identical text scores highest")
+	require.InDelta(t, 1.0, hits[0].Score, 1e-6)
+	hits, err = b.p.Search(t.Context(), "meat", pipeline.SearchOptions{K: 5, Anchor: "guide", Attribute: "title"})
+	require.NoError(t, err)
+	for _, h := range hits {
+		require.Equal(t, "guide", h.Label)
+	}
+	require.Equal(t, "guides:2", hits[0].ID)
+
+	doc, err := b.p.Describe(t.Context())
+	require.NoError(t, err)
+	md := doc.Markdown()
+	require.Contains(t, md, "| `cn_code` | 6 | A Harmonized System code |")
+	require.Contains(t, md, "| `REQUIRES_GUIDE` | `cn_code` | `guide` | 3 |")
+	require.Contains(t, md, "| `PARENT` | `cn_code` | `cn_code` | 4 |")
+	require.Contains(t, md, "`cn_code_description_embedding`")
+}

@@ -1,0 +1,277 @@
+// Package csvtable is the CSV table source: each configured CSV file is one
+// table, each data row one record, mapped like a Grist table (anchor = table
+// id, key = "<table>:<key value>", Ref/RefList columns → links).
+//
+// Reading: encoding/csv with RFC 4180 quoting, multi-line quoted cells and
+// strict quotes (LazyQuotes off). A leading UTF-8 BOM is stripped. CRLF row
+// ends are tolerated and removed; a bare LF inside a quoted cell is kept
+// as it is (encoding/csv also turns a CRLF inside a quoted cell into LF).
+// Files are read streaming, one row at a time, in the order of Config.Tables,
+// and yielded as pages of at most DefaultPageSize records plus skips.
+//
+// Cells: text is kept exactly as in the file (never trimmed, "" when
+// empty); typed cells are trimmed and parsed (see the Type constants), nil
+// when empty. The key value is trimmed.
+//
+// Header: the first row. An empty (or blank) header cell at 1-based
+// position n is named "column_<n>"; so is a cell beyond the header in a
+// ragged row. Empty values of generated columns are left out of
+// Attributes. Header names must be unique once generated.
+//
+// Keys: with Table.Key set, the trimmed cell of that column; a table keeps
+// a set of the keys it has seen (memory grows with the number of rows: about
+// the size of the key column), the first row with a key wins and later rows
+// with the same key are skipped. Without Table.Key, the key is the 1-based
+// data row number: such keys are NOT stable when rows are inserted or
+// removed above (every later row changes key, so is deleted and re-created).
+//
+// What is skipped (Page.Skipped, naming file, line and column; never
+// treated as deleted): a row with an empty key, a repeated key, a typed cell
+// that does not parse (never coerced silently), or a cell with invalid
+// UTF-8.
+//
+// What fails the listing (the iterator yields an error, so the pipeline
+// deletes nothing): a file that cannot be opened, an empty file (no header
+// row), a CSV syntax error (bare or missing quote, a file truncated inside a
+// quoted cell), a header without the key column or with a duplicate name, a
+// configured column absent from the header, and a done context.
+//
+// There is no cursor: every listing is complete and Page.Cursor is "";
+// the pipeline's content hash makes unchanged rows free.
+package csvtable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/kgsync/kgsync/sources"
+)
+
+// DefaultPageSize is the maximum number of records plus skips per page.
+const DefaultPageSize = 500
+
+// Column types accepted in Table.Columns. "ref:<table>" and
+// "reflist:<table>" add the target table id after the colon.
+const (
+	// TypeText keeps the cell as a string exactly as in the file ("" when empty).
+	TypeText = "text"
+	// TypeInt parses a base-10 int64 (surrounding spaces ignored).
+	TypeInt = "int"
+	// TypeNumeric parses a finite float64.
+	TypeNumeric = "numeric"
+	// TypeBool accepts true/false, 1/0 and yes/no, any case.
+	TypeBool = "bool"
+	// TypeDate accepts an ISO-8601 calendar date YYYY-MM-DD, kept as the string.
+	TypeDate = "date"
+	// TypeChoiceList splits on ';' (items trimmed, empty items dropped) or
+	// parses a JSON array of strings; the value is []any of strings.
+	TypeChoiceList = "choicelist"
+	// TypeRef ("ref:<table>") is a key of another table: the attribute is the
+	// trimmed string and the record gets a sources.Link{Type: upper-cased
+	// column name, ToAnchor: <table>, ToKey: "<table>:<value>"} (the Grist
+	// source names links the same way); an empty cell gives no link.
+	TypeRef = "ref"
+	// TypeRefList ("reflist:<table>") is keys separated by ',' or ';' (or a
+	// JSON array): the attribute is []any of strings, one link per key.
+	TypeRefList = "reflist"
+)
+
+// Config is a CSV source's configuration; the pipeline maps its YAML onto it.
+type Config struct {
+	// Tables are read in this order, each as one table.
+	Tables []Table
+}
+
+// Table is one CSV file read as a table.
+type Table struct {
+	// Path is the CSV file, absolute or already resolved by the caller.
+	Path string
+	// Table is the table id, used as the records' anchor and key prefix,
+	// e.g. "hs_code"; it must match [A-Za-z0-9_]+. Default: the file's base
+	// name without extension, other characters replaced by '_'.
+	Table string
+	// Key is the key column; default "" keys rows by 1-based data row
+	// number ("<table>:<n>"), which is unstable under inserts.
+	Key string
+	// Columns maps a column name to its type (see the Type constants):
+	// "text" (default), "int", "numeric", "bool", "date", "choicelist",
+	// "ref:<table>", "reflist:<table>". Every name must be in the header or
+	// be a generated name "column_<n>".
+	Columns map[string]string
+	// Skip lists columns left out of Attributes (a skipped key column still
+	// gives the key; a skipped ref or reflist column gives no links).
+	Skip []string
+	// Delimiter is the field separator, one character; default ",".
+	Delimiter string
+}
+
+// Option adjusts a Source.
+type Option func(*Source)
+
+// WithPageSize sets the maximum number of records plus skips per page
+// (default DefaultPageSize); n <= 0 keeps the default.
+func WithPageSize(n int) Option {
+	return func(s *Source) {
+		if n > 0 {
+			s.pageSize = n
+		}
+	}
+}
+
+// Source reads CSV files as tables; it satisfies sources.Source. It keeps no
+// state between listings and is safe for concurrent Reads.
+type Source struct {
+	name     string
+	tables   []table
+	pageSize int
+	logger   *slog.Logger
+}
+
+// colType is a parsed Table.Columns value.
+type colType struct {
+	kind   string // one of the Type constants
+	target string // ref and reflist: the target table id
+}
+
+// table is a validated Table.
+type table struct {
+	path    string
+	id      string
+	key     string
+	types   map[string]colType
+	skip    map[string]bool
+	delim   rune
+	display string // the path as shown in messages
+}
+
+var (
+	tableIDRe   = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+	notIDChar   = regexp.MustCompile(`[^A-Za-z0-9_]`)
+	generatedRe = regexp.MustCompile(`^column_([1-9][0-9]*)$`)
+)
+
+// New returns a CSV table source named name (default "csvtable"). Files are
+// not opened until Read. New fails on no tables, an empty path, a table id
+// that is invalid or repeated, an unknown column type, a ref without a
+// target table, and a delimiter that is not one character or is a quote,
+// CR or LF. logger may be nil.
+func New(name string, cfg Config, logger *slog.Logger, opts ...Option) (*Source, error) {
+	if name == "" {
+		name = "csvtable"
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.Tables) == 0 {
+		return nil, fmt.Errorf("csv source %q: no tables", name)
+	}
+	s := &Source{name: name, pageSize: DefaultPageSize, logger: logger}
+	ids := map[string]int{}
+	for i, tc := range cfg.Tables {
+		at := fmt.Sprintf("csv source %q: tables[%d]", name, i)
+		if tc.Path == "" {
+			return nil, fmt.Errorf("%s: path is required", at)
+		}
+		t := table{path: tc.Path, display: tc.Path, key: tc.Key, types: map[string]colType{}, skip: map[string]bool{}, delim: ','}
+		t.id = tc.Table
+		if t.id == "" {
+			base := filepath.Base(tc.Path)
+			t.id = notIDChar.ReplaceAllString(strings.TrimSuffix(base, filepath.Ext(base)), "_")
+			if t.id == "" {
+				return nil, fmt.Errorf("%s (%s): no table id from the file name; set table", at, tc.Path)
+			}
+		} else if !tableIDRe.MatchString(t.id) {
+			return nil, fmt.Errorf("%s (%s): table id %q must match [A-Za-z0-9_]+", at, tc.Path, t.id)
+		}
+		if j, ok := ids[t.id]; ok {
+			return nil, fmt.Errorf("%s (%s): table id %q repeats tables[%d]", at, tc.Path, t.id, j)
+		}
+		ids[t.id] = i
+		for col, typ := range tc.Columns {
+			ct, err := parseType(typ)
+			if err != nil {
+				return nil, fmt.Errorf("%s (%s): column %q: %w", at, tc.Path, col, err)
+			}
+			t.types[col] = ct
+		}
+		for _, col := range tc.Skip {
+			t.skip[col] = true
+		}
+		if tc.Delimiter != "" {
+			r, n := utf8.DecodeRuneInString(tc.Delimiter)
+			if n != len(tc.Delimiter) || r == utf8.RuneError || r == '"' || r == '\r' || r == '\n' {
+				return nil, fmt.Errorf("%s (%s): delimiter %q must be one character other than a quote, CR or LF", at, tc.Path, tc.Delimiter)
+			}
+			t.delim = r
+		}
+		s.tables = append(s.tables, t)
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// parseType parses a Table.Columns value.
+func parseType(typ string) (colType, error) {
+	kind, target, hasTarget := strings.Cut(strings.TrimSpace(typ), ":")
+	switch kind {
+	case "", TypeText, TypeInt, TypeNumeric, TypeBool, TypeDate, TypeChoiceList:
+		if hasTarget {
+			return colType{}, fmt.Errorf("type %q takes no target table", typ)
+		}
+		if kind == "" {
+			kind = TypeText
+		}
+		return colType{kind: kind}, nil
+	case TypeRef, TypeRefList:
+		if !tableIDRe.MatchString(target) {
+			return colType{}, fmt.Errorf("type %q needs a target table id matching [A-Za-z0-9_]+ (%s:<table>)", typ, kind)
+		}
+		return colType{kind: kind, target: target}, nil
+	}
+	return colType{}, fmt.Errorf("unknown type %q (want text, int, numeric, bool, date, choicelist, ref:<table> or reflist:<table>)", typ)
+}
+
+// Name returns the source's name.
+func (s *Source) Name() string { return s.name }
+
+// Tables returns the table ids in reading order (defaults applied).
+func (s *Source) Tables() []string {
+	out := make([]string, len(s.tables))
+	for i, t := range s.tables {
+		out[i] = t.id
+	}
+	return out
+}
+
+// Read yields every table's rows as pages; cursor is ignored (every
+// listing is complete). See the package documentation for what is skipped
+// and what fails the listing.
+func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Page, error] {
+	return func(yield func(*sources.Page, error) bool) {
+		p := &pager{yield: yield, size: s.pageSize, page: &sources.Page{}}
+		for i := range s.tables {
+			t := &s.tables[i]
+			n, err := t.readFile(ctx, p)
+			if errors.Is(err, errStopped) {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			s.logger.Debug("csv table read", slog.String("source", s.name), slog.String("table", t.id), slog.String("file", t.path), slog.Int("rows", n))
+		}
+		if p.n > 0 {
+			p.emit()
+		}
+	}
+}
