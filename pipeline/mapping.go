@@ -415,6 +415,7 @@ func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64
 			node[k] = v
 		}
 		node["_synced_at"] = r.p.now().UTC().Format("2006-01-02T15:04:05Z07:00")
+		node[PropPlaceholder] = nil
 		vecAttrs := slices.Sorted(maps.Keys(o.vecTexts))
 		for _, attr := range vecAttrs {
 			node[VectorProperty(attr)] = vectors[diff.TextHash(o.vecTexts[attr])]
@@ -480,9 +481,17 @@ func (r *runner) edgeOps(b *sink.Batch, e, old *edgeRef) {
 		b.DeleteEdges = append(b.DeleteEdges, old.ref())
 	}
 	from, to := sink.NodeRef{Label: e.FromLabel, ID: e.FromID}, sink.NodeRef{Label: e.ToLabel, ID: e.ToID}
-	b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: from.Label, ID: from.ID, Props: map[string]any{}},
-		sink.NodeUpsert{Label: to.Label, ID: to.ID, Props: map[string]any{}})
+	b.NodeUpserts = append(b.NodeUpserts, placeholder(from), placeholder(to))
 	b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: e.Type, From: from, To: to, Key: e.Key, Props: e.Props})
+}
+
+// PropPlaceholder marks a node created as an edge's end before (or without)
+// its own record: a Ref to a row not synced yet, or to a deleted row. The
+// record's own upsert removes the mark.
+const PropPlaceholder = "_placeholder"
+
+func placeholder(n sink.NodeRef) sink.NodeUpsert {
+	return sink.NodeUpsert{Label: n.Label, ID: n.ID, Props: map[string]any{PropPlaceholder: true}, CreateOnly: true}
 }
 
 func (e *edgeRef) ref() sink.EdgeRef {
@@ -511,7 +520,7 @@ func (r *runner) linkOps(b *sink.Batch, from sink.NodeRef, links, old []linkRef)
 		g := group{l.Type, l.ToAnchor}
 		keep[g] = append(keep[g], l.ToID)
 		to := sink.NodeRef{Label: l.ToAnchor, ID: l.ToID}
-		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: to.Label, ID: to.ID, Props: map[string]any{}})
+		b.NodeUpserts = append(b.NodeUpserts, placeholder(to))
 		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: l.Type, From: from, To: to, Props: l.Props})
 	}
 	for _, l := range old {

@@ -135,6 +135,7 @@ func TestModelMapsTablesToAnchorsLinksAndEdges(t *testing.T) {
 	b := setupModel(t)
 	c := b.sync(t)
 	require.Equal(t, 11, c.RecordsNew)
+	require.Equal(t, 6, b.graph.Count("cn_code"), "no placeholder left: every Ref target is a row")
 	require.Equal(t, 6, b.graph.Count("cn_code"))
 	require.Equal(t, 2, b.graph.Count("guide"))
 	require.Zero(t, b.graph.Count("hs"), "tables are renamed to their anchors")
@@ -142,6 +143,10 @@ func TestModelMapsTablesToAnchorsLinksAndEdges(t *testing.T) {
 	require.Equal(t, 4, b.graph.EdgeCount("PARENT"), "every code but the two chapters has a parent")
 	require.Equal(t, 3, b.graph.EdgeCount("REQUIRES_GUIDE"), "one edge per link-table row")
 
+	for _, id := range b.graph.Nodes("cn_code") {
+		n, _ := b.graph.Node("cn_code", id)
+		require.NotContains(t, n, pipeline.PropPlaceholder, "%s was written by its own record", id)
+	}
 	n, ok := b.graph.Node("cn_code", "hs:0101")
 	require.True(t, ok)
 	require.Equal(t, "0101", n["code"], "column hscode renamed to attribute code")
@@ -163,6 +168,19 @@ func TestModelMapsTablesToAnchorsLinksAndEdges(t *testing.T) {
 		names = append(names, vi.Name)
 	}
 	require.ElementsMatch(t, []string{"chunk_embedding", "cn_code_description_embedding", "guide_title_embedding"}, names)
+
+	// A Ref to a row that does not exist: the edge's end is a placeholder.
+	b.src.put("hs", "0301", map[string]any{"hscode": "0301", "description": "Fish; live"},
+		sources.Link{Type: "parent", ToAnchor: "hs", ToKey: "hs:03"})
+	b.sync(t)
+	ph, ok := b.graph.Node("cn_code", "hs:03")
+	require.True(t, ok)
+	require.Equal(t, true, ph[pipeline.PropPlaceholder])
+	b.src.put("hs", "03", map[string]any{"hscode": "03", "description": "Fish and crustaceans"})
+	b.sync(t)
+	ph, _ = b.graph.Node("cn_code", "hs:03")
+	require.NotContains(t, ph, pipeline.PropPlaceholder, "the row's own record clears the mark")
+	require.Equal(t, "Fish and crustaceans", ph["description"])
 
 	// A second run writes nothing and embeds nothing.
 	b.emb.reset()

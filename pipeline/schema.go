@@ -153,9 +153,13 @@ func (p *Pipeline) Describe(ctx context.Context) (*SchemaDoc, error) {
 	doc.Chunks = n
 	for _, name := range slices.Sorted(maps.Keys(anchors)) {
 		a := anchors[name]
-		if p.Model == nil || p.Model.byName[name] == nil {
-			slices.SortFunc(a.Attributes, func(x, y AttributeDoc) int { return strings.Compare(x.Name, y.Name) })
+		// Configured attributes keep their order; discovered ones follow, sorted.
+		configured := 0
+		if p.Model != nil && p.Model.byName[name] != nil {
+			configured = len(p.Model.byName[name].cfg.Attributes)
 		}
+		rest := a.Attributes[configured:]
+		slices.SortFunc(rest, func(x, y AttributeDoc) int { return strings.Compare(x.Name, y.Name) })
 		doc.Anchors = append(doc.Anchors, *a)
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(links), func(a, b [3]string) int {

@@ -98,6 +98,10 @@ type NodeUpsert struct {
 	// Props are set with SET n += props. Values: string, int64, float64,
 	// bool, nil, []float32 (vectors), []any, []string.
 	Props map[string]any
+	// CreateOnly sets Props only when the MERGE creates the node (ON CREATE
+	// SET): a placeholder for an edge's end whose own record comes later
+	// must not overwrite that record's node.
+	CreateOnly bool
 }
 
 // EdgeUpsert merges (from)-[:Type]->(to) and sets its properties.

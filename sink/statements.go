@@ -19,6 +19,7 @@ import (
 //	UNWIND $rows AS row MATCH (n:`L` {id: row.id}) DETACH DELETE n
 //	UNWIND $rows AS row MATCH (a:`A` {id: row.from})-[e:`T`]->(b:`B` {id: row.to}) DELETE e
 //	UNWIND $rows AS row MATCH (a:`A` {id: row.from})-[e:`T` {_key: row.key}]->(b:`B` {id: row.to}) DELETE e
+//	UNWIND $rows AS row MERGE (n:`L` {id: row.id}) ON CREATE SET n += row.props
 //	UNWIND $rows AS row MERGE (n:`L` {id: row.id}) SET n += row.props
 //	UNWIND $rows AS row MATCH (a:`A` {id: row.from}), (b:`B` {id: row.to}) MERGE (a)-[e:`T`]->(b) SET e += row.props
 //	UNWIND $rows AS row MATCH (a:`A` {id: row.from}), (b:`B` {id: row.to}) MERGE (a)-[e:`T` {_key: row.key}]->(b) SET e += row.props
@@ -86,8 +87,9 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 			QuoteName(g.typ)+g.keyPattern()+"]->(b:"+QuoteName(g.to)+" {id: row.to}) DELETE e", edgeDeletes[g])
 	}
 
-	// NodeUpserts.
-	nodes := map[string][]any{}
+	// NodeUpserts; create-only placeholders first, so that a record's own
+	// upsert in the same batch wins.
+	nodes, placeholders := map[string][]any{}, map[string][]any{}
 	for i, n := range b.NodeUpserts {
 		if err := checkRef(NodeRef{Label: n.Label, ID: n.ID}); err != nil {
 			return nil, fmt.Errorf("%s: row %d: %w", KindUpsertNodes, i, err)
@@ -96,7 +98,15 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s %q: row %d (id %q): %w", KindUpsertNodes, n.Label, i, n.ID, err)
 		}
-		nodes[n.Label] = append(nodes[n.Label], map[string]any{"id": n.ID, "props": props})
+		row := map[string]any{"id": n.ID, "props": props}
+		if n.CreateOnly {
+			placeholders[n.Label] = append(placeholders[n.Label], row)
+		} else {
+			nodes[n.Label] = append(nodes[n.Label], row)
+		}
+	}
+	for _, l := range sortedKeys(placeholders) {
+		emit(KindUpsertNodes, l, "UNWIND $rows AS row MERGE (n:"+QuoteName(l)+" {id: row.id}) ON CREATE SET n += row.props", placeholders[l])
 	}
 	for _, l := range sortedKeys(nodes) {
 		emit(KindUpsertNodes, l, "UNWIND $rows AS row MERGE (n:"+QuoteName(l)+" {id: row.id}) SET n += row.props", nodes[l])

@@ -36,6 +36,7 @@ func representativeBatch() *Batch {
 				"text": "it's; done", "position": int64(1), "embedding": []float32{1, 0, -0.125},
 				"tags": []string{"a", "b"},
 			}},
+			{Label: "Document", ID: "cited.md", Props: map[string]any{"_placeholder": true}, CreateOnly: true},
 			{Label: "Chunk", ID: "guide.md#2", Props: map[string]any{
 				"text": "tail", "position": int64(2), "embedding": []float32{0, 0, 1}, "score": 0.1,
 				"mixed": []any{"x", int64(1), true},
@@ -141,6 +142,8 @@ func dialectStatements(t *testing.T, d Dialect) []Statement {
 //     Chunk before Document-[HAS_CHUNK]->Chunk), rows in batch order, and the
 //     three Chunk upserts split 2 + 1 by rowsPerStatement = 2; vectors are
 //     plain float lists, an unset keep is [] and a missing props is {}.
+//     A create-only node is merged with ON CREATE SET before the plain
+//     upserts, so a record's own upsert in the same batch wins.
 //     Edge deletes come right after node deletes; an edge with a Key is
 //     matched and merged by its `_key` property (one edge per link-table
 //     row), an edge without one by its type and endpoints.

@@ -33,7 +33,7 @@ func kgsync(t *testing.T, args ...string) (code int, stdout, stderr string) {
 func TestQuickstartSyncTwice(t *testing.T) {
 	t.Parallel()
 	cfg := quickstart(t)
-	code, out, errOut := kgsync(t, "sync", "--config", cfg, "--json")
+	code, out, errOut := kgsync(t, "sync", "docs", "--config", cfg, "--json")
 	require.Equal(t, 0, code, errOut)
 	var first runJSON
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &first), out)
@@ -44,7 +44,7 @@ func TestQuickstartSyncTwice(t *testing.T) {
 	require.Equal(t, first.Chunks.Total, first.Chunks.Embedded)
 	require.Positive(t, first.Sink.Statements)
 
-	code, out, errOut = kgsync(t, "sync", "--config", cfg, "--json")
+	code, out, errOut = kgsync(t, "sync", "docs", "--config", cfg, "--json")
 	require.Equal(t, 0, code, errOut)
 	var second runJSON
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &second))
@@ -65,7 +65,7 @@ func TestQuickstartSyncTwice(t *testing.T) {
 		require.Contains(t, raw, k)
 	}
 
-	code, out, _ = kgsync(t, "status", "--config", cfg)
+	code, out, _ = kgsync(t, "status", "docs", "--config", cfg)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "succeeded")
 	require.Equal(t, 3, strings.Count(out, "\n"), "a header and two runs:\n%s", out)
@@ -74,18 +74,18 @@ func TestQuickstartSyncTwice(t *testing.T) {
 func TestPlanSaysWhatWouldChange(t *testing.T) {
 	t.Parallel()
 	cfg := quickstart(t)
-	code, out, errOut := kgsync(t, "plan", "--config", cfg)
+	code, out, errOut := kgsync(t, "plan", "docs", "--config", cfg)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "docs: 3 to add, 0 to change, 0 to delete")
 	require.Contains(t, out, "+ docs:rfc7239.txt (new)")
 
-	code, _, errOut = kgsync(t, "sync", "--config", cfg)
+	code, _, errOut = kgsync(t, "sync", "docs", "--config", cfg)
 	require.Equal(t, 0, code, errOut)
 	doc := filepath.Join(filepath.Dir(cfg), "docs", "rfc7239.txt")
 	body, err := os.ReadFile(doc)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(doc, bytes.Replace(body, []byte("proxies"), []byte("intermediaries"), 1), 0o644))
-	code, out, _ = kgsync(t, "plan", "--config", cfg)
+	code, out, _ = kgsync(t, "plan", "docs", "--config", cfg)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "~ docs:rfc7239.txt (content changed)")
 	require.Contains(t, out, "0 to add, 1 to change")
@@ -96,7 +96,7 @@ func TestValidate(t *testing.T) {
 	cfg := quickstart(t)
 	code, out, errOut := kgsync(t, "validate", "--config", cfg)
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "ok, 1 pipeline(s)")
+	require.Contains(t, out, "ok, 2 pipeline(s)")
 
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("pipelines:\n  - name: docs\n    chunking: {max_tokens: 64, overlap_tokens: 100}\n    sources: [{files: {root: .}}]\n"), 0o644))
@@ -117,7 +117,7 @@ func TestResyncNeedsOneMode(t *testing.T) {
 	code, _, errOut := kgsync(t, "resync", "docs", "--config", cfg)
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "exactly one of")
-	code, _, _ = kgsync(t, "sync", "--config", cfg)
+	code, _, _ = kgsync(t, "sync", "docs", "--config", cfg)
 	require.Equal(t, 0, code)
 	code, out, errOut := kgsync(t, "resync", "docs", "--rebuild-graph", "--json", "--config", cfg)
 	require.Equal(t, 0, code, errOut)
@@ -141,4 +141,38 @@ func TestMigrate(t *testing.T) {
 	code, out, errOut := kgsync(t, "migrate", "--config", cfg)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "migrations applied")
+}
+
+func TestQuickstartTablesSchemaAndSearch(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, out, errOut := kgsync(t, "sync", "tables", "--config", cfg, "--json")
+	require.Equal(t, 0, code, errOut)
+	var j runJSON
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &j))
+	// MANIFEST.md: 21 sections, 6940 HS rows, 19 guides, 340 heading→guide
+	// rows, 213 FAQ rows.
+	require.Equal(t, 21+6940+19+340+213, j.Records.New)
+
+	code, out, errOut = kgsync(t, "schema", "tables", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "| `cn_code` | 6940 |")
+	require.Contains(t, out, "| `REQUIRES_GUIDE` | `cn_code` | `guide` | 340 |")
+	// Every code has a parent row (the TOTAL root is its own parent).
+	require.Contains(t, out, "| `PARENT` | `cn_code` | `cn_code` | 6940 |")
+	require.Contains(t, out, "`faq_question_embedding`")
+
+	code, out, errOut = kgsync(t, "search", "--config", cfg, "-p", "tables", "--anchor", "cn_code", "--json", "-k", "3", "Horses, asses, mules and hinnies; live")
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3)
+	var hit map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &hit))
+	require.Equal(t, "hs_code:0101", hit["id"], "the exact description is the nearest vector")
+
+	code, out, _ = kgsync(t, "sync", "tables", "--config", cfg, "--json")
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &j))
+	require.Zero(t, j.Sink.Statements)
+	require.Zero(t, j.Chunks.Embedded)
 }

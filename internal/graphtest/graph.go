@@ -85,6 +85,9 @@ func (g *Graph) Write(_ context.Context, b *sink.Batch) (sink.Stats, error) {
 	for _, n := range b.NodeUpserts {
 		ref := sink.NodeRef{Label: n.Label, ID: n.ID}
 		props, ok := g.nodes[ref]
+		if ok && n.CreateOnly {
+			continue
+		}
 		if !ok {
 			props = map[string]any{"id": n.ID}
 			g.nodes[ref] = props
