@@ -244,6 +244,12 @@ func (m *Model) apply(rec sources.Record) (mapped, error) {
 // that rows linking the same pair stay distinct edges.
 func (m *Model) applyLinkTable(lt *config.LinkTable, rec sources.Record) (mapped, error) {
 	val := func(end config.LinkEnd) (string, error) {
+		// A Ref column (Grist, a ref: CSV column) names its target's key.
+		for _, l := range rec.Links {
+			if strings.EqualFold(l.Type, end.Column) && l.ToKey != "" {
+				return l.ToKey, nil
+			}
+		}
 		v, ok := rec.Attributes[end.Column]
 		if !ok || v == nil {
 			return "", fmt.Errorf("link table %q: row %q: column %q is missing or empty", lt.Table, rec.Key, end.Column)
