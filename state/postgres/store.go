@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -195,7 +196,7 @@ func (s *Store) CursorGet(ctx context.Context, pipeline, source string) (string,
 // commits of one pipeline apply one after the other. c is checked first
 // (see checkCommit); nothing is written when it fails.
 func (s *Store) Commit(ctx context.Context, c state.Commit) error {
-	if err := checkCommit(c); err != nil {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	schema, err := s.schemaName(ctx)
@@ -245,7 +246,7 @@ func queueCommit(b *pgx.Batch, c state.Commit, now time.Time) {
 			p, sources, keys, hashes, fps, anchors, props, now)
 	}
 	if len(c.ReplaceChunks) > 0 {
-		refs := sortedRefs(c.ReplaceChunks)
+		refs := state.SortedRefs(c.ReplaceChunks)
 		rs, rk := refColumns(refs)
 		b.Queue(`DELETE FROM chunks c USING unnest($2::text[], $3::text[]) AS u(source, record_key)
 			WHERE c.pipeline = $1 AND c.source = u.source AND c.record_key = u.record_key`, p, rs, rk)
@@ -277,7 +278,7 @@ func queueCommit(b *pgx.Batch, c state.Commit, now time.Time) {
 			WHERE r.pipeline = $1 AND r.source = u.source AND r.key = u.key`, p, rs, rk)
 	}
 	if len(c.Cursors) > 0 {
-		srcs := sortedKeys(c.Cursors)
+		srcs := slices.Sorted(maps.Keys(c.Cursors))
 		vals := make([]string, len(srcs))
 		for i, src := range srcs {
 			vals[i] = c.Cursors[src]
@@ -314,7 +315,7 @@ const embeddingsBatch = 1000
 // are absent from the map.
 func (s *Store) EmbeddingsGet(ctx context.Context, model string, textHashes []uint64) (map[uint64][]float32, error) {
 	out := make(map[uint64][]float32, len(textHashes))
-	hashes := dedupe(textHashes)
+	hashes := state.DedupeHashes(textHashes)
 	for start := 0; start < len(hashes); start += embeddingsBatch {
 		part := hashes[start:min(start+embeddingsBatch, len(hashes))]
 		keys := make([]int64, len(part))
@@ -330,7 +331,7 @@ func (s *Store) EmbeddingsGet(ctx context.Context, model string, textHashes []ui
 			raw []byte
 		)
 		_, err = pgx.ForEachRow(rows, []any{&h, &raw}, func() error {
-			v, err := decodeVector(raw)
+			v, err := state.DecodeVector(raw)
 			if err != nil {
 				return fmt.Errorf("text hash %d: %w", uint64(h), err)
 			}
@@ -363,7 +364,7 @@ func (s *Store) EmbeddingsPut(ctx context.Context, model string, vecs map[uint64
 		part := keys[start:min(start+embeddingsBatch, len(keys))]
 		raw := make([][]byte, len(part))
 		for i, k := range part {
-			raw[i] = encodeVector(vecs[uint64(k)])
+			raw[i] = state.EncodeVector(vecs[uint64(k)])
 		}
 		b.Queue(`INSERT INTO embeddings (model, text_hash, vector, created_at)
 			SELECT $1, u.h, u.v, $4 FROM unnest($2::bigint[], $3::bytea[]) AS u(h, v) ORDER BY u.h

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kgsync/kgsync/state"
@@ -202,7 +204,7 @@ func (s *Store) CursorGet(ctx context.Context, pipeline, source string) (string,
 // with state-independent rules (see checkCommit); nothing is written when
 // it fails.
 func (s *Store) Commit(ctx context.Context, c state.Commit) error {
-	if err := checkCommit(c); err != nil {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -240,7 +242,7 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 	defer delChunks.Close()
 	if len(c.ReplaceChunks) > 0 {
 		var rows [][]any
-		for _, ref := range sortedRefs(c.ReplaceChunks) {
+		for _, ref := range state.SortedRefs(c.ReplaceChunks) {
 			if _, err := delChunks.ExecContext(ctx, p, ref.Source, ref.Key); err != nil {
 				return fmt.Errorf("replace chunks of %s/%s: %w", ref.Source, ref.Key, err)
 			}
@@ -268,7 +270,7 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 			}
 		}
 	}
-	for _, src := range sortedKeys(c.Cursors) {
+	for _, src := range slices.Sorted(maps.Keys(c.Cursors)) {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO cursors (pipeline, source, cursor, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (pipeline, source) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
 			p, src, c.Cursors[src], now); err != nil {
@@ -339,7 +341,7 @@ const embeddingsGetBatch = 1000
 // query per 1,000 hashes. Hashes without a vector are absent from the map.
 func (s *Store) EmbeddingsGet(ctx context.Context, model string, textHashes []uint64) (map[uint64][]float32, error) {
 	out := make(map[uint64][]float32, len(textHashes))
-	hashes := dedupe(textHashes)
+	hashes := state.DedupeHashes(textHashes)
 	for start := 0; start < len(hashes); start += embeddingsGetBatch {
 		part := hashes[start:min(start+embeddingsGetBatch, len(hashes))]
 		args := make([]any, 0, len(part)+1)
@@ -371,7 +373,7 @@ func (s *Store) scanEmbeddings(ctx context.Context, model, q string, args []any,
 		if err := rows.Scan(&h, &raw); err != nil {
 			return fmt.Errorf("get embeddings of model %q: %w", model, err)
 		}
-		v, err := decodeVector(raw)
+		v, err := state.DecodeVector(raw)
 		if err != nil {
 			return fmt.Errorf("get embeddings of model %q: text hash %d: %w", model, uint64(h), err)
 		}
@@ -402,8 +404,8 @@ func (s *Store) EmbeddingsPut(ctx context.Context, model string, vecs map[uint64
 	}
 	defer st.Close()
 	now := micros(s.nowTime())
-	for _, h := range sortedKeys(vecs) {
-		if _, err := st.ExecContext(ctx, model, int64(h), encodeVector(vecs[h]), now); err != nil {
+	for _, h := range slices.Sorted(maps.Keys(vecs)) {
+		if _, err := st.ExecContext(ctx, model, int64(h), state.EncodeVector(vecs[h]), now); err != nil {
 			return fmt.Errorf("put embeddings of model %q: text hash %d: %w", model, h, err)
 		}
 	}

@@ -1,4 +1,6 @@
-package sqlite
+package state
+
+// Helpers shared by the Store implementations (state/sqlite, state/postgres).
 
 import (
 	"cmp"
@@ -7,22 +9,20 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/kgsync/kgsync/state"
 )
 
-// checkCommit rejects a Commit that no state could apply: an empty
+// Check rejects a Commit that no state could apply: an empty
 // pipeline, a record, chunk or cursor with an empty name, a Record or Chunk
 // whose own Pipeline/Source/RecordKey disagree with where it is listed
 // (empty ones are taken from there), the same record twice in Records, or
 // the same chunk id twice in one record's list.
-func checkCommit(c state.Commit) error {
+func (c Commit) Check() error {
 	if c.Pipeline == "" {
 		return errors.New("commit: empty pipeline name")
 	}
-	seen := make(map[state.RecordRef]struct{}, len(c.Records))
+	seen := make(map[RecordRef]struct{}, len(c.Records))
 	for i, r := range c.Records {
-		ref := state.RecordRef{Source: r.Source, Key: r.Key}
+		ref := RecordRef{Source: r.Source, Key: r.Key}
 		switch {
 		case r.Source == "" || r.Key == "":
 			return fmt.Errorf("commit %q: records[%d]: empty source or key (%q/%q)", c.Pipeline, i, r.Source, r.Key)
@@ -68,31 +68,21 @@ func checkCommit(c state.Commit) error {
 	return nil
 }
 
-// sortedRefs returns m's keys by (Source, Key), so statements run in a
-// stable order.
-func sortedRefs[V any](m map[state.RecordRef]V) []state.RecordRef {
-	out := make([]state.RecordRef, 0, len(m))
+// SortedRefs returns m's keys by (Source, Key), so that a store's
+// statements run in a stable order (and concurrent commits cannot deadlock).
+func SortedRefs[V any](m map[RecordRef]V) []RecordRef {
+	out := make([]RecordRef, 0, len(m))
 	for ref := range m {
 		out = append(out, ref)
 	}
-	slices.SortFunc(out, func(a, b state.RecordRef) int {
+	slices.SortFunc(out, func(a, b RecordRef) int {
 		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Key, b.Key))
 	})
 	return out
 }
 
-// sortedKeys returns m's keys in ascending order.
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	out := make([]K, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// dedupe returns hs without repeated values, in first-seen order.
-func dedupe(hs []uint64) []uint64 {
+// DedupeHashes returns hs without repeated values, in first-seen order.
+func DedupeHashes(hs []uint64) []uint64 {
 	seen := make(map[uint64]struct{}, len(hs))
 	out := make([]uint64, 0, len(hs))
 	for _, h := range hs {
@@ -104,8 +94,8 @@ func dedupe(hs []uint64) []uint64 {
 	return out
 }
 
-// encodeVector lays v out as float32 little-endian, 4 bytes per dimension.
-func encodeVector(v []float32) []byte {
+// EncodeVector lays v out as float32 little-endian, 4 bytes per dimension.
+func EncodeVector(v []float32) []byte {
 	b := make([]byte, 4*len(v))
 	for i, f := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
@@ -113,8 +103,8 @@ func encodeVector(v []float32) []byte {
 	return b
 }
 
-// decodeVector reverses encodeVector bit for bit.
-func decodeVector(b []byte) ([]float32, error) {
+// DecodeVector reverses EncodeVector bit for bit.
+func DecodeVector(b []byte) ([]float32, error) {
 	if len(b)%4 != 0 {
 		return nil, fmt.Errorf("vector of %d bytes is not a whole number of float32s", len(b))
 	}
