@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kgsync/kgsync/internal/corpus"
+
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/diff"
@@ -25,25 +27,8 @@ import (
 	"github.com/kgsync/kgsync/state/sqlite"
 )
 
-// corpusDir finds ../shared/corpus/docs from the repository root. The
-// corpus is part of the project's CI checkout: a missing corpus fails.
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "go.mod not found")
-		dir = parent
-	}
-	c := filepath.Join(dir, "..", "shared", "corpus", "docs")
-	_, err = os.Stat(c)
-	require.NoError(t, err, "the shared corpus must sit beside the repository")
-	return c
-}
+// corpusDir is the corpus's docs directory.
+func corpusDir(t testing.TB) string { return corpus.Docs(t) }
 
 // copyCorpus copies the named corpus documents into a fresh directory.
 func copyCorpus(t *testing.T, names ...string) string {

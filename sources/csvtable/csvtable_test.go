@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/internal/corpus"
 	"go.uber.org/goleak"
 
 	"github.com/kgsync/kgsync/sources"
@@ -20,26 +22,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var _ sources.Source = (*Source)(nil)
 
-// tablesDir finds /work/shared/corpus/tables as "../shared/corpus/tables"
-// from the directory holding go.mod. Tests that need it fail when it is
-// missing.
-func tablesDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "go.mod not found above the test directory")
-		dir = parent
-	}
-	corpus := filepath.Join(dir, "..", "shared", "corpus")
-	_, err = os.Stat(filepath.Join(corpus, "MANIFEST.md"))
-	require.NoError(t, err, "test corpus missing")
-	return filepath.Join(corpus, "tables")
-}
+// tablesDir is the corpus's tables directory.
+func tablesDir(t testing.TB) string { return corpus.Tables(t) }
 
 // listing collects a whole Read: its pages, or its error.
 type listing struct {

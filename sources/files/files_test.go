@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/internal/corpus"
 	"go.uber.org/goleak"
 
 	"github.com/kgsync/kgsync/config"
@@ -24,25 +26,8 @@ var _ sources.Source = (*Source)(nil)
 
 var testFormats = map[string]string{".txt": "txt", ".md": "md", ".html": "html", ".pdf": "pdf", ".docx": "docx"}
 
-// corpusDir finds /work/shared/corpus as "../shared/corpus" from the
-// directory holding go.mod. Tests that need it fail when it is missing.
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "go.mod not found above the test directory")
-		dir = parent
-	}
-	corpus := filepath.Join(dir, "..", "shared", "corpus")
-	_, err = os.Stat(filepath.Join(corpus, "MANIFEST.md"))
-	require.NoError(t, err, "test corpus missing")
-	return corpus
-}
+// corpusDir is the corpus directory.
+func corpusDir(t *testing.T) string { return corpus.Dir(t) }
 
 // write creates root/rel with content, making parent directories.
 func write(t *testing.T, root, rel string, content []byte) {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,28 +12,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	kgcorpus "github.com/kgsync/kgsync/internal/corpus"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/sources/grist"
 	"github.com/kgsync/kgsync/sources/grist/gristtest"
 )
 
-func corpus(t testing.TB, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "go.mod not found")
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "corpus", "tables", name)
-	_, err = os.Stat(p)
-	require.NoError(t, err, "corpus file missing")
-	return p
-}
+func corpus(t testing.TB, name string) string { return kgcorpus.Table(t, name) }
 
 // loadHS loads the HS nomenclature: parent is a Ref to the same table,
 // matched on the code text (codes keep their leading zeros).
