@@ -375,7 +375,9 @@ func (r *runner) embedChunks(ctx context.Context, outs []*docOutput) (map[uint64
 		return vectors, nil
 	}
 	vecs, st, err := embed.EmbedAll(ctx, r.p.Embedder, r.cache(), texts)
+	r.counts().EmbedRequests += st.Calls
 	if err != nil {
+		r.counts().EmbedErrors++
 		return nil, fmt.Errorf("embed %d chunks: %w", len(texts), err)
 	}
 	r.counts().ChunksEmbedded += st.Embedded

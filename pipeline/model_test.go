@@ -2,10 +2,12 @@ package pipeline_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,6 +18,7 @@ import (
 	"github.com/kgsync/kgsync/embed/hashing"
 	"github.com/kgsync/kgsync/internal/graphtest"
 	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
 	"github.com/kgsync/kgsync/state/sqlite"
@@ -27,25 +30,35 @@ type tableSource struct {
 	name string
 	recs map[string]sources.Record
 	fail bool
+	// cursors makes each page carry "after:<last key>" as its cursor; a
+	// read from a cursor lists only later keys, as a partial listing.
+	cursors bool
 }
 
 func (s *tableSource) Name() string { return s.name }
 
-func (s *tableSource) Read(ctx context.Context, _ string) iter.Seq2[*sources.Page, error] {
+func (s *tableSource) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Page, error] {
 	return func(yield func(*sources.Page, error) bool) {
 		keys := make([]string, 0, len(s.recs))
 		for k := range s.recs {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
+		after, partial := strings.CutPrefix(cursor, "after:")
+		if s.cursors && partial {
+			keys = slices.DeleteFunc(keys, func(k string) bool { return k <= after })
+		}
 		for i := 0; i < len(keys); i += 3 {
 			if s.fail && i > 0 {
 				yield(nil, fmt.Errorf("listing failed at page %d", i/3+1))
 				return
 			}
-			pg := &sources.Page{}
+			pg := &sources.Page{Partial: s.cursors && partial}
 			for _, k := range keys[i:min(i+3, len(keys))] {
 				pg.Records = append(pg.Records, s.recs[k])
+				if s.cursors {
+					pg.Cursor = "after:" + k
+				}
 			}
 			if !yield(pg, nil) {
 				return
@@ -305,4 +318,39 @@ func TestSearchFindsTheNearestAttribute(t *testing.T) {
 	require.Contains(t, md, "| `REQUIRES_GUIDE` | `cn_code` | `guide` | 3 |")
 	require.Contains(t, md, "| `PARENT` | `cn_code` | `cn_code` | 4 |")
 	require.Contains(t, md, "`cn_code_description_embedding`")
+}
+
+// TestCursorCommittedOnlyWithItsPage: a batch that ends in the middle of a
+// page must not commit that page's cursor, or a crash would skip the rest of
+// the page for good.
+func TestCursorCommittedOnlyWithItsPage(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	b.src.recs = map[string]sources.Record{}
+	for i := 1; i <= 7; i++ {
+		b.src.put("guides", fmt.Sprint(i), map[string]any{"title": fmt.Sprintf("guide %d", i)})
+	}
+	b.src.cursors = true
+	b.p.BatchSize = 2
+	writes := 0
+	b.graph.FailWrite = func(*sink.Batch) error {
+		writes++
+		if writes == 3 { // the batch holding guides 5 and 6
+			return errors.New("connection reset")
+		}
+		return nil
+	}
+	_, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.Error(t, err)
+	cur, err := b.store.CursorGet(t.Context(), "tariff", "tables")
+	require.NoError(t, err)
+	require.Equal(t, "after:guides:3", cur, "the first page is complete; the second is not")
+
+	b.graph.FailWrite = nil
+	c := b.sync(t)
+	require.Equal(t, 3, c.RecordsNew, "guides 5, 6 and 7")
+	require.Equal(t, 7, b.graph.Count("guide"))
+	cur, err = b.store.CursorGet(t.Context(), "tariff", "tables")
+	require.NoError(t, err)
+	require.Equal(t, "after:guides:7", cur)
 }

@@ -75,6 +75,7 @@ func (r *runner) ensure(ctx context.Context, anchors []string) error {
 	st, err := r.p.Sink.Ensure(ctx, r.p.Schema(all))
 	r.counts().SinkStatements += st.Statements
 	r.counts().SinkBatches += st.Batches
+	r.counts().SinkRetries += st.Retries
 	if err != nil {
 		return fmt.Errorf("ensure sink schema: %w", err)
 	}
@@ -158,7 +159,9 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 			}
 			pending = append(pending, it)
 			if len(pending) >= batchSize {
-				lastCursor = page.Cursor
+				// The batch commits the cursor of the last page whose
+				// records it completes, never this page's: the rest of
+				// this page is not written yet.
 				if err := flush(); err != nil {
 					return err
 				}
@@ -336,6 +339,7 @@ func (r *runner) writeAndCommit(ctx context.Context, b *sink.Batch, commit state
 		st, err := r.p.Sink.Write(ctx, b)
 		r.counts().SinkStatements += st.Statements
 		r.counts().SinkBatches += st.Batches
+		r.counts().SinkRetries += st.Retries
 		if err != nil {
 			return fmt.Errorf("write batch: %w", err)
 		}
