@@ -112,3 +112,28 @@ func BenchmarkEditLocality(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCrossRefs finds and resolves each document's cross-references
+// and reports how many same-document references resolve (resolved/op is
+// the share, 0..1) and how many are external.
+func BenchmarkCrossRefs(b *testing.B) {
+	for _, name := range corpusDocs {
+		b.Run(name, func(b *testing.B) {
+			root := parseDoc(b, name)
+			var refs []chunker.Ref
+			var res map[int]string
+			var un []int
+			for b.Loop() {
+				refs = chunker.CrossRefs(root)
+				res, un = chunker.Resolve(root, refs)
+			}
+			same := len(res) + len(un)
+			if same > 0 {
+				b.ReportMetric(float64(len(res))/float64(same), "resolved/op")
+			}
+			b.ReportMetric(float64(same), "same-doc-refs")
+			b.ReportMetric(float64(len(refs)-same), "external-refs")
+			b.ReportMetric(float64(len(chunker.Terms(root))), "terms")
+		})
+	}
+}

@@ -15,7 +15,30 @@ const (
 	KindList      Kind = "list"
 	KindTable     Kind = "table"
 	KindCode      Kind = "code"
+	// KindAnnex is a section that is an annex or appendix ("Annex A",
+	// "Приложение I"); it holds children like a section.
+	KindAnnex Kind = "annex"
+	// KindClause is a numbered requirement or item that is not a heading
+	// ("1.1.1 documented policy …" in a specification's list): a leaf whose
+	// Address is its number, so cross-references can point at it.
+	KindClause Kind = "clause"
+	// KindNote is a footnote or endnote, placed after the paragraph that
+	// references it; its text starts with its marker ("[1] …").
+	KindNote Kind = "note"
+	// KindCaption is a figure caption ("Figure 3 — Flow"), addressed by the
+	// figure ("Figure 3"). Table captions are not leaves: they become the
+	// table's Title.
+	KindCaption Kind = "caption"
 )
+
+// Link is a hyperlink inside an element's text.
+type Link struct {
+	// Text is the link's visible text.
+	Text string
+	// Href is the target as written: "#7.6", "#Method_sets",
+	// "document-creation-information.md#6.5", "https://…".
+	Href string
+}
 
 // Element is an addressable part of a document: the document itself, a
 // section, a paragraph, a list, a table.
@@ -26,13 +49,28 @@ type Element struct {
 	// a section number ("6.5.1", "A.1", "Статья 71") or, where the document
 	// numbers nothing, a heading slug or an ordinal ("p3").
 	Address string
-	// Title is the heading text of a section ("" for other kinds).
+	// Title is the heading text of a section or annex, the caption of a
+	// table ("Table 13 — Metadata for the package name field"), "" for
+	// other kinds.
 	Title string
 	// Text is the element's own text (paragraph body, table text); sections
 	// carry their text in Children.
 	Text string
 	// Children are the element's sub-elements in document order.
 	Children []*Element
+	// HeaderRows is, for a table, how many leading lines of Text are header
+	// rows (Text has one row a line, cells joined by " | "); Split repeats
+	// them at the start of every row group of a table it must cut.
+	HeaderRows int
+	// Links are the hyperlinks in the element's own text (md, html, docx),
+	// in document order; CrossRefs reads them.
+	Links []Link
+}
+
+// isContainer reports whether elements of kind hold children rather than
+// text (sections and annexes, and the document).
+func isContainer(k Kind) bool {
+	return k == KindSection || k == KindAnnex || k == KindDocument
 }
 
 // Chunk is one retrieval unit: one or more neighbouring sibling elements
@@ -69,4 +107,8 @@ func (c Chunk) EmbedText() string {
 // Version is the chunker's algorithm version. It is part of every pipeline's
 // config fingerprint: bump it when parsing or grouping changes the chunks of
 // unchanged documents, so that they are rechunked once.
-const Version = 1
+//
+// Version 2: table captions became table titles and addresses ("Table 13"),
+// figure captions and notes became their own kinds, md/html/txt input is
+// decoded from UTF-16 and Windows-1251, docx and pdf were added.
+const Version = 2

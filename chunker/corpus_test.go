@@ -56,6 +56,9 @@ var corpusDocs = []string{
 	"spdx-2.3-package-information.md",
 	"openchain-security-specification-1.1.md",
 	"go_spec.html",
+	"openchain-security-specification-1.1.docx",
+	"openchain-security-specification-1.1.pdf",
+	"OpenChainSpec-2.0-Translation-ru.docx",
 }
 
 // visit calls f for every element under root with its address path

@@ -57,3 +57,26 @@ func FuzzParseHTML(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzParse(t, "html", data) })
 }
+
+// corpusSeeds adds the corpus files of ext to f, plus tiny malformed inputs.
+func corpusSeeds(f *testing.F, names []string, tiny ...string) {
+	for _, n := range names {
+		f.Add(readDoc(f, n))
+	}
+	for _, s := range tiny {
+		f.Add([]byte(s))
+	}
+}
+
+func FuzzParseDocx(f *testing.F) {
+	corpusSeeds(f, []string{"openchain-security-specification-1.1.docx", "OpenChainSpec-2.0-Translation-ru.docx"},
+		"", "PK\x03\x04", "PK\x05\x06\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzParse(t, "docx", data) })
+}
+
+func FuzzParsePDF(f *testing.F) {
+	corpusSeeds(f, []string{"openchain-security-specification-1.1.pdf"},
+		"", "%PDF-1.4", "%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF",
+		string(minimalPDF("BT /F1 12 Tf 72 700 Td (1 Scope) Tj ET")))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzParse(t, "pdf", data) })
+}

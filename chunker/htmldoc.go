@@ -1,7 +1,6 @@
 package chunker
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 
@@ -17,10 +16,11 @@ import (
 // through; script, style, nav, head and template are skipped. Text is
 // whitespace-normalised except in pre, which keeps its lines.
 func parseHTML(content []byte) (*Element, error) {
-	if err := checkUTF8(content); err != nil {
+	decoded, _, err := Decode(content)
+	if err != nil {
 		return nil, err
 	}
-	doc, err := html.Parse(bytes.NewReader(stripBOM(content)))
+	doc, err := html.Parse(strings.NewReader(decoded))
 	if err != nil {
 		return nil, fmt.Errorf("read html: %w", err)
 	}
@@ -35,12 +35,41 @@ type htmlWalker struct {
 	b *builder
 	// loose collects text and inline elements that sit directly in a
 	// container, outside any block; it becomes a paragraph at the next block.
-	loose strings.Builder
+	loose      strings.Builder
+	looseLinks []Link
 }
 
 func (h *htmlWalker) flush() {
-	h.b.leaf(KindParagraph, normalizeSpace(h.loose.String()))
+	if el := h.b.leaf(KindParagraph, normalizeSpace(h.loose.String())); el != nil {
+		el.Links = h.looseLinks
+	}
 	h.loose.Reset()
+	h.looseLinks = nil
+}
+
+// htmlLinks are the a[href] elements under n (n included).
+func htmlLinks(n *html.Node) []Link {
+	var out []Link
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.DataAtom == atom.A {
+			if href := attr(n, "href"); href != "" {
+				out = append(out, Link{Text: normalizeSpace(nodeText(n)), Href: href})
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+// linked records n's links on el, which may be nil.
+func linked(el *Element, n *html.Node) {
+	if el != nil {
+		el.Links = htmlLinks(n)
+	}
 }
 
 func (h *htmlWalker) walk(n *html.Node) {
@@ -69,19 +98,26 @@ func (h *htmlWalker) walk(n *html.Node) {
 			h.b.section(level, addr, title)
 		case atom.P, atom.Blockquote, atom.Figure, atom.Address:
 			h.flush()
-			h.b.leaf(KindParagraph, normalizeSpace(nodeText(c)))
+			linked(h.b.leaf(KindParagraph, normalizeSpace(nodeText(c))), c)
 		case atom.Pre:
 			h.flush()
-			h.b.leaf(KindCode, strings.Trim(nodeText(c), "\n"))
+			linked(h.b.leaf(KindCode, strings.Trim(nodeText(c), "\n")), c)
 		case atom.Ul, atom.Ol:
 			h.flush()
-			h.b.leaf(KindList, htmlList(c, ""))
+			linked(h.b.leaf(KindList, htmlList(c, "")), c)
 		case atom.Dl:
 			h.flush()
-			h.b.leaf(KindList, htmlDefList(c))
+			linked(h.b.leaf(KindList, htmlDefList(c)), c)
 		case atom.Table:
 			h.flush()
-			h.b.leaf(KindTable, htmlTable(c))
+			text, headers, caption := htmlTable(c)
+			if caption != "" {
+				h.b.leaf(KindParagraph, caption)
+			}
+			if el := h.b.leaf(KindTable, text); el != nil {
+				el.HeaderRows = headers
+				linked(el, c)
+			}
 		case atom.Html, atom.Body, atom.Div, atom.Section, atom.Article, atom.Main,
 			atom.Header, atom.Footer, atom.Aside, atom.Details, atom.Center, atom.Form:
 			h.flush()
@@ -92,6 +128,7 @@ func (h *htmlWalker) walk(n *html.Node) {
 		default:
 			// Inline element (a, i, code, span, …) outside a block.
 			h.loose.WriteString(nodeText(c))
+			h.looseLinks = append(h.looseLinks, htmlLinks(c)...)
 		}
 	}
 }
@@ -169,9 +206,13 @@ func htmlDefList(n *html.Node) string {
 	return strings.Join(lines, "\n")
 }
 
-// htmlTable renders every tr one a line, th/td cells joined by " | ".
-func htmlTable(n *html.Node) string {
+// htmlTable renders every tr one a line, th/td cells joined by " | ". It
+// also returns how many leading rows are header rows (in thead, or made of
+// th cells only) and the caption text. A caption that names the table
+// ("Table 2 — …") becomes the table's Title and Address in the builder.
+func htmlTable(n *html.Node) (text string, headerRows int, caption string) {
 	var rows []string
+	body := false // a non-header row was seen
 	var walk func(*html.Node)
 	walk = func(n *html.Node) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -181,14 +222,26 @@ func htmlTable(n *html.Node) string {
 			switch c.DataAtom {
 			case atom.Tr:
 				var cells []string
+				allTh := true
 				for td := c.FirstChild; td != nil; td = td.NextSibling {
 					if td.Type == html.ElementNode && (td.DataAtom == atom.Td || td.DataAtom == atom.Th) {
 						cells = append(cells, normalizeSpace(nodeText(td)))
+						allTh = allTh && td.DataAtom == atom.Th
 					}
+				}
+				inHead := c.Parent != nil && c.Parent.DataAtom == atom.Thead
+				if !body && len(cells) > 0 && (allTh || inHead) {
+					headerRows++
+				} else {
+					body = true
 				}
 				rows = append(rows, strings.Join(cells, " | "))
 			case atom.Caption:
-				rows = append(rows, normalizeSpace(nodeText(c)))
+				if caption == "" {
+					caption = normalizeSpace(nodeText(c))
+				} else {
+					rows = append(rows, normalizeSpace(nodeText(c)))
+				}
 			case atom.Table:
 				// A nested table's rows are rendered in place.
 				walk(c)
@@ -198,5 +251,8 @@ func htmlTable(n *html.Node) string {
 		}
 	}
 	walk(n)
-	return strings.Join(rows, "\n")
+	if headerRows >= len(rows) {
+		headerRows = 0
+	}
+	return strings.Join(rows, "\n"), headerRows, caption
 }

@@ -31,10 +31,11 @@ var mdParser = goldmark.New(goldmark.WithExtensions(extension.Table)).Parser()
 // blocks become leaves. Inline markup is reduced to its text; inline HTML
 // (for example `<a name="7.1"></a>` anchors in headings) is dropped.
 func parseMarkdown(content []byte) (*Element, error) {
-	if err := checkUTF8(content); err != nil {
+	decoded, _, err := Decode(content)
+	if err != nil {
 		return nil, err
 	}
-	src := stripBOM(content)
+	src := []byte(decoded)
 	doc := mdParser.Parse(text.NewReader(src))
 	b := newBuilder()
 	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
@@ -49,21 +50,38 @@ func mdBlock(b *builder, n ast.Node, src []byte) {
 		title := normalizeSpace(mdInline(n, src))
 		b.section(n.Level, sectionAddress(title), title)
 	case *ast.Paragraph, *ast.TextBlock:
-		b.leaf(KindParagraph, normalizeSpace(mdInline(n, src)))
+		withLinks(b.leaf(KindParagraph, normalizeSpace(mdInline(n, src))), n, src)
 	case *ast.FencedCodeBlock, *ast.CodeBlock:
 		b.leaf(KindCode, strings.TrimRight(string(mdLines(n, src)), "\n"))
 	case *ast.List:
-		b.leaf(KindList, mdList(n, src, ""))
+		withLinks(b.leaf(KindList, mdList(n, src, "")), n, src)
 	case *east.Table:
-		b.leaf(KindTable, mdTable(n, src))
+		if el := b.leaf(KindTable, mdTable(n, src)); el != nil {
+			el.HeaderRows = 1 // a GFM table always has its header row first
+			withLinks(el, n, src)
+		}
 	case *ast.Blockquote:
-		b.leaf(KindParagraph, mdFlatten(n, src))
+		withLinks(b.leaf(KindParagraph, mdFlatten(n, src)), n, src)
 	case *ast.HTMLBlock:
 		b.leaf(KindParagraph, normalizeSpace(htmlFragmentText(mdLines(n, src))))
 	case *ast.ThematicBreak:
 	default:
 		b.leaf(KindParagraph, mdFlatten(n, src))
 	}
+}
+
+// withLinks records the links under n (inline and reference-style links;
+// autolinks are text) on el; el may be nil.
+func withLinks(el *Element, n ast.Node, src []byte) {
+	if el == nil {
+		return
+	}
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if l, ok := c.(*ast.Link); ok && entering {
+			el.Links = append(el.Links, Link{Text: normalizeSpace(mdInline(l, src)), Href: string(l.Destination)})
+		}
+		return ast.WalkContinue, nil
+	})
 }
 
 // sectionAddress is a heading's leading number or, failing that, its slug.

@@ -38,6 +38,8 @@ var formats = &registry{
 		"txt":  ParserFunc(parseTxt),
 		"md":   ParserFunc(parseMarkdown),
 		"html": ParserFunc(parseHTML),
+		"docx": ParserFunc(parseDocx),
+		"pdf":  ParserFunc(parsePDF),
 	},
 	exts: map[string]string{
 		".txt":      "txt",
@@ -45,6 +47,8 @@ var formats = &registry{
 		".markdown": "md",
 		".html":     "html",
 		".htm":      "html",
+		".docx":     "docx",
+		".pdf":      "pdf",
 	},
 }
 

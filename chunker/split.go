@@ -55,6 +55,11 @@ type unit struct {
 	text   string
 	tokens int
 	join   string // separator before this unit inside one chunk
+	// header is, for a row group of a table too long for one chunk, the
+	// table's caption and header rows, written before the first unit of the
+	// table in every chunk; headerTokens is its token count.
+	header       string
+	headerTokens int
 }
 
 // Split groups the leaves of root into chunks, walking the tree in
@@ -125,7 +130,7 @@ type splitter struct {
 }
 
 func (s *splitter) walk(e *Element, path string, headings []string) {
-	if e.Kind == KindSection && e.Title != "" {
+	if (e.Kind == KindSection || e.Kind == KindAnnex) && e.Title != "" {
 		headings = append(headings[:len(headings):len(headings)], e.Title)
 	}
 	var run []*Element
@@ -136,7 +141,7 @@ func (s *splitter) walk(e *Element, path string, headings []string) {
 		}
 	}
 	for _, c := range e.Children {
-		if len(c.Children) == 0 && c.Kind != KindSection {
+		if len(c.Children) == 0 && !isContainer(c.Kind) {
 			run = append(run, c)
 			continue
 		}
@@ -154,10 +159,17 @@ func (s *splitter) run(path string, headings []string, leaves []*Element) {
 		if text == "" {
 			continue
 		}
+		if l.Kind == KindTable && l.Title != "" {
+			text = l.Title + "\n" + text
+		}
 		elem := path + PathSep + l.Address
 		n := s.tok.Count(text)
 		if n <= s.opts.MaxTokens {
 			units = append(units, unit{elem: elem, key: l.Address, text: text, tokens: n, join: "\n\n"})
+			continue
+		}
+		if rows, ok := s.tableRows(l, elem); ok {
+			units = append(units, rows...)
 			continue
 		}
 		for k, p := range s.pieces(text) {
@@ -221,6 +233,52 @@ func (s *splitter) run(path string, headings []string, leaves []*Element) {
 	}
 }
 
+// tableRows cuts a table too long for one chunk into row units that carry
+// the table's caption and header rows (see unit.header), so every chunk
+// holding rows of the table starts with its header. A row longer than the
+// room left beside the header is cut like a long sentence. ok is false for
+// a table without header rows or with a header over half of MaxTokens;
+// such a table is cut like text.
+func (s *splitter) tableRows(l *Element, elem string) ([]unit, bool) {
+	lines := strings.Split(strings.TrimSpace(l.Text), "\n")
+	if l.HeaderRows <= 0 || l.HeaderRows >= len(lines) {
+		return nil, false
+	}
+	head := lines[:l.HeaderRows]
+	if l.Title != "" {
+		head = append([]string{l.Title}, head...)
+	}
+	header := strings.Join(head, "\n")
+	ht := s.tok.Count(header)
+	if ht > s.opts.MaxTokens/2 {
+		return nil, false
+	}
+	var out []unit
+	for _, row := range lines[l.HeaderRows:] {
+		if strings.TrimSpace(row) == "" {
+			continue
+		}
+		for _, p := range s.fitLimit(row, "\n", s.opts.MaxTokens-ht-1) {
+			key := l.Address
+			if len(out) > 0 {
+				key += "#" + strconv.Itoa(len(out)+1)
+			}
+			join := p.join
+			if len(out) == 0 {
+				join = "\n\n"
+			}
+			out = append(out, unit{elem: elem, key: key, text: p.text, tokens: s.tok.Count(p.text), join: join, header: header, headerTokens: ht})
+		}
+	}
+	return out, len(out) > 0
+}
+
+// startsTable reports whether us[k] is the first row unit of its table
+// within a chunk made of us.
+func startsTable(us []unit, k int) bool {
+	return us[k].header != "" && (k == 0 || us[k-1].elem != us[k].elem)
+}
+
 // groupEnd returns the end (exclusive) of the chunk that starts at units[i].
 func (s *splitter) groupEnd(units []unit, i int) int {
 	total := 0
@@ -229,6 +287,9 @@ func (s *splitter) groupEnd(units []unit, i int) int {
 		add := units[j].tokens
 		if j > i {
 			add++ // the separator
+		}
+		if startsTable(units[i:], j-i) {
+			add += units[j].headerTokens + 1
 		}
 		if j > i && total+add > s.opts.MaxTokens {
 			break
@@ -257,6 +318,10 @@ func joinUnits(us []unit) string {
 	for k, u := range us {
 		if k > 0 {
 			sb.WriteString(u.join)
+		}
+		if startsTable(us, k) {
+			sb.WriteString(u.header)
+			sb.WriteByte('\n')
 		}
 		sb.WriteString(u.text)
 	}
@@ -365,7 +430,13 @@ func (s *splitter) pieces(text string) []piece {
 // windows that do (a window is checked by tokenising it; a single word
 // longer than the limit is cut at character boundaries by bisection).
 func (s *splitter) fit(seg, join string) []piece {
-	if s.tok.Count(seg) <= s.opts.MaxTokens {
+	return s.fitLimit(seg, join, s.opts.MaxTokens)
+}
+
+// fitLimit is fit with limit tokens in place of MaxTokens (limit >= 1).
+func (s *splitter) fitLimit(seg, join string, limit int) []piece {
+	limit = max(limit, 1)
+	if s.tok.Count(seg) <= limit {
 		return []piece{{text: seg, join: join}}
 	}
 	words := wordSpans(seg)
@@ -377,13 +448,13 @@ func (s *splitter) fit(seg, join string) []piece {
 		if mid == 0 {
 			return []piece{{text: seg, join: join}}
 		}
-		return append(s.fit(seg[:mid], join), s.fit(seg[mid:], "")...)
+		return append(s.fitLimit(seg[:mid], join, limit), s.fitLimit(seg[mid:], "", limit)...)
 	}
 	var windows [][2]int // byte spans of greedy word windows
 	first, total := 0, 0
 	for k, w := range words {
 		n := s.tok.Count(" " + seg[w[0]:w[1]])
-		if k > first && total+n > s.opts.MaxTokens {
+		if k > first && total+n > limit {
 			windows = append(windows, [2]int{words[first][0], words[k-1][1]})
 			first, total = k, 0
 		}
@@ -402,7 +473,7 @@ func (s *splitter) fit(seg, join string) []piece {
 		if prevEnd >= 0 {
 			j = seg[prevEnd:w[0]]
 		}
-		out = append(out, s.fit(seg[w[0]:w[1]], j)...)
+		out = append(out, s.fitLimit(seg[w[0]:w[1]], j, limit)...)
 		prevEnd = w[1]
 	}
 	return out

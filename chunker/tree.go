@@ -1,9 +1,11 @@
 package chunker
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // builder assembles an element tree from a flat stream of headings and
@@ -51,21 +53,87 @@ func (b *builder) openAddresses() []string {
 	return out
 }
 
-// leaf appends a leaf of kind to the innermost open element. Whitespace-only
-// text is dropped. The leaf's address is a kind letter and its 1-based
-// ordinal among the parent's leaves ("p1", "t2", "p3"): see leafAddress.
-func (b *builder) leaf(kind Kind, text string) {
+// annex opens an annex of level, like section.
+func (b *builder) annex(level int, address, title string) *Element {
+	s := b.section(level, address, title)
+	s.Kind = KindAnnex
+	return s
+}
+
+// leaf appends a leaf of kind to the innermost open element and returns it
+// (nil for whitespace-only text, which is dropped). The leaf's address is a
+// kind letter and its 1-based ordinal among the parent's leaves ("p1",
+// "t2", "p3"): see leafAddress. A paragraph that is a figure caption
+// ("Figure 3 — Flow", "Рисунок 2") becomes a KindCaption addressed by the
+// figure; a table right after a table caption paragraph ("Table 13 — …",
+// "Таблица 7.1") takes the caption as its Title and its label as its
+// Address, and the caption paragraph is removed.
+func (b *builder) leaf(kind Kind, text string) *Element {
 	if strings.TrimSpace(text) == "" {
-		return
+		return nil
 	}
 	parent := b.current()
-	n := 1
-	for _, c := range parent.Children {
-		if c.Kind != KindSection {
-			n++
+	el := &Element{Kind: kind, Text: text}
+	if kind == KindParagraph {
+		if label, ok := captionLabel(text, figureCaption); ok {
+			el.Kind, el.Address = KindCaption, label
 		}
 	}
-	parent.Children = append(parent.Children, &Element{Kind: kind, Address: leafAddress(kind, n), Text: text})
+	if kind == KindTable && len(parent.Children) > 0 {
+		last := parent.Children[len(parent.Children)-1]
+		if last.Kind == KindParagraph {
+			if label, ok := captionLabel(last.Text, tableCaption); ok {
+				parent.Children = parent.Children[:len(parent.Children)-1]
+				el.Address, el.Title = label, normalizeSpace(last.Text)
+			}
+		}
+	}
+	if el.Address == "" {
+		n := 1
+		for _, c := range parent.Children {
+			if !isContainer(c.Kind) {
+				n++
+			}
+		}
+		el.Address = leafAddress(el.Kind, n)
+	}
+	parent.Children = append(parent.Children, el)
+	return el
+}
+
+var (
+	// tableCaption and figureCaption match a caption line: the label word,
+	// its number ("13", "7.1", "A.2", "Б.1"), then the end or a separator
+	// and the caption text. Markdown emphasis is already gone.
+	tableCaption  = regexp.MustCompile(`^(Table|TABLE|Таблица|ТАБЛИЦА)\s+((?:[A-ZА-Я]\.)?\d{1,3}(?:\.\d{1,3})*)\s*(?:$|[—–\-:.]\s*\S)`)
+	figureCaption = regexp.MustCompile(`^(Figure|FIGURE|Рисунок|РИСУНОК)\s+((?:[A-ZА-Я]\.)?\d{1,3}(?:\.\d{1,3})*)\s*(?:$|[—–\-:.]\s*\S)`)
+)
+
+// captionLabel returns "Table 13" for a caption line matched by re (the
+// keyword capitalised as written, "ТАБЛИЦА" → "Таблица"); captions are short.
+func captionLabel(text string, re *regexp.Regexp) (string, bool) {
+	t := normalizeSpace(text)
+	if utf8.RuneCountInString(t) > 200 {
+		return "", false
+	}
+	m := re.FindStringSubmatch(t)
+	if m == nil {
+		return "", false
+	}
+	kw := []rune(strings.ToLower(m[1]))
+	kw[0] = unicode.ToUpper(kw[0])
+	return string(kw) + " " + m[2], true
+}
+
+// openLevel returns the level of the innermost open section whose address
+// is addr.
+func (b *builder) openLevel(addr string) (int, bool) {
+	for i := len(b.stack) - 1; i >= 1; i-- {
+		if b.stack[i].el.Address == addr {
+			return b.stack[i].level, true
+		}
+	}
+	return 0, false
 }
 
 // leafAddress names a leaf by its ordinal within its parent, prefixed by a
@@ -76,6 +144,12 @@ func (b *builder) leaf(kind Kind, text string) {
 func leafAddress(kind Kind, n int) string {
 	prefix := "p"
 	switch kind {
+	case KindNote:
+		prefix = "n"
+	case KindClause:
+		prefix = "k"
+	case KindCaption:
+		prefix = "f"
 	case KindList:
 		prefix = "l"
 	case KindTable:
@@ -142,12 +216,4 @@ func normalizeSpace(s string) string {
 	return strings.Join(strings.FieldsFunc(s, func(r rune) bool {
 		return unicode.IsSpace(r) || r == '\u00a0'
 	}), " ")
-}
-
-// stripBOM removes a leading UTF-8 byte order mark.
-func stripBOM(b []byte) []byte {
-	if len(b) >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
-		return b[3:]
-	}
-	return b
 }

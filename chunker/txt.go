@@ -92,12 +92,13 @@ type txtParser struct {
 	lastTop    int  // last top-level bare number, 0 before any
 }
 
-// parseTxt parses plain text; see the rules above.
+// parseTxt parses plain text (decoded by Decode: UTF-8, UTF-16 with a BOM,
+// Windows-1251); see the rules above.
 func parseTxt(content []byte) (*Element, error) {
-	if err := checkUTF8(content); err != nil {
+	s, _, err := Decode(content)
+	if err != nil {
 		return nil, err
 	}
-	s := string(stripBOM(content))
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\r", "\n")
 	p := &txtParser{b: newBuilder(), lines: removePageFurniture(s)}
