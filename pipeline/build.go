@@ -133,7 +133,7 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 	for i, sc := range pc.Sources {
 		switch {
 		case sc.Files != nil:
-			s, err := files.New(sc.Name, *sc.Files, chunker.Formats(), logger)
+			s, err := files.New(sc.Name, *sc.Files, chunker.Formats(), logger, files.WithTextCheck(TextCheck))
 			if err != nil {
 				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
 			}
@@ -239,4 +239,17 @@ func httpConfig(c *config.HTTPSource) httpapi.Config {
 		out.Retry.Max = c.MaxRetries
 	}
 	return out
+}
+
+// TextCheck accepts the content of a text format (txt, md, html) when the
+// chunker can decode it: UTF-8 (with or without BOM), UTF-16 with a BOM, or
+// Windows-1251. Binary formats (pdf, docx) are checked by their parsers.
+func TextCheck(format string, content []byte) error {
+	switch format {
+	case "txt", "md", "html":
+		if _, _, err := chunker.Decode(content); err != nil {
+			return err
+		}
+	}
+	return nil
 }

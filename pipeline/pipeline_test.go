@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/unicode"
 
 	"github.com/kgsync/kgsync/internal/corpus"
 
@@ -83,7 +85,8 @@ func setup(t *testing.T, root string, maxTokens, overlap int) *bundle {
 	t.Cleanup(func() { _ = store.Close() })
 	tok, err := chunker.NewTokenizer("cl100k_base")
 	require.NoError(t, err)
-	src, err := files.New("docs", config.FilesSource{Root: root, Anchor: "Document", MaxFileBytes: 64 << 20}, chunker.Formats(), nil)
+	src, err := files.New("docs", config.FilesSource{Root: root, Anchor: "Document", MaxFileBytes: 64 << 20}, chunker.Formats(), nil,
+		files.WithTextCheck(pipeline.TextCheck))
 	require.NoError(t, err)
 	emb := &countingEmbedder{Embedder: hashing.New("hashing-v1", 64)}
 	g := graphtest.New()
@@ -465,4 +468,28 @@ func snapshot(g *graphtest.Graph) map[string]any {
 		out[e.Type+"|"+e.From.ID+"|"+e.To.ID] = true
 	}
 	return out
+}
+
+func TestLegacyEncodingsAreRead(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	// The first articles of the Constitution, as Windows-1251 and as UTF-16LE with a BOM.
+	text := "Статья 1\n\n1. Российская Федерация - Россия есть демократическое федеративное правовое государство с республиканской формой правления.\n"
+	cp, err := charmap.Windows1251.NewEncoder().String(text)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "cp1251.txt"), []byte(cp), 0o644))
+	u16, err := unicode.UTF16(unicode.LittleEndian, unicode.UseBOM).NewEncoder().String(text)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "utf16.txt"), []byte(u16), 0o644))
+	b := setup(t, root, 128, 16)
+	c := b.sync(t, pipeline.Mode{})
+	require.Equal(t, 2, c.RecordsNew)
+	require.Zero(t, c.RecordsSkipped)
+	for _, id := range b.graph.Nodes(pipeline.LabelChunk) {
+		n, _ := b.graph.Node(pipeline.LabelChunk, id)
+		require.Contains(t, n["text"], "демократическое федеративное правовое государство", "decoded to the same text")
+	}
+	require.Equal(t, 2, b.graph.Count(pipeline.LabelChunk))
+	_, texts := b.emb.reset()
+	require.Len(t, texts, 1, "both files decode to one text: embedded once")
 }

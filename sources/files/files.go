@@ -88,9 +88,22 @@ func WithPageBytes(n int64) Option {
 	}
 }
 
+// WithTextCheck replaces the check of text formats' content (default:
+// valid UTF-8). The pipeline passes the chunker's encoding detection, so
+// UTF-16 with a BOM and Windows-1251 texts are read; content the check
+// rejects is reported as skipped with the check's error.
+func WithTextCheck(check func(format string, content []byte) error) Option {
+	return func(s *Source) {
+		if check != nil {
+			s.textCheck = check
+		}
+	}
+}
+
 // Source reads a directory tree; it satisfies sources.Source. It keeps no
 // state between listings and is safe for concurrent Reads.
 type Source struct {
+	textCheck func(format string, content []byte) error
 	name      string
 	root      string
 	include   []string
@@ -342,7 +355,11 @@ func (s *Source) read(en entry) (sources.Record, error) {
 	if int64(len(content)) > s.maxBytes { // grew since the stat
 		return sources.Record{}, fmt.Errorf("read %s: more than max_file_bytes %d bytes", en.key, s.maxBytes)
 	}
-	if textFormats[en.format] && !utf8.Valid(content) {
+	if s.textCheck != nil {
+		if err := s.textCheck(en.format, content); err != nil {
+			return sources.Record{}, fmt.Errorf("read %s: %w", en.key, err)
+		}
+	} else if textFormats[en.format] && !utf8.Valid(content) {
 		return sources.Record{}, fmt.Errorf("read %s: invalid UTF-8 at byte %d", en.key, invalidAt(content))
 	}
 	return sources.Record{
