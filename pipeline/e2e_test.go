@@ -67,9 +67,12 @@ func TestPostgresStateMemgraphSink(t *testing.T) {
 			ddl = append(ddl, q.Text)
 		}
 	}
-	require.Len(t, ddl, 4, "three label-property indexes and the vector index")
+	// Label-property indexes on id for Document, Section, Element, Term and
+	// Chunk, on Term(name_lower) for exact term look-up, and the chunk and
+	// term vector indexes.
+	require.Len(t, ddl, 8)
 	require.Contains(t, strings.Join(ddl, "\n"), `"dimension": 32`)
-	require.Equal(t, 3, schemaState.Indexes())
+	require.Equal(t, 6, schemaState.Indexes())
 	require.Equal(t, 32, schemaState.VectorDimension("chunk_embedding"))
 	// Each batch is its own transaction: two documents, batch size 1.
 	txs := map[int]bool{}

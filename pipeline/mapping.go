@@ -42,6 +42,16 @@ type recordProps struct {
 	ID       string         `json:"id,omitempty"`
 	Node     map[string]any `json:"node"`
 	Sections []sectionNode  `json:"sections,omitempty"`
+	// Elements are the document's leaf elements, Terms its defined terms,
+	// XRefs its same-document references, Ext its references to other
+	// documents and ExtEdges those resolved (by linkPass), DocIDs the
+	// identifiers other documents cite it by.
+	Elements []sectionNode `json:"elements,omitempty"`
+	Terms    []termNode    `json:"terms,omitempty"`
+	XRefs    []xrefEdge    `json:"xrefs,omitempty"`
+	Ext      []extRef      `json:"ext,omitempty"`
+	ExtEdges []xrefEdge    `json:"ext_edges,omitempty"`
+	DocIDs   []string      `json:"doc_ids,omitempty"`
 	Links    []linkRef      `json:"links,omitempty"`
 	// Edge is set for a link-table row: the record is this edge, not a node.
 	Edge *edgeRef `json:"edge,omitempty"`
@@ -58,14 +68,20 @@ type linkRef struct {
 	Props    map[string]any `json:"props,omitempty"`
 }
 
-// sectionNode is one (:Section) of a document's element tree.
+// sectionNode is one node of a document's element tree: a (:Section) for
+// containers, an (:Element) for leaves.
 type sectionNode struct {
-	ID          string `json:"id"`
-	Address     string `json:"address"`
-	Title       string `json:"title"`
-	Level       int    `json:"level"`
-	Parent      string `json:"parent"`
-	ParentLabel string `json:"parent_label"`
+	ID          string   `json:"id"`
+	Kind        string   `json:"kind,omitempty"`
+	Address     string   `json:"address"`
+	Title       string   `json:"title"`
+	Text        string   `json:"text,omitempty"`
+	Level       int      `json:"level"`
+	Parent      string   `json:"parent"`
+	ParentLabel string   `json:"parent_label"`
+	Unresolved  []string `json:"unresolved,omitempty"`
+	// Hash is the content hash of the node's properties when written.
+	Hash uint64 `json:"hash,omitempty"`
 }
 
 func decodeRecordProps(b []byte) (recordProps, error) {
@@ -137,8 +153,16 @@ type docOutput struct {
 	write []bool
 	// removed are stored chunk ids the document no longer has.
 	removed []string
-	// removedSections are stored section ids the document no longer has.
-	removedSections []string
+	// The document graph: elements, terms, references, and their stored
+	// versions; forceAll rewrites every node of the record.
+	elements                          []sectionNode
+	oldSections, oldElements          []sectionNode
+	terms, oldTerms                   []termNode
+	xrefs, oldXRefs, oldExtEdges      []xrefEdge
+	ext                               []extRef
+	docIDs                            []string
+	refsResolved, refsUnresolved int
+	forceAll                          bool
 	// links are the record's edges to other records; oldLinks the stored ones.
 	links, oldLinks []linkRef
 	// edge is the link-table row's edge; oldEdge the stored one.
@@ -237,7 +261,14 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 		if t := documentTitle(root); t != "" {
 			out.node["title"] = t
 		}
-		out.sections = sectionsOf(out.nodeID, rec.Anchor, root)
+		g := buildDocGraph(out.nodeID, rec.Anchor, rec.Key, root)
+		out.sections, out.elements, out.terms, out.xrefs, out.ext, out.docIDs = g.sections, g.elements, g.terms, g.xrefs, g.ext, g.ids
+		out.refsResolved, out.refsUnresolved = g.resolved, g.unresolved
+		out.node["refs_resolved"] = int64(g.resolved)
+		out.node["refs_unresolved"] = int64(g.unresolved)
+		out.node["refs_external"] = int64(len(g.ext))
+		out.node["refs_external_resolved"] = int64(0) // set by the link pass
+		out.node["terms"] = int64(len(g.terms))
 		chunks, err := chunker.Split(out.nodeID, root, r.p.Chunking)
 		if err != nil {
 			return nil, fmt.Errorf("chunk %s: %w", rec.Key, err)
@@ -271,7 +302,6 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 
 	// Stored chunks and sections decide what must be rewritten and removed.
 	old := map[string]uint64{}
-	var oldSections []sectionNode
 	if it.stored != nil {
 		chunks, err := r.p.Store.ChunkList(ctx, r.p.Name, state.RecordRef{Source: it.source, Key: rec.Key})
 		if err != nil {
@@ -284,12 +314,13 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 		if err != nil {
 			return nil, fmt.Errorf("record %s: %w", rec.Key, err)
 		}
-		oldSections = sp.Sections
+		out.oldSections, out.oldElements, out.oldTerms, out.oldXRefs, out.oldExtEdges = sp.Sections, sp.Elements, sp.Terms, sp.XRefs, sp.ExtEdges
 		out.oldLinks = sp.Links
 		out.oldEdge = sp.Edge
 		out.oldVectors = sp.Vectors
 	}
 	forceAll := it.stored == nil || r.mode.Full || r.mode.Reembed || it.stored.Fingerprint != r.fingerprint(rec)
+	out.forceAll = forceAll
 	keep := map[string]bool{}
 	out.states = make([]state.Chunk, len(out.chunks))
 	out.write = make([]bool, len(out.chunks))
@@ -321,15 +352,6 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 		}
 	}
 	slices.Sort(out.removed)
-	newSections := map[string]bool{}
-	for _, s := range out.sections {
-		newSections[s.ID] = true
-	}
-	for _, s := range oldSections {
-		if !newSections[s.ID] {
-			out.removedSections = append(out.removedSections, s.ID)
-		}
-	}
 	return out, nil
 }
 
@@ -368,6 +390,10 @@ func (r *runner) embedChunks(ctx context.Context, outs []*docOutput) (map[uint64
 			text := o.vecTexts[attr]
 			texts = append(texts, text)
 			hashes = append(hashes, diff.TextHash(text))
+		}
+		for _, t := range o.terms {
+			texts = append(texts, t.embedText())
+			hashes = append(hashes, diff.TextHash(t.embedText()))
 		}
 	}
 	vectors := map[uint64][]float32{}
@@ -408,9 +434,6 @@ func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64
 		for _, id := range o.removed {
 			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelChunk, ID: id})
 		}
-		for _, id := range o.removedSections {
-			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelSection, ID: id})
-		}
 		r.counts().ChunksDeleted += len(o.removed)
 		node := map[string]any{}
 		for k, v := range o.node {
@@ -430,17 +453,18 @@ func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64
 		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: o.label, ID: o.nodeID, Props: node})
 		docRef := sink.NodeRef{Label: o.label, ID: o.nodeID}
 		r.linkOps(b, docRef, o.links, o.oldLinks)
-		for _, s := range o.sections {
-			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: LabelSection, ID: s.ID, Props: map[string]any{
-				"address": s.Address, "title": s.Title, "level": int64(s.Level), "document": o.nodeID,
-			}})
-			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelPartOf,
-				From: sink.NodeRef{Label: LabelSection, ID: s.ID}, To: sink.NodeRef{Label: s.ParentLabel, ID: s.Parent}})
+		if o.it.rec.Document != nil || len(o.sections)+len(o.elements) > 0 {
+			r.docGraphOps(b, o, docRef, vectors, o.forceAll)
+			r.docsChanged = true
 		}
-		sectionIDs := map[string]bool{}
+		labels := map[string]string{}
 		for _, s := range o.sections {
-			sectionIDs[s.ID] = true
+			labels[s.ID] = LabelSection
 		}
+		for _, e := range o.elements {
+			labels[e.ID] = LabelElement
+		}
+		labelOf := func(id string) string { return labels[id] }
 		for i, c := range o.chunks {
 			if !o.write[i] {
 				continue
@@ -452,7 +476,7 @@ func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64
 			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: LabelChunk, ID: c.ID, Props: props})
 			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelPartOf, From: cref, To: docRef})
 			var keepSection []string
-			if sectionIDs[c.Parent] {
+			if labels[c.Parent] == LabelSection {
 				b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelInSection, From: cref, To: sink.NodeRef{Label: LabelSection, ID: c.Parent}})
 				keepSection = []string{c.Parent}
 			}
@@ -463,8 +487,10 @@ func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64
 				keepNext = []string{next}
 			}
 			b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelNext, From: cref, ToLabel: LabelChunk, Keep: keepNext})
+			coversOps(b, cref, c.Elements, labelOf)
 		}
-		rp, _ := json.Marshal(recordProps{ID: o.nodeID, Node: o.node, Sections: o.sections, Links: o.links, Vectors: vecAttrs})
+		rp, _ := json.Marshal(recordProps{ID: o.nodeID, Node: o.node, Sections: o.sections, Links: o.links, Vectors: vecAttrs,
+			Elements: o.elements, Terms: o.terms, XRefs: o.xrefs, Ext: o.ext, ExtEdges: o.oldExtEdges, DocIDs: o.docIDs})
 		commit.Records = append(commit.Records, state.Record{
 			Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
 			Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp,
@@ -545,24 +571,6 @@ func (r *runner) linkOps(b *sink.Batch, from sink.NodeRef, links, old []linkRef)
 	}
 }
 
-// sectionsOf lists a document's section elements as graph nodes; ids are
-// their address paths ("<doc id> › 6 › 6.5"), matching chunker.Chunk.Parent.
-func sectionsOf(docID, docLabel string, root *chunker.Element) []sectionNode {
-	var out []sectionNode
-	var walk func(e *chunker.Element, path, parent, parentLabel string, level int)
-	walk = func(e *chunker.Element, path, parent, parentLabel string, level int) {
-		for _, c := range e.Children {
-			if c.Kind != chunker.KindSection {
-				continue
-			}
-			id := path + PathSep + c.Address
-			out = append(out, sectionNode{ID: id, Address: c.Address, Title: c.Title, Level: level, Parent: parent, ParentLabel: parentLabel})
-			walk(c, id, id, LabelSection, level+1)
-		}
-	}
-	walk(root, docID, docID, docLabel, 1)
-	return out
-}
 
 // documentTitle is the title of the document's first section, if any.
 func documentTitle(root *chunker.Element) string {
@@ -629,6 +637,12 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 			nodeID:   nodeIDOf(source, rec.Key, rp),
 			node:     rp.Node,
 			sections: rp.Sections,
+			elements: rp.Elements,
+			terms:    rp.Terms,
+			xrefs:    rp.XRefs,
+			ext:      rp.Ext,
+			docIDs:   rp.DocIDs,
+			forceAll: true,
 			links:    rp.Links,
 			edge:     rp.Edge,
 			oldEdge:  rp.Edge,
@@ -649,7 +663,15 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 			text, _ := props["text"].(string)
 			cctx, _ := props["context"].(string)
 			parent, _ := props["parent"].(string)
-			o.chunks = append(o.chunks, chunker.Chunk{ID: c.ID, Text: text, Context: cctx, Parent: parent, Position: c.Position})
+			var elems []string
+			if list, ok := props["elements"].([]any); ok {
+				for _, e := range list {
+					if s, ok := e.(string); ok {
+						elems = append(elems, s)
+					}
+				}
+			}
+			o.chunks = append(o.chunks, chunker.Chunk{ID: c.ID, Text: text, Context: cctx, Parent: parent, Position: c.Position, Elements: elems})
 			o.write[i] = true
 		}
 		outs = append(outs, o)
@@ -659,6 +681,12 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 		return err
 	}
 	b, _ := r.buildBatch(source, outs, vectors)
+	for _, rec := range recs {
+		rp, _ := decodeRecordProps(rec.Props)
+		for _, e := range rp.ExtEdges {
+			b.EdgeUpserts = append(b.EdgeUpserts, e.upsert())
+		}
+	}
 	r.run.Counts.ChunksDeleted = 0
 	// State is unchanged by a rebuild: only the graph is rewritten.
 	return r.writeAndCommit(ctx, b, state.Commit{Pipeline: r.p.Name})

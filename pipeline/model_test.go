@@ -180,7 +180,7 @@ func TestModelMapsTablesToAnchorsLinksAndEdges(t *testing.T) {
 	for _, vi := range b.graph.Schema().VectorIndexes {
 		names = append(names, vi.Name)
 	}
-	require.ElementsMatch(t, []string{"chunk_embedding", "cn_code_description_embedding", "guide_title_embedding"}, names)
+	require.ElementsMatch(t, []string{"chunk_embedding", "term_embedding", "cn_code_description_embedding", "guide_title_embedding"}, names)
 
 	// A Ref to a row that does not exist: the edge's end is a placeholder.
 	b.src.put("hs", "0301", map[string]any{"hscode": "0301", "description": "Fish; live"},

@@ -68,6 +68,8 @@ type Pipeline struct {
 	Chunking chunker.Options
 	// Model maps tables to anchors, attributes and links (nil = default mapping).
 	Model *Model
+	// Mandatory are element pairs always retrieved together (MANDATORY edges).
+	Mandatory []MandatoryLink
 	// BatchSize is the number of records per write-and-commit batch.
 	BatchSize int
 	// MaxDeleteRatio is the mass-delete guard (0 < r <= 1; 1 disables it).
@@ -126,7 +128,7 @@ func (p *Pipeline) now() time.Time {
 func (p *Pipeline) Schema(anchors []string) sink.Schema {
 	s := sink.Schema{}
 	seen := map[string]bool{}
-	for _, l := range append(append([]string{}, anchors...), LabelSection, LabelChunk) {
+	for _, l := range append(append([]string{}, anchors...), LabelSection, LabelElement, LabelTerm, LabelChunk) {
 		if l != "" && !seen[l] {
 			seen[l] = true
 			s.Indexes = append(s.Indexes, sink.Index{Label: l, Property: "id"})
@@ -138,6 +140,11 @@ func (p *Pipeline) Schema(anchors []string) sink.Schema {
 	}
 	s.VectorIndexes = append(s.VectorIndexes, sink.VectorIndex{
 		Name: ChunkVectorIndex, Label: LabelChunk, Property: PropEmbedding,
+		Dimension: p.Embedder.Dimensions(), Metric: "cos", Capacity: capacity,
+	})
+	s.Indexes = append(s.Indexes, sink.Index{Label: LabelTerm, Property: "name_lower"})
+	s.VectorIndexes = append(s.VectorIndexes, sink.VectorIndex{
+		Name: TermVectorIndex, Label: LabelTerm, Property: PropEmbedding,
 		Dimension: p.Embedder.Dimensions(), Metric: "cos", Capacity: capacity,
 	})
 	emb := p.Model.Embeddable()

@@ -109,13 +109,28 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 					pi.Class = diff.ClassChanged
 				}
 				var hashes []uint64
+				// Texts to embed: written chunks, term definitions, short
+				// embeddable attributes — as embedChunks sends them.
+				type want struct {
+					hash   uint64
+					tokens int
+				}
+				var wants []want
 				for i, w := range out.write {
 					if w {
 						pi.Write++
-						h := out.states[i].TextHash
-						if !missSeen[h] {
-							hashes = append(hashes, h)
-						}
+						wants = append(wants, want{out.states[i].TextHash, out.chunks[i].Tokens})
+					}
+				}
+				for _, t := range out.terms {
+					wants = append(wants, want{diff.TextHash(t.embedText()), p.countTokens(t.embedText())})
+				}
+				for _, text := range out.vecTexts {
+					wants = append(wants, want{diff.TextHash(text), p.countTokens(text)})
+				}
+				for _, w := range wants {
+					if !missSeen[w.hash] {
+						hashes = append(hashes, w.hash)
 					}
 				}
 				plan.ChunksToWrite += pi.Write
@@ -127,16 +142,15 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 						return nil, fmt.Errorf("embedding cache: %w", err)
 					}
 				}
-				for i, w := range out.write {
-					h := out.states[i].TextHash
-					if !w || missSeen[h] {
+				for _, w := range wants {
+					if missSeen[w.hash] {
 						continue
 					}
-					if _, ok := hit[h]; !ok {
-						missSeen[h] = true
+					if _, ok := hit[w.hash]; !ok {
+						missSeen[w.hash] = true
 						pi.Misses++
 						plan.EmbedMisses++
-						plan.EmbedTokens += out.chunks[i].Tokens
+						plan.EmbedTokens += w.tokens
 					}
 				}
 				plan.Items = append(plan.Items, pi)
@@ -175,4 +189,12 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 		return strings.Compare(a.Key, b.Key)
 	})
 	return plan, nil
+}
+
+// countTokens counts tokens with the pipeline's tokenizer (0 without one).
+func (p *Pipeline) countTokens(s string) int {
+	if p.Chunking.Tokenizer == nil {
+		return 0
+	}
+	return p.Chunking.Tokenizer.Count(s)
 }

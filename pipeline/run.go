@@ -25,6 +25,9 @@ type runner struct {
 	// the labels in labels.
 	ensured bool
 	labels  map[string]bool
+	// docsChanged is set when the run wrote or deleted a document: the
+	// link pass then re-resolves references between documents.
+	docsChanged bool
 }
 
 // item is one record that must be processed in a batch.
@@ -41,14 +44,17 @@ func (r *runner) counts() *state.Counts { return &r.run.Counts }
 
 func (r *runner) execute(ctx context.Context) error {
 	if r.mode.RebuildGraph {
-		return r.rebuild(ctx)
+		if err := r.rebuild(ctx); err != nil {
+			return err
+		}
+		return r.linkPass(ctx)
 	}
 	for _, src := range r.p.Sources {
 		if err := r.syncSource(ctx, src); err != nil {
 			return fmt.Errorf("source %q: %w", src.Name(), err)
 		}
 	}
-	return nil
+	return r.linkPass(ctx)
 }
 
 // ensure creates the sink's indexes before the first write of the run, and
@@ -320,12 +326,21 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		for _, s := range sp.Sections {
 			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelSection, ID: s.ID})
 		}
+		for _, e := range sp.Elements {
+			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelElement, ID: e.ID})
+		}
+		for _, t := range sp.Terms {
+			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelTerm, ID: t.ID})
+		}
 		if sp.Edge != nil {
 			b.DeleteEdges = append(b.DeleteEdges, sp.Edge.ref())
 		} else {
 			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: rec.Anchor, ID: nodeIDOf(source, rec.Key, sp)})
 		}
 		commit.DeleteRecords = append(commit.DeleteRecords, ref)
+		if len(sp.DocIDs) > 0 || len(sp.Sections) > 0 {
+			r.docsChanged = true
+		}
 		r.counts().RecordsDeleted++
 		r.counts().ChunksDeleted += len(chunks)
 	}

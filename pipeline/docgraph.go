@@ -1,0 +1,300 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/sink"
+)
+
+// Labels and relationship types of the document graph (issue "Documents as
+// a graph"): a document is an addressable tree plus a graph of references.
+const (
+	// LabelElement is a leaf element: paragraph, list, table, code block,
+	// note, caption, clause.
+	LabelElement = "Element"
+	// LabelTerm is a defined term.
+	LabelTerm = "Term"
+	// RelCovers links a chunk to the elements it covers.
+	RelCovers = "COVERS"
+	// RelDefinedIn links a term to the element that defines it.
+	RelDefinedIn = "DEFINED_IN"
+	// RelCrossRef links an element to the element it refers to ("see 4.1",
+	// "Section 2.7 of [RFC7230]"), in the same or another document.
+	RelCrossRef = "CROSS_REF"
+	// RelMandatory links elements that must always be retrieved together.
+	RelMandatory = "MANDATORY"
+	// TermVectorIndex is the vector index of term definitions.
+	TermVectorIndex = "term_embedding"
+)
+
+// termNode is one (:Term) of a document.
+type termNode struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Definition string `json:"definition"`
+	// DefinedIn is the id of the defining element and its label.
+	DefinedIn      string `json:"defined_in"`
+	DefinedInLabel string `json:"defined_in_label"`
+}
+
+// embedText is what a term's vector is computed from.
+func (t termNode) embedText() string { return t.Name + ": " + t.Definition }
+
+// xrefEdge is one CROSS_REF edge between elements (ids and labels).
+type xrefEdge struct {
+	From      string `json:"from"`
+	FromLabel string `json:"from_label"`
+	To        string `json:"to"`
+	ToLabel   string `json:"to_label"`
+	Text      string `json:"text"`
+}
+
+func (e xrefEdge) ref() sink.EdgeRef {
+	return sink.EdgeRef{Type: RelCrossRef, From: sink.NodeRef{Label: e.FromLabel, ID: e.From},
+		To: sink.NodeRef{Label: e.ToLabel, ID: e.To}, Key: "xref:" + e.From + "->" + e.To}
+}
+
+func (e xrefEdge) upsert() sink.EdgeUpsert {
+	r := e.ref()
+	return sink.EdgeUpsert{Type: r.Type, From: r.From, To: r.To, Key: r.Key, Props: map[string]any{"text": e.Text}}
+}
+
+// extRef is a reference to another document, resolved by document
+// identifier after the run's documents are written (linkPass).
+type extRef struct {
+	From      string `json:"from"`
+	FromLabel string `json:"from_label"`
+	Text      string `json:"text"`
+	Target    string `json:"target"`
+	Doc       string `json:"doc"`
+}
+
+// docGraph is the element tree, terms and references of one document.
+type docGraph struct {
+	sections, elements []sectionNode
+	terms              []termNode
+	xrefs              []xrefEdge
+	ext                []extRef
+	ids                []string
+	resolved           int
+	unresolved         int
+}
+
+// buildDocGraph walks a parsed document: containers (sections, annexes, and
+// any element with children) become (:Section) nodes, leaves (:Element)
+// nodes, both with ids = address paths under docID (the same paths as
+// chunker.Chunk.Parent and Chunk.Elements); then terms and references.
+func buildDocGraph(docID, docLabel, key string, root *chunker.Element) docGraph {
+	var g docGraph
+	labelOf := map[string]string{docID: docLabel}
+	var walk func(e *chunker.Element, path, parentLabel string, level int)
+	walk = func(e *chunker.Element, path, parentLabel string, level int) {
+		for _, c := range e.Children {
+			id := path + PathSep + c.Address
+			n := sectionNode{ID: id, Kind: string(c.Kind), Address: c.Address, Title: c.Title, Level: level, Parent: path, ParentLabel: parentLabel}
+			if len(c.Children) > 0 || c.Kind == chunker.KindSection || c.Kind == chunker.KindAnnex {
+				labelOf[id] = LabelSection
+				g.sections = append(g.sections, n)
+				walk(c, id, LabelSection, level+1)
+				continue
+			}
+			n.Text = c.Text
+			labelOf[id] = LabelElement
+			g.elements = append(g.elements, n)
+		}
+	}
+	walk(root, docID, docLabel, 1)
+	abs := func(rel string) string {
+		if rel == "" {
+			return docID
+		}
+		return docID + PathSep + rel
+	}
+
+	seenTerm := map[string]bool{}
+	for _, t := range chunker.Terms(root) {
+		at := abs(t.Address)
+		id := docID + "#term:" + strings.ToLower(t.Name)
+		if seenTerm[id] || labelOf[at] == "" || strings.TrimSpace(t.Definition) == "" {
+			continue
+		}
+		seenTerm[id] = true
+		g.terms = append(g.terms, termNode{ID: id, Name: t.Name, Definition: t.Definition, DefinedIn: at, DefinedInLabel: labelOf[at]})
+	}
+
+	g.ids = chunker.DocumentIDs(root, key)
+	own := map[string]bool{}
+	for _, id := range g.ids {
+		own[normalizeDocID(id)] = true
+	}
+	refs := chunker.CrossRefs(root)
+	resolved, unresolved := chunker.Resolve(root, refs)
+	unresolvedBy := map[string][]string{}
+	seenEdge := map[string]bool{}
+	for i, r := range refs {
+		from := abs(r.From)
+		if labelOf[from] == "" {
+			continue
+		}
+		if r.Doc != "" && !own[normalizeDocID(r.Doc)] {
+			g.ext = append(g.ext, extRef{From: from, FromLabel: labelOf[from], Text: r.Text, Target: r.Target, Doc: r.Doc})
+			continue
+		}
+		if r.Doc != "" { // a document citing itself: resolve here
+			sub, _ := chunker.Resolve(root, []chunker.Ref{{From: r.From, Text: r.Text, Target: r.Target}})
+			if p, ok := sub[0]; ok {
+				resolved[i] = p
+			} else if r.Target == "" {
+				continue
+			}
+		}
+		p, ok := resolved[i]
+		if !ok {
+			continue
+		}
+		to := abs(p)
+		if labelOf[to] == "" || to == from {
+			continue
+		}
+		e := xrefEdge{From: from, FromLabel: labelOf[from], To: to, ToLabel: labelOf[to], Text: r.Text}
+		if k := e.ref().Key; !seenEdge[k] {
+			seenEdge[k] = true
+			g.xrefs = append(g.xrefs, e)
+		}
+		g.resolved++
+	}
+	for _, i := range unresolved {
+		from := abs(refs[i].From)
+		unresolvedBy[from] = append(unresolvedBy[from], refs[i].Text)
+		g.unresolved++
+	}
+	for i := range g.elements {
+		g.elements[i].Unresolved = unresolvedBy[g.elements[i].ID]
+	}
+	for i := range g.sections {
+		g.sections[i].Unresolved = unresolvedBy[g.sections[i].ID]
+	}
+	return g
+}
+
+// normalizeDocID folds a document identifier for comparison: "RFC7230",
+// "rfc 7230" and "RFC 7230" are one document.
+func normalizeDocID(s string) string {
+	s = strings.ToLower(strings.Join(strings.Fields(s), ""))
+	return strings.Trim(s, "[]")
+}
+
+// nodeHash is the content hash of a graph node's properties, to write only
+// the nodes that changed.
+func nodeHash(props map[string]any) uint64 {
+	h, err := diff.Hash(props)
+	if err != nil {
+		panic(fmt.Sprintf("pipeline: hash node props: %v", err)) // strings, ints and string lists only
+	}
+	return h
+}
+
+func (s sectionNode) props(docID string) map[string]any {
+	p := map[string]any{"kind": s.Kind, "address": s.Address, "title": s.Title, "level": int64(s.Level), "document": docID}
+	if s.Text != "" {
+		p["text"] = s.Text
+	}
+	if len(s.Unresolved) > 0 {
+		u := make([]any, len(s.Unresolved))
+		for i, t := range s.Unresolved {
+			u[i] = t
+		}
+		p["unresolved_refs"] = u
+	} else {
+		p["unresolved_refs"] = nil
+	}
+	return p
+}
+
+// docGraphOps writes a document's element tree, terms and same-document
+// references, skipping nodes whose content did not change since the stored
+// version (unless force), and deletes what the document no longer has.
+func (r *runner) docGraphOps(b *sink.Batch, o *docOutput, docRef sink.NodeRef, vectors map[uint64][]float32, force bool) {
+	old := map[string]uint64{}
+	for _, s := range o.oldSections {
+		old[s.ID] = s.Hash
+	}
+	for _, s := range o.oldElements {
+		old[s.ID] = s.Hash
+	}
+	keep := map[string]bool{}
+	write := func(label string, nodes []sectionNode) {
+		for i := range nodes {
+			s := &nodes[i]
+			props := s.props(o.nodeID)
+			s.Hash = nodeHash(props)
+			keep[s.ID] = true
+			if h, ok := old[s.ID]; ok && h == s.Hash && !force {
+				continue
+			}
+			ref := sink.NodeRef{Label: label, ID: s.ID}
+			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: label, ID: s.ID, Props: props})
+			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelPartOf, From: ref, To: sink.NodeRef{Label: s.ParentLabel, ID: s.Parent}})
+		}
+	}
+	write(LabelSection, o.sections)
+	write(LabelElement, o.elements)
+	for _, s := range o.oldSections {
+		if !keep[s.ID] {
+			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelSection, ID: s.ID})
+		}
+	}
+	for _, s := range o.oldElements {
+		if !keep[s.ID] {
+			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelElement, ID: s.ID})
+		}
+	}
+
+	// Terms: rewritten with the document, their vectors from the embed pass.
+	keepTerm := map[string]bool{}
+	for _, t := range o.terms {
+		keepTerm[t.ID] = true
+		tref := sink.NodeRef{Label: LabelTerm, ID: t.ID}
+		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: LabelTerm, ID: t.ID, Props: map[string]any{
+			"name": t.Name, "name_lower": strings.ToLower(t.Name), "definition": t.Definition, "document": o.nodeID,
+			PropEmbedding: vectors[diff.TextHash(t.embedText())],
+		}})
+		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelDefinedIn, From: tref, To: sink.NodeRef{Label: t.DefinedInLabel, ID: t.DefinedIn}})
+		b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelDefinedIn, From: tref, ToLabel: t.DefinedInLabel, Keep: []string{t.DefinedIn}})
+	}
+	for _, t := range o.oldTerms {
+		if !keepTerm[t.ID] {
+			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelTerm, ID: t.ID})
+		}
+	}
+
+	// Same-document references: keyed edges, diffed against the stored ones.
+	want := map[string]bool{}
+	for _, e := range o.xrefs {
+		want[e.ref().Key] = true
+		b.EdgeUpserts = append(b.EdgeUpserts, e.upsert())
+	}
+	for _, e := range o.oldXRefs {
+		if !want[e.ref().Key] && keep[e.From] && keep[e.To] {
+			b.DeleteEdges = append(b.DeleteEdges, e.ref())
+		}
+	}
+	_ = docRef
+}
+
+// coversOps links a written chunk to the elements it covers.
+func coversOps(b *sink.Batch, chunk sink.NodeRef, elements []string, labelOf func(string) string) {
+	var keep []string
+	for _, e := range elements {
+		if l := labelOf(e); l == LabelElement {
+			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelCovers, From: chunk, To: sink.NodeRef{Label: LabelElement, ID: e}})
+			keep = append(keep, e)
+		}
+	}
+	slices.Sort(keep)
+	b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelCovers, From: chunk, ToLabel: LabelElement, Keep: slices.Compact(keep)})
+}

@@ -1,0 +1,284 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/state"
+)
+
+// MandatoryLink is a pair of elements that must always be retrieved
+// together, written as a MANDATORY edge. Each end is an address such as
+// "RFC 7231 6.5.1": a document identifier (chunker.DocumentIDs: "RFC 7231",
+// the file name, the title) followed by an element address ("6.5.1",
+// "Table 7.1", "Статья 65"); a bare identifier names the whole document.
+type MandatoryLink struct {
+	From, To string
+	// Note says why, written as the edge's "note" property.
+	Note string
+}
+
+// mandatoryCursor is the state cursor (of a reserved source name) holding
+// the MANDATORY edges written, so that removed ones are deleted.
+const mandatoryCursor = "_mandatory"
+
+// corpusIndex finds documents by identifier and their elements by address.
+type corpusIndex struct {
+	docs map[string]*indexedDoc // normalized identifier → document
+	all  []*indexedDoc
+}
+
+type indexedDoc struct {
+	source, key, id, label string
+	ids                    []string
+	byAddress              map[string]graphRef // normalized address → node
+	props                  recordProps
+	rec                    state.Record
+}
+
+// graphRef is a node by label and id.
+type graphRef struct{ Label, ID string }
+
+// addressKey normalizes an element address or reference target: "Section
+// 6.5.1", "6.5.1." and "6.5.1" are one key; "Table 7.1" keeps its word.
+func addressKey(s string) string {
+	s = strings.ToLower(strings.Join(strings.Fields(s), " "))
+	s = strings.TrimSuffix(s, ".")
+	for _, p := range []string{"section ", "clause ", "раздел ", "пункт ", "appendix ", "annex "} {
+		if rest, ok := strings.CutPrefix(s, p); ok && rest != "" && (unicode.IsDigit(rune(rest[0])) || len(rest) <= 2) {
+			s = rest
+		}
+	}
+	return s
+}
+
+// loadCorpusIndex reads every document of the pipeline from state.
+func (p *Pipeline) loadCorpusIndex(ctx context.Context) (*corpusIndex, error) {
+	idx := &corpusIndex{docs: map[string]*indexedDoc{}}
+	for _, src := range p.Sources {
+		recs, err := p.Store.RecordList(ctx, p.Name, src.Name())
+		if err != nil {
+			return nil, fmt.Errorf("list records: %w", err)
+		}
+		for _, key := range slices.Sorted(func(yield func(string) bool) {
+			for k := range recs {
+				if !yield(k) {
+					return
+				}
+			}
+		}) {
+			rec := recs[key]
+			rp, err := decodeRecordProps(rec.Props)
+			if err != nil {
+				return nil, fmt.Errorf("record %q: %w", key, err)
+			}
+			if len(rp.DocIDs) == 0 && len(rp.Sections)+len(rp.Elements) == 0 {
+				continue
+			}
+			d := &indexedDoc{source: src.Name(), key: key, id: nodeIDOf(src.Name(), key, rp), label: rec.Anchor,
+				ids: rp.DocIDs, byAddress: map[string]graphRef{}, props: rp, rec: rec}
+			add := func(addr string, ref graphRef) {
+				k := addressKey(addr)
+				if _, dup := d.byAddress[k]; !dup && k != "" {
+					d.byAddress[k] = ref
+				}
+			}
+			for _, s := range rp.Sections {
+				add(s.Address, graphRef{LabelSection, s.ID})
+				for _, w := range []string{"appendix ", "annex ", "приложение "} {
+					if t := strings.ToLower(s.Title); strings.HasPrefix(t, w) {
+						if f := strings.Fields(t); len(f) >= 2 {
+							add(strings.TrimRight(f[1], ".:"), graphRef{LabelSection, s.ID})
+						}
+					}
+				}
+			}
+			for _, e := range rp.Elements {
+				if e.Kind == "clause" || e.Kind == "table" || e.Kind == "caption" {
+					add(e.Address, graphRef{LabelElement, e.ID})
+				}
+			}
+			idx.all = append(idx.all, d)
+			for _, id := range append([]string{key}, rp.DocIDs...) {
+				n := normalizeDocID(id)
+				if _, dup := idx.docs[n]; !dup {
+					idx.docs[n] = d
+				}
+			}
+		}
+	}
+	return idx, nil
+}
+
+// resolve finds the node an external reference or address points to.
+func (idx *corpusIndex) resolve(doc, target string) (graphRef, bool) {
+	d, ok := idx.docs[normalizeDocID(doc)]
+	if !ok {
+		return graphRef{}, false
+	}
+	if strings.TrimSpace(target) == "" {
+		return graphRef{d.label, d.id}, true
+	}
+	ref, ok := d.byAddress[addressKey(target)]
+	return ref, ok
+}
+
+// lookup resolves an address such as "RFC 7231 6.5.1": the longest document
+// identifier that prefixes it, then the rest as an element address.
+func (idx *corpusIndex) lookup(address string) (graphRef, *indexedDoc, bool) {
+	norm := strings.Join(strings.Fields(address), " ")
+	var best *indexedDoc
+	var rest string
+	bestLen := -1
+	for _, d := range idx.all {
+		for _, id := range append([]string{d.key}, d.ids...) {
+			id = strings.Join(strings.Fields(id), " ")
+			if len(id) > bestLen && len(norm) >= len(id) && strings.EqualFold(norm[:len(id)], id) &&
+				(len(norm) == len(id) || norm[len(id)] == ' ') {
+				best, bestLen, rest = d, len(id), strings.TrimSpace(norm[len(id):])
+			}
+		}
+	}
+	if best == nil {
+		return graphRef{}, nil, false
+	}
+	if rest == "" {
+		return graphRef{best.label, best.id}, best, true
+	}
+	ref, ok := best.byAddress[addressKey(strings.TrimPrefix(rest, "›"))]
+	return ref, best, ok
+}
+
+// linkPass resolves references between documents by their identifiers and
+// writes the configured MANDATORY links, after the run's documents are in
+// the graph. It runs when the run wrote or deleted documents (or the
+// mandatory links changed), so a no-op run costs nothing; its edges are
+// keyed and diffed against state, so a crash before its commit is redone.
+func (r *runner) linkPass(ctx context.Context) error {
+	mandatoryHash := mustHash(mandatoryValue(r.p.Mandatory))
+	storedMandatory, err := r.p.Store.CursorGet(ctx, r.p.Name, mandatoryCursor)
+	if err != nil {
+		return fmt.Errorf("link pass: %w", err)
+	}
+	var stored struct {
+		Hash  string     `json:"hash"`
+		Edges []xrefEdge `json:"edges"`
+	}
+	if storedMandatory != "" {
+		if err := json.Unmarshal([]byte(storedMandatory), &stored); err != nil {
+			return fmt.Errorf("link pass: stored mandatory links: %w", err)
+		}
+	}
+	mandatoryChanged := stored.Hash != fmt.Sprintf("%016x", mandatoryHash)
+	if !r.docsChanged && !mandatoryChanged && !r.mode.RebuildGraph {
+		return nil
+	}
+	idx, err := r.p.loadCorpusIndex(ctx)
+	if err != nil {
+		return fmt.Errorf("link pass: %w", err)
+	}
+	b := &sink.Batch{}
+	commit := state.Commit{Pipeline: r.p.Name}
+	for _, d := range idx.all {
+		var want []xrefEdge
+		resolved := 0
+		for _, e := range d.props.Ext {
+			to, ok := idx.resolve(e.Doc, e.Target)
+			if !ok || to.ID == d.id {
+				continue
+			}
+			want = append(want, xrefEdge{From: e.From, FromLabel: e.FromLabel, To: to.ID, ToLabel: to.Label, Text: e.Text})
+			resolved++
+		}
+		want = dedupeEdges(want)
+		if prev, _ := d.props.Node["refs_external_resolved"].(int64); slices.Equal(want, d.props.ExtEdges) && prev == int64(resolved) {
+			continue
+		}
+		keys := map[string]bool{}
+		for _, e := range want {
+			keys[e.ref().Key] = true
+			b.EdgeUpserts = append(b.EdgeUpserts, e.upsert())
+		}
+		for _, e := range d.props.ExtEdges {
+			if !keys[e.ref().Key] {
+				b.DeleteEdges = append(b.DeleteEdges, e.ref())
+			}
+		}
+		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: d.label, ID: d.id, Props: map[string]any{
+			"refs_external_resolved": int64(resolved),
+		}})
+		d.props.ExtEdges = want
+		if d.props.Node != nil {
+			d.props.Node["refs_external_resolved"] = int64(resolved)
+		}
+		rp, err := json.Marshal(d.props)
+		if err != nil {
+			return fmt.Errorf("link pass: encode %q: %w", d.key, err)
+		}
+		rec := d.rec
+		rec.Props = rp
+		commit.Records = append(commit.Records, rec)
+	}
+
+	// MANDATORY links from the config.
+	var mandatory []xrefEdge
+	for _, m := range r.p.Mandatory {
+		from, _, ok1 := idx.lookup(m.From)
+		to, _, ok2 := idx.lookup(m.To)
+		if !ok1 || !ok2 {
+			r.log.Warn("mandatory link not resolved", "from", m.From, "to", m.To, "from_found", ok1, "to_found", ok2)
+			continue
+		}
+		mandatory = append(mandatory, xrefEdge{From: from.ID, FromLabel: from.Label, To: to.ID, ToLabel: to.Label, Text: m.Note})
+	}
+	mkeys := map[string]bool{}
+	for _, e := range mandatory {
+		k := mandatoryRef(e)
+		mkeys[k.Key] = true
+		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: k.Type, From: k.From, To: k.To, Key: k.Key, Props: map[string]any{"note": e.Text}})
+	}
+	for _, e := range stored.Edges {
+		if k := mandatoryRef(e); !mkeys[k.Key] {
+			b.DeleteEdges = append(b.DeleteEdges, k)
+		}
+	}
+	cur, err := json.Marshal(struct {
+		Hash  string     `json:"hash"`
+		Edges []xrefEdge `json:"edges"`
+	}{fmt.Sprintf("%016x", mandatoryHash), mandatory})
+	if err != nil {
+		return fmt.Errorf("link pass: %w", err)
+	}
+	commit.Cursors = map[string]string{mandatoryCursor: string(cur)}
+	return r.writeAndCommit(ctx, b, commit)
+}
+
+func mandatoryRef(e xrefEdge) sink.EdgeRef {
+	return sink.EdgeRef{Type: RelMandatory, From: sink.NodeRef{Label: e.FromLabel, ID: e.From},
+		To: sink.NodeRef{Label: e.ToLabel, ID: e.To}, Key: "mandatory:" + e.From + "->" + e.To}
+}
+
+func mandatoryValue(ms []MandatoryLink) []any {
+	out := make([]any, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, []any{m.From, m.To, m.Note})
+	}
+	return out
+}
+
+func dedupeEdges(es []xrefEdge) []xrefEdge {
+	seen := map[string]bool{}
+	out := es[:0:0]
+	for _, e := range es {
+		if k := e.ref().Key; !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
