@@ -52,7 +52,7 @@ type recordProps struct {
 	Ext      []extRef      `json:"ext,omitempty"`
 	ExtEdges []xrefEdge    `json:"ext_edges,omitempty"`
 	DocIDs   []string      `json:"doc_ids,omitempty"`
-	Links    []linkRef      `json:"links,omitempty"`
+	Links    []linkRef     `json:"links,omitempty"`
 	// Edge is set for a link-table row: the record is this edge, not a node.
 	Edge *edgeRef `json:"edge,omitempty"`
 	// Vectors are the attributes whose text is embedded into the node
@@ -155,14 +155,14 @@ type docOutput struct {
 	removed []string
 	// The document graph: elements, terms, references, and their stored
 	// versions; forceAll rewrites every node of the record.
-	elements                          []sectionNode
-	oldSections, oldElements          []sectionNode
-	terms, oldTerms                   []termNode
-	xrefs, oldXRefs, oldExtEdges      []xrefEdge
-	ext                               []extRef
-	docIDs                            []string
+	elements                     []sectionNode
+	oldSections, oldElements     []sectionNode
+	terms, oldTerms              []termNode
+	xrefs, oldXRefs, oldExtEdges []xrefEdge
+	ext                          []extRef
+	docIDs                       []string
 	refsResolved, refsUnresolved int
-	forceAll                          bool
+	forceAll                     bool
 	// links are the record's edges to other records; oldLinks the stored ones.
 	links, oldLinks []linkRef
 	// edge is the link-table row's edge; oldEdge the stored one.
@@ -570,7 +570,6 @@ func (r *runner) linkOps(b *sink.Batch, from sink.NodeRef, links, old []linkRef)
 		b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: g.typ, From: from, ToLabel: g.anchor, Keep: keep[g]})
 	}
 }
-
 
 // documentTitle is the title of the document's first section, if any.
 func documentTitle(root *chunker.Element) string {
