@@ -88,6 +88,11 @@ type Daemon struct {
 	// PollInterval is how often the daemon looks for triggers queued in
 	// state by other replicas or left by a stopped one (default 10s).
 	PollInterval time.Duration `yaml:"poll_interval"`
+	// VerifyInterval is how often the daemon compares each pipeline's graph
+	// with state (counts and vector indexes, `kgsync verify --sample -1`),
+	// also once at start-up (default 1h; 0 = never). In a Config built in
+	// Go, 0 means never.
+	VerifyInterval time.Duration `yaml:"verify_interval"`
 }
 
 // Pipeline is one configured flow: sources → mapping → chunking → embedding → sink.
@@ -104,6 +109,9 @@ type Pipeline struct {
 	Sources []Source `yaml:"sources"`
 	// Model is the data model tables map through (default mapping when unset).
 	Model *Model `yaml:"model,omitempty"`
+	// Mandatory are pairs of document elements that must always be
+	// retrieved together (MANDATORY edges).
+	Mandatory []Mandatory `yaml:"mandatory,omitempty"`
 	// Chunking overrides the top-level chunking.
 	Chunking *Chunking `yaml:"chunking,omitempty"`
 	// Embedder overrides the top-level embedder.

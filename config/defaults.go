@@ -36,6 +36,7 @@ const (
 	DefaultDaemonGracePeriod  = 30 * time.Second
 	DefaultDaemonMaxBodyBytes = 1 << 20 // 1 MiB
 	DefaultDaemonPollInterval = 10 * time.Second
+	DefaultDaemonVerify       = time.Hour
 )
 
 // The setDefaults methods fill the defaults that do not depend on other
@@ -56,6 +57,7 @@ func (d *Daemon) setDefaults() {
 	setZero(&d.GracePeriod, DefaultDaemonGracePeriod)
 	setZero(&d.MaxBodyBytes, DefaultDaemonMaxBodyBytes)
 	setZero(&d.PollInterval, DefaultDaemonPollInterval)
+	setZero(&d.VerifyInterval, DefaultDaemonVerify)
 }
 
 func (s *State) setDefaults() {

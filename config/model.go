@@ -84,3 +84,14 @@ type LinkEnd struct {
 	Anchor string `yaml:"anchor"`
 	Column string `yaml:"column"`
 }
+
+// Mandatory is a pair of elements always retrieved together. Each end is a
+// document identifier followed by an element address, e.g. "RFC 7231 6.5.1",
+// "constitutionrf.txt Статья 71" (identifiers: "RFC nnnn", the file name,
+// the document's title); a bare identifier names the whole document.
+type Mandatory struct {
+	From string `yaml:"from"`
+	To   string `yaml:"to"`
+	// Note says why; it becomes the edge's note property.
+	Note string `yaml:"note,omitempty"`
+}

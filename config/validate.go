@@ -123,7 +123,7 @@ func (ck *checker) daemon(d *Daemon) {
 	for _, f := range []struct {
 		key string
 		v   time.Duration
-	}{{"daemon.debounce", d.Debounce}, {"daemon.grace_period", d.GracePeriod}, {"daemon.poll_interval", d.PollInterval}} {
+	}{{"daemon.debounce", d.Debounce}, {"daemon.grace_period", d.GracePeriod}, {"daemon.poll_interval", d.PollInterval}, {"daemon.verify_interval", d.VerifyInterval}} {
 		if f.v < 0 {
 			ck.add(f.key, "must be >= 0, got %s", f.v)
 		}
@@ -177,6 +177,7 @@ func (ck *checker) pipeline(at string, p *Pipeline) {
 	if p.Model != nil {
 		ck.model(at+".model", p.Model)
 	}
+	ck.mandatory(at, p.Mandatory)
 	names := map[string]int{}
 	for j := range p.Sources {
 		s := &p.Sources[j]

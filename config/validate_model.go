@@ -158,3 +158,16 @@ func (ck *checker) model(at string, m *Model) {
 		}
 	}
 }
+
+// mandatory validates a pipeline's mandatory links.
+func (ck *checker) mandatory(at string, ms []Mandatory) {
+	for i, m := range ms {
+		mat := fmt.Sprintf("%s.mandatory[%d]", at, i)
+		if strings.TrimSpace(m.From) == "" {
+			ck.add(mat+".from", "required: a document identifier and an element address, e.g. \"RFC 7231 6.5.1\"")
+		}
+		if strings.TrimSpace(m.To) == "" {
+			ck.add(mat+".to", "required: a document identifier and an element address, e.g. \"RFC 7231 7.1.1.1\"")
+		}
+	}
+}

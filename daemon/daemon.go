@@ -73,6 +73,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock is the time source (default SystemClock).
 	Clock Clock
+	// Verify, when set, is called for each pipeline at start-up and every
+	// Config.Daemon.VerifyInterval (never when that is 0); see verify.go.
+	Verify VerifyFunc
 }
 
 // Daemon serves the pipelines of one config. Create it with New, start it
@@ -89,6 +92,10 @@ type Daemon struct {
 	log     *slog.Logger
 	clock   Clock
 	m       *metrics
+
+	verify      VerifyFunc               // nil: no periodic verify
+	verifyGauge *prometheus.GaugeVec     // kgsync_verify_differences{pipeline}
+	verified    func(string, int, error) // tests: called after each verify
 
 	workers map[string]*worker
 	names   []string // pipeline names in config order
@@ -164,6 +171,12 @@ func New(opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("new daemon: register metrics: %w", err)
 	}
 	d.m = m
+	if opts.Verify != nil && d.cfg.VerifyInterval > 0 {
+		if d.verifyGauge, err = newVerifyGauge(reg); err != nil {
+			return nil, fmt.Errorf("new daemon: register metrics: %w", err)
+		}
+		d.verify = opts.Verify
+	}
 	parser := cron.NewParser(config.ScheduleFields)
 	for i := range opts.Config.Pipelines {
 		pc := &opts.Config.Pipelines[i]
@@ -278,6 +291,10 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	}
 	side.Add(1)
 	go func() { defer side.Done(); d.poll(ctx) }()
+	if d.verify != nil {
+		side.Add(1)
+		go func() { defer side.Done(); d.verifyLoop(ctx) }()
+	}
 
 	srvErr := make(chan error, 1)
 	var srv *http.Server

@@ -21,6 +21,7 @@ import (
 //	POST /hooks/grist/{pipeline}/{table}    Grist webhook delivery → 202
 //	POST /hooks/grist/{pipeline}            the same without a table id
 //	POST /api/pipelines/{name}/sync?mode=   queue a run → 202 {"trigger_id",...}
+//	                 &allow_mass_delete=true  confirm deleting past max_delete_ratio
 //	GET  /api/pipelines                     pipelines: schedule, state, last and next run
 //	GET  /api/runs/{id}                     one run
 //	GET  /api/triggers/{id}                 one queued trigger and the run that served it
@@ -132,6 +133,10 @@ func (d *Daemon) handleSync(rw http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	mode, err := ParseMode(r.URL.Query().Get("mode"))
 	if err != nil {
+		writeError(rw, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if mode, err = withMassDeleteParam(mode, r.URL.Query()); err != nil {
 		writeError(rw, http.StatusBadRequest, "%v", err)
 		return
 	}

@@ -17,6 +17,9 @@ type metrics struct {
 	chunks        *prometheus.CounterVec   // pipeline, outcome: embedded, cached, deleted
 	sinkStmts     *prometheus.CounterVec   // pipeline
 	sinkBatches   *prometheus.CounterVec   // pipeline
+	sinkRetries   *prometheus.CounterVec   // pipeline
+	embedRequests *prometheus.CounterVec   // pipeline
+	embedErrors   *prometheus.CounterVec   // pipeline
 	lastSuccess   *prometheus.GaugeVec     // pipeline
 	triggers      *prometheus.CounterVec   // pipeline, reason
 	lockBusy      *prometheus.CounterVec   // pipeline
@@ -55,6 +58,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		chunks:        counter("chunks_total", "Chunks by outcome: embedded (embedding requested), cached (vector reused from the cache), deleted.", "pipeline", "outcome"),
 		sinkStmts:     counter("sink_statements_total", "Statements sent to the sink.", "pipeline"),
 		sinkBatches:   counter("sink_batches_total", "Batches (transactions) sent to the sink.", "pipeline"),
+		sinkRetries:   counter("sink_retries_total", "Sink transactions retried after a transient error (write conflict, timeout, lost connection).", "pipeline"),
+		embedRequests: counter("embed_requests_total", "Requests to the embedding provider (each embeds up to its call size of texts).", "pipeline"),
+		embedErrors:   counter("embed_errors_total", "Embedding steps that failed after the provider's own retries (each fails its run).", "pipeline"),
 		lastSuccess:   gauge("last_success_timestamp_seconds", "Unix time of the last successful run's end.", "pipeline"),
 		triggers:      counter("triggers_total", "Triggers queued, by reason (cron, webhook, manual).", "pipeline", "reason"),
 		lockBusy:      counter("lock_busy_total", "Times this replica found the pipeline locked by another process.", "pipeline"),
@@ -64,7 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		rowSinkErrors: counter("webhook_row_sink_errors_total", "Errors of the row sink receiving webhook rows.", "pipeline"),
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.runDuration, m.running, m.records, m.chunks, m.sinkStmts,
-		m.sinkBatches, m.lastSuccess, m.triggers, m.lockBusy, m.deliveries, m.webhookRows, m.coalesced, m.rowSinkErrors} {
+		m.sinkBatches, m.sinkRetries, m.embedRequests, m.embedErrors, m.lastSuccess, m.triggers, m.lockBusy, m.deliveries, m.webhookRows, m.coalesced, m.rowSinkErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -86,4 +92,7 @@ func (m *metrics) observeRun(name, outcome string, run state.Run, seconds float6
 	m.chunks.WithLabelValues(name, "deleted").Add(float64(c.ChunksDeleted))
 	m.sinkStmts.WithLabelValues(name).Add(float64(c.SinkStatements))
 	m.sinkBatches.WithLabelValues(name).Add(float64(c.SinkBatches))
+	m.sinkRetries.WithLabelValues(name).Add(float64(c.SinkRetries))
+	m.embedRequests.WithLabelValues(name).Add(float64(c.EmbedRequests))
+	m.embedErrors.WithLabelValues(name).Add(float64(c.EmbedErrors))
 }

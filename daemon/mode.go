@@ -1,6 +1,9 @@
 package daemon
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Mode is the variant of run a trigger asks for; it is stored as text in
 // the triggers table (state.QueuedTrigger.Mode) and maps onto
@@ -20,13 +23,15 @@ const (
 	ModeRebuildGraph Mode = "rebuild-graph"
 )
 
-// ParseMode parses a mode name; "" is ModeIncremental.
+// ParseMode parses a mode name; "" is ModeIncremental. A name may end in
+// "+allow-mass-delete" (see Mode.WithAllowMassDelete), as stored modes do.
 func ParseMode(s string) (Mode, error) {
-	switch m := Mode(s); m {
+	base, allow := strings.CutSuffix(s, allowMassDeleteSuffix)
+	switch m := Mode(base); m {
 	case "":
-		return ModeIncremental, nil
+		return ModeIncremental.withAllow(allow), nil
 	case ModeIncremental, ModeFull, ModeReembed, ModeRebuildGraph:
-		return m, nil
+		return m.withAllow(allow), nil
 	default:
 		return "", fmt.Errorf("unknown mode %q: want incremental, full, reembed or rebuild-graph", s)
 	}
@@ -49,8 +54,13 @@ func (m Mode) rank() int {
 // Merge returns the strongest of m and o, the mode of one run serving
 // both: incremental < rebuild-graph < full < reembed, except that
 // incremental with rebuild-graph gives full, since a rebuild does not read
-// the sources and would miss the incremental trigger's changes.
+// the sources and would miss the incremental trigger's changes. The result
+// allows a mass delete when either does.
 func (m Mode) Merge(o Mode) Mode {
+	return m.Base().mergeBase(o.Base()).withAllow(m.AllowsMassDelete() || o.AllowsMassDelete())
+}
+
+func (m Mode) mergeBase(o Mode) Mode {
 	if (m == ModeIncremental && o == ModeRebuildGraph) || (m == ModeRebuildGraph && o == ModeIncremental) {
 		return ModeFull
 	}

@@ -182,6 +182,7 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 			MaxTokens: pc.Chunking.MaxTokens, OverlapTokens: pc.Chunking.OverlapTokens, Tokenizer: tok,
 		},
 		Model:          NewModel(pc.Model),
+		Mandatory:      mandatoryLinks(pc.Mandatory),
 		BatchSize:      pc.BatchSize,
 		MaxDeleteRatio: ratio,
 		Fingerprint:    Fingerprint(pc, emb),
@@ -252,4 +253,12 @@ func TextCheck(format string, content []byte) error {
 		}
 	}
 	return nil
+}
+
+func mandatoryLinks(ms []config.Mandatory) []MandatoryLink {
+	out := make([]MandatoryLink, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, MandatoryLink{From: m.From, To: m.To, Note: m.Note})
+	}
+	return out
 }

@@ -128,7 +128,7 @@ func scalePipeline(b *testing.B, store state.Store, sk sink.Sink, model *config.
 	require.NoError(b, err)
 	return &pipeline.Pipeline{
 		Name: "scale", Sources: srcs, Embedder: hashing.New("hashing-v1", 32), Sink: sk, Store: store,
-		Chunking: chunker.Options{MaxTokens: 256, OverlapTokens: 32, Tokenizer: tok},
+		Chunking:  chunker.Options{MaxTokens: 256, OverlapTokens: 32, Tokenizer: tok},
 		BatchSize: 64, MaxDeleteRatio: 0.3, Fingerprint: 1, Model: pipeline.NewModel(model),
 	}
 }
@@ -309,12 +309,17 @@ func newTicketServer(b *testing.B, n int) *ticketServer {
 	return ts
 }
 
-// BenchmarkScaleHTTP syncs 100,000 records of an HTTP API (each a short
-// Markdown document, one chunk): a bare read, the first sync, a no-op
-// re-sync (every page read and every record hashed), and one with 1 % of
-// records changed.
+// BenchmarkScaleHTTP syncs 10,000 or 100,000 records of an HTTP API (each
+// a short Markdown document of two sections): a bare read, the first sync,
+// a no-op re-sync (every page read and every record hashed), and one with
+// 1 % of records changed.
 func BenchmarkScaleHTTP(b *testing.B) {
-	const n = 100_000
+	for _, n := range []int{10_000, 100_000} {
+		b.Run("records="+strconv.Itoa(n), func(b *testing.B) { benchScaleHTTP(b, n) })
+	}
+}
+
+func benchScaleHTTP(b *testing.B, n int) {
 	ts := newTicketServer(b, n)
 	newSource := func() sources.Source {
 		src, err := httpapi.New("tickets", httpapi.Config{

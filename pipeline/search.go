@@ -40,6 +40,10 @@ type Hit struct {
 	Text string `json:"text"`
 	// Address is a chunk's element address path ("" for attributes).
 	Address string `json:"address,omitempty"`
+	// Elements are the ids of the elements a chunk covers.
+	Elements []string `json:"elements,omitempty"`
+	// Expansions are the context Expand added for this hit.
+	Expansions []Expansion `json:"expansions,omitempty"`
 }
 
 // candidate is a vector in state with what a hit reports.
@@ -192,13 +196,21 @@ func (p *Pipeline) candidates(ctx context.Context, opts SearchOptions) ([]candid
 				if opts.Attribute != "" && !strings.Contains(addr, nodeID+"#"+opts.Attribute) {
 					continue
 				}
+				var elems []string
+				if list, ok := props["elements"].([]any); ok {
+					for _, e := range list {
+						if s, ok := e.(string); ok {
+							elems = append(elems, s)
+						}
+					}
+				}
 				text, _ := props["text"].(string)
 				cctx, _ := props["context"].(string)
 				if cctx != "" {
 					text = cctx + "\n\n" + text
 				}
 				out = append(out, candidate{
-					hit:      Hit{ID: c.ID, Label: LabelChunk, Property: PropEmbedding, Node: nodeID, Text: text, Address: addr},
+					hit:      Hit{ID: c.ID, Label: LabelChunk, Property: PropEmbedding, Node: nodeID, Text: text, Address: addr, Elements: elems},
 					textHash: c.TextHash,
 				})
 			}

@@ -51,6 +51,12 @@ type Counts struct {
 	ChunksDeleted    int `json:"chunks_deleted"`
 	SinkStatements   int `json:"sink_statements"`
 	SinkBatches      int `json:"sink_batches"`
+	// SinkRetries counts transient-error retries of sink calls (sink.Stats.Retries).
+	SinkRetries int `json:"sink_retries"`
+	// EmbedRequests counts calls to the embedding provider (embed.Stats.Calls).
+	EmbedRequests int `json:"embed_requests"`
+	// EmbedErrors counts embedding steps that failed after the provider's own retries.
+	EmbedErrors int `json:"embed_errors"`
 }
 
 // Run is one execution of a pipeline.

@@ -78,19 +78,17 @@ func runDaemon(ctx context.Context, g *globals, listen string) error {
 	}
 	defer func() { _ = store.Close() }()
 
-	// Sinks that can be pinged are checked by /readyz.
+	// Memgraph sinks are checked by /readyz; a sink that is down at start
+	// does not stop the daemon, it only keeps /readyz at 503.
 	checks := map[string]any{}
 	for i := range cfg.Pipelines {
 		pc := &cfg.Pipelines[i]
 		if pc.Sink == nil || pc.Sink.Type != "memgraph" {
 			continue
 		}
-		s, err := pipeline.NewSink(ctx, *pc.Sink, pc.Name, log)
-		if err != nil {
-			return fmt.Errorf("pipeline %q: %w", pc.Name, err)
-		}
-		defer func() { _ = s.Close(context.WithoutCancel(ctx)) }()
-		checks["sink of "+pc.Name] = s
+		c := newSinkCheck(*pc.Sink, pc.Name, log)
+		defer func() { _ = c.Close(context.WithoutCancel(ctx)) }()
+		checks["sink of "+pc.Name] = c
 	}
 
 	reg := prometheus.NewRegistry()
@@ -98,6 +96,7 @@ func runDaemon(ctx context.Context, g *globals, listen string) error {
 	d, err := daemon.New(daemon.Options{
 		Config: cfg, Store: store, Runner: &pipelineRunner{cfg: cfg, store: store, log: log},
 		Checks: checks, Registerer: reg, Gatherer: reg, Logger: log,
+		Verify: daemonVerify(cfg, store, log),
 	})
 	if err != nil {
 		return err
@@ -145,18 +144,20 @@ func (heldLock) Lock(context.Context, string) (func() error, error) {
 }
 
 // pipelineMode maps the daemon's mode names onto pipeline.Mode, as
-// `kgsync resync` does for its flags.
+// `kgsync resync` does for its flags; a mode confirming a mass delete
+// (daemon.Mode.AllowsMassDelete) sets AllowMassDelete.
 func pipelineMode(m daemon.Mode) pipeline.Mode {
-	switch m {
+	var pm pipeline.Mode
+	switch m.Base() {
 	case daemon.ModeFull:
-		return pipeline.Mode{Full: true}
+		pm = pipeline.Mode{Full: true}
 	case daemon.ModeReembed:
-		return pipeline.Mode{Reembed: true}
+		pm = pipeline.Mode{Reembed: true}
 	case daemon.ModeRebuildGraph:
-		return pipeline.Mode{RebuildGraph: true}
-	default:
-		return pipeline.Mode{}
+		pm = pipeline.Mode{RebuildGraph: true}
 	}
+	pm.AllowMassDelete = m.AllowsMassDelete()
+	return pm
 }
 
 // Run builds and runs pipeline name once.
@@ -176,8 +177,9 @@ func (r *pipelineRunner) Run(ctx context.Context, name string, trigger state.Tri
 
 // remoteSync asks the daemon at base to run the named pipelines (all of
 // them when none is named, as GET /api/pipelines lists them) and prints
-// one line per queued trigger, or its JSON with asJSON.
-func remoteSync(ctx context.Context, g *globals, base, token string, names []string, asJSON bool) error {
+// one line per queued trigger, or its JSON with asJSON. allowMassDelete
+// confirms mass deletes (allow_mass_delete=true).
+func remoteSync(ctx context.Context, g *globals, base, token string, names []string, asJSON, allowMassDelete bool) error {
 	if token == "" {
 		token = os.Getenv(envAPIToken)
 	}
@@ -222,10 +224,14 @@ func remoteSync(ctx context.Context, g *globals, base, token string, names []str
 			names = append(names, p.Name)
 		}
 	}
+	query := "?mode=incremental"
+	if allowMassDelete {
+		query += "&allow_mass_delete=true"
+	}
 	var failed []error
 	for _, n := range names {
 		var tr daemon.TriggerJSON
-		if err := call("POST", "/api/pipelines/"+url.PathEscape(n)+"/sync?mode=incremental", &tr); err != nil {
+		if err := call("POST", "/api/pipelines/"+url.PathEscape(n)+"/sync"+query, &tr); err != nil {
 			failed = append(failed, err)
 			continue
 		}

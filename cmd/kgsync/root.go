@@ -61,6 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		newSchemaCmd(g),
 		newSearchCmd(g),
 		newDaemonCmd(g),
+		newVerifyCmd(g),
+		newGristCmd(g),
 	)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

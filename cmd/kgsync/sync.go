@@ -35,7 +35,7 @@ With --json, one line of JSON per pipeline run is printed on stdout:
 {"pipeline","run_id","status","records":{...},"chunks":{...},"sink":{...},"duration_ms"}.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.remote != "" {
-				return remoteSync(cmd.Context(), g, f.remote, f.token, args, f.json)
+				return remoteSync(cmd.Context(), g, f.remote, f.token, args, f.json, f.allowMassDelete)
 			}
 			return runPipelines(cmd.Context(), g, args, pipeline.Mode{AllowMassDelete: f.allowMassDelete}, state.TriggerManual, f.json)
 		},

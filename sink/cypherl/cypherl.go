@@ -21,6 +21,7 @@ package cypherl
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,6 +73,7 @@ type Sink struct {
 
 	mu     sync.Mutex
 	seq    int    // sequence number of the last file created
+	last   string // path of the file numbered seq, "" when none
 	tag    string // file name tag set by Begin; "" means a timestamp
 	f      *os.File
 	w      *bufio.Writer
@@ -119,8 +121,9 @@ func New(dir, pipeline string, d sink.Dialect, opts ...Option) (*Sink, error) {
 	}
 	for _, e := range entries {
 		if m := fileName.FindStringSubmatch(e.Name()); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			s.seq = max(s.seq, n)
+			if n, _ := strconv.Atoi(m[1]); n > s.seq {
+				s.seq, s.last = n, filepath.Join(s.dir, e.Name())
+			}
 		}
 	}
 	path := filepath.Join(s.dir, SchemaFile)
@@ -150,6 +153,13 @@ func (s *Sink) Files() []string {
 // Begin starts a run: the current file, if any, is synced and closed, and
 // the next statement goes to a new file tagged "run<runID>". Without Begin
 // all writes of a Sink go to one file tagged with the time it was opened.
+//
+// Begin also repairs the tail of the newest file: a process killed during
+// a write can leave an incomplete last line, which would run into the next
+// file's first statement when the files are concatenated for mgconsole. The
+// incomplete line is cut off; it belonged to a batch whose state was not
+// committed, so the run redoes it. Begin runs under the pipeline's lock,
+// so no other process is writing the file.
 func (s *Sink) Begin(runID int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -158,6 +168,9 @@ func (s *Sink) Begin(runID int64) error {
 	}
 	if err := s.closeFile(); err != nil {
 		return err
+	}
+	if err := repairTail(s.last); err != nil {
+		return fmt.Errorf("cypherl sink: %w", err)
 	}
 	s.tag = "run" + strconv.FormatInt(runID, 10)
 	return nil
@@ -325,6 +338,7 @@ func (s *Sink) open() error {
 		return fmt.Errorf("create file: %w", err)
 	}
 	s.seq++
+	s.last = path
 	s.f, s.w = f, bufio.NewWriterSize(f, 1<<20)
 	s.files = append(s.files, path)
 	return nil
@@ -382,6 +396,58 @@ func (s *Sink) saveSchema(r schemaRecord) error {
 		return fmt.Errorf("replace %s: %w", path, err)
 	}
 	return syncDir(s.dir)
+}
+
+// repairTail cuts an incomplete last line (one not ending in '\n') off the
+// file at path and syncs it; a missing path or an intact file is left
+// alone.
+func repairTail(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("repair %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("repair %s: %w", path, err)
+	}
+	end := fi.Size()
+	buf := make([]byte, 64<<10)
+	// Find the last '\n', reading backwards.
+	for pos := end; pos > 0; {
+		n := min(int64(len(buf)), pos)
+		pos -= n
+		if _, err := f.ReadAt(buf[:n], pos); err != nil {
+			return fmt.Errorf("repair %s: %w", path, err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			keep := pos + int64(i) + 1
+			if keep == end {
+				return nil
+			}
+			return truncate(f, keep)
+		}
+	}
+	if end == 0 {
+		return nil
+	}
+	return truncate(f, 0)
+}
+
+func truncate(f *os.File, size int64) error {
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("repair %s: %w", f.Name(), err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("repair %s: %w", f.Name(), err)
+	}
+	return nil
 }
 
 // syncDir makes the directory entries (new files, renames) durable.

@@ -111,7 +111,38 @@ func normJSON(v any) any {
 	return v
 }
 
-func decodeCanonical(c *column, v any, _ bool) any {
+// decodeCanonical is decodeValue with non-finite numbers (NaN, ±Inf, which
+// JSON numbers beyond float64 and marshal floats can carry, and the record
+// hash cannot encode) turned into the strings "NaN", "Infinity" and
+// "-Infinity", as Grist shows them: one odd cell must not fail a run.
+func decodeCanonical(c *column, v any, sql bool) any {
+	return finite(decodeValue(c, v, sql))
+}
+
+func finite(v any) any {
+	switch x := v.(type) {
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			return "NaN"
+		case math.IsInf(x, 1):
+			return "Infinity"
+		case math.IsInf(x, -1):
+			return "-Infinity"
+		}
+	case []any:
+		for i := range x {
+			x[i] = finite(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = finite(x[k])
+		}
+	}
+	return v
+}
+
+func decodeValue(c *column, v any, _ bool) any {
 	if v == nil {
 		return nil
 	}

@@ -96,11 +96,17 @@ func (d *marshalDecoder) value() (any, error) {
 			return nil, err
 		}
 		neg := n < 0
+		size := int64(n)
 		if neg {
-			n = -n
+			size = -size
+		}
+		// Each digit takes 2 bytes: a count beyond the input is malformed
+		// (and must not allocate).
+		if size > int64(len(d.b)-d.pos)/2 {
+			return nil, fmt.Errorf("marshal long of %d digits at offset %d: %w", size, d.pos, errMarshalShort)
 		}
 		acc := new(big.Int)
-		digits := make([]uint16, n)
+		digits := make([]uint16, size)
 		for i := range digits {
 			s, err := d.need(2)
 			if err != nil {

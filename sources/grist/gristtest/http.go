@@ -61,6 +61,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET "+p+"/compare", s.getCompare)
 	mux.HandleFunc("GET "+p+"/attachments", s.getAttachments)
 	mux.HandleFunc("GET "+p+"/attachments/{id}/download", s.download)
+	s.webhookRoutes(mux, p)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 404, "not found: "+r.URL.Path)
 	})

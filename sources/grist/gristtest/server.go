@@ -88,6 +88,7 @@ type Server struct {
 	n           int
 	attachments map[int64]*attachment
 	nextAtt     int64
+	hooks       webhookStore
 
 	fail429     int
 	fault       func(*http.Request) (int, string)

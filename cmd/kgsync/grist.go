@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kgsync/kgsync/config"
+)
+
+func newGristCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "grist",
+		Short: "Manage the Grist side of Grist pipelines",
+		Args:  cobra.NoArgs,
+	}
+	hooks := &cobra.Command{
+		Use:   "webhooks",
+		Short: "Manage the Grist webhooks that trigger the daemon",
+		Args:  cobra.NoArgs,
+	}
+	var publicURL string
+	var asJSON bool
+	install := &cobra.Command{
+		Use:   "install PIPELINE --public-url URL",
+		Short: "Create or update the Grist webhooks of a pipeline's Grist tables",
+		Long: `Create, or bring up to date, one Grist webhook per Grist table of
+PIPELINE, pointing at the daemon's POST /hooks/grist/PIPELINE/TABLE
+(docs/daemon.md, "Grist webhooks").
+
+The tables are each Grist source's "tables", or every user table of the
+document when none are listed. A webhook is ours when its URL is
+<public-url>/hooks/grist/PIPELINE/TABLE; missing ones are created, ours are
+patched when a field differs (event types add and update, enabled, no
+ready column, name, memo, table, and the Authorization header carrying
+daemon.webhook_secret), other webhooks of the document are left alone.
+Running it again changes nothing. It needs owner access to the document.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runGristWebhooksInstall(cmd.Context(), g, args[0], publicURL, asJSON)
+		},
+	}
+	install.Flags().StringVar(&publicURL, "public-url", "", "the daemon's URL as Grist reaches it, e.g. https://kgsync.example.com (required)")
+	install.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per webhook")
+	_ = install.MarkFlagRequired("public-url")
+	hooks.AddCommand(install)
+	cmd.AddCommand(hooks)
+	return cmd
+}
+
+// webhookResult is the outcome for one table, as install prints it.
+type webhookResult struct {
+	Source  string   `json:"source"`
+	Table   string   `json:"table"`
+	Action  string   `json:"action"` // created, updated, unchanged
+	ID      string   `json:"webhook_id"`
+	Changed []string `json:"changed,omitempty"` // fields patched, for updated
+	URL     string   `json:"url"`
+}
+
+func runGristWebhooksInstall(ctx context.Context, g *globals, name, publicURL string, asJSON bool) error {
+	cfg, err := g.load()
+	if err != nil {
+		return err
+	}
+	pc, ok := cfg.Pipeline(name)
+	if !ok {
+		return &exitError{code: 2, err: fmt.Errorf("no pipeline %q in the config", name)}
+	}
+	base, err := parsePublicURL(publicURL)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if cfg.Daemon.WebhookSecret == "" {
+		return &exitError{code: 3, err: errors.New("daemon.webhook_secret is empty: the daemon refuses webhook deliveries without it; set it first")}
+	}
+	var results []webhookResult
+	var failed []error
+	found := false
+	for _, sc := range pc.Sources {
+		if sc.Grist == nil {
+			continue
+		}
+		found = true
+		c := newGristAdmin(sc.Grist)
+		rs, err := installWebhooks(ctx, c, webhookSpec{
+			Pipeline: pc.Name, Source: sc.Name, Tables: sc.Grist.Tables, Base: base,
+			Authorization: "Bearer " + cfg.Daemon.WebhookSecret,
+		})
+		results = append(results, rs...)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("source %q: %w", sc.Name, err))
+		}
+	}
+	if !found {
+		return &exitError{code: 2, err: fmt.Errorf("pipeline %q has no grist source", name)}
+	}
+	for _, r := range results {
+		if asJSON {
+			line, _ := json.Marshal(r)
+			fmt.Fprintln(g.stdout, string(line))
+			continue
+		}
+		switch r.Action {
+		case "updated":
+			fmt.Fprintf(g.stdout, "%s/%s: updated webhook %s (%s) -> %s\n", r.Source, r.Table, r.ID, strings.Join(r.Changed, ", "), r.URL)
+		default:
+			fmt.Fprintf(g.stdout, "%s/%s: %s webhook %s -> %s\n", r.Source, r.Table, r.Action, r.ID, r.URL)
+		}
+	}
+	if len(failed) > 0 {
+		return &exitError{code: 1, err: errors.Join(failed...)}
+	}
+	return nil
+}
+
+// parsePublicURL checks an http(s) URL with a host and returns it without
+// a trailing slash.
+func parsePublicURL(s string) (string, error) {
+	u, err := url.Parse(strings.TrimRight(s, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("--public-url %q: want the daemon's http(s) URL as Grist reaches it, such as https://kgsync.example.com", s)
+	}
+	return u.String(), nil
+}
+
+// gristTableID is what the daemon's webhook route accepts as a table.
+var gristTableID = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// webhookSpec is what install wants for one Grist source.
+type webhookSpec struct {
+	Pipeline, Source string
+	// Tables are the configured table ids; empty = every user table.
+	Tables []string
+	// Base is the daemon's public URL without a trailing slash.
+	Base string
+	// Authorization is the header value Grist sends with each delivery.
+	Authorization string
+}
+
+// hookFields are the webhook fields install manages (grist-api.md §6;
+// authorization since grist-core 1.1.16).
+type hookFields struct {
+	URL           string   `json:"url"`
+	Authorization string   `json:"authorization"`
+	EventTypes    []string `json:"eventTypes"`
+	IsReadyColumn *string  `json:"isReadyColumn"`
+	TableID       string   `json:"tableId"`
+	Enabled       bool     `json:"enabled"`
+	Name          string   `json:"name"`
+	Memo          string   `json:"memo"`
+}
+
+// want returns the fields of the webhook for table.
+func (s webhookSpec) want(table string) hookFields {
+	return hookFields{
+		URL:           s.Base + "/hooks/grist/" + url.PathEscape(s.Pipeline) + "/" + url.PathEscape(table),
+		Authorization: s.Authorization,
+		EventTypes:    []string{"add", "update"},
+		TableID:       table,
+		Enabled:       true,
+		Name:          "kgsync " + s.Pipeline + " " + table,
+		Memo:          "Managed by kgsync (grist webhooks install): triggers pipeline " + s.Pipeline + " on changes to " + table + ".",
+	}
+}
+
+// diff returns the JSON names of the fields of have that differ from want,
+// and a PATCH body holding want's values for them.
+func (want hookFields) diff(have hookFields) ([]string, map[string]any) {
+	var names []string
+	patch := map[string]any{}
+	set := func(name string, differs bool, v any) {
+		if differs {
+			names = append(names, name)
+			patch[name] = v
+		}
+	}
+	set("authorization", have.Authorization != want.Authorization, want.Authorization)
+	set("eventTypes", !sameSet(have.EventTypes, want.EventTypes), want.EventTypes)
+	set("isReadyColumn", have.IsReadyColumn != nil, nil)
+	set("tableId", have.TableID != want.TableID, want.TableID)
+	set("enabled", have.Enabled != want.Enabled, want.Enabled)
+	set("name", have.Name != want.Name, want.Name)
+	set("memo", have.Memo != want.Memo, want.Memo)
+	return names, patch
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+// installWebhooks brings the webhooks of one source's document in line
+// with spec: it lists the document's webhooks and tables, creates the
+// missing ones in one POST and patches ours that differ. Results are in
+// table order; on error they hold what was done before it.
+func installWebhooks(ctx context.Context, c *gristAdmin, spec webhookSpec) ([]webhookResult, error) {
+	tables := spec.Tables
+	if len(tables) == 0 {
+		var err error
+		if tables, err = c.userTables(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range tables {
+		if !gristTableID.MatchString(t) {
+			return nil, fmt.Errorf("table %q is not a Grist table id", t)
+		}
+	}
+	existing, err := c.webhooks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byURL := map[string]gristWebhook{}
+	for _, h := range existing {
+		if _, dup := byURL[h.Fields.URL]; !dup { // the first of duplicates is ours
+			byURL[h.Fields.URL] = h
+		}
+	}
+	results := make([]webhookResult, len(tables))
+	var create []hookFields
+	var createAt []int
+	for i, t := range tables {
+		want := spec.want(t)
+		results[i] = webhookResult{Source: spec.Source, Table: t, URL: want.URL}
+		have, ok := byURL[want.URL]
+		if !ok {
+			create = append(create, want)
+			createAt = append(createAt, i)
+			continue
+		}
+		results[i].ID = have.ID
+		names, patch := want.diff(have.Fields)
+		if len(names) == 0 {
+			results[i].Action = "unchanged"
+			continue
+		}
+		if err := c.patchWebhook(ctx, have.ID, patch); err != nil {
+			return done(results), fmt.Errorf("table %q: %w", t, err)
+		}
+		results[i].Action, results[i].Changed = "updated", names
+	}
+	if len(create) > 0 {
+		ids, err := c.createWebhooks(ctx, create)
+		if err != nil {
+			return done(results), err
+		}
+		for j, i := range createAt {
+			results[i].Action, results[i].ID = "created", ids[j]
+		}
+	}
+	return results, nil
+}
+
+// done keeps the results that have an action.
+func done(rs []webhookResult) []webhookResult {
+	return slices.DeleteFunc(rs, func(r webhookResult) bool { return r.Action == "" })
+}
+
+// gristWebhook is one entry of GET /webhooks.
+type gristWebhook struct {
+	ID     string     `json:"id"`
+	Fields hookFields `json:"fields"`
+}
+
+// gristAdmin calls the document endpoints install needs, with the
+// source's API key.
+type gristAdmin struct {
+	base string // .../api/docs/{docId}
+	doc  string
+	key  string
+	hc   *http.Client
+}
+
+func newGristAdmin(c *config.GristSource) *gristAdmin {
+	base := strings.TrimRight(c.Server, "/")
+	if !strings.HasSuffix(base, "/api") {
+		base += "/api"
+	}
+	return &gristAdmin{base: base + "/docs/" + url.PathEscape(c.DocID), doc: c.DocID, key: c.APIKey,
+		hc: &http.Client{Timeout: 60 * time.Second}}
+}
+
+// call sends body (JSON, when not nil) and decodes a 200 answer into out.
+// Other answers become errors naming the call and Grist's message, with
+// the API key redacted.
+func (c *gristAdmin) call(ctx context.Context, method, path string, body, out any) error {
+	op := method + " " + path
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("grist document %s: %s: encode body: %w", c.doc, op, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return fmt.Errorf("grist document %s: %s: %w", c.doc, op, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("grist document %s: %s: %w", c.doc, op, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("grist document %s: %s: read answer: %w", c.doc, op, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg := strings.TrimSpace(string(b))
+		var e struct {
+			Error   string `json:"error"`
+			Details struct {
+				UserError string `json:"userError"`
+			} `json:"details"`
+		}
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			msg = e.Error
+			if e.Details.UserError != "" {
+				msg += ": " + e.Details.UserError
+			}
+		}
+		if c.key != "" {
+			msg = strings.ReplaceAll(msg, c.key, "<redacted>")
+		}
+		return fmt.Errorf("grist document %s: %s: %s: %s", c.doc, op, resp.Status, msg)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("grist document %s: %s: decode answer: %w", c.doc, op, err)
+		}
+	}
+	return nil
+}
+
+// userTables lists the document's tables without summary tables and
+// without _grist* and GristHidden_* tables, as the Grist source reads them.
+func (c *gristAdmin) userTables(ctx context.Context) ([]string, error) {
+	var tl struct {
+		Tables []struct {
+			ID     string `json:"id"`
+			Fields struct {
+				SummarySourceTable int64 `json:"summarySourceTable"`
+			} `json:"fields"`
+		} `json:"tables"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/tables", nil, &tl); err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, t := range tl.Tables {
+		if t.Fields.SummarySourceTable == 0 && !strings.HasPrefix(t.ID, "_grist") && !strings.HasPrefix(t.ID, "GristHidden_") {
+			ids = append(ids, t.ID)
+		}
+	}
+	slices.Sort(ids) // the server's order is not reliable (grist-api.md "Observed" §2)
+	return ids, nil
+}
+
+func (c *gristAdmin) webhooks(ctx context.Context) ([]gristWebhook, error) {
+	var out struct {
+		Webhooks []gristWebhook `json:"webhooks"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/webhooks", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Webhooks, nil
+}
+
+// createWebhooks creates all of fields in one POST (Grist creates all or
+// none) and returns their ids in order.
+func (c *gristAdmin) createWebhooks(ctx context.Context, fields []hookFields) ([]string, error) {
+	type entry struct {
+		Fields hookFields `json:"fields"`
+	}
+	body := struct {
+		Webhooks []entry `json:"webhooks"`
+	}{}
+	for _, f := range fields {
+		body.Webhooks = append(body.Webhooks, entry{Fields: f})
+	}
+	var out struct {
+		Webhooks []struct {
+			ID string `json:"id"`
+		} `json:"webhooks"`
+	}
+	if err := c.call(ctx, http.MethodPost, "/webhooks", body, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Webhooks) != len(fields) {
+		return nil, fmt.Errorf("grist document %s: POST /webhooks: %d ids for %d webhooks", c.doc, len(out.Webhooks), len(fields))
+	}
+	ids := make([]string, len(fields))
+	for i, w := range out.Webhooks {
+		ids[i] = w.ID
+	}
+	return ids, nil
+}
+
+func (c *gristAdmin) patchWebhook(ctx context.Context, id string, patch map[string]any) error {
+	return c.call(ctx, http.MethodPatch, "/webhooks/"+url.PathEscape(id), patch, nil)
+}

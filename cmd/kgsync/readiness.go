@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/daemon"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sink"
+)
+
+// sinkCheck is the /readyz check of one pipeline's sink (a daemon.Pinger).
+// It connects on the first Ping rather than at start, so a daemon whose
+// Memgraph is down still starts, serves /healthz and reports the sink in
+// /readyz's "failed" map until the server answers; once connected it
+// pings through the sink (memgraph.Sink.Ping: a Bolt handshake, no query).
+type sinkCheck struct {
+	cfg      config.Sink
+	pipeline string
+	log      *slog.Logger
+
+	mu sync.Mutex
+	s  sink.Sink // nil until a connection succeeded
+}
+
+// newSinkCheck returns the check for pipeline name's sink configuration.
+func newSinkCheck(cfg config.Sink, name string, log *slog.Logger) *sinkCheck {
+	return &sinkCheck{cfg: cfg, pipeline: name, log: log}
+}
+
+var _ daemon.Pinger = (*sinkCheck)(nil)
+
+// Ping connects when not yet connected, then pings the sink when it can be
+// pinged. Errors come from the connection or the ping, bounded by ctx.
+func (c *sinkCheck) Ping(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s == nil {
+		s, err := pipeline.NewSink(ctx, c.cfg, c.pipeline, c.log)
+		if err != nil {
+			return fmt.Errorf("pipeline %q: %w", c.pipeline, err)
+		}
+		c.s = s
+		return nil // New verified the connection
+	}
+	if p, ok := c.s.(daemon.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
+// Close closes the sink if the check connected it.
+func (c *sinkCheck) Close(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s == nil {
+		return nil
+	}
+	err := c.s.Close(ctx)
+	c.s = nil
+	return err
+}
