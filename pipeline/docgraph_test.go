@@ -1,0 +1,142 @@
+package pipeline_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/pipeline"
+)
+
+// TestDocumentGraph syncs real documents and checks the document graph:
+// every chunk covers elements that exist, the OpenChain specification's 14
+// terms (MANIFEST.md: "14 defined terms, 2.1 to 2.14") are Term nodes
+// defined in their clauses, and RFC 7239's references to its own sections
+// are CROSS_REF edges to those sections.
+func TestDocumentGraph(t *testing.T) {
+	t.Parallel()
+	b := setup(t, copyCorpus(t, "rfc7239.txt", "openchain-security-specification-1.1.md"), 256, 32)
+	b.sync(t, pipeline.Mode{})
+
+	require.Equal(t, 14, b.graph.Count(pipeline.LabelTerm))
+	var covers, defined, xrefs int
+	for _, e := range b.graph.Edges() {
+		switch e.Type {
+		case pipeline.RelCovers:
+			covers++
+			require.Equal(t, pipeline.LabelElement, e.To.Label)
+		case pipeline.RelDefinedIn:
+			defined++
+			require.Contains(t, e.To.ID, "docs:openchain-security-specification-1.1.md › openchain-security-assurance-specification › 2 › 2.")
+		case pipeline.RelCrossRef:
+			xrefs++
+			if e.From.ID == "docs:rfc7239.txt › 4 › p1" {
+				require.Contains(t, []string{"docs:rfc7239.txt › 8 › 8.2", "docs:rfc7239.txt › 8 › 8.3"}, e.To.ID)
+			}
+		}
+	}
+	require.Equal(t, 14, defined)
+	require.GreaterOrEqual(t, covers, b.graph.Count(pipeline.LabelChunk), "every chunk covers at least one element")
+	require.Greater(t, xrefs, 10, "RFC 7239 refers to its own sections (17 resolved references)")
+	for _, id := range b.graph.Nodes(pipeline.LabelChunk) {
+		n, _ := b.graph.Node(pipeline.LabelChunk, id)
+		for _, el := range n["elements"].([]any) {
+			_, ok := b.graph.Node(pipeline.LabelElement, el.(string))
+			require.True(t, ok, "chunk %s covers %s", id, el)
+		}
+	}
+	term, ok := b.graph.Node(pipeline.LabelTerm, "docs:openchain-security-specification-1.1.md#term:component records")
+	require.True(t, ok)
+	require.Len(t, term[pipeline.PropEmbedding], 64, "terms have their own vectors")
+	doc, _ := b.graph.Node("Document", "docs:rfc7239.txt")
+	require.Equal(t, int64(17), doc["refs_resolved"])
+	require.Equal(t, int64(1), doc["refs_unresolved"], "\"Table 1\": RFC tables carry no caption label")
+
+	// A second run changes nothing, also in the link pass.
+	c := b.sync(t, pipeline.Mode{})
+	require.Zero(t, c.SinkStatements)
+}
+
+// TestReferencesBetweenDocuments: "Section 5.1 of [RFC7239]" in one
+// document becomes a CROSS_REF edge to RFC 7239's section 5.1, resolved by
+// the document identifier, whichever document is synced first; it goes when
+// the cited document goes and comes back with it.
+func TestReferencesBetweenDocuments(t *testing.T) {
+	t.Parallel()
+	root := copyCorpus(t, "rfc7239.txt")
+	note := "# Proxy notes\n\n## Headers\n\nThe by parameter is defined in Section 5.1 of [RFC7239]; see also Section 6 of [RFC7239].\n"
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a-notes.md"), []byte(note), 0o644))
+	b := setup(t, root, 256, 32)
+	b.p.Mandatory = []pipeline.MandatoryLink{{From: "RFC 7239 5.1", To: "RFC 7239 8.2", Note: "disclosure needs its privacy caveat"}}
+	b.sync(t, pipeline.Mode{})
+
+	external := func() []string {
+		var out []string
+		for _, e := range b.graph.Edges() {
+			if e.Type == pipeline.RelCrossRef && strings.HasPrefix(e.From.ID, "docs:a-notes.md") {
+				out = append(out, e.To.ID)
+			}
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"docs:rfc7239.txt › 5 › 5.1", "docs:rfc7239.txt › 6"}, external())
+	mandatory := 0
+	for _, e := range b.graph.Edges() {
+		if e.Type == pipeline.RelMandatory {
+			mandatory++
+			require.Equal(t, "docs:rfc7239.txt › 5 › 5.1", e.From.ID)
+			require.Equal(t, "docs:rfc7239.txt › 8 › 8.2", e.To.ID)
+		}
+	}
+	require.Equal(t, 1, mandatory)
+
+	// Search --expand adds the covered elements, the references' targets,
+	// and the mandatory neighbours, each saying why.
+	hits, err := b.p.Search(t.Context(), "The by parameter is defined in Section 5.1", pipeline.SearchOptions{K: 1})
+	require.NoError(t, err)
+	hits, err = b.p.Expand(t.Context(), hits)
+	require.NoError(t, err)
+	reasons := map[string]string{}
+	for _, x := range hits[0].Expansions {
+		reasons[x.ID] = x.Reason
+	}
+	require.Equal(t, "covered by the hit", reasons["docs:a-notes.md › proxy-notes › headers › p1"], "%v", reasons)
+	require.Equal(t, `referenced as "Section 5.1 of [RFC7239]"`, reasons["docs:rfc7239.txt › 5 › 5.1"])
+	hits, err = b.p.Search(t.Context(), `The "by" parameter is used to disclose the interface where the request came in to the proxy server.`, pipeline.SearchOptions{K: 1})
+	require.NoError(t, err)
+	hits, err = b.p.Expand(t.Context(), hits)
+	require.NoError(t, err)
+	require.Equal(t, "docs:rfc7239.txt › 5 › 5.1 › p1", hits[0].Address)
+	reasons = map[string]string{}
+	for _, x := range hits[0].Expansions {
+		reasons[x.ID] = x.Reason
+	}
+	require.Equal(t, "mandatory with docs:rfc7239.txt › 5 › 5.1 (disclosure needs its privacy caveat)", reasons["docs:rfc7239.txt › 8 › 8.2"], "%v", reasons)
+
+	res, err := b.p.Lookup(t.Context(), "RFC 7239 5.1")
+	require.NoError(t, err)
+	require.Equal(t, "docs:rfc7239.txt › 5 › 5.1", res.ID)
+	require.Contains(t, res.Text, `The "by" parameter is used to disclose the interface`)
+	_, err = b.p.Lookup(t.Context(), "RFC 9999 1")
+	require.ErrorContains(t, err, "no document")
+
+	// The cited document goes: its edges go with it; it comes back: so do they.
+	body, err := os.ReadFile(filepath.Join(root, "rfc7239.txt"))
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(root, "rfc7239.txt")))
+	b.sync(t, pipeline.Mode{})
+	require.Empty(t, external())
+	require.NoError(t, os.WriteFile(filepath.Join(root, "rfc7239.txt"), body, 0o644))
+	b.sync(t, pipeline.Mode{})
+	require.ElementsMatch(t, []string{"docs:rfc7239.txt › 5 › 5.1", "docs:rfc7239.txt › 6"}, external())
+
+	// The mandatory link removed from the config: its edge goes.
+	b.p.Mandatory = nil
+	b.sync(t, pipeline.Mode{})
+	for _, e := range b.graph.Edges() {
+		require.NotEqual(t, pipeline.RelMandatory, e.Type)
+	}
+}
