@@ -178,6 +178,9 @@ type docOutput struct {
 
 // processBatch maps, chunks, embeds, writes and commits one batch of records.
 func (r *runner) processBatch(ctx context.Context, source string, items []item, cursor string) error {
+	if err := r.loadStored(ctx, source, items); err != nil {
+		return err
+	}
 	outs := make([]*docOutput, 0, len(items))
 	for _, it := range items {
 		out, err := r.mapRecord(ctx, it)

@@ -66,9 +66,9 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 	missSeen := map[uint64]bool{}
 	for _, src := range p.Sources {
 		name := src.Name()
-		stored, err := p.Store.RecordList(ctx, p.Name, name)
+		stored, err := p.Store.RecordIndex(ctx, p.Name, name)
 		if err != nil {
-			return nil, fmt.Errorf("source %q: list stored records: %w", name, err)
+			return nil, fmt.Errorf("source %q: index stored records: %w", name, err)
 		}
 		cursor, err := p.Store.CursorGet(ctx, p.Name, name)
 		if err != nil {
@@ -86,6 +86,14 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 				complete = false
 				break
 			}
+			if page.Partial {
+				complete = false // an incremental listing: absent keys are not deletions
+			}
+			for _, k := range page.Deleted {
+				if _, ok := stored[k]; ok {
+					plan.Items = append(plan.Items, PlanItem{Source: name, Key: k, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
+				}
+			}
 			for _, rec := range page.Records {
 				if seen[rec.Key] {
 					continue
@@ -99,7 +107,11 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 					plan.Unchanged++
 					continue
 				}
-				out, err := r.mapRecord(ctx, it)
+				batch := []item{it}
+				if err := r.loadStored(ctx, name, batch); err != nil {
+					return nil, err
+				}
+				out, err := r.mapRecord(ctx, batch[0])
 				if err != nil {
 					plan.Skipped++
 					continue

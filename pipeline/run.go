@@ -37,7 +37,10 @@ type item struct {
 	hash   uint64
 	class  diff.Class
 	reason diff.Reason
-	stored *state.Record // nil when new
+	// found says the record is in state; stored is its stored version,
+	// loaded for the batch (nil when new).
+	found  bool
+	stored *state.Record
 }
 
 func (r *runner) counts() *state.Counts { return &r.run.Counts }
@@ -91,15 +94,36 @@ func (r *runner) ensure(ctx context.Context, anchors []string) error {
 
 func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 	name := src.Name()
-	stored, err := r.p.Store.RecordList(ctx, r.p.Name, name)
-	if err != nil {
-		return fmt.Errorf("list stored records: %w", err)
-	}
 	cursor, err := r.p.Store.CursorGet(ctx, r.p.Name, name)
 	if err != nil {
 		return fmt.Errorf("get cursor: %w", err)
 	}
-	seen := make(map[string]bool, len(stored))
+	// The stored records' hashes load while the source reads its first
+	// page; a source that reports "not modified" cancels the load.
+	indexCtx, cancelIndex := context.WithCancel(ctx)
+	defer cancelIndex()
+	type indexResult struct {
+		m   map[string]state.RecordSummary
+		err error
+	}
+	indexed := make(chan indexResult, 1)
+	go func() {
+		m, err := r.p.Store.RecordIndex(indexCtx, r.p.Name, name)
+		indexed <- indexResult{m, err}
+	}()
+	var stored map[string]state.RecordSummary
+	load := func() error {
+		if stored != nil {
+			return nil
+		}
+		res := <-indexed
+		if res.err != nil {
+			return fmt.Errorf("index stored records: %w", res.err)
+		}
+		stored = res.m
+		return nil
+	}
+	seen := map[string]bool{}
 	var pending []item
 	var lastCursor string
 	partial := false
@@ -114,9 +138,10 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		return err
 	}
 
-	for page, err := range src.Read(ctx, cursor) {
+	for page, err := range prefetch(ctx, src.Read(ctx, cursor), 2) {
 		if errors.Is(err, sources.ErrNotModified) {
 			r.log.Info("source not modified", slog.String("source", name))
+			cancelIndex()
 			return flush()
 		}
 		if err != nil {
@@ -126,6 +151,9 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 				return errors.Join(fmt.Errorf("read: %w", err), ferr)
 			}
 			return fmt.Errorf("read: %w", err)
+		}
+		if err := load(); err != nil {
+			return err
 		}
 		if page.Partial {
 			partial = true
@@ -195,42 +223,55 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		// exists: absent keys are not deletions.
 		return nil
 	}
+	if err := load(); err != nil { // a listing of no page at all: an empty source
+		return err
+	}
 	return r.deleteMissing(ctx, name, stored, seen)
 }
 
 // deleteKeys deletes records the source reported as removed.
-func (r *runner) deleteKeys(ctx context.Context, source string, stored map[string]state.Record, keys []string) error {
-	var gone []state.Record
+func (r *runner) deleteKeys(ctx context.Context, source string, stored map[string]state.RecordSummary, keys []string) error {
+	var gone []string
 	for _, k := range keys {
-		if rec, ok := stored[k]; ok {
-			gone = append(gone, rec)
+		if _, ok := stored[k]; ok {
+			gone = append(gone, k)
 			delete(stored, k)
 		}
 	}
-	if len(gone) == 0 {
-		return nil
-	}
-	sortRecords(gone)
+	return r.deleteStored(ctx, source, gone)
+}
+
+// deleteStored deletes stored records by key, a batch at a time.
+func (r *runner) deleteStored(ctx context.Context, source string, keys []string) error {
+	slices.Sort(keys)
 	batchSize := max(r.p.BatchSize, 1)
-	for i := 0; i < len(gone); i += batchSize {
-		if err := r.deleteBatch(ctx, source, gone[i:min(i+batchSize, len(gone))]); err != nil {
+	for i := 0; i < len(keys); i += batchSize {
+		part := keys[i:min(i+batchSize, len(keys))]
+		recs, err := r.p.Store.RecordGet(ctx, r.p.Name, source, part)
+		if err != nil {
+			return fmt.Errorf("get stored records: %w", err)
+		}
+		gone := make([]state.Record, 0, len(part))
+		for _, k := range part {
+			if rec, ok := recs[k]; ok {
+				gone = append(gone, rec)
+			}
+		}
+		if err := r.deleteBatch(ctx, source, gone); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *runner) classify(source string, rec sources.Record, stored map[string]state.Record) (item, error) {
+func (r *runner) classify(source string, rec sources.Record, stored map[string]state.RecordSummary) (item, error) {
 	h, err := RecordHash(rec)
 	if err != nil {
 		return item{}, fmt.Errorf("record %q: hash: %w", rec.Key, err)
 	}
 	st, found := stored[rec.Key]
 	class, reason := diff.Classify(found, st.Hash, st.Fingerprint, h, r.fingerprint(rec))
-	it := item{source: source, rec: rec, hash: h, class: class, reason: reason}
-	if found {
-		it.stored = &st
-	}
+	it := item{source: source, rec: rec, hash: h, class: class, reason: reason, found: found}
 	if class == diff.ClassUnchanged && r.mode.Full {
 		it.reason = diff.ReasonForced
 	}
@@ -266,11 +307,11 @@ func RecordHash(rec sources.Record) (uint64, error) {
 
 // deleteMissing deletes records that were in state but not in the complete
 // listing, within the mass-delete guard.
-func (r *runner) deleteMissing(ctx context.Context, source string, stored map[string]state.Record, seen map[string]bool) error {
-	var gone []state.Record
-	for key, rec := range stored {
+func (r *runner) deleteMissing(ctx context.Context, source string, stored map[string]state.RecordSummary, seen map[string]bool) error {
+	var gone []string
+	for key := range stored {
 		if !seen[key] {
-			gone = append(gone, rec)
+			gone = append(gone, key)
 		}
 	}
 	if len(gone) == 0 {
@@ -279,11 +320,27 @@ func (r *runner) deleteMissing(ctx context.Context, source string, stored map[st
 	if err := r.guard(len(gone), len(stored)); err != nil {
 		return err
 	}
-	sortRecords(gone)
-	batchSize := max(r.p.BatchSize, 1)
-	for i := 0; i < len(gone); i += batchSize {
-		if err := r.deleteBatch(ctx, source, gone[i:min(i+batchSize, len(gone))]); err != nil {
-			return err
+	return r.deleteStored(ctx, source, gone)
+}
+
+// loadStored fills in the stored version of the batch's known records.
+func (r *runner) loadStored(ctx context.Context, source string, items []item) error {
+	var keys []string
+	for _, it := range items {
+		if it.found && it.stored == nil {
+			keys = append(keys, it.rec.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	recs, err := r.p.Store.RecordGet(ctx, r.p.Name, source, keys)
+	if err != nil {
+		return fmt.Errorf("get stored records: %w", err)
+	}
+	for i := range items {
+		if rec, ok := recs[items[i].rec.Key]; ok && items[i].found {
+			items[i].stored = &rec
 		}
 	}
 	return nil

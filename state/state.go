@@ -88,6 +88,12 @@ type Record struct {
 	Props []byte
 }
 
+// RecordSummary is a stored record's hash and config fingerprint.
+type RecordSummary struct {
+	Hash        uint64
+	Fingerprint uint64
+}
+
 // Chunk is the stored state of one chunk of a record.
 type Chunk struct {
 	Pipeline  string
@@ -144,6 +150,13 @@ type Store interface {
 
 	// RecordList returns the stored records of a pipeline's source, by key.
 	RecordList(ctx context.Context, pipeline, source string) (map[string]Record, error)
+	// RecordIndex returns the hash and fingerprint of every stored record
+	// of a pipeline's source, by key, without their props: what a run needs
+	// to classify a listing (tens of bytes a record).
+	RecordIndex(ctx context.Context, pipeline, source string) (map[string]RecordSummary, error)
+	// RecordGet returns the named records of a pipeline's source, by key;
+	// keys not stored are absent.
+	RecordGet(ctx context.Context, pipeline, source string, keys []string) (map[string]Record, error)
 	// ChunkList returns the stored chunks of one record, by position.
 	ChunkList(ctx context.Context, pipeline string, rec RecordRef) ([]Chunk, error)
 	// ChunkCount counts a pipeline's stored chunks.

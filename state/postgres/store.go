@@ -139,6 +139,58 @@ func (s *Store) RecordList(ctx context.Context, pipeline, source string) (map[st
 	return out, nil
 }
 
+// RecordIndex returns the hash and fingerprint of every stored record of a
+// source, by key.
+func (s *Store) RecordIndex(ctx context.Context, pipeline, source string) (map[string]state.RecordSummary, error) {
+	rows, err := s.pool.Query(ctx,
+		`SELECT key, hash, fingerprint FROM records WHERE pipeline = $1 AND source = $2`, pipeline, source)
+	if err != nil {
+		return nil, fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
+	}
+	defer rows.Close()
+	out := map[string]state.RecordSummary{}
+	for rows.Next() {
+		var key string
+		var hash, fp int64
+		if err := rows.Scan(&key, &hash, &fp); err != nil {
+			return nil, fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
+		}
+		out[key] = state.RecordSummary{Hash: uint64(hash), Fingerprint: uint64(fp)}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
+	}
+	return out, nil
+}
+
+// RecordGet returns the named records of a source in one query (= ANY($3)).
+func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []string) (map[string]state.Record, error) {
+	out := map[string]state.Record{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx,
+		`SELECT key, hash, fingerprint, anchor, props FROM records WHERE pipeline = $1 AND source = $2 AND key = ANY($3)`,
+		pipeline, source, keys)
+	if err != nil {
+		return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r := state.Record{Pipeline: pipeline, Source: source}
+		var hash, fp int64
+		if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props); err != nil {
+			return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
+		}
+		r.Hash, r.Fingerprint = uint64(hash), uint64(fp)
+		out[r.Key] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
+	}
+	return out, nil
+}
+
 // ChunkList returns the chunks of one record ordered by Position, then ID.
 func (s *Store) ChunkList(ctx context.Context, pipeline string, rec state.RecordRef) ([]state.Chunk, error) {
 	rows, err := s.pool.Query(ctx,

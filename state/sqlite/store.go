@@ -150,6 +150,65 @@ func (s *Store) RecordList(ctx context.Context, pipeline, source string) (map[st
 	return out, nil
 }
 
+// RecordIndex returns the hash and fingerprint of every stored record of a
+// source, by key.
+func (s *Store) RecordIndex(ctx context.Context, pipeline, source string) (map[string]state.RecordSummary, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT "key", hash, fingerprint FROM records WHERE pipeline = ? AND source = ?`, pipeline, source)
+	if err != nil {
+		return nil, fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
+	}
+	defer rows.Close()
+	out := map[string]state.RecordSummary{}
+	for rows.Next() {
+		var key string
+		var hash, fp int64
+		if err := rows.Scan(&key, &hash, &fp); err != nil {
+			return nil, fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
+		}
+		out[key] = state.RecordSummary{Hash: uint64(hash), Fingerprint: uint64(fp)}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
+	}
+	return out, nil
+}
+
+// RecordGet returns the named records of a source, 500 keys a query.
+func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []string) (map[string]state.Record, error) {
+	out := map[string]state.Record{}
+	for start := 0; start < len(keys); start += 500 {
+		part := keys[start:min(start+500, len(keys))]
+		args := make([]any, 0, len(part)+2)
+		args = append(args, pipeline, source)
+		for _, k := range part {
+			args = append(args, k)
+		}
+		q := `SELECT "key", hash, fingerprint, anchor, props FROM records WHERE pipeline = ? AND source = ? AND "key" IN (?` +
+			strings.Repeat(",?", len(part)-1) + `)`
+		rows, err := s.db.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
+		}
+		for rows.Next() {
+			r := state.Record{Pipeline: pipeline, Source: source}
+			var hash, fp int64
+			if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
+			}
+			r.Hash, r.Fingerprint = uint64(hash), uint64(fp)
+			out[r.Key] = r
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
+		}
+	}
+	return out, nil
+}
+
 // ChunkList returns the chunks of one record ordered by Position, then ID.
 func (s *Store) ChunkList(ctx context.Context, pipeline string, rec state.RecordRef) ([]state.Chunk, error) {
 	rows, err := s.db.QueryContext(ctx,

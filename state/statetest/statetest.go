@@ -219,6 +219,30 @@ func testRecords(t *testing.T, s state.Store) {
 	commit(t, s, state.Commit{Pipeline: "p", DeleteRecords: []state.RecordRef{{Source: "faq", Key: "missing"}}})
 	require.Len(t, records(t, s, "p", "faq"), 2)
 	require.Equal(t, map[string]state.Record{"1": other}, records(t, s, "p", "docs"), "other source untouched")
+
+	// The index has hashes and fingerprints only; RecordGet whole records by key.
+	idx, err := s.RecordIndex(t.Context(), "p", "faq")
+	require.NoError(t, err)
+	require.Equal(t, map[string]state.RecordSummary{"1": {Hash: 11, Fingerprint: 7}, "2": {Hash: 222, Fingerprint: 9}}, idx)
+	got, err := s.RecordGet(t.Context(), "p", "faq", []string{"2", "missing", "1"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]state.Record{"1": a, "2": b2}, got)
+	got, err = s.RecordGet(t.Context(), "p", "faq", nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	// Many keys at once (beyond one query's parameter batch).
+	var many []state.Record
+	var keys []string
+	for i := range 1200 {
+		k := fmt.Sprintf("m%04d", i)
+		many = append(many, state.Record{Source: "bulk", Key: k, Hash: uint64(i) | 1<<63, Fingerprint: 1, Anchor: "x"})
+		keys = append(keys, k)
+	}
+	commit(t, s, state.Commit{Pipeline: "p", Records: many})
+	got, err = s.RecordGet(t.Context(), "p", "bulk", keys)
+	require.NoError(t, err)
+	require.Len(t, got, 1200)
+	require.Equal(t, uint64(1199)|1<<63, got["m1199"].Hash)
 }
 
 func testRecordProps(t *testing.T, s state.Store) {
