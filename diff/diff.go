@@ -217,16 +217,23 @@ const (
 	ReasonContent     Reason = "content changed"
 	ReasonConfig      Reason = "config changed"
 	ReasonForced      Reason = "full resync"
+	ReasonInterrupted Reason = "interrupted write"
 	ReasonDeleted     Reason = "gone from source"
 	ReasonRebuildOnly Reason = "rebuild graph"
 )
 
 // Classify compares a record's hash and config fingerprint with its stored
-// values (found=false when the record is not in state).
+// values (found=false when the record is not in state). A stored hash of 0
+// is the mark of an interrupted write (content hashes are never 0 in
+// practice: 1 in 2^64).
 func Classify(found bool, storedHash, storedFingerprint, hash, fingerprint uint64) (Class, Reason) {
 	switch {
 	case !found:
 		return ClassNew, ReasonNew
+	case storedHash == 0:
+		// A write-ahead intent left by a run that stopped between its
+		// sink write and its commit: the graph may hold either version.
+		return ClassChanged, ReasonInterrupted
 	case storedHash != hash:
 		return ClassChanged, ReasonContent
 	case storedFingerprint != fingerprint:

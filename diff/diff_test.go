@@ -104,6 +104,7 @@ func TestClassify(t *testing.T) {
 		{true, 1, 1, 2, 1, diff.ClassChanged, diff.ReasonContent},
 		{true, 1, 1, 1, 2, diff.ClassChanged, diff.ReasonConfig},
 		{true, 1, 1, 2, 2, diff.ClassChanged, diff.ReasonContent},
+		{true, 0, 1, 2, 1, diff.ClassChanged, diff.ReasonInterrupted},
 	} {
 		c, r := diff.Classify(tc.found, tc.sh, tc.sf, tc.h, tc.f)
 		require.Equal(t, tc.class, c)

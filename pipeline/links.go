@@ -255,7 +255,7 @@ func (r *runner) linkPass(ctx context.Context) error {
 		return fmt.Errorf("link pass: %w", err)
 	}
 	commit.Cursors = map[string]string{mandatoryCursor: string(cur)}
-	return r.writeAndCommit(ctx, b, commit)
+	return r.writeAndCommit(ctx, b, commit, nil)
 }
 
 func mandatoryRef(e xrefEdge) sink.EdgeRef {

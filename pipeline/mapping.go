@@ -55,6 +55,9 @@ type recordProps struct {
 	Links    []linkRef     `json:"links,omitempty"`
 	// Edge is set for a link-table row: the record is this edge, not a node.
 	Edge *edgeRef `json:"edge,omitempty"`
+	// PrevEdge is the row's previous edge while a write that changes it is
+	// in flight (intent): deleted when the record is next written.
+	PrevEdge *edgeRef `json:"prev_edge,omitempty"`
 	// Vectors are the attributes whose text is embedded into the node
 	// property VectorProperty(attr).
 	Vectors []string `json:"vectors,omitempty"`
@@ -165,8 +168,13 @@ type docOutput struct {
 	forceAll                     bool
 	// links are the record's edges to other records; oldLinks the stored ones.
 	links, oldLinks []linkRef
-	// edge is the link-table row's edge; oldEdge the stored one.
-	edge, oldEdge *edgeRef
+	// oldChunks and oldProps are the stored chunks and props, for the
+	// write-ahead intent.
+	oldChunks []state.Chunk
+	oldProps  []byte
+	// edge is the link-table row's edge; oldEdge the stored one; prevEdge
+	// an edge left by an interrupted write.
+	edge, oldEdge, prevEdge *edgeRef
 	// vecTexts are the short embeddable attributes' texts, by attribute;
 	// oldVectors the attributes that had a vector property before.
 	vecTexts   map[string]string
@@ -221,7 +229,11 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 	if cursor != "" {
 		commit.Cursors = map[string]string{source: cursor}
 	}
-	return r.writeAndCommit(ctx, b, commit)
+	intent, err := r.intent(source, outs, commit)
+	if err != nil {
+		return err
+	}
+	return r.writeAndCommit(ctx, b, commit, intent)
 }
 
 // mapRecord turns a record into its node, sections and chunks, and decides
@@ -313,6 +325,8 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 		for _, c := range chunks {
 			old[c.ID] = c.Hash
 		}
+		out.oldChunks = chunks
+		out.oldProps = it.stored.Props
 		sp, err := decodeRecordProps(it.stored.Props)
 		if err != nil {
 			return nil, fmt.Errorf("record %s: %w", rec.Key, err)
@@ -320,9 +334,12 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 		out.oldSections, out.oldElements, out.oldTerms, out.oldXRefs, out.oldExtEdges = sp.Sections, sp.Elements, sp.Terms, sp.XRefs, sp.ExtEdges
 		out.oldLinks = sp.Links
 		out.oldEdge = sp.Edge
+		out.prevEdge = sp.PrevEdge
 		out.oldVectors = sp.Vectors
 	}
-	forceAll := it.stored == nil || r.mode.Full || r.mode.Reembed || it.stored.Fingerprint != r.fingerprint(rec)
+	// A stored hash of 0 marks a write that was interrupted (see intent):
+	// the graph may hold any mix of the two versions, so rewrite it all.
+	forceAll := it.stored == nil || it.stored.Hash == 0 || r.mode.Full || r.mode.Reembed || it.stored.Fingerprint != r.fingerprint(rec)
 	out.forceAll = forceAll
 	keep := map[string]bool{}
 	out.states = make([]state.Chunk, len(out.chunks))
@@ -426,7 +443,7 @@ func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64
 		rec := o.it.rec
 		ref := state.RecordRef{Source: source, Key: rec.Key}
 		if o.edge != nil {
-			r.edgeOps(b, o.edge, o.oldEdge)
+			r.edgeOps(b, o.edge, o.oldEdge, o.prevEdge)
 			rp, _ := json.Marshal(recordProps{Edge: o.edge})
 			commit.Records = append(commit.Records, state.Record{
 				Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
@@ -506,7 +523,10 @@ func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64
 // edgeOps writes a link-table row's edge, deleting its old edge when the row
 // now links other nodes. Both ends are MERGEd (as stubs when their records
 // come later), so the edge never depends on page order.
-func (r *runner) edgeOps(b *sink.Batch, e, old *edgeRef) {
+func (r *runner) edgeOps(b *sink.Batch, e, old, prev *edgeRef) {
+	if prev != nil && *prev.refPtr() != *e.refPtr() {
+		b.DeleteEdges = append(b.DeleteEdges, prev.ref())
+	}
 	if old != nil && (old.Type != e.Type || old.FromLabel != e.FromLabel || old.FromID != e.FromID ||
 		old.ToLabel != e.ToLabel || old.ToID != e.ToID) {
 		b.DeleteEdges = append(b.DeleteEdges, old.ref())
@@ -691,5 +711,115 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 	}
 	r.run.Counts.ChunksDeleted = 0
 	// State is unchanged by a rebuild: only the graph is rewritten.
-	return r.writeAndCommit(ctx, b, state.Commit{Pipeline: r.p.Name})
+	return r.writeAndCommit(ctx, b, state.Commit{Pipeline: r.p.Name}, nil)
+}
+
+// intent is the write-ahead state of a batch, committed before the sink
+// write: every record of the batch with hash 0 ("interrupted"), props and
+// chunks that are the union of the stored and the new version. If the
+// process dies between the sink write and the state commit, the next run
+// sees hash 0, rewrites the record from the source whatever its content is
+// by then (even reverted to the stored version), and deletes every node
+// either version had that the source's version no longer has.
+func (r *runner) intent(source string, outs []*docOutput, commit state.Commit) (*state.Commit, error) {
+	in := &state.Commit{Pipeline: r.p.Name, ReplaceChunks: map[state.RecordRef][]state.Chunk{}}
+	byKey := map[string]*docOutput{}
+	for _, o := range outs {
+		byKey[o.it.rec.Key] = o
+	}
+	for _, rec := range commit.Records {
+		o := byKey[rec.Key]
+		if o == nil {
+			continue
+		}
+		props := rec.Props
+		if len(o.oldProps) > 0 {
+			oldP, err := decodeRecordProps(o.oldProps)
+			if err != nil {
+				return nil, fmt.Errorf("record %q: %w", rec.Key, err)
+			}
+			newP, err := decodeRecordProps(rec.Props)
+			if err != nil {
+				return nil, fmt.Errorf("record %q: %w", rec.Key, err)
+			}
+			if props, err = json.Marshal(unionProps(oldP, newP)); err != nil {
+				return nil, fmt.Errorf("record %q: %w", rec.Key, err)
+			}
+		}
+		rec.Hash, rec.Props = 0, props
+		in.Records = append(in.Records, rec)
+		ref := state.RecordRef{Source: source, Key: rec.Key}
+		var chunks []state.Chunk
+		seen := map[string]bool{}
+		for _, c := range append(append([]state.Chunk{}, commit.ReplaceChunks[ref]...), o.oldChunks...) {
+			if !seen[c.ID] {
+				seen[c.ID] = true
+				c.Hash = 0
+				chunks = append(chunks, c)
+			}
+		}
+		in.ReplaceChunks[ref] = chunks
+	}
+	if len(in.Records) == 0 {
+		return nil, nil
+	}
+	return in, nil
+}
+
+// unionProps merges a record's stored and new graph output: the new node,
+// and every section, element, term, link and vector either version has, so
+// that whatever the source holds next, the nodes it no longer has are
+// deleted.
+func unionProps(old, cur recordProps) recordProps {
+	u := cur
+	u.Sections = unionNodes(cur.Sections, old.Sections)
+	u.Elements = unionNodes(cur.Elements, old.Elements)
+	seenT := map[string]bool{}
+	u.Terms = nil
+	for _, t := range append(append([]termNode{}, cur.Terms...), old.Terms...) {
+		if !seenT[t.ID] {
+			seenT[t.ID] = true
+			u.Terms = append(u.Terms, t)
+		}
+	}
+	seenL := map[[3]string]bool{}
+	u.Links = nil
+	for _, l := range append(append([]linkRef{}, cur.Links...), old.Links...) {
+		k := [3]string{l.Type, l.ToAnchor, l.ToID}
+		if !seenL[k] {
+			seenL[k] = true
+			u.Links = append(u.Links, l)
+		}
+	}
+	u.XRefs = dedupeEdges(append(append([]xrefEdge{}, cur.XRefs...), old.XRefs...))
+	seenV := map[string]bool{}
+	u.Vectors = nil
+	for _, v := range append(append([]string{}, cur.Vectors...), old.Vectors...) {
+		if !seenV[v] {
+			seenV[v] = true
+			u.Vectors = append(u.Vectors, v)
+		}
+	}
+	if old.Edge != nil && (cur.Edge == nil || *old.Edge.refPtr() != *cur.Edge.refPtr()) {
+		u.PrevEdge = old.Edge
+	}
+	return u
+}
+
+func unionNodes(cur, old []sectionNode) []sectionNode {
+	seen := map[string]bool{}
+	out := make([]sectionNode, 0, len(cur)+len(old))
+	for _, n := range append(append([]sectionNode{}, cur...), old...) {
+		if !seen[n.ID] {
+			seen[n.ID] = true
+			n.Hash = 0 // rewrite: the graph may hold either version
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (e *edgeRef) refPtr() *sink.EdgeRef {
+	r := e.ref()
+	return &r
 }

@@ -445,7 +445,7 @@ func TestSinkFailureMidRunConverges(t *testing.T) {
 	_, firstTexts := b.emb.reset()
 	b.graph.FailWrite = nil
 	c := b.sync(t, pipeline.Mode{})
-	require.Equal(t, 2, c.RecordsNew, "two documents were committed before the failure")
+	require.Equal(t, 2, c.RecordsNew+c.RecordsChanged, "two documents were committed before the failure; the failed batch's intent makes its document count as changed")
 	_, texts := b.emb.reset()
 	// The batch that failed was embedded and cached before the write failed:
 	// its chunks are reused, not embedded again.
@@ -513,4 +513,53 @@ func TestLegacyEncodingsAreRead(t *testing.T) {
 	require.Equal(t, 2, b.graph.Count(pipeline.LabelChunk))
 	_, texts := b.emb.reset()
 	require.Len(t, texts, 1, "both files decode to one text: embedded once")
+}
+
+// failingCommits fails the state commit that follows a sink write (a commit
+// with real record hashes), as a crash between the two would leave things.
+type failingCommits struct {
+	state.Store
+	fail bool
+}
+
+func (f *failingCommits) Commit(ctx context.Context, c state.Commit) error {
+	if f.fail && len(c.Records) > 0 && c.Records[0].Hash != 0 {
+		f.fail = false
+		return errors.New("crashed before the commit")
+	}
+	return f.Store.Commit(ctx, c)
+}
+
+// TestInterruptedWriteThenRevertedSource: a run writes version 2 of a
+// document to the graph and dies before committing state; the document is
+// then reverted to version 1. The next run must leave the graph of version
+// 1, not the stray version 2 (the write-ahead intent marks the record).
+func TestInterruptedWriteThenRevertedSource(t *testing.T) {
+	t.Parallel()
+	b := setup(t, copyCorpus(t, "rfc7239.txt"), 256, 32)
+	fc := &failingCommits{Store: b.store}
+	b.p.Store = fc
+	b.sync(t, pipeline.Mode{})
+	path := filepath.Join(b.root, "rfc7239.txt")
+	v1, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	v2 := strings.Replace(string(v1), "5.1.  Forwarded By", "5.1.  Forwarded By\n\n   A new paragraph that only version 2 has, long enough to be its own element in the graph.\n", 1)
+	v2 = strings.Replace(v2, "The \"by\" parameter is used to disclose", "The \"by\" parameter discloses", 1)
+	require.NotEqual(t, string(v1), v2)
+	require.NoError(t, os.WriteFile(path, []byte(v2), 0o644))
+	fc.fail = true
+	_, err = b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.ErrorContains(t, err, "crashed before the commit")
+
+	require.NoError(t, os.WriteFile(path, v1, 0o644))
+	c := b.sync(t, pipeline.Mode{})
+	require.Equal(t, 1, c.RecordsChanged, "the interrupted record is rewritten although its content equals the stored hash")
+
+	ref := setup(t, copyCorpus(t, "rfc7239.txt"), 256, 32)
+	ref.sync(t, pipeline.Mode{})
+	require.Equal(t, snapshot(ref.graph), snapshot(b.graph), "the graph is version 1's, with nothing of version 2 left")
+	n, err := b.store.ChunkCount(t.Context(), "docs")
+	require.NoError(t, err)
+	require.Equal(t, b.graph.Count(pipeline.LabelChunk), n)
 }

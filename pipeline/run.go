@@ -389,6 +389,9 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		for _, t := range sp.Terms {
 			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelTerm, ID: t.ID})
 		}
+		if sp.PrevEdge != nil {
+			b.DeleteEdges = append(b.DeleteEdges, sp.PrevEdge.ref())
+		}
 		if sp.Edge != nil {
 			b.DeleteEdges = append(b.DeleteEdges, sp.Edge.ref())
 		} else {
@@ -401,12 +404,22 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		r.counts().RecordsDeleted++
 		r.counts().ChunksDeleted += len(chunks)
 	}
-	return r.writeAndCommit(ctx, b, commit)
+	intent := &state.Commit{Pipeline: r.p.Name}
+	for _, rec := range gone {
+		rec.Hash = 0 // interrupted: if the record comes back, it is rewritten
+		intent.Records = append(intent.Records, rec)
+	}
+	return r.writeAndCommit(ctx, b, commit, intent)
 }
 
 // writeAndCommit writes a batch to the sink, then commits state: state never
 // runs ahead of the graph.
-func (r *runner) writeAndCommit(ctx context.Context, b *sink.Batch, commit state.Commit) error {
+func (r *runner) writeAndCommit(ctx context.Context, b *sink.Batch, commit state.Commit, intent *state.Commit) error {
+	if intent != nil && b.Len() > 0 {
+		if err := r.p.Store.Commit(ctx, *intent); err != nil {
+			return fmt.Errorf("commit write intent: %w", err)
+		}
+	}
 	if b.Len() > 0 {
 		st, err := r.p.Sink.Write(ctx, b)
 		r.counts().SinkStatements += st.Statements

@@ -559,7 +559,7 @@ func (v *verifier) repair(ctx context.Context) error {
 	batchSize := max(p.BatchSize, 1)
 	for i := 0; i < len(v.extra); i += batchSize {
 		b := &sink.Batch{DeleteNodes: v.extra[i:min(i+batchSize, len(v.extra))]}
-		if err := r.writeAndCommit(ctx, b, state.Commit{Pipeline: p.Name}); err != nil {
+		if err := r.writeAndCommit(ctx, b, state.Commit{Pipeline: p.Name}, nil); err != nil {
 			return fmt.Errorf("delete extra nodes: %w", err)
 		}
 		rp.Deleted += len(b.DeleteNodes)

@@ -158,7 +158,7 @@ func printSummary(w io.Writer, name string, res pipeline.Result, err error) {
 	}
 	fmt.Fprintf(w, "  records: %d read, %d new, %d changed, %d unchanged, %d deleted, %d skipped\n",
 		c.RecordsRead, c.RecordsNew, c.RecordsChanged, c.RecordsUnchanged, c.RecordsDeleted, c.RecordsSkipped)
-	fmt.Fprintf(w, "  chunks:  %d total, %d embedded, %d reused from cache, %d deleted\n",
+	fmt.Fprintf(w, "  chunks:  %d total; texts: %d embedded, %d reused from cache; %d chunks deleted\n",
 		c.ChunksTotal, c.ChunksEmbedded, c.ChunksReused, c.ChunksDeleted)
 	fmt.Fprintf(w, "  sink:    %d statements in %d batches\n", c.SinkStatements, c.SinkBatches)
 	if err != nil {

@@ -275,6 +275,11 @@ func (s *Sink) Write(ctx context.Context, b *sink.Batch) (sink.Stats, error) {
 	if err := s.write(sts); err != nil {
 		return sink.Stats{}, fmt.Errorf("cypherl write: %w", err)
 	}
+	// Durable before state commits the batch: a power loss must not lose a
+	// batch that state records as written.
+	if err := s.syncFile(); err != nil {
+		return sink.Stats{}, fmt.Errorf("cypherl write: %w", err)
+	}
 	return sink.Stats{Statements: len(sts), Batches: 1}, nil
 }
 
