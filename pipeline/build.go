@@ -195,6 +195,8 @@ func gristConfig(c *config.GristSource) grist.Config {
 	return grist.Config{
 		Server: c.Server, DocID: c.DocID, APIKey: c.APIKey, Tables: c.Tables, KeyColumns: c.KeyColumns,
 		PageSize: c.PageSize, MaxInFlight: c.MaxInFlight, FullEvery: c.FullEvery,
+		// Attachments in a format the chunker reads become documents of their own.
+		AttachmentFormats: chunker.Formats(),
 	}
 }
 

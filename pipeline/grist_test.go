@@ -1,6 +1,8 @@
 package pipeline_test
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -125,4 +127,65 @@ func TestGristEndToEnd(t *testing.T) {
 		_, ok := g.Node("cn_code", id)
 		require.False(t, ok, id)
 	}
+}
+
+// TestGristAttachmentsBecomeDocuments: an attachment in a format the chunker
+// reads is chunked as a document linked to its row (ATTACHED_TO); a changed
+// file is re-chunked, a file removed from the cell and a deleted row take
+// their documents along — also through incremental (/compare) reads.
+func TestGristAttachmentsBecomeDocuments(t *testing.T) {
+	t.Parallel()
+	srv := gristtest.New(t)
+	srv.AddTable("Regulations", gristtest.Column{ID: "title"}, gristtest.Column{ID: "files", Type: "Attachments"})
+	spec, err := os.ReadFile(filepath.Join(corpusDir(t), "openchain-security-specification-1.1.md"))
+	require.NoError(t, err)
+	a1 := srv.AddAttachment("openchain.md", spec)
+	a2 := srv.AddAttachment("photo.jpg", []byte{0xff, 0xd8, 0xff})
+	ids := srv.AddRows("Regulations",
+		map[string]any{"title": "OpenChain security", "files": []any{"L", a1, a2}},
+		map[string]any{"title": "No files"})
+
+	cfg := grist.Config{Server: srv.URL, DocID: gristtest.DocID, APIKey: gristtest.APIKey,
+		AttachmentFormats: chunker.Formats(), RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond}
+	src, err := grist.New("grist", cfg, nil)
+	require.NoError(t, err)
+	b := setup(t, t.TempDir(), 256, 32)
+	b.p.Sources = []sources.Source{src}
+	c := b.sync(t, pipeline.Mode{})
+	require.Equal(t, 3, c.RecordsNew, "two rows and one readable attachment (the jpg has no parser)")
+	docID := "grist:Regulations:" + fmt.Sprint(ids[0]) + grist.AttachmentMarker + fmt.Sprint(a1)
+	doc, ok := b.graph.Node("Document", docID)
+	require.True(t, ok, "attachment document %s", docID)
+	require.Equal(t, "openchain.md", doc["name"])
+	attached := 0
+	for _, e := range b.graph.Edges() {
+		if e.Type == "ATTACHED_TO" {
+			attached++
+			require.Equal(t, "Regulations:"+fmt.Sprint(ids[0]), e.To.ID)
+		}
+	}
+	require.Equal(t, 1, attached)
+	require.Positive(t, b.graph.Count(pipeline.LabelChunk))
+	require.Equal(t, 14, b.graph.Count(pipeline.LabelTerm), "the attached specification's terms")
+
+	// The file is removed from the cell: an incremental read lists the row
+	// without it, and its document goes.
+	srv.UpdateRows("Regulations", map[int64]map[string]any{ids[0]: {"files": []any{"L", a2}}})
+	c = b.sync(t, pipeline.Mode{})
+	require.Equal(t, 1, c.RecordsDeleted)
+	_, ok = b.graph.Node("Document", docID)
+	require.False(t, ok)
+	require.Zero(t, b.graph.Count(pipeline.LabelChunk))
+
+	// Attached again, then the row deleted: the document goes with its row.
+	a3 := srv.AddAttachment("openchain-v2.md", spec)
+	srv.UpdateRows("Regulations", map[int64]map[string]any{ids[0]: {"files": []any{"L", a3}}})
+	c = b.sync(t, pipeline.Mode{})
+	require.Equal(t, 1, c.RecordsNew)
+	require.Zero(t, c.ChunksEmbedded, "same text under another attachment id: served from the cache")
+	srv.DeleteRows("Regulations", ids[0])
+	c = b.sync(t, pipeline.Mode{})
+	require.Equal(t, 2, c.RecordsDeleted, "the row and its attachment")
+	require.Zero(t, b.graph.Count("Document"))
+	require.Zero(t, b.graph.Count(pipeline.LabelChunk))
 }

@@ -245,6 +245,13 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 	var embeds map[string]string
 	if rec.Document != nil {
 		out.nodeID = NodeID(it.source, rec.Key)
+		if len(rec.Links) > 0 { // an attachment's link to its row
+			mp, err := r.p.Model.apply(sources.Record{Key: rec.Key, Anchor: rec.Anchor, Links: rec.Links})
+			if err != nil {
+				return nil, err
+			}
+			out.links = mp.links
+		}
 	} else {
 		mp, err := r.p.Model.apply(rec)
 		if err != nil {

@@ -220,8 +220,9 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 	}
 	if partial {
 		// An incremental listing names what changed, not everything that
-		// exists: absent keys are not deletions.
-		return nil
+		// exists: absent keys are not deletions — except the children of a
+		// listed record (its attachments), which the listing lists whole.
+		return r.deleteStaleChildren(ctx, name, stored, seen)
 	}
 	if err := load(); err != nil { // a listing of no page at all: an empty source
 		return err
@@ -229,13 +230,39 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 	return r.deleteMissing(ctx, name, stored, seen)
 }
 
-// deleteKeys deletes records the source reported as removed.
+// deleteKeys deletes records the source reported as removed, with their
+// children (sources.ChildMarker).
 func (r *runner) deleteKeys(ctx context.Context, source string, stored map[string]state.RecordSummary, keys []string) error {
-	var gone []string
+	gone := map[string]bool{}
 	for _, k := range keys {
 		if _, ok := stored[k]; ok {
+			gone[k] = true
+		}
+	}
+	deleted := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		deleted[k] = true
+	}
+	for k := range stored {
+		if parent, _, ok := strings.Cut(k, sources.ChildMarker); ok && deleted[parent] {
+			gone[k] = true
+		}
+	}
+	list := make([]string, 0, len(gone))
+	for k := range gone {
+		list = append(list, k)
+		delete(stored, k)
+	}
+	return r.deleteStored(ctx, source, list)
+}
+
+// deleteStaleChildren deletes, after a partial listing, the stored children
+// of listed records that the listing did not list.
+func (r *runner) deleteStaleChildren(ctx context.Context, source string, stored map[string]state.RecordSummary, seen map[string]bool) error {
+	var gone []string
+	for k := range stored {
+		if parent, _, ok := strings.Cut(k, sources.ChildMarker); ok && seen[parent] && !seen[k] {
 			gone = append(gone, k)
-			delete(stored, k)
 		}
 	}
 	return r.deleteStored(ctx, source, gone)

@@ -46,6 +46,13 @@ type Page struct {
 	Deleted []string
 }
 
+// ChildMarker separates a parent record's key from a child's suffix: a
+// record keyed "<parent>" + ChildMarker + "…" (an attachment of a Grist row)
+// belongs to the record keyed "<parent>". The pipeline deletes a parent's
+// children with it, and, in a partial listing that lists the parent, the
+// children the listing does not list.
+const ChildMarker = "#child:"
+
 // Skip is a record that could not be read.
 type Skip struct {
 	// Key is the record key (for files: the slash path relative to the root).

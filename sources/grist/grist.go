@@ -64,6 +64,14 @@ type Config struct {
 	// jitter; defaults 500ms and 30s.
 	RetryMax                   int
 	RetryWaitMin, RetryWaitMax time.Duration
+	// AttachmentFormats maps a lower-case file extension (".pdf") to a
+	// document format ("pdf"). When set, each attachment of an Attachments
+	// cell whose extension it knows is downloaded and yielded as a document
+	// record of its own: key "<row key>#attachment:<id>", anchor
+	// "Document", linked to the row's node by ATTACHED_TO. The record's
+	// attributes carry fileIdent (the content's SHA-1), so a changed file
+	// changes the record.
+	AttachmentFormats map[string]string
 	// Now returns the current time; default time.Now (tests inject a clock).
 	Now func() time.Time
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -520,8 +521,52 @@ func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, er
 		s.stats.Rows.Add(1)
 		s.stats.Links.Add(int64(len(rec.Links)))
 		pg.Records = append(pg.Records, rec)
+		if len(s.cfg.AttachmentFormats) > 0 {
+			r.attachmentRecords(ctx, pg, t, rec)
+		}
 	}
 	return pg, nil
+}
+
+// AttachmentMarker separates a row's key from its attachment's id in the
+// key of an attachment document record.
+const AttachmentMarker = sources.ChildMarker + "attachment:"
+
+// attachmentRecords appends a document record per attachment of rec whose
+// file extension has a format. A download that fails is a Skip: the
+// attachment's document is kept as it is, never deleted.
+func (r *run) attachmentRecords(ctx context.Context, pg *sources.Page, t *table, rec sources.Record) {
+	for _, c := range t.Cols {
+		if c.Base != "Attachments" {
+			continue
+		}
+		list, _ := rec.Attributes[c.ID].([]any)
+		for _, e := range list {
+			m, _ := e.(map[string]any)
+			id, _ := m["id"].(int64)
+			name, _ := m["fileName"].(string)
+			format, ok := r.s.cfg.AttachmentFormats[strings.ToLower(path.Ext(name))]
+			if id <= 0 || !ok {
+				continue
+			}
+			key := rec.Key + AttachmentMarker + strconv.FormatInt(id, 10)
+			content, err := r.s.Attachment(ctx, id)
+			if err != nil {
+				pg.Skipped = append(pg.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s: attachment %d (%s): %w", r.s.cfg.DocID, t.ID, id, name, err)})
+				continue
+			}
+			pg.Records = append(pg.Records, sources.Record{
+				Key:    key,
+				Anchor: "Document",
+				Attributes: map[string]any{
+					"name": name, "format": format, "fileIdent": m["fileIdent"], "size": int64(len(content)),
+					"row": rec.Key, "column": c.ID,
+				},
+				Links:    []sources.Link{{Type: "ATTACHED_TO", ToAnchor: t.ID, ToKey: rec.Key}},
+				Document: &sources.Document{Format: format, Content: content},
+			})
+		}
+	}
 }
 
 // link adds a Link for one Ref value: a row id > 0. Text (an unmatched
