@@ -39,6 +39,9 @@ import (
 
 var docs = []string{"rfc7231.txt", "rfc7239.txt", "constitutionrf.txt", "spdx-2.3-package-information.md", "openchain-security-specification-1.1.md", "go_spec.html"}
 
+// allFormats adds the DOCX and PDF renditions to the documents.
+var allFormats = append(append([]string{}, docs...), "openchain-security-specification-1.1.docx", "openchain-security-specification-1.1.pdf", "OpenChainSpec-2.0-Translation-ru.docx")
+
 const (
 	maxTokens = 256
 	overlap   = 32
@@ -174,7 +177,7 @@ func run(ctx context.Context, w io.Writer, corpus string, reps int) error {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| document | MB | chunks | median time | MB/s |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
-	for _, n := range docs {
+	for _, n := range allFormats {
 		b, err := os.ReadFile(filepath.Join(corpus, n))
 		if err != nil {
 			return err
@@ -197,6 +200,73 @@ func run(ctx context.Context, w io.Writer, corpus string, reps int) error {
 		}
 		m := median(ds)
 		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %.2f |\n", n, float64(len(b))/1e6, count, m.Round(time.Millisecond), float64(len(b))/1e6/m.Seconds())
+	}
+	return graphReport(w, corpus, tok)
+}
+
+// graphReport prints, per document, the element tree by kind, the chunk
+// size distribution, terms, and cross-references resolved.
+func graphReport(w io.Writer, corpus string, tok *chunker.Tokenizer) error {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "## Document graph")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| document | sections | paragraphs | lists | tables | clauses | other | chunk tokens min / median / max | terms | refs in document resolved | unresolved | to other documents |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, n := range allFormats {
+		b, err := os.ReadFile(filepath.Join(corpus, n))
+		if err != nil {
+			return err
+		}
+		format, _ := chunker.FormatForPath(n)
+		root, err := chunker.Parse(format, b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		kinds := map[chunker.Kind]int{}
+		var walk func(e *chunker.Element)
+		walk = func(e *chunker.Element) {
+			for _, c := range e.Children {
+				kinds[c.Kind]++
+				walk(c)
+			}
+		}
+		walk(root)
+		other := 0
+		for k, v := range kinds {
+			switch k {
+			case chunker.KindSection, chunker.KindParagraph, chunker.KindList, chunker.KindTable, chunker.KindClause:
+			default:
+				other += v
+			}
+		}
+		cs, err := chunker.Split(n, root, chunker.Options{MaxTokens: maxTokens, OverlapTokens: overlap, Tokenizer: tok})
+		if err != nil {
+			return err
+		}
+		sizes := make([]int, len(cs))
+		for i, c := range cs {
+			sizes[i] = c.Tokens
+		}
+		slices.Sort(sizes)
+		dist := "-"
+		if len(sizes) > 0 {
+			dist = fmt.Sprintf("%d / %d / %d", sizes[0], sizes[len(sizes)/2], sizes[len(sizes)-1])
+		}
+		refs := chunker.CrossRefs(root)
+		resolved, unresolved := chunker.Resolve(root, refs)
+		external := 0
+		for _, r := range refs {
+			if r.Doc != "" {
+				external++
+			}
+		}
+		rate := "-"
+		if in := len(resolved) + len(unresolved); in > 0 {
+			rate = fmt.Sprintf("%d of %d (%.0f%%)", len(resolved), in, 100*float64(len(resolved))/float64(in))
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %s | %d | %s | %d | %d |\n", n,
+			kinds[chunker.KindSection], kinds[chunker.KindParagraph], kinds[chunker.KindList], kinds[chunker.KindTable], kinds[chunker.KindClause],
+			other, dist, len(chunker.Terms(root)), rate, len(unresolved), external)
 	}
 	return nil
 }
