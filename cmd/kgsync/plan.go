@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -21,34 +20,14 @@ many chunk texts miss the embedding cache with their estimated tokens.
 No embedding calls, no writes to the sink or state.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			e, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer e.Close()
-			pcs, err := e.selectPipelines(args)
-			if err != nil {
-				return err
-			}
-			var failed []error
-			for _, pc := range pcs {
-				p, err := pipeline.Build(ctx, e.cfg, pc, e.store, e.log)
-				if err != nil {
-					failed = append(failed, err)
-					continue
-				}
+			return g.eachPipeline(ctx, args, func(p *pipeline.Pipeline) error {
 				plan, err := p.Plan(ctx, pipeline.Mode{Full: full, Reembed: reembed})
-				_ = p.Sink.Close(ctx)
 				if err != nil {
-					failed = append(failed, fmt.Errorf("pipeline %q: %w", pc.Name, err))
-					continue
+					return err
 				}
 				printPlan(g, plan)
-			}
-			if len(failed) > 0 {
-				return &exitError{code: 1, err: errors.Join(failed...)}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&full, "full", false, "plan a resync --full")

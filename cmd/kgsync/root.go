@@ -164,3 +164,35 @@ func isTerminal(w io.Writer) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
+
+// eachPipeline builds the named pipelines (all when none is named) and calls
+// fn for each; a failing pipeline does not stop the others, and the command
+// fails (exit 1) if any failed.
+func (g *globals) eachPipeline(ctx context.Context, names []string, fn func(p *pipeline.Pipeline) error) error {
+	e, err := g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	pcs, err := e.selectPipelines(names)
+	if err != nil {
+		return err
+	}
+	var failed []error
+	for _, pc := range pcs {
+		p, err := pipeline.Build(ctx, e.cfg, pc, e.store, e.log)
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		err = fn(p)
+		_ = p.Sink.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			failed = append(failed, fmt.Errorf("pipeline %q: %w", pc.Name, err))
+		}
+	}
+	if len(failed) > 0 {
+		return &exitError{code: 1, err: errors.Join(failed...)}
+	}
+	return nil
+}

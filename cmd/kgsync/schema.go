@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -24,27 +23,10 @@ attributes with embeddable and the vector index to use, links
 				return &exitError{code: 2, err: fmt.Errorf("--format must be md or json, got %q", format)}
 			}
 			ctx := cmd.Context()
-			e, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer e.Close()
-			pcs, err := e.selectPipelines(args)
-			if err != nil {
-				return err
-			}
-			var failed []error
-			for _, pc := range pcs {
-				p, err := pipeline.Build(ctx, e.cfg, pc, e.store, e.log)
-				if err != nil {
-					failed = append(failed, err)
-					continue
-				}
+			return g.eachPipeline(ctx, args, func(p *pipeline.Pipeline) error {
 				doc, err := p.Describe(ctx)
-				_ = p.Sink.Close(ctx)
 				if err != nil {
-					failed = append(failed, fmt.Errorf("pipeline %q: %w", pc.Name, err))
-					continue
+					return err
 				}
 				if format == "json" {
 					b, _ := json.Marshal(doc)
@@ -52,11 +34,8 @@ attributes with embeddable and the vector index to use, links
 				} else {
 					fmt.Fprintln(g.stdout, doc.Markdown())
 				}
-			}
-			if len(failed) > 0 {
-				return &exitError{code: 1, err: errors.Join(failed...)}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "md", "output format: md or json")
