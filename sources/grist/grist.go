@@ -7,7 +7,8 @@
 // grist-samples/real. Rows are read in pages with keyset pagination over the
 // SQL endpoint (POST /sql, "WHERE id > ? ORDER BY id LIMIT n") and, when SQL
 // is refused, by streaming the /records answer, so memory stays bounded by
-// the page size. Change detection uses /states and /compare (grist-api.md §8).
+// the page size. Change detection uses /states and /compare (grist-api.md §8)
+// and, where /states is refused, conditional GETs with ETags (etag.go).
 package grist
 
 import (
@@ -126,11 +127,14 @@ type Stats struct {
 	Fallbacks     int64 // incremental reads that fell back to a full listing
 	RecordsReads  int64 // pages read through /records instead of /sql
 	DuplicateKeys int64 // rows skipped because their key column value repeated
+	ETagProbes    int64 // conditional GETs sent for ETag polling (when /states is refused)
+	ETag304       int64 // ETag probes answered 304 Not Modified
 }
 
 type counters struct {
 	Requests, Retries429, Retries5xx, Rows, Links, RefUnmatched, RefDangling,
-	FullScans, Incremental, NotModified, PageShrinks, Fallbacks, RecordsReads, DuplicateKeys atomic.Int64
+	FullScans, Incremental, NotModified, PageShrinks, Fallbacks, RecordsReads, DuplicateKeys,
+	ETagProbes, ETag304 atomic.Int64
 }
 
 // Source reads one Grist document. It is safe for concurrent use; all its
@@ -176,17 +180,25 @@ func (s *Source) Stats() Stats {
 		Rows: c.Rows.Load(), Links: c.Links.Load(), RefUnmatched: c.RefUnmatched.Load(), RefDangling: c.RefDangling.Load(),
 		FullScans: c.FullScans.Load(), Incremental: c.Incremental.Load(), NotModified: c.NotModified.Load(),
 		PageShrinks: c.PageShrinks.Load(), Fallbacks: c.Fallbacks.Load(), RecordsReads: c.RecordsReads.Load(),
-		DuplicateKeys: c.DuplicateKeys.Load(),
+		DuplicateKeys: c.DuplicateKeys.Load(), ETagProbes: c.ETagProbes.Load(), ETag304: c.ETag304.Load(),
 	}
 }
 
 // cursorState is the JSON cursor: the document's action hash when the
-// listing started (from /states), when the last full listing finished, and
-// a fingerprint of the schema read.
+// listing started (from /states), when the last full listing finished
+// (Unix seconds), and a fingerprint of the schema read. When /states is
+// refused, ETags and Config hold what ETag polling needs (etag.go); both are
+// omitted otherwise, so cursors written before they existed still parse.
 type cursorState struct {
 	Hash   string `json:"h"`
 	Full   int64  `json:"full"`
 	Schema string `json:"schema"`
+	// ETags maps each probe (a GET path below the document, with its
+	// query) to the ETag it answered when the listing started.
+	ETags map[string]string `json:"etags,omitempty"`
+	// Config fingerprints the configured selection the probes were
+	// chosen for (configPrint).
+	Config string `json:"cfg,omitempty"`
 }
 
 func (c cursorState) String() string {
@@ -207,8 +219,11 @@ type table struct {
 // asks /states; an unchanged action hash yields sources.ErrNotModified after
 // that one request, and a moved one yields only the rows /compare reports,
 // with Page.Partial true and removed rows in Page.Deleted. A pruned or
-// unknown hash falls back to a full listing. Only the last page carries the
-// new cursor, so a listing that fails midway is read again next time.
+// unknown hash falls back to a full listing. When /states is refused (403,
+// or a 404 other than "document not found") it polls with ETags instead
+// (readETag): every probe answering 304 yields sources.ErrNotModified,
+// anything else a full listing. Only the last page carries the new cursor,
+// so a listing that fails midway is read again next time.
 func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Page, error] {
 	return func(yield func(*sources.Page, error) bool) {
 		if err := s.read(ctx, cursor, yield); err != nil && !errors.Is(err, errStopped) {
@@ -232,6 +247,9 @@ func (s *Source) read(ctx context.Context, cursor string, yield yieldFunc) error
 	head, err := s.headHash(ctx)
 	if err != nil {
 		return err
+	}
+	if head == "" {
+		return s.readETag(ctx, cursor, old, yield)
 	}
 	now := s.cfg.Now()
 	fullDue := old.Hash == "" || now.Sub(time.Unix(old.Full, 0)) >= s.cfg.FullEvery
@@ -265,11 +283,12 @@ func (s *Source) read(ctx context.Context, cursor string, yield yieldFunc) error
 	}
 	s.stats.FullScans.Add(1)
 	next.Full = now.Unix()
-	return s.readFull(ctx, tables, cursor, next, yield)
+	return s.readFull(ctx, tables, cursor, next, nil, yield)
 }
 
 // headHash returns the newest action hash from GET /states, or "" when the
-// document does not allow it (403/404), which forces full listings.
+// document does not allow it (403/404) or has no history, which switches
+// Read to ETag polling.
 func (s *Source) headHash(ctx context.Context) (string, error) {
 	var st struct {
 		States []struct {
@@ -280,7 +299,7 @@ func (s *Source) headHash(ctx context.Context) (string, error) {
 	err := s.c.getJSON(ctx, http.MethodGet, "/states", nil, nil, "", "read action states", &st)
 	if err != nil {
 		if code := statusOf(err); code == http.StatusForbidden || code == http.StatusNotFound && !isDocNotFound(err) {
-			s.logger.Warn("no change detection, listing everything", "err", err)
+			s.logger.Info("action states refused, polling with ETags", "err", err)
 			return "", nil
 		}
 		return "", err

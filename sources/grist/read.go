@@ -69,14 +69,18 @@ func (p *pager) finish(cursor string, partial bool) error {
 	return nil
 }
 
-func (s *Source) readFull(ctx context.Context, tables []*table, old string, next cursorState, yield yieldFunc) error {
+// readFull lists every row of tables. When tags is non-nil (ETag polling,
+// etag.go) it records the ETag of each table read through /records, taken
+// from the very response listed, and the new cursor carries the tags if
+// they cover every probe.
+func (s *Source) readFull(ctx context.Context, tables []*table, old string, next cursorState, tags *etagSet, yield yieldFunc) error {
 	r := s.newRun()
 	p := &pager{yield: yield, old: old}
 	for _, t := range tables {
 		if t.KeyCol != "" {
 			r.seen[t.ID] = map[string]bool{}
 		}
-		err := s.scanTable(ctx, t, func(rows []row) error {
+		tag, err := s.scanTable(ctx, t, func(rows []row) error {
 			pg, err := r.page(ctx, t, rows)
 			if err != nil {
 				return err
@@ -86,13 +90,22 @@ func (s *Source) readFull(ctx context.Context, tables []*table, old string, next
 		if err != nil {
 			return err
 		}
+		if tags != nil && tag != "" {
+			tags.tags[recordsProbe(t.ID)] = tag
+		}
 		delete(r.seen, t.ID)
+	}
+	if tags != nil {
+		next.ETags = tags.complete(s)
 	}
 	return p.finish(next.String(), false)
 }
 
-// scanTable reads every row of t in id order, PageSize rows at a time.
-func (s *Source) scanTable(ctx context.Context, t *table, fn func([]row) error) error {
+// scanTable reads every row of t in id order, PageSize rows at a time. It
+// returns the ETag of the /records answer when it read through /records
+// ("" after /sql, which sends none worth keeping: POST ignores
+// If-None-Match).
+func (s *Source) scanTable(ctx context.Context, t *table, fn func([]row) error) (string, error) {
 	if !s.sqlOff() {
 		after := int64(0)
 		for {
@@ -101,19 +114,18 @@ func (s *Source) scanTable(ctx context.Context, t *table, fn func([]row) error) 
 				if after == 0 && s.refusesSQL(err) {
 					break
 				}
-				return err
+				return "", err
 			}
 			if len(rows) == 0 {
-				return nil
+				return "", nil
 			}
 			if err := fn(rows); err != nil {
-				return err
+				return "", err
 			}
 			after = rows[len(rows)-1].id
 		}
 	}
-	q := url.Values{"sort": {"id"}}
-	return s.streamRecords(ctx, t, q, fn)
+	return s.streamRecords(ctx, t, url.Values{"sort": {"id"}}, fn)
 }
 
 func (s *Source) sqlOff() bool {
@@ -223,36 +235,41 @@ func (s *Source) sql(ctx context.Context, t *table, cols []column, stmt string, 
 }
 
 // streamRecords reads GET /records (no pagination upstream, grist-api.md §3)
-// decoding one record at a time, and hands rows to fn in pages.
-func (s *Source) streamRecords(ctx context.Context, t *table, q url.Values, fn func([]row) error) error {
+// decoding one record at a time, and hands rows to fn in pages. It returns
+// the answer's ETag header ("" if none).
+func (s *Source) streamRecords(ctx context.Context, t *table, q url.Values, fn func([]row) error) (string, error) {
 	resp, err := s.c.do(ctx, http.MethodGet, "/tables/"+url.PathEscape(t.ID)+"/records", q, nil, nil, t.ID, "read rows")
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
+	tag := resp.Header.Get("ETag")
+	if resp.StatusCode == http.StatusNotModified {
+		return "", fmt.Errorf("grist document %s table %s: read rows: unexpected 304 Not Modified", s.cfg.DocID, t.ID)
+	}
 	fail := func(err error) error {
 		return fmt.Errorf("grist document %s table %s: read rows: decode: %w", s.cfg.DocID, t.ID, err)
 	}
 	dec := json.NewDecoder(resp.Body)
 	dec.UseNumber()
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return fail(fmt.Errorf("expected object, got %v (%v)", tok, err))
+		return "", fail(fmt.Errorf("expected object, got %v (%v)", tok, err))
 	}
 	page := make([]row, 0, s.cfg.PageSize)
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
-			return fail(err)
+			return "", fail(err)
 		}
 		if key != "records" {
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
-				return fail(err)
+				return "", fail(err)
 			}
 			continue
 		}
 		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
-			return fail(fmt.Errorf("expected records array, got %v (%v)", tok, err))
+			return "", fail(fmt.Errorf("expected records array, got %v (%v)", tok, err))
 		}
 		for dec.More() {
 			var rec struct {
@@ -261,29 +278,31 @@ func (s *Source) streamRecords(ctx context.Context, t *table, q url.Values, fn f
 				Errors map[string]string `json:"errors"`
 			}
 			if err := dec.Decode(&rec); err != nil {
-				return fail(err)
+				return "", fail(err)
 			}
 			page = append(page, row{id: rec.ID, attrs: recordsAttrs(t.Cols, rec.Fields, rec.Errors)})
 			if len(page) == s.cfg.PageSize {
 				s.stats.RecordsReads.Add(1)
 				if err := fn(page); err != nil {
-					return err
+					return "", err
 				}
 				page = make([]row, 0, s.cfg.PageSize)
 			}
 		}
 		if _, err := dec.Token(); err != nil {
-			return fail(err)
+			return "", fail(err)
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return fail(err)
+		return "", fail(err)
 	}
 	if len(page) > 0 {
 		s.stats.RecordsReads.Add(1)
-		return fn(page)
+		if err := fn(page); err != nil {
+			return "", err
+		}
 	}
-	return nil
+	return tag, nil
 }
 
 func recordsAttrs(cols []column, fields map[string]any, errs map[string]string) map[string]any {
@@ -335,7 +354,7 @@ func (s *Source) rowsByID(ctx context.Context, t *table, cols []column, ids []in
 		} else {
 			filter, _ := json.Marshal(map[string][]int64{"id": chunk})
 			q := url.Values{"filter": {string(filter)}, "sort": {"id"}}
-			err = s.streamRecords(ctx, t, q, func(page []row) error {
+			_, err = s.streamRecords(ctx, t, q, func(page []row) error {
 				rows = append(rows, page...)
 				return nil
 			})
@@ -430,7 +449,7 @@ func (s *Source) fallbackFull(ctx context.Context, tables []*table, old string, 
 	s.stats.Fallbacks.Add(1)
 	s.stats.FullScans.Add(1)
 	next.Full = s.cfg.Now().Unix()
-	return s.readFull(ctx, tables, old, next, yield)
+	return s.readFull(ctx, tables, old, next, nil, yield)
 }
 
 // cellDelta returns the old and new value of column col for row id from
@@ -619,7 +638,7 @@ func (r *run) keyMap(ctx context.Context, tableID string) (map[int64]string, err
 	}
 	t.Cols = kc
 	m := map[int64]string{}
-	err = r.s.scanTable(ctx, t, func(rows []row) error {
+	_, err = r.s.scanTable(ctx, t, func(rows []row) error {
 		for _, rw := range rows {
 			if k, ok := keyString(rw.attrs[col]); ok {
 				m[rw.id] = k

@@ -3,6 +3,7 @@ package gristtest
 import (
 	"bytes"
 	"crypto/sha1"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -31,18 +32,46 @@ func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	if err != nil {
 		status, b = 500, []byte(`{"error":"encode"}`)
 	}
-	etag := fmt.Sprintf(`W/"%x-%s"`, len(b), sha1Hex(b)[:27])
+	tag := etag(b)
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("ETag", etag)
+	w.Header().Set("ETag", tag)
 	w.Header().Set("Cache-Control", "no-cache")
 	// GET honours If-None-Match; POST /sql does not
 	// (grist-samples/real/read/get-records-Guides-if-none-match.txt).
-	if status == 200 && r.Method == http.MethodGet && r.Header.Get("If-None-Match") == etag {
+	if status == 200 && r.Method == http.MethodGet && noneMatchHits(r.Header.Get("If-None-Match"), tag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// etag is the weak ETag Express gives a body: W/"<length in hex>-<first 27
+// characters of the base64 SHA-1>". Checked against a real capture:
+// grist-samples/real/read/get-records-_grist_Tables_column-limit3.json is
+// 938 (0x3aa) bytes and was served with W/"3aa-m/8jdoWw7NilvqEs+oIKR0/0PTA".
+func etag(body []byte) string {
+	sum := sha1.Sum(body)
+	return fmt.Sprintf(`W/"%x-%s"`, len(body), base64.StdEncoding.EncodeToString(sum[:])[:27])
+}
+
+// noneMatchHits reports whether an If-None-Match header matches tag the way
+// Express (the "fresh" package) compares: "*", or any entry of a comma
+// separated list equal to tag once a "W/" prefix is ignored on both sides.
+func noneMatchHits(header, tag string) bool {
+	header = strings.TrimSpace(header)
+	if header == "" {
+		return false
+	}
+	if header == "*" {
+		return true
+	}
+	for _, e := range strings.Split(header, ",") {
+		if strings.TrimPrefix(strings.TrimSpace(e), "W/") == strings.TrimPrefix(tag, "W/") {
+			return true
+		}
+	}
+	return false
 }
 
 func writeErr(w http.ResponseWriter, r *http.Request, status int, msg string) {
@@ -65,7 +94,13 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 404, "not found: "+r.URL.Path)
 	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w := &statusRecorder{ResponseWriter: rw, status: http.StatusOK}
+		defer func() {
+			s.mu.Lock()
+			s.statuses[w.status]++
+			s.mu.Unlock()
+		}()
 		n := s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 		for {
@@ -177,6 +212,10 @@ func (s *Server) getColumns(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getRecords(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r.PathValue("table") == "_grist_Tables_column" {
+		writeJSON(w, r, 200, map[string]any{"records": s.columnRecordsLocked()})
+		return
+	}
 	if r.PathValue("table") == "_grist_Attachments" {
 		out := []map[string]any{}
 		for _, id := range slices.Sorted(maps.Keys(s.attachments)) {
@@ -485,4 +524,39 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "private, max-age=3600")
 	w.Header().Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	w.Write(bytes.Clone(a.content))
+}
+
+// statusRecorder remembers the status a handler wrote, for Responses.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// columnRecordsLocked is GET /tables/_grist_Tables_column/records: one
+// record per column of every table, hidden ones included, id = colRef,
+// with the fields of
+// grist-samples/real/read/get-records-_grist_Tables_column-limit3.json.
+// The caller holds s.mu.
+func (s *Server) columnRecordsLocked() []map[string]any {
+	var out []map[string]any
+	for _, t := range s.tables {
+		for _, c := range t.cols {
+			out = append(out, map[string]any{"id": c.colRef, "fields": map[string]any{
+				"parentId": t.ref, "parentPos": c.pos, "colId": c.ID, "type": c.Type, "widgetOptions": "",
+				"isFormula": c.IsFormula, "formula": c.Formula, "label": c.ID, "description": "",
+				"untieColIdFromLabel": false, "summarySourceCol": 0, "displayCol": 0, "visibleCol": 0,
+				"rules": nil, "reverseCol": 0, "recalcWhen": 0, "recalcDeps": nil,
+			}})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i]["id"].(int) < out[j]["id"].(int) })
+	if out == nil {
+		out = []map[string]any{}
+	}
+	return out
 }

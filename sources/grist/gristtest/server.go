@@ -5,7 +5,8 @@
 // {"error": msg}, SQL storage encodings (Bool 0/1, lists as JSON text,
 // marshal Buffers for errors and typed Any values), added rows listed in
 // both addRows and updateRows, 500 "Cannot read hash" for unknown hashes,
-// weak ETags with 304 on If-None-Match, and 429 past 10 parallel requests.
+// weak ETags in Express's format with 304 on If-None-Match, the
+// _grist_Tables_column metadata table, and 429 past 10 parallel requests.
 package gristtest
 
 import (
@@ -96,6 +97,7 @@ type Server struct {
 	latency     time.Duration
 	parallel    int
 	counts      map[string]int
+	statuses    map[int]int
 	inflight    atomic.Int64
 	maxInflight atomic.Int64
 }
@@ -109,7 +111,7 @@ type attachment struct {
 // New starts a server with an empty document; it is closed by t.Cleanup.
 func New(t testing.TB) *Server {
 	s := &Server{t: t, tables: map[string]*table{}, nextTabRef: 1, nextColRef: 1,
-		attachments: map[int64]*attachment{}, nextAtt: 1, parallel: 10, counts: map[string]int{}}
+		attachments: map[int64]*attachment{}, nextAtt: 1, parallel: 10, counts: map[string]int{}, statuses: map[int]int{}}
 	s.Server = httptest.NewServer(s.handler())
 	t.Cleanup(s.Server.Close)
 	s.record(&action{deltas: map[string]map[int64]*rowChange{}}) // document creation
@@ -325,6 +327,20 @@ func (s *Server) RenameTable(from, to string) {
 	s.record(&action{deltas: map[string]map[int64]*rowChange{}, renames: [][2]string{{from, to}}})
 }
 
+// SetColumnType changes a column's type and leaves its stored values as
+// they are, so /records can answer the same body while
+// _grist_Tables_column changes (Int to Numeric keeps 5 as 5).
+func (s *Server) SetColumnType(tableID, col, typ string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.mustTable(tableID).col(col)
+	if c == nil {
+		s.t.Fatalf("gristtest: table %s has no column %q", tableID, col)
+	}
+	c.Type = typ
+	s.record(&action{deltas: map[string]map[int64]*rowChange{}})
+}
+
 // RemoveColumn drops a column and its values.
 func (s *Server) RemoveColumn(tableID, col string) {
 	s.mu.Lock()
@@ -413,11 +429,20 @@ func (s *Server) Requests(method, suffix string) int {
 	return n
 }
 
+// Responses returns how many responses had the status (e.g. 304), every
+// path counted; ResetCounts zeroes it too.
+func (s *Server) Responses(status int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.statuses[status]
+}
+
 // ResetCounts zeroes the request counters and the in-flight maximum.
 func (s *Server) ResetCounts() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts = map[string]int{}
+	s.statuses = map[int]int{}
 	s.maxInflight.Store(0)
 }
 
