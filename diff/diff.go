@@ -217,6 +217,7 @@ const (
 	ReasonContent     Reason = "content changed"
 	ReasonConfig      Reason = "config changed"
 	ReasonForced      Reason = "full resync"
+	ReasonReembed     Reason = "re-embed"
 	ReasonInterrupted Reason = "interrupted write"
 	ReasonDeleted     Reason = "gone from source"
 	ReasonRebuildOnly Reason = "rebuild graph"

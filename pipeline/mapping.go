@@ -351,12 +351,17 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 	keep := map[string]bool{}
 	out.states = make([]state.Chunk, len(out.chunks))
 	out.write = make([]bool, len(out.chunks))
+	// A chunk's position property counts within its parent element, so a
+	// chunk inserted in one section does not renumber (and rewrite) every
+	// later chunk of the document; document order is in NEXT and in state.
+	inParent := map[string]int{}
 	for i, c := range out.chunks {
 		next := ""
 		if i+1 < len(out.chunks) && out.group[i+1] == out.group[i] {
 			next = out.chunks[i+1].ID
 		}
-		props := chunkProps(c, out.nodeID, next)
+		props := chunkProps(c, out.nodeID, next, inParent[c.Parent])
+		inParent[c.Parent]++
 		h, err := diff.Hash(props)
 		if err != nil {
 			return nil, fmt.Errorf("hash chunk %s of %s: %w", c.ID, rec.Key, err)
@@ -383,8 +388,9 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 }
 
 // chunkProps are a chunk node's properties without its vector; "next" is the
-// following chunk's id so that a neighbour change rewrites the NEXT edge.
-func chunkProps(c chunker.Chunk, docID, next string) map[string]any {
+// following chunk's id so that a neighbour change rewrites the NEXT edge, and
+// "position" the chunk's ordinal among the chunks of its parent element.
+func chunkProps(c chunker.Chunk, docID, next string, position int) map[string]any {
 	elems := make([]any, len(c.Elements))
 	for i, e := range c.Elements {
 		elems[i] = e
@@ -394,7 +400,7 @@ func chunkProps(c chunker.Chunk, docID, next string) map[string]any {
 		"context":  c.Context,
 		"address":  c.Address,
 		"parent":   c.Parent,
-		"position": int64(c.Position),
+		"position": int64(position),
 		"tokens":   int64(c.Tokens),
 		"document": docID,
 		"elements": elems,

@@ -106,6 +106,12 @@ type runBeginner interface {
 	Begin(runID int64) error
 }
 
+// schemaForgetter is a sink that remembers the indexes it wrote (the CYPHERL
+// sink); a graph rebuild writes them again.
+type schemaForgetter interface {
+	ForgetSchema()
+}
+
 // ErrMassDelete is returned when a run would delete more records than the
 // mass-delete guard allows.
 var ErrMassDelete = errors.New("mass-delete guard")
@@ -183,6 +189,9 @@ func (p *Pipeline) Run(ctx context.Context, trigger state.Trigger, mode Mode) (r
 	r := &runner{p: p, run: &run, mode: mode, log: log}
 	if b, ok := p.Sink.(runBeginner); ok {
 		err = b.Begin(run.ID)
+	}
+	if f, ok := p.Sink.(schemaForgetter); ok && mode.RebuildGraph {
+		f.ForgetSchema()
 	}
 	if err == nil {
 		err = r.execute(ctx)

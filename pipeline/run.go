@@ -299,8 +299,11 @@ func (r *runner) classify(source string, rec sources.Record, stored map[string]s
 	st, found := stored[rec.Key]
 	class, reason := diff.Classify(found, st.Hash, st.Fingerprint, h, r.fingerprint(rec))
 	it := item{source: source, rec: rec, hash: h, class: class, reason: reason, found: found}
-	if class == diff.ClassUnchanged && r.mode.Full {
+	if class == diff.ClassUnchanged && (r.mode.Full || r.mode.Reembed) {
 		it.reason = diff.ReasonForced
+		if r.mode.Reembed {
+			it.reason = diff.ReasonReembed
+		}
 	}
 	return it, nil
 }

@@ -62,7 +62,7 @@ type VectorIdxDoc struct {
 // descriptions, plus what the default mapping produced for tables the model
 // does not list.
 func (p *Pipeline) Describe(ctx context.Context) (*SchemaDoc, error) {
-	doc := &SchemaDoc{Pipeline: p.Name}
+	doc := &SchemaDoc{Pipeline: p.Name, Anchors: []AnchorDoc{}, Links: []LinkDoc{}, Indexes: []VectorIdxDoc{}}
 	anchors := map[string]*AnchorDoc{}
 	attrsSeen := map[string]map[string]bool{}
 	links := map[[3]string]*LinkDoc{}

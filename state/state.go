@@ -61,14 +61,14 @@ type Counts struct {
 
 // Run is one execution of a pipeline.
 type Run struct {
-	ID         int64
-	Pipeline   string
-	Trigger    Trigger
-	Status     Status
-	StartedAt  time.Time
-	FinishedAt time.Time // zero while running
-	Counts     Counts
-	Error      string // failure message, "" on success
+	ID         int64     `json:"run_id"`
+	Pipeline   string    `json:"pipeline"`
+	Trigger    Trigger   `json:"trigger"`
+	Status     Status    `json:"status"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"` // zero while running
+	Counts     Counts    `json:"counts"`
+	Error      string    `json:"error,omitempty"` // failure message, "" on success
 }
 
 // Record is the stored state of one source record.

@@ -127,6 +127,14 @@ func TestResyncNeedsOneMode(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &j))
 	require.Zero(t, j.Chunks.Embedded, "rebuilding the graph costs no embedding call")
 	require.Positive(t, j.Sink.Statements)
+	// The rebuild's file stands alone: it starts with the index statements.
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(cfg), ".kgsync", "cypherl", "docs", "*.cypherl"))
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	body, err := os.ReadFile(files[1])
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(body), "CREATE INDEX ON :`"), "%.200s", body)
+	require.Contains(t, string(body), "CREATE VECTOR INDEX `chunk_embedding`")
 }
 
 func TestUnknownPipeline(t *testing.T) {

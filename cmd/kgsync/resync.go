@@ -12,13 +12,15 @@ func newResyncCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resync PIPELINE (--full | --reembed | --rebuild-graph)",
 		Short: "Run a pipeline ignoring part of its state",
-		Long: `Run one pipeline ignoring part of its state (design.md, "resync variants"):
+		Long: `Run one pipeline ignoring part of its state:
   --full           ignore stored record hashes: rewrite every node (vectors come from the cache)
   --reembed        ignore the embedding cache: embed every chunk again
   --rebuild-graph  rewrite the graph from state and the embedding cache without
                    reading the sources: zero embedding calls when the cache is whole
                    (Memgraph keeps its data in memory; losing it must not cost a
-                   re-embedding bill)`,
+                   re-embedding bill). With the cypherl sink, the file of a
+                   rebuild holds the index statements too and loads into an
+                   empty Memgraph on its own.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n := 0

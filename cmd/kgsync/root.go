@@ -141,7 +141,11 @@ func (e *env) selectPipelines(names []string) ([]*config.Pipeline, error) {
 	for _, n := range names {
 		p, ok := e.cfg.Pipeline(n)
 		if !ok {
-			return nil, &exitError{code: 2, err: fmt.Errorf("no pipeline %q in %s", n, e.cfgPathHint())}
+			var known []string
+			for _, pc := range e.cfg.Pipelines {
+				known = append(known, pc.Name)
+			}
+			return nil, &exitError{code: 2, err: fmt.Errorf("no pipeline %q in %s (pipelines: %s)", n, e.cfgPathHint(), strings.Join(known, ", "))}
 		}
 		out = append(out, p)
 	}

@@ -184,6 +184,15 @@ func (s *Sink) Begin(runID int64) error {
 // CREATE. The file is synced before schema.json is replaced, so the sidecar
 // never records DDL that is not on disk. Stats counts the statements
 // written (Batches 1 if any).
+// ForgetSchema makes the next Ensure write every index statement again, as
+// a graph rebuilt from scratch needs: the file of a `resync --rebuild-graph`
+// run stands alone and loads into an empty Memgraph.
+func (s *Sink) ForgetSchema() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.schema = schemaRecord{}
+}
+
 func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, error) {
 	if err := schema.Validate(); err != nil {
 		return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
