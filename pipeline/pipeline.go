@@ -179,6 +179,11 @@ func (p *Pipeline) Run(ctx context.Context, trigger state.Trigger, mode Mode) (r
 			err = fmt.Errorf("pipeline %q: unlock: %w", p.Name, uerr)
 		}
 	}()
+	// Holding the lock, no other run of the pipeline can be going on: a run
+	// still marked running was left by a process that died.
+	if err := p.closeAbandoned(ctx); err != nil {
+		return res, fmt.Errorf("pipeline %q: %w", p.Name, err)
+	}
 	run, err := p.Store.RunOpen(ctx, p.Name, trigger)
 	if err != nil {
 		return res, fmt.Errorf("pipeline %q: open run: %w", p.Name, err)
@@ -219,4 +224,26 @@ func (p *Pipeline) Run(ctx context.Context, trigger state.Trigger, mode Mode) (r
 		slog.Int("changed", run.Counts.RecordsChanged), slog.Int("deleted", run.Counts.RecordsDeleted),
 		slog.Int("chunks_embedded", run.Counts.ChunksEmbedded), slog.Int("sink_statements", run.Counts.SinkStatements))
 	return res, nil
+}
+
+// closeAbandoned marks runs left "running" by a process that died (killed,
+// or its machine lost) as failed.
+func (p *Pipeline) closeAbandoned(ctx context.Context) error {
+	runs, err := p.Store.RunList(ctx, p.Name, 20)
+	if err != nil {
+		return fmt.Errorf("list runs: %w", err)
+	}
+	for _, run := range runs {
+		if run.Status != state.StatusRunning {
+			continue
+		}
+		run.Status = state.StatusFailed
+		run.FinishedAt = p.now()
+		run.Error = "abandoned: the process running it stopped before closing it"
+		if err := p.Store.RunClose(ctx, run); err != nil {
+			return fmt.Errorf("close abandoned run %d: %w", run.ID, err)
+		}
+		p.logger().Warn("abandoned run closed", slog.String("pipeline", p.Name), slog.Int64("run_id", run.ID))
+	}
+	return nil
 }

@@ -563,3 +563,24 @@ func TestInterruptedWriteThenRevertedSource(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, b.graph.Count(pipeline.LabelChunk), n)
 }
+
+func TestAbandonedRunIsClosed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, copyCorpus(t, "rfc7239.txt"), 256, 32)
+	// A process opened a run and died.
+	dead, err := b.store.RunOpen(t.Context(), "docs", state.TriggerCron)
+	require.NoError(t, err)
+	b.sync(t, pipeline.Mode{})
+	runs, err := b.store.RunList(t.Context(), "docs", 10)
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	for _, r := range runs {
+		if r.ID == dead.ID {
+			require.Equal(t, state.StatusFailed, r.Status)
+			require.Contains(t, r.Error, "abandoned")
+			require.False(t, r.FinishedAt.IsZero())
+		} else {
+			require.Equal(t, state.StatusSucceeded, r.Status)
+		}
+	}
+}
