@@ -193,6 +193,11 @@ func (s *Sink) ForgetSchema() {
 	s.schema = schemaRecord{}
 }
 
+// Ensure writes the DDL of the indexes of schema that the pipeline's files
+// do not create yet (SchemaFile records which), so that replaying every
+// file in order creates each index once, before the first MERGE that needs
+// it; a vector index whose dimension changed is dropped, its property
+// removed and the index created anew.
 func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, error) {
 	if err := schema.Validate(); err != nil {
 		return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
