@@ -18,6 +18,22 @@ type Model struct {
 	// LinkTables are tables whose rows connect two anchors: each row becomes
 	// an edge whose properties are the row's other columns.
 	LinkTables []LinkTable `yaml:"link_tables,omitempty"`
+	// MandatoryTables are tables (Grist, CSV) whose rows are mandatory
+	// links between document elements, kept by experts beside the
+	// documents; they add to the pipeline's `mandatory` list.
+	MandatoryTables []MandatoryTable `yaml:"mandatory_tables,omitempty"`
+}
+
+// MandatoryTable reads mandatory links from a table: each row names two
+// element addresses (as in Mandatory) and an optional note.
+type MandatoryTable struct {
+	// Table is the source table id.
+	Table string `yaml:"table"`
+	// From and To are the columns holding the two addresses.
+	From string `yaml:"from"`
+	To   string `yaml:"to"`
+	// Note is the column holding why (optional).
+	Note string `yaml:"note,omitempty"`
 }
 
 // Anchor maps a source table to a node label.

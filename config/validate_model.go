@@ -137,6 +137,17 @@ func (ck *checker) model(at string, m *Model) {
 			useRel(fmt.Sprintf("%s.links[%d].name", aat, j), l.Name)
 		}
 	}
+	for i, mt := range m.MandatoryTables {
+		mat := fmt.Sprintf("%s.mandatory_tables[%d]", at, i)
+		if mt.Table == "" {
+			ck.add(mat+".table", "required: the table whose rows are mandatory links")
+		} else if prev, dup := tables[mt.Table]; dup {
+			ck.add(mat+".table", "table %q is already mapped by anchor %q", mt.Table, prev)
+		}
+		if mt.From == "" || mt.To == "" {
+			ck.add(mat, "from and to are required: the columns holding the two element addresses")
+		}
+	}
 	for i, lt := range m.LinkTables {
 		lat := fmt.Sprintf("%s.link_tables[%d]", at, i)
 		useRel(lat+".name", lt.Name)

@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sources"
 )
 
 // TestDocumentGraph syncs real documents and checks the document graph:
@@ -139,4 +141,41 @@ func TestReferencesBetweenDocuments(t *testing.T) {
 	for _, e := range b.graph.Edges() {
 		require.NotEqual(t, pipeline.RelMandatory, e.Type)
 	}
+}
+
+// TestMandatoryLinksFromATable: experts keep mandatory links in a table
+// (Grist or CSV) beside the documents; its rows become MANDATORY edges, and
+// editing or deleting a row changes or removes its edge.
+func TestMandatoryLinksFromATable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, copyCorpus(t, "rfc7239.txt"), 256, 32)
+	table := &tableSource{name: "rules", recs: map[string]sources.Record{}}
+	table.put("links", "1", map[string]any{"from": "RFC 7239 5.1", "to": "RFC 7239 8.2", "why": "privacy caveat"})
+	b.p.Sources = append(b.p.Sources, table)
+	b.p.Model = pipeline.NewModel(&config.Model{MandatoryTables: []config.MandatoryTable{{Table: "links", From: "from", To: "to", Note: "why"}}})
+	b.sync(t, pipeline.Mode{})
+
+	mandatory := func() []string {
+		var out []string
+		for _, e := range b.graph.Edges() {
+			if e.Type == pipeline.RelMandatory {
+				out = append(out, e.From.ID+" -> "+e.To.ID)
+			}
+		}
+		return out
+	}
+	require.Equal(t, []string{"docs:rfc7239.txt › 5 › 5.1 -> docs:rfc7239.txt › 8 › 8.2"}, mandatory())
+	require.Zero(t, b.graph.Count("links"), "a mandatory table's rows are no nodes")
+
+	c := b.sync(t, pipeline.Mode{})
+	require.Zero(t, c.SinkStatements)
+
+	r := table.recs["links:1"]
+	r.Attributes["to"] = "RFC 7239 8.3"
+	b.sync(t, pipeline.Mode{})
+	require.Equal(t, []string{"docs:rfc7239.txt › 5 › 5.1 -> docs:rfc7239.txt › 8 › 8.3"}, mandatory())
+
+	delete(table.recs, "links:1")
+	b.sync(t, pipeline.Mode{})
+	require.Empty(t, mandatory())
 }

@@ -160,6 +160,7 @@ func (idx *corpusIndex) lookup(address string) (graphRef, *indexedDoc, bool) {
 // mandatory links changed), so a no-op run costs nothing; its edges are
 // keyed and diffed against state, so a crash before its commit is redone.
 func (r *runner) linkPass(ctx context.Context) error {
+	// Mandatory-table rows set docsChanged when they change.
 	mandatoryHash := mustHash(mandatoryValue(r.p.Mandatory))
 	storedMandatory, err := r.p.Store.CursorGet(ctx, r.p.Name, mandatoryCursor)
 	if err != nil {
@@ -225,9 +226,15 @@ func (r *runner) linkPass(ctx context.Context) error {
 		commit.Records = append(commit.Records, rec)
 	}
 
-	// MANDATORY links from the config.
+	// MANDATORY links from the config and from mandatory tables.
+	links := append([]MandatoryLink{}, r.p.Mandatory...)
+	tableLinks, err := r.p.mandatoryRows(ctx)
+	if err != nil {
+		return fmt.Errorf("link pass: %w", err)
+	}
+	links = append(links, tableLinks...)
 	var mandatory []xrefEdge
-	for _, m := range r.p.Mandatory {
+	for _, m := range links {
 		from, _, ok1 := idx.lookup(m.From)
 		to, _, ok2 := idx.lookup(m.To)
 		if !ok1 || !ok2 {
@@ -281,4 +288,37 @@ func dedupeEdges(es []xrefEdge) []xrefEdge {
 		}
 	}
 	return out
+}
+
+// mandatoryRows reads the mandatory links kept in mandatory tables (state
+// holds each row's link).
+func (p *Pipeline) mandatoryRows(ctx context.Context) ([]MandatoryLink, error) {
+	if p.Model == nil || len(p.Model.mandatory) == 0 {
+		return nil, nil
+	}
+	var out []MandatoryLink
+	for _, src := range p.Sources {
+		recs, err := p.Store.RecordList(ctx, p.Name, src.Name())
+		if err != nil {
+			return nil, fmt.Errorf("list records: %w", err)
+		}
+		keys := make([]string, 0, len(recs))
+		for k := range recs {
+			table, _, _ := strings.Cut(k, ":")
+			if _, ok := p.Model.mandatory[table]; ok {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			rp, err := decodeRecordProps(recs[k].Props)
+			if err != nil {
+				return nil, fmt.Errorf("record %q: %w", k, err)
+			}
+			if rp.Mandatory != nil {
+				out = append(out, *rp.Mandatory)
+			}
+		}
+	}
+	return out, nil
 }

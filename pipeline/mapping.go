@@ -55,6 +55,8 @@ type recordProps struct {
 	Links    []linkRef     `json:"links,omitempty"`
 	// Edge is set for a link-table row: the record is this edge, not a node.
 	Edge *edgeRef `json:"edge,omitempty"`
+	// Mandatory is set for a mandatory-table row.
+	Mandatory *MandatoryLink `json:"mandatory,omitempty"`
 	// PrevEdge is the row's previous edge while a write that changes it is
 	// in flight (intent): deleted when the record is next written.
 	PrevEdge *edgeRef `json:"prev_edge,omitempty"`
@@ -172,6 +174,8 @@ type docOutput struct {
 	// write-ahead intent.
 	oldChunks []state.Chunk
 	oldProps  []byte
+	// mandatory is a mandatory-table row's link (written by the link pass).
+	mandatory *MandatoryLink
 	// edge is the link-table row's edge; oldEdge the stored one; prevEdge
 	// an edge left by an interrupted write.
 	edge, oldEdge, prevEdge *edgeRef
@@ -257,13 +261,16 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 		if err != nil {
 			return nil, err
 		}
-		if mp.edge != nil {
+		switch {
+		case mp.mandatory != nil:
+			out.label, out.mandatory = "", mp.mandatory
+		case mp.edge != nil:
 			out.label, out.edge = "", mp.edge
-		} else {
+		default:
 			out.label, out.nodeID, attrs, embeds, out.links = mp.label, rec.Key, mp.attrs, mp.embeds, mp.links
 		}
 	}
-	if out.edge == nil {
+	if out.edge == nil && out.mandatory == nil {
 		node := map[string]any{}
 		for k, v := range attrs {
 			node[k] = v
@@ -455,6 +462,15 @@ func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64
 	for _, o := range outs {
 		rec := o.it.rec
 		ref := state.RecordRef{Source: source, Key: rec.Key}
+		if o.mandatory != nil {
+			r.docsChanged = true // the link pass rewrites the MANDATORY edges
+			rp, _ := json.Marshal(recordProps{Mandatory: o.mandatory})
+			commit.Records = append(commit.Records, state.Record{
+				Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
+				Fingerprint: r.fingerprint(rec), Props: rp,
+			})
+			continue
+		}
 		if o.edge != nil {
 			r.edgeOps(b, o.edge, o.oldEdge, o.prevEdge)
 			rp, _ := json.Marshal(recordProps{Edge: o.edge})
@@ -667,23 +683,24 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 			return fmt.Errorf("record %q: list chunks: %w", rec.Key, err)
 		}
 		o := &docOutput{
-			it:       item{source: source, rec: sources.Record{Key: rec.Key, Anchor: rec.Anchor}, hash: rec.Hash},
-			label:    rec.Anchor,
-			nodeID:   nodeIDOf(source, rec.Key, rp),
-			node:     rp.Node,
-			sections: rp.Sections,
-			elements: rp.Elements,
-			terms:    rp.Terms,
-			xrefs:    rp.XRefs,
-			ext:      rp.Ext,
-			docIDs:   rp.DocIDs,
-			forceAll: true,
-			links:    rp.Links,
-			edge:     rp.Edge,
-			oldEdge:  rp.Edge,
-			states:   chunks,
-			write:    make([]bool, len(chunks)),
-			vecTexts: map[string]string{},
+			it:        item{source: source, rec: sources.Record{Key: rec.Key, Anchor: rec.Anchor}, hash: rec.Hash},
+			label:     rec.Anchor,
+			nodeID:    nodeIDOf(source, rec.Key, rp),
+			node:      rp.Node,
+			sections:  rp.Sections,
+			elements:  rp.Elements,
+			terms:     rp.Terms,
+			xrefs:     rp.XRefs,
+			ext:       rp.Ext,
+			docIDs:    rp.DocIDs,
+			forceAll:  true,
+			links:     rp.Links,
+			edge:      rp.Edge,
+			oldEdge:   rp.Edge,
+			mandatory: rp.Mandatory,
+			states:    chunks,
+			write:     make([]bool, len(chunks)),
+			vecTexts:  map[string]string{},
 		}
 		for _, attr := range rp.Vectors {
 			if text, ok := rp.Node[attr].(string); ok {

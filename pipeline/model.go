@@ -25,6 +25,7 @@ type Model struct {
 	byTable    map[string]*anchorModel
 	byName     map[string]*anchorModel
 	linkTables map[string]*config.LinkTable
+	mandatory  map[string]*config.MandatoryTable
 }
 
 type anchorModel struct {
@@ -37,7 +38,8 @@ type anchorModel struct {
 
 // NewModel builds a Model from the config (nil = default mapping only).
 func NewModel(cfg *config.Model) *Model {
-	m := &Model{byTable: map[string]*anchorModel{}, byName: map[string]*anchorModel{}, linkTables: map[string]*config.LinkTable{}}
+	m := &Model{byTable: map[string]*anchorModel{}, byName: map[string]*anchorModel{},
+		linkTables: map[string]*config.LinkTable{}, mandatory: map[string]*config.MandatoryTable{}}
 	if cfg == nil {
 		return m
 	}
@@ -68,6 +70,10 @@ func NewModel(cfg *config.Model) *Model {
 	for i := range cfg.LinkTables {
 		lt := &cfg.LinkTables[i]
 		m.linkTables[lt.Table] = lt
+	}
+	for i := range cfg.MandatoryTables {
+		mt := &cfg.MandatoryTables[i]
+		m.mandatory[mt.Table] = mt
 	}
 	return m
 }
@@ -129,6 +135,9 @@ func (m *Model) Fingerprint(table string) uint64 {
 	if am, ok := m.byTable[table]; ok {
 		return am.fingerprint
 	}
+	if mt, ok := m.mandatory[table]; ok {
+		return mustHash(map[string]any{"mandatory_table": mt.Table, "from": mt.From, "to": mt.To, "note": mt.Note})
+	}
 	if lt, ok := m.linkTables[table]; ok {
 		return mustHash(map[string]any{"link_table": lt.Name, "from": lt.From.Anchor + "." + lt.From.Column,
 			"to": lt.To.Anchor + "." + lt.To.Column, "properties": strings.Join(lt.Properties, "\x00")})
@@ -173,6 +182,9 @@ type mapped struct {
 	links  []linkRef
 	// edge is set for a link-table row.
 	edge *edgeRef
+	// mandatory is set for a mandatory-table row: no node, a MANDATORY
+	// edge written by the link pass.
+	mandatory *MandatoryLink
 	// unresolved counts link values that could not become edges.
 	unresolved int
 }
@@ -193,6 +205,20 @@ func (m *Model) apply(rec sources.Record) (mapped, error) {
 	if m != nil {
 		if lt, ok := m.linkTables[rec.Anchor]; ok {
 			return m.applyLinkTable(lt, rec)
+		}
+		if mt, ok := m.mandatory[rec.Anchor]; ok {
+			str := func(col string) string {
+				if col == "" {
+					return ""
+				}
+				v, _ := rec.Attributes[col].(string)
+				return strings.TrimSpace(v)
+			}
+			ml := &MandatoryLink{From: str(mt.From), To: str(mt.To), Note: str(mt.Note)}
+			if ml.From == "" || ml.To == "" {
+				return mapped{}, fmt.Errorf("mandatory table %q: row %q: columns %q and %q must hold element addresses", mt.Table, rec.Key, mt.From, mt.To)
+			}
+			return mapped{mandatory: ml}, nil
 		}
 	}
 	out := mapped{label: m.Label(rec.Anchor), attrs: map[string]any{}, embeds: map[string]string{}}

@@ -419,6 +419,12 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		for _, t := range sp.Terms {
 			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelTerm, ID: t.ID})
 		}
+		if sp.Mandatory != nil { // its MANDATORY edge goes in the link pass
+			r.docsChanged = true
+			commit.DeleteRecords = append(commit.DeleteRecords, ref)
+			r.counts().RecordsDeleted++
+			continue
+		}
 		if sp.PrevEdge != nil {
 			b.DeleteEdges = append(b.DeleteEdges, sp.PrevEdge.ref())
 		}
