@@ -66,7 +66,7 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 	missSeen := map[uint64]bool{}
 	for _, src := range p.Sources {
 		name := src.Name()
-		stored, err := p.Store.RecordIndex(ctx, p.Name, name)
+		stored, err := loadRecordIndex(ctx, p.Store, p.Name, name)
 		if err != nil {
 			return nil, fmt.Errorf("source %q: index stored records: %w", name, err)
 		}
@@ -74,7 +74,6 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("source %q: get cursor: %w", name, err)
 		}
-		seen := map[string]bool{}
 		complete := true
 		for page, err := range src.Read(ctx, cursor) {
 			if errors.Is(err, sources.ErrNotModified) {
@@ -90,15 +89,14 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 				complete = false // an incremental listing: absent keys are not deletions
 			}
 			for _, k := range page.Deleted {
-				if _, ok := stored[k]; ok {
+				if _, ok := stored.get(k); ok {
 					plan.Items = append(plan.Items, PlanItem{Source: name, Key: k, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
 				}
 			}
 			for _, rec := range page.Records {
-				if seen[rec.Key] {
+				if stored.markSeen(rec.Key) {
 					continue
 				}
-				seen[rec.Key] = true
 				it, err := r.classify(name, rec, stored)
 				if err != nil {
 					return nil, err
@@ -168,20 +166,14 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 				plan.Items = append(plan.Items, pi)
 			}
 			for _, sk := range page.Skipped {
-				seen[sk.Key] = true
+				stored.markSeen(sk.Key)
 				plan.Skipped++
 			}
 		}
 		if !complete {
 			continue
 		}
-		var gone []string
-		for key := range stored {
-			if !seen[key] {
-				gone = append(gone, key)
-			}
-		}
-		slices.Sort(gone)
+		gone := stored.unseen()
 		for _, key := range gone {
 			chunks, err := p.Store.ChunkList(ctx, p.Name, state.RecordRef{Source: name, Key: key})
 			if err != nil {
@@ -190,7 +182,7 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 			plan.ChunksToDelete += len(chunks)
 			plan.Items = append(plan.Items, PlanItem{Source: name, Key: key, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
 		}
-		if err := r.guard(len(gone), len(stored)); err != nil {
+		if err := r.guard(len(gone), stored.len()); err != nil {
 			plan.GuardError = err.Error()
 		}
 	}

@@ -103,15 +103,15 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 	indexCtx, cancelIndex := context.WithCancel(ctx)
 	defer cancelIndex()
 	type indexResult struct {
-		m   map[string]state.RecordSummary
+		x   *recordIndex
 		err error
 	}
 	indexed := make(chan indexResult, 1)
 	go func() {
-		m, err := r.p.Store.RecordIndex(indexCtx, r.p.Name, name)
-		indexed <- indexResult{m, err}
+		x, err := loadRecordIndex(indexCtx, r.p.Store, r.p.Name, name)
+		indexed <- indexResult{x, err}
 	}()
-	var stored map[string]state.RecordSummary
+	var stored *recordIndex
 	load := func() error {
 		if stored != nil {
 			return nil
@@ -120,10 +120,9 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		if res.err != nil {
 			return fmt.Errorf("index stored records: %w", res.err)
 		}
-		stored = res.m
+		stored = res.x
 		return nil
 	}
-	seen := map[string]bool{}
 	var pending []item
 	var lastCursor string
 	partial := false
@@ -169,12 +168,11 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 			}
 		}
 		for _, rec := range page.Records {
-			if seen[rec.Key] {
+			if stored.markSeen(rec.Key) {
 				r.counts().RecordsSkipped++
 				r.log.Warn("duplicate record key in one listing; keeping the first", slog.String("source", name), slog.String("key", rec.Key))
 				continue
 			}
-			seen[rec.Key] = true
 			r.counts().RecordsRead++
 			it, err := r.classify(name, rec, stored)
 			if err != nil {
@@ -206,7 +204,7 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		for _, sk := range page.Skipped {
 			r.counts().RecordsSkipped++
 			r.log.Warn("record skipped", slog.String("source", name), slog.String("key", sk.Key), slog.String("err", sk.Err.Error()))
-			seen[sk.Key] = true
+			stored.markSeen(sk.Key)
 		}
 		lastCursor = page.Cursor
 	}
@@ -222,49 +220,36 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		// An incremental listing names what changed, not everything that
 		// exists: absent keys are not deletions — except the children of a
 		// listed record (its attachments), which the listing lists whole.
-		return r.deleteStaleChildren(ctx, name, stored, seen)
+		return r.deleteStaleChildren(ctx, name, stored)
 	}
 	if err := load(); err != nil { // a listing of no page at all: an empty source
 		return err
 	}
-	return r.deleteMissing(ctx, name, stored, seen)
+	return r.deleteMissing(ctx, name, stored)
 }
 
 // deleteKeys deletes records the source reported as removed, with their
 // children (sources.ChildMarker).
-func (r *runner) deleteKeys(ctx context.Context, source string, stored map[string]state.RecordSummary, keys []string) error {
-	gone := map[string]bool{}
-	for _, k := range keys {
-		if _, ok := stored[k]; ok {
-			gone[k] = true
-		}
-	}
+func (r *runner) deleteKeys(ctx context.Context, source string, stored *recordIndex, keys []string) error {
 	deleted := make(map[string]bool, len(keys))
+	var gone []string
 	for _, k := range keys {
 		deleted[k] = true
-	}
-	for k := range stored {
-		if parent, _, ok := strings.Cut(k, sources.ChildMarker); ok && deleted[parent] {
-			gone[k] = true
+		if _, ok := stored.get(k); ok {
+			gone = append(gone, k)
 		}
 	}
-	list := make([]string, 0, len(gone))
-	for k := range gone {
-		list = append(list, k)
-		delete(stored, k)
+	gone = append(gone, stored.children(func(parent, _ string) bool { return deleted[parent] })...)
+	for _, k := range gone {
+		stored.remove(k)
 	}
-	return r.deleteStored(ctx, source, list)
+	return r.deleteStored(ctx, source, gone)
 }
 
 // deleteStaleChildren deletes, after a partial listing, the stored children
 // of listed records that the listing did not list.
-func (r *runner) deleteStaleChildren(ctx context.Context, source string, stored map[string]state.RecordSummary, seen map[string]bool) error {
-	var gone []string
-	for k := range stored {
-		if parent, _, ok := strings.Cut(k, sources.ChildMarker); ok && seen[parent] && !seen[k] {
-			gone = append(gone, k)
-		}
-	}
+func (r *runner) deleteStaleChildren(ctx context.Context, source string, stored *recordIndex) error {
+	gone := stored.children(func(parent, child string) bool { return stored.isSeen(parent) && !stored.isSeen(child) })
 	return r.deleteStored(ctx, source, gone)
 }
 
@@ -291,12 +276,12 @@ func (r *runner) deleteStored(ctx context.Context, source string, keys []string)
 	return nil
 }
 
-func (r *runner) classify(source string, rec sources.Record, stored map[string]state.RecordSummary) (item, error) {
+func (r *runner) classify(source string, rec sources.Record, stored *recordIndex) (item, error) {
 	h, err := RecordHash(rec)
 	if err != nil {
 		return item{}, fmt.Errorf("record %q: hash: %w", rec.Key, err)
 	}
-	st, found := stored[rec.Key]
+	st, found := stored.get(rec.Key)
 	class, reason := diff.Classify(found, st.Hash, st.Fingerprint, h, r.fingerprint(rec))
 	it := item{source: source, rec: rec, hash: h, class: class, reason: reason, found: found}
 	if class == diff.ClassUnchanged && (r.mode.Full || r.mode.Reembed) {
@@ -337,17 +322,12 @@ func RecordHash(rec sources.Record) (uint64, error) {
 
 // deleteMissing deletes records that were in state but not in the complete
 // listing, within the mass-delete guard.
-func (r *runner) deleteMissing(ctx context.Context, source string, stored map[string]state.RecordSummary, seen map[string]bool) error {
-	var gone []string
-	for key := range stored {
-		if !seen[key] {
-			gone = append(gone, key)
-		}
-	}
+func (r *runner) deleteMissing(ctx context.Context, source string, stored *recordIndex) error {
+	gone := stored.unseen()
 	if len(gone) == 0 {
 		return nil
 	}
-	if err := r.guard(len(gone), len(stored)); err != nil {
+	if err := r.guard(len(gone), stored.len()); err != nil {
 		return err
 	}
 	return r.deleteStored(ctx, source, gone)

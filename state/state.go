@@ -150,10 +150,10 @@ type Store interface {
 
 	// RecordList returns the stored records of a pipeline's source, by key.
 	RecordList(ctx context.Context, pipeline, source string) (map[string]Record, error)
-	// RecordIndex returns the hash and fingerprint of every stored record
-	// of a pipeline's source, by key, without their props: what a run needs
-	// to classify a listing (tens of bytes a record).
-	RecordIndex(ctx context.Context, pipeline, source string) (map[string]RecordSummary, error)
+	// RecordIndex calls fn with the key, hash and fingerprint of every
+	// stored record of a pipeline's source, without their props: what a run
+	// needs to classify a listing. Order is unspecified.
+	RecordIndex(ctx context.Context, pipeline, source string, fn func(key string, s RecordSummary)) error
 	// RecordGet returns the named records of a pipeline's source, by key;
 	// keys not stored are absent.
 	RecordGet(ctx context.Context, pipeline, source string, keys []string) (map[string]Record, error)

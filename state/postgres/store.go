@@ -139,28 +139,27 @@ func (s *Store) RecordList(ctx context.Context, pipeline, source string) (map[st
 	return out, nil
 }
 
-// RecordIndex returns the hash and fingerprint of every stored record of a
-// source, by key.
-func (s *Store) RecordIndex(ctx context.Context, pipeline, source string) (map[string]state.RecordSummary, error) {
+// RecordIndex calls fn with the key, hash and fingerprint of every stored
+// record of a source.
+func (s *Store) RecordIndex(ctx context.Context, pipeline, source string, fn func(key string, sum state.RecordSummary)) error {
 	rows, err := s.pool.Query(ctx,
 		`SELECT key, hash, fingerprint FROM records WHERE pipeline = $1 AND source = $2`, pipeline, source)
 	if err != nil {
-		return nil, fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
+		return fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
 	}
 	defer rows.Close()
-	out := map[string]state.RecordSummary{}
 	for rows.Next() {
 		var key string
 		var hash, fp int64
 		if err := rows.Scan(&key, &hash, &fp); err != nil {
-			return nil, fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
+			return fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
 		}
-		out[key] = state.RecordSummary{Hash: uint64(hash), Fingerprint: uint64(fp)}
+		fn(key, state.RecordSummary{Hash: uint64(hash), Fingerprint: uint64(fp)})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
+		return fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
 	}
-	return out, nil
+	return nil
 }
 
 // RecordGet returns the named records of a source in one query (= ANY($3)).

@@ -221,7 +221,8 @@ func testRecords(t *testing.T, s state.Store) {
 	require.Equal(t, map[string]state.Record{"1": other}, records(t, s, "p", "docs"), "other source untouched")
 
 	// The index has hashes and fingerprints only; RecordGet whole records by key.
-	idx, err := s.RecordIndex(t.Context(), "p", "faq")
+	idx := map[string]state.RecordSummary{}
+	err := s.RecordIndex(t.Context(), "p", "faq", func(k string, sum state.RecordSummary) { idx[k] = sum })
 	require.NoError(t, err)
 	require.Equal(t, map[string]state.RecordSummary{"1": {Hash: 11, Fingerprint: 7}, "2": {Hash: 222, Fingerprint: 9}}, idx)
 	got, err := s.RecordGet(t.Context(), "p", "faq", []string{"2", "missing", "1"})
