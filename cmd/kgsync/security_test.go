@@ -319,6 +319,17 @@ func runDaemonBriefly(t *testing.T, cfg string) string {
 	do("POST", "/api/pipelines/docs/sync", "Bearer "+secretAPIToken, "")
 	do("GET", "/api/pipelines", "Bearer "+secretAPIToken, "")
 	do("GET", "/api/runs/1", "Bearer "+secretAPIToken, "")
+	// The daemon's own run (queued above) ends before its metrics show.
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return strings.Contains(b.String(), "kgsync_runs_total")
+	}, 10*time.Second, 20*time.Millisecond, "the daemon's run finishes")
 	do("GET", "/metrics", "", "")
 	do("GET", "/readyz", "", "")
 	cancel()
