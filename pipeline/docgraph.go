@@ -219,24 +219,26 @@ func (s sectionNode) props(docID string) map[string]any {
 // references, skipping nodes whose content did not change since the stored
 // version (unless force), and deletes what the document no longer has.
 func (r *runner) docGraphOps(b *sink.Batch, o *docOutput, docRef sink.NodeRef, vectors map[uint64][]float32, force bool) {
-	old := map[string]uint64{}
+	// Keyed by label and id: an element that became a section (it gained
+	// sub-clauses) keeps its id but is another node.
+	old := map[sink.NodeRef]uint64{}
 	for _, s := range o.oldSections {
-		old[s.ID] = s.Hash
+		old[sink.NodeRef{Label: LabelSection, ID: s.ID}] = s.Hash
 	}
 	for _, s := range o.oldElements {
-		old[s.ID] = s.Hash
+		old[sink.NodeRef{Label: LabelElement, ID: s.ID}] = s.Hash
 	}
-	keep := map[string]bool{}
+	keep := map[sink.NodeRef]bool{}
 	write := func(label string, nodes []sectionNode) {
 		for i := range nodes {
 			s := &nodes[i]
 			props := s.props(o.nodeID)
 			s.Hash = nodeHash(props)
-			keep[s.ID] = true
-			if h, ok := old[s.ID]; ok && h == s.Hash && !force {
+			ref := sink.NodeRef{Label: label, ID: s.ID}
+			keep[ref] = true
+			if h, ok := old[ref]; ok && h == s.Hash && !force {
 				continue
 			}
-			ref := sink.NodeRef{Label: label, ID: s.ID}
 			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: label, ID: s.ID, Props: props})
 			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelPartOf, From: ref, To: sink.NodeRef{Label: s.ParentLabel, ID: s.Parent}})
 		}
@@ -244,13 +246,13 @@ func (r *runner) docGraphOps(b *sink.Batch, o *docOutput, docRef sink.NodeRef, v
 	write(LabelSection, o.sections)
 	write(LabelElement, o.elements)
 	for _, s := range o.oldSections {
-		if !keep[s.ID] {
-			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelSection, ID: s.ID})
+		if ref := (sink.NodeRef{Label: LabelSection, ID: s.ID}); !keep[ref] {
+			b.DeleteNodes = append(b.DeleteNodes, ref)
 		}
 	}
 	for _, s := range o.oldElements {
-		if !keep[s.ID] {
-			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelElement, ID: s.ID})
+		if ref := (sink.NodeRef{Label: LabelElement, ID: s.ID}); !keep[ref] {
+			b.DeleteNodes = append(b.DeleteNodes, ref)
 		}
 	}
 
@@ -279,7 +281,7 @@ func (r *runner) docGraphOps(b *sink.Batch, o *docOutput, docRef sink.NodeRef, v
 		b.EdgeUpserts = append(b.EdgeUpserts, e.upsert())
 	}
 	for _, e := range o.oldXRefs {
-		if !want[e.ref().Key] && keep[e.From] && keep[e.To] {
+		if !want[e.ref().Key] && keep[sink.NodeRef{Label: e.FromLabel, ID: e.From}] && keep[sink.NodeRef{Label: e.ToLabel, ID: e.To}] {
 			b.DeleteEdges = append(b.DeleteEdges, e.ref())
 		}
 	}

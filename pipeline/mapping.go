@@ -222,6 +222,14 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 			anchors = append(anchors, l.ToAnchor)
 		}
 	}
+	if len(outs) == 0 {
+		// Nothing could be mapped (a document that fails to parse is kept
+		// as it is): no sink call, only the cursor moves on.
+		if cursor == "" {
+			return nil
+		}
+		return r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, Cursors: map[string]string{source: cursor}})
+	}
 	if err := r.ensure(ctx, anchors); err != nil {
 		return err
 	}

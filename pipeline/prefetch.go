@@ -10,10 +10,15 @@ import (
 
 // prefetch reads up to n pages ahead of the consumer in a goroutine, so that
 // hashing and classifying a page overlaps reading the next one: a no-op run
-// then costs about the read, not the read plus the hashing. The goroutine
-// stops when the sequence ends, the consumer stops ranging, or ctx is done.
-func prefetch(ctx context.Context, seq iter.Seq2[*sources.Page, error], n int) iter.Seq2[*sources.Page, error] {
+// then costs about the read, not the read plus the hashing. read opens the
+// source's sequence with the given context. The goroutine stops when the
+// sequence ends, the consumer stops ranging, or ctx is done.
+func prefetch(ctx context.Context, read func(context.Context) iter.Seq2[*sources.Page, error], n int) iter.Seq2[*sources.Page, error] {
 	return func(yield func(*sources.Page, error) bool) {
+		// The source reads with its own context, cancelled when the
+		// consumer stops: a page being downloaded is abandoned, not awaited.
+		readCtx, cancel := context.WithCancel(ctx)
+		seq := read(readCtx)
 		type item struct {
 			page *sources.Page
 			err  error
@@ -37,7 +42,8 @@ func prefetch(ctx context.Context, seq iter.Seq2[*sources.Page, error], n int) i
 		}()
 		defer func() {
 			close(stop)
-			for range ch { // let the producer finish its current page
+			cancel()
+			for range ch { // let the producer notice and stop
 			}
 			wg.Wait()
 		}()

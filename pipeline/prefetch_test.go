@@ -12,7 +12,11 @@ import (
 	"github.com/kgsync/kgsync/sources"
 )
 
-func pages(n int, failAt int, produced *int) iter.Seq2[*sources.Page, error] {
+func pages(n int, failAt int, produced *int) func(context.Context) iter.Seq2[*sources.Page, error] {
+	return func(context.Context) iter.Seq2[*sources.Page, error] { return pageSeq(n, failAt, produced) }
+}
+
+func pageSeq(n int, failAt int, produced *int) iter.Seq2[*sources.Page, error] {
 	return func(yield func(*sources.Page, error) bool) {
 		for i := range n {
 			*produced = i + 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -137,7 +138,8 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		return err
 	}
 
-	for page, err := range prefetch(ctx, src.Read(ctx, cursor), 2) {
+	read := func(c context.Context) iter.Seq2[*sources.Page, error] { return src.Read(c, cursor) }
+	for page, err := range prefetch(ctx, read, 2) {
 		if errors.Is(err, sources.ErrNotModified) {
 			r.log.Info("source not modified", slog.String("source", name))
 			cancelIndex()
@@ -305,7 +307,7 @@ func RecordHash(rec sources.Record) (uint64, error) {
 	for _, l := range rec.Links {
 		links = append(links, []any{l.Type, l.ToAnchor, l.ToKey, l.Props})
 	}
-	slices.SortFunc(links, func(a, b any) int {
+	slices.SortStableFunc(links, func(a, b any) int {
 		x, y := a.([]any), b.([]any)
 		return strings.Compare(x[0].(string)+"\x00"+x[1].(string)+"\x00"+x[2].(string), y[0].(string)+"\x00"+y[1].(string)+"\x00"+y[2].(string))
 	})
