@@ -355,3 +355,63 @@ func TestCursorCommittedOnlyWithItsPage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "after:guides:7", cur)
 }
+
+// dueSource lists everything when its cursor is "" or "due" (a full
+// reconciliation is due) and nothing, as a partial listing, otherwise.
+type dueSource struct{ tableSource }
+
+func (s *dueSource) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Page, error] {
+	if cursor == "" || cursor == "due" {
+		full := s.tableSource
+		full.cursors = false
+		return func(yield func(*sources.Page, error) bool) {
+			var last *sources.Page
+			for p, err := range full.Read(ctx, "") {
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				if last != nil && !yield(last, nil) {
+					return
+				}
+				last = p
+			}
+			if last != nil {
+				last.Cursor = "listed"
+				yield(last, nil)
+			}
+		}
+	}
+	return func(yield func(*sources.Page, error) bool) {
+		yield(&sources.Page{Partial: true, Cursor: cursor}, nil)
+	}
+}
+
+// TestGuardKeepsTheFullListingDue: when the mass-delete guard stops a full
+// listing, its cursor is not committed, so the confirming run lists
+// everything again and deletes what the stopped run would have.
+func TestGuardKeepsTheFullListingDue(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	src := &dueSource{tableSource{name: "tables", recs: map[string]sources.Record{}}}
+	for i := 1; i <= 10; i++ {
+		src.put("guides", fmt.Sprint(i), map[string]any{"title": fmt.Sprintf("guide %d", i)})
+	}
+	b.p.Sources = []sources.Source{src}
+	b.p.MaxDeleteRatio = 0.3
+	b.sync(t)
+	for i := 1; i <= 5; i++ {
+		delete(src.recs, fmt.Sprintf("guides:%d", i))
+	}
+	require.NoError(t, b.store.Commit(t.Context(), state.Commit{Pipeline: "tariff", Cursors: map[string]string{"tables": "due"}}))
+	_, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.ErrorIs(t, err, pipeline.ErrMassDelete)
+	cur, err := b.store.CursorGet(t.Context(), "tariff", "tables")
+	require.NoError(t, err)
+	require.Equal(t, "due", cur, "the stopped listing's cursor is not committed")
+
+	res, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{AllowMassDelete: true})
+	require.NoError(t, err)
+	require.Equal(t, 5, res.Run.Counts.RecordsDeleted)
+	require.Equal(t, 5, b.graph.Count("guide"))
+}

@@ -125,7 +125,7 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		return nil
 	}
 	var pending []item
-	var lastCursor string
+	var lastCursor, prevCursor string
 	partial := false
 	batchSize := max(r.p.BatchSize, 1)
 
@@ -208,26 +208,39 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 			r.log.Warn("record skipped", slog.String("source", name), slog.String("key", sk.Key), slog.String("err", sk.Err.Error()))
 			stored.markSeen(sk.Key)
 		}
-		lastCursor = page.Cursor
+		prevCursor, lastCursor = lastCursor, page.Cursor
+	}
+	finalCursor := lastCursor
+	if !partial {
+		// A complete listing's last cursor is committed only after its
+		// deletions: if they fail (the mass-delete guard), the next run
+		// lists everything again instead of moving on without them.
+		lastCursor = prevCursor
 	}
 	if err := flush(); err != nil {
 		return err
-	}
-	if lastCursor != "" && lastCursor != cursor {
-		if err := r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, Cursors: map[string]string{name: lastCursor}}); err != nil {
-			return fmt.Errorf("commit cursor: %w", err)
-		}
 	}
 	if partial {
 		// An incremental listing names what changed, not everything that
 		// exists: absent keys are not deletions — except the children of a
 		// listed record (its attachments), which the listing lists whole.
-		return r.deleteStaleChildren(ctx, name, stored)
+		if err := r.deleteStaleChildren(ctx, name, stored); err != nil {
+			return err
+		}
+	} else {
+		if err := load(); err != nil { // a listing of no page at all: an empty source
+			return err
+		}
+		if err := r.deleteMissing(ctx, name, stored); err != nil {
+			return err
+		}
 	}
-	if err := load(); err != nil { // a listing of no page at all: an empty source
-		return err
+	if finalCursor != "" && finalCursor != cursor {
+		if err := r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, Cursors: map[string]string{name: finalCursor}}); err != nil {
+			return fmt.Errorf("commit cursor: %w", err)
+		}
 	}
-	return r.deleteMissing(ctx, name, stored)
+	return nil
 }
 
 // deleteKeys deletes records the source reported as removed, with their
