@@ -403,6 +403,9 @@ func TestGuardKeepsTheFullListingDue(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		delete(src.recs, fmt.Sprintf("guides:%d", i))
 	}
+	// A changed record in the last page: its batch is written before the
+	// deletions are judged.
+	src.recs["guides:9"].Attributes["title"] = "guide 9, revised"
 	require.NoError(t, b.store.Commit(t.Context(), state.Commit{Pipeline: "tariff", Cursors: map[string]string{"tables": "due"}}))
 	_, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
 	require.ErrorIs(t, err, pipeline.ErrMassDelete)
