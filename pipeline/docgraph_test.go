@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/state"
 )
 
 // TestDocumentGraph syncs real documents and checks the document graph:
@@ -178,4 +180,37 @@ func TestMandatoryLinksFromATable(t *testing.T) {
 	delete(table.recs, "links:1")
 	b.sync(t, pipeline.Mode{})
 	require.Empty(t, mandatory())
+}
+
+// TestLinkPassSurvivesAFailedRun: a run that commits a document and then
+// fails (another source's listing breaks) leaves its link pass to the next
+// run, which writes the references between documents.
+func TestLinkPassSurvivesAFailedRun(t *testing.T) {
+	t.Parallel()
+	root := copyCorpus(t, "rfc7239.txt")
+	b := setup(t, root, 256, 32)
+	broken := &tableSource{name: "rules", recs: map[string]sources.Record{}}
+	for i := range 5 {
+		broken.put("t", fmt.Sprint(i), map[string]any{"x": fmt.Sprint(i)})
+	}
+	b.p.Sources = append(b.p.Sources, broken)
+	b.sync(t, pipeline.Mode{})
+
+	note := "# Notes\n\nThe by parameter is defined in Section 5.1 of [RFC7239].\n"
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a-notes.md"), []byte(note), 0o644))
+	broken.fail = true
+	_, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.ErrorContains(t, err, "listing failed")
+	broken.fail = false
+	c := b.sync(t, pipeline.Mode{})
+	require.Zero(t, c.RecordsNew+c.RecordsChanged, "the note was committed by the failed run")
+	found := false
+	for _, e := range b.graph.Edges() {
+		if e.Type == pipeline.RelCrossRef && strings.HasPrefix(e.From.ID, "docs:a-notes.md") && e.To.ID == "docs:rfc7239.txt › 5 › 5.1" {
+			found = true
+		}
+	}
+	require.True(t, found, "the reference to RFC 7239 5.1 is written by the next run")
+	c = b.sync(t, pipeline.Mode{})
+	require.Zero(t, c.SinkStatements, "and then nothing is left to do")
 }

@@ -27,6 +27,24 @@ type MandatoryLink struct {
 // the MANDATORY edges written, so that removed ones are deleted.
 const mandatoryCursor = "_mandatory"
 
+// linksPendingCursor is set (in the same commit) by every batch that writes
+// or deletes a document or a mandatory-table row, and cleared by the link
+// pass's commit: a run that fails or dies between the two leaves the link
+// pass to the next run.
+const linksPendingCursor = "_links_pending"
+
+// markLinksPending adds the link-pass mark to a batch's commit when the run
+// has changed documents.
+func (r *runner) markLinksPending(c *state.Commit) {
+	if !r.docsChanged {
+		return
+	}
+	if c.Cursors == nil {
+		c.Cursors = map[string]string{}
+	}
+	c.Cursors[linksPendingCursor] = "1"
+}
+
 // corpusIndex finds documents by identifier and their elements by address.
 type corpusIndex struct {
 	docs map[string]*indexedDoc // normalized identifier → document
@@ -261,7 +279,7 @@ func (r *runner) linkPass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("link pass: %w", err)
 	}
-	commit.Cursors = map[string]string{mandatoryCursor: string(cur)}
+	commit.Cursors = map[string]string{mandatoryCursor: string(cur), linksPendingCursor: ""}
 	return r.writeAndCommit(ctx, b, commit, nil)
 }
 

@@ -241,6 +241,7 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 	if cursor != "" {
 		commit.Cursors = map[string]string{source: cursor}
 	}
+	r.markLinksPending(&commit)
 	intent, err := r.intent(source, outs, commit)
 	if err != nil {
 		return err

@@ -47,6 +47,12 @@ type item struct {
 func (r *runner) counts() *state.Counts { return &r.run.Counts }
 
 func (r *runner) execute(ctx context.Context) error {
+	// A link pass that a failed or killed run left to do is done now.
+	pending, err := r.p.Store.CursorGet(ctx, r.p.Name, linksPendingCursor)
+	if err != nil {
+		return fmt.Errorf("get link pass mark: %w", err)
+	}
+	r.docsChanged = pending != ""
 	if r.mode.RebuildGraph {
 		if err := r.rebuild(ctx); err != nil {
 			return err
@@ -435,6 +441,7 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		r.counts().RecordsDeleted++
 		r.counts().ChunksDeleted += len(chunks)
 	}
+	r.markLinksPending(&commit)
 	intent := &state.Commit{Pipeline: r.p.Name}
 	for _, rec := range gone {
 		rec.Hash = 0 // interrupted: if the record comes back, it is rewritten
