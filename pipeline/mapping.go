@@ -612,9 +612,18 @@ func (r *runner) linkOps(b *sink.Batch, from sink.NodeRef, links, old []linkRef)
 		b.NodeUpserts = append(b.NodeUpserts, placeholder(to))
 		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: l.Type, From: from, To: to, Props: l.Props})
 	}
+	stillLinked := map[sink.NodeRef]bool{}
+	for _, l := range links {
+		stillLinked[sink.NodeRef{Label: l.ToAnchor, ID: l.ToID}] = true
+	}
 	for _, l := range old {
 		if _, ok := keep[group{l.Type, l.ToAnchor}]; !ok {
 			keep[group{l.Type, l.ToAnchor}] = nil
+		}
+		// A target no longer linked may be a placeholder nobody needs now.
+		if to := (sink.NodeRef{Label: l.ToAnchor, ID: l.ToID}); !stillLinked[to] {
+			b.DeleteOrphans = append(b.DeleteOrphans, to)
+			stillLinked[to] = true
 		}
 	}
 	groups := make([]group, 0, len(keep))

@@ -418,3 +418,70 @@ func TestGuardKeepsTheFullListingDue(t *testing.T) {
 	require.Equal(t, 5, res.Run.Counts.RecordsDeleted)
 	require.Equal(t, 5, b.graph.Count("guide"))
 }
+
+// TestDeletedRowComesBackWithItsIncomingEdges: a deleted row that other
+// rows still refer to stays a placeholder with their edges, so that when it
+// comes back the unchanged rows' edges are still there; a placeholder
+// nothing refers to goes.
+func TestDeletedRowComesBackWithItsIncomingEdges(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	b.sync(t)
+	parentsOf0101 := func() int {
+		n := 0
+		for _, e := range b.graph.Edges() {
+			if e.Type == "PARENT" && e.To.ID == "hs:0101" {
+				n++
+			}
+		}
+		return n
+	}
+	require.Equal(t, 2, parentsOf0101())
+
+	row := b.src.recs["hs:0101"]
+	delete(b.src.recs, "hs:0101")
+	c := b.sync(t)
+	require.Equal(t, 1, c.RecordsDeleted)
+	n, ok := b.graph.Node("cn_code", "hs:0101")
+	require.True(t, ok, "still referred to by 010121 and 010129")
+	require.Equal(t, true, n[pipeline.PropPlaceholder])
+	require.NotContains(t, n, "description", "the row's properties are gone")
+	require.Equal(t, 2, parentsOf0101())
+	require.Zero(t, func() int {
+		k := 0
+		for _, e := range b.graph.Edges() {
+			if e.From.ID == "hs:0101" && e.Type == "PARENT" {
+				k++
+			}
+		}
+		return k
+	}(), "its own links are gone (the link table's rows keep theirs)")
+
+	b.src.recs["hs:0101"] = row
+	b.sync(t)
+	n, _ = b.graph.Node("cn_code", "hs:0101")
+	require.NotContains(t, n, pipeline.PropPlaceholder)
+	require.Equal(t, "Horses, asses, mules and hinnies; live", n["description"])
+	require.Equal(t, 2, parentsOf0101(), "the unchanged children's edges are there")
+
+	// The children go, then the parent: the children's nodes go; the
+	// parent stays a placeholder while the link table's rows (unchanged)
+	// still hold their REQUIRES_GUIDE edges from it, and goes with them.
+	delete(b.src.recs, "hs:010121")
+	delete(b.src.recs, "hs:010129")
+	delete(b.src.recs, "hs:0101")
+	b.p.MaxDeleteRatio = 1
+	b.sync(t)
+	for _, id := range []string{"hs:010121", "hs:010129"} {
+		_, ok := b.graph.Node("cn_code", id)
+		require.False(t, ok, id)
+	}
+	n, ok = b.graph.Node("cn_code", "hs:0101")
+	require.True(t, ok)
+	require.Equal(t, true, n[pipeline.PropPlaceholder])
+	delete(b.src.recs, "headings_guides:1")
+	delete(b.src.recs, "headings_guides:2")
+	b.sync(t)
+	_, ok = b.graph.Node("cn_code", "hs:0101")
+	require.False(t, ok, "no edge left: the placeholder goes")
+}

@@ -429,9 +429,18 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		if sp.PrevEdge != nil {
 			b.DeleteEdges = append(b.DeleteEdges, sp.PrevEdge.ref())
 		}
-		if sp.Edge != nil {
+		switch {
+		case sp.Edge != nil:
 			b.DeleteEdges = append(b.DeleteEdges, sp.Edge.ref())
-		} else {
+			b.DeleteOrphans = append(b.DeleteOrphans, sink.NodeRef{Label: sp.Edge.FromLabel, ID: sp.Edge.FromID},
+				sink.NodeRef{Label: sp.Edge.ToLabel, ID: sp.Edge.ToID})
+		case isRow(sp) && rec.Anchor != "":
+			// A table row's node may be the target of other rows' Ref
+			// edges, which those unchanged rows would not write again if
+			// the row came back: it becomes a placeholder, deleted at once
+			// unless something still points to it.
+			r.retireRow(b, sink.NodeRef{Label: rec.Anchor, ID: nodeIDOf(source, rec.Key, sp)}, sp)
+		default:
 			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: rec.Anchor, ID: nodeIDOf(source, rec.Key, sp)})
 		}
 		commit.DeleteRecords = append(commit.DeleteRecords, ref)
@@ -488,4 +497,27 @@ func (r *runner) cache() embed.Cache {
 		return reembedCache{r.p.Store}
 	}
 	return r.p.Store
+}
+
+// isRow reports whether stored props are a table row's node (not a document,
+// a link-table edge or a mandatory link).
+func isRow(sp recordProps) bool {
+	return sp.Edge == nil && sp.Mandatory == nil && len(sp.DocIDs) == 0 && len(sp.Sections) == 0 && len(sp.Elements) == 0
+}
+
+// retireRow turns a deleted row's node into a placeholder: its properties
+// and outgoing links go, incoming edges stay, and the node itself is deleted
+// when nothing points to it (like the placeholders its links pointed to).
+func (r *runner) retireRow(b *sink.Batch, node sink.NodeRef, sp recordProps) {
+	props := map[string]any{PropPlaceholder: true}
+	for k := range sp.Node {
+		props[k] = nil
+	}
+	for _, v := range sp.Vectors {
+		props[VectorProperty(v)] = nil
+	}
+	props["_synced_at"] = nil
+	b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: node.Label, ID: node.ID, Props: props})
+	r.linkOps(b, node, nil, sp.Links)
+	b.DeleteOrphans = append(b.DeleteOrphans, node)
 }

@@ -11,6 +11,7 @@ import (
 const (
 	KindDeleteNodes       = "delete nodes"
 	KindDeleteEdges       = "delete edges"
+	KindDeleteOrphans     = "delete orphans"
 	KindUpsertNodes       = "upsert nodes"
 	KindUpsertEdges       = "upsert edges"
 	KindPruneEdges        = "prune edges"

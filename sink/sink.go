@@ -21,7 +21,8 @@ type Sink interface {
 	// from the nodes, and the index created anew.
 	Ensure(ctx context.Context, schema Schema) (Stats, error)
 	// Write applies one batch atomically where the sink allows it, in this
-	// order: DeleteNodes, DeleteEdges, NodeUpserts, EdgeUpserts, EdgePrunes.
+	// order: DeleteNodes, DeleteEdges, NodeUpserts, EdgeUpserts, EdgePrunes,
+	// DeleteOrphans.
 	Write(ctx context.Context, b *Batch) (Stats, error)
 	// Close flushes and releases resources.
 	Close(ctx context.Context) error
@@ -78,11 +79,15 @@ type Batch struct {
 	// EdgePrunes delete a node's outgoing edges of one type whose target is
 	// not among Keep: the edges a record no longer has.
 	EdgePrunes []EdgePrune
+	// DeleteOrphans are deleted when they are placeholders (property
+	// `_placeholder` true) that no edge touches any more: the end of a
+	// reference whose row is gone and that no other record links.
+	DeleteOrphans []NodeRef
 }
 
 // Len is the number of operations in the batch.
 func (b *Batch) Len() int {
-	return len(b.DeleteNodes) + len(b.DeleteEdges) + len(b.NodeUpserts) + len(b.EdgeUpserts) + len(b.EdgePrunes)
+	return len(b.DeleteNodes) + len(b.DeleteEdges) + len(b.NodeUpserts) + len(b.EdgeUpserts) + len(b.EdgePrunes) + len(b.DeleteOrphans)
 }
 
 // NodeRef names a node by label and id property.

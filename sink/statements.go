@@ -9,7 +9,7 @@ import (
 
 // Statements turns b into batched UNWIND statements, in the order Write
 // applies them: DeleteNodes, DeleteEdges, NodeUpserts, EdgeUpserts,
-// EdgePrunes. Within a
+// EdgePrunes, DeleteOrphans. Within a
 // kind there is one group per label (nodes) or per (from label, type, to
 // label) (edges), groups sorted by those names, rows kept in batch order, and
 // each group split into statements of at most rowsPerStatement rows
@@ -24,6 +24,7 @@ import (
 //	UNWIND $rows AS row MATCH (a:`A` {id: row.from}), (b:`B` {id: row.to}) MERGE (a)-[e:`T`]->(b) SET e += row.props
 //	UNWIND $rows AS row MATCH (a:`A` {id: row.from}), (b:`B` {id: row.to}) MERGE (a)-[e:`T` {_key: row.key}]->(b) SET e += row.props
 //	UNWIND $rows AS row MATCH (a:`A` {id: row.from})-[e:`T`]->(b:`B`) WHERE NOT b.id IN row.keep DELETE e
+//	UNWIND $rows AS row MATCH (n:`L` {id: row.id}) WHERE n._placeholder = true AND NOT exists((n)--()) DETACH DELETE n
 //
 // $rows is a []any of map[string]any rows with keys id; id, props; from, to,
 // props; and from, keep. props is never nil (an empty map) and keep never
@@ -148,6 +149,25 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 	for _, g := range sortedEdgeGroups(prunes) {
 		emit(KindPruneEdges, g.String(), "UNWIND $rows AS row MATCH (a:"+QuoteName(g.from)+" {id: row.from})-[e:"+
 			QuoteName(g.typ)+"]->(b:"+QuoteName(g.to)+") WHERE NOT b.id IN row.keep DELETE e", prunes[g])
+	}
+
+	// DeleteOrphans: placeholders no edge points to.
+	orphans := map[string][]any{}
+	for i, n := range b.DeleteOrphans {
+		if err := checkRef(n); err != nil {
+			return nil, fmt.Errorf("%s: row %d: %w", KindDeleteOrphans, i, err)
+		}
+		orphans[n.Label] = append(orphans[n.Label], map[string]any{"id": n.ID})
+	}
+	// Memgraph filters on a pattern with exists() (its WHERE clause docs;
+	// bare pattern predicates came later); Neo4j 5 removed exists() on
+	// patterns and takes the bare predicate.
+	noEdges := "NOT exists((n)--())"
+	if d.Name() == "neo4j" {
+		noEdges = "NOT (n)--()"
+	}
+	for _, l := range sortedKeys(orphans) {
+		emit(KindDeleteOrphans, l, "UNWIND $rows AS row MATCH (n:"+QuoteName(l)+" {id: row.id}) WHERE n._placeholder = true AND "+noEdges+" DETACH DELETE n", orphans[l])
 	}
 	return out, nil
 }

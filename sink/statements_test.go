@@ -51,6 +51,7 @@ func representativeBatch() *Batch {
 			{Type: "REQUIRES", From: NodeRef{Label: "Heading", ID: "2901"}, To: NodeRef{Label: "Guide", ID: "g7"},
 				Key: "links:row-12", Props: map[string]any{"kind": "classification"}},
 		},
+		DeleteOrphans: []NodeRef{{Label: "Heading", ID: "2902"}},
 		DeleteEdges: []EdgeRef{
 			{Type: "REQUIRES", From: NodeRef{Label: "Heading", ID: "2901"}, To: NodeRef{Label: "Guide", ID: "g3"}, Key: "links:row-9"},
 			{Type: "CITES", From: NodeRef{Label: "Document", ID: "guide.md"}, To: NodeRef{Label: "Document", ID: "old.md"}},
@@ -142,6 +143,9 @@ func dialectStatements(t *testing.T, d Dialect) []Statement {
 //     Chunk before Document-[HAS_CHUNK]->Chunk), rows in batch order, and the
 //     three Chunk upserts split 2 + 1 by rowsPerStatement = 2; vectors are
 //     plain float lists, an unset keep is [] and a missing props is {}.
+//     Orphan placeholders are deleted last, only when marked
+//     `_placeholder` and touched by no edge (Memgraph: NOT exists((n)--()),
+//     its WHERE docs' pattern filter; Neo4j 5: the bare NOT (n)--()).
 //     A create-only node is merged with ON CREATE SET before the plain
 //     upserts, so a record's own upsert in the same batch wins.
 //     Edge deletes come right after node deletes; an edge with a Key is

@@ -75,8 +75,9 @@ type ReplayStats struct {
 var (
 	quoted = "`((?:[^`]|``)+)`"
 	// Data statements after "UNWIND <rows> AS row " (sink.Statements).
-	reDeleteNodes = regexp.MustCompile(`^MATCH \(n:` + quoted + ` \{id: row\.id\}\) DETACH DELETE n$`)
-	reDeleteEdges = regexp.MustCompile(`^MATCH \(a:` + quoted + ` \{id: row\.from\}\)-\[e:` + quoted +
+	reDeleteNodes   = regexp.MustCompile(`^MATCH \(n:` + quoted + ` \{id: row\.id\}\) DETACH DELETE n$`)
+	reDeleteOrphans = regexp.MustCompile(`^MATCH \(n:` + quoted + ` \{id: row\.id\}\) WHERE n\._placeholder = true AND NOT exists\(\(n\)--\(\)\) DETACH DELETE n$`)
+	reDeleteEdges   = regexp.MustCompile(`^MATCH \(a:` + quoted + ` \{id: row\.from\}\)-\[e:` + quoted +
 		`( \{_key: row\.key\})?\]->\(b:` + quoted + ` \{id: row\.to\}\) DELETE e$`)
 	reMergeNodes = regexp.MustCompile(`^MERGE \(n:` + quoted + ` \{id: row\.id\}\) (ON CREATE SET|SET) n \+= row\.props$`)
 	reMergeEdges = regexp.MustCompile(`^MATCH \(a:` + quoted + ` \{id: row\.from\}\), \(b:` + quoted +
@@ -250,6 +251,22 @@ func (g *Graph) applyRows(body string, rows []map[string]any) error {
 				return err
 			}
 			g.detachDelete(NodeKey{label, id})
+		}
+	case reDeleteOrphans.MatchString(body):
+		label := unquote(reDeleteOrphans.FindStringSubmatch(body)[1])
+		for i, r := range rows {
+			id, err := str(r, "id", i)
+			if err != nil {
+				return err
+			}
+			n := NodeKey{label, id}
+			props, ok := g.Nodes[n]
+			if !ok || props["_placeholder"] != true {
+				continue
+			}
+			if len(g.adj[n]) == 0 {
+				g.detachDelete(n)
+			}
 		}
 	case reDeleteEdges.MatchString(body):
 		m := reDeleteEdges.FindStringSubmatch(body)

@@ -128,6 +128,18 @@ func (g *Graph) Write(_ context.Context, b *sink.Batch) (sink.Stats, error) {
 			}
 		}
 	}
+	for _, n := range b.DeleteOrphans {
+		props, ok := g.nodes[n]
+		if !ok || props["_placeholder"] != true {
+			continue
+		}
+		if len(g.adj[n]) == 0 {
+			delete(g.nodes, n)
+			for e := range g.adj[n] {
+				g.deleteEdge(e)
+			}
+		}
+	}
 	return sink.Stats{Statements: b.Len(), Batches: 1}, nil
 }
 
