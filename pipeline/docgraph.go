@@ -300,3 +300,21 @@ func coversOps(b *sink.Batch, chunk sink.NodeRef, elements []string, labelOf fun
 	slices.Sort(keep)
 	b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelCovers, From: chunk, ToLabel: LabelElement, Keep: slices.Compact(keep)})
 }
+
+// dropDocGraph deletes the chunks, sections, elements and terms a record
+// stored as a node, when it no longer writes a node.
+func (r *runner) dropDocGraph(b *sink.Batch, o *docOutput) {
+	for _, c := range o.oldChunks {
+		b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelChunk, ID: c.ID})
+	}
+	r.counts().ChunksDeleted += len(o.oldChunks)
+	for _, s := range o.oldSections {
+		b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelSection, ID: s.ID})
+	}
+	for _, e := range o.oldElements {
+		b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelElement, ID: e.ID})
+	}
+	for _, t := range o.oldTerms {
+		b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelTerm, ID: t.ID})
+	}
+}

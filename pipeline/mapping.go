@@ -176,6 +176,9 @@ type docOutput struct {
 	oldProps  []byte
 	// mandatory is a mandatory-table row's link (written by the link pass).
 	mandatory *MandatoryLink
+	// oldNode is the stored node when it is not the node the record writes
+	// now (another label or id, or no node at all).
+	oldNode *sink.NodeRef
 	// edge is the link-table row's edge; oldEdge the stored one; prevEdge
 	// an edge left by an interrupted write.
 	edge, oldEdge, prevEdge *edgeRef
@@ -359,10 +362,21 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
 		out.oldEdge = sp.Edge
 		out.prevEdge = sp.PrevEdge
 		out.oldVectors = sp.Vectors
+		// The record's node under another label or id (the anchor was
+		// renamed), or a record that is no node any more (its table became
+		// a link or mandatory table): the old node goes, the rest is
+		// rewritten.
+		if sp.Edge == nil && sp.Mandatory == nil && it.stored.Anchor != "" {
+			old := sink.NodeRef{Label: it.stored.Anchor, ID: nodeIDOf(it.source, rec.Key, sp)}
+			if out.edge != nil || out.mandatory != nil || old.Label != out.label || old.ID != out.nodeID {
+				out.oldNode = &old
+			}
+		}
 	}
 	// A stored hash of 0 marks a write that was interrupted (see intent):
 	// the graph may hold any mix of the two versions, so rewrite it all.
-	forceAll := it.stored == nil || it.stored.Hash == 0 || r.mode.Full || r.mode.Reembed || it.stored.Fingerprint != r.fingerprint(rec)
+	forceAll := it.stored == nil || it.stored.Hash == 0 || r.mode.Full || r.mode.Reembed ||
+		it.stored.Fingerprint != r.fingerprint(rec) || out.oldNode != nil
 	out.forceAll = forceAll
 	keep := map[string]bool{}
 	out.states = make([]state.Chunk, len(out.chunks))
@@ -471,6 +485,22 @@ func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64
 	for _, o := range outs {
 		rec := o.it.rec
 		ref := state.RecordRef{Source: source, Key: rec.Key}
+		if o.oldNode != nil {
+			b.DeleteNodes = append(b.DeleteNodes, *o.oldNode)
+		}
+		if o.edge != nil || o.mandatory != nil {
+			// Whatever the record wrote as a node goes with its old node.
+			r.dropDocGraph(b, o)
+			if len(o.oldChunks) > 0 {
+				commit.ReplaceChunks[ref] = []state.Chunk{}
+			}
+		} else if o.oldEdge != nil || o.prevEdge != nil {
+			for _, e := range []*edgeRef{o.oldEdge, o.prevEdge} {
+				if e != nil {
+					b.DeleteEdges = append(b.DeleteEdges, e.ref())
+				}
+			}
+		}
 		if o.mandatory != nil {
 			r.docsChanged = true // the link pass rewrites the MANDATORY edges
 			rp, _ := json.Marshal(recordProps{Mandatory: o.mandatory})

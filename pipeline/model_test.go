@@ -485,3 +485,50 @@ func TestDeletedRowComesBackWithItsIncomingEdges(t *testing.T) {
 	_, ok = b.graph.Node("cn_code", "hs:0101")
 	require.False(t, ok, "no edge left: the placeholder goes")
 }
+
+// TestAnchorRenameMovesNodes: renaming an anchor moves its nodes to the new
+// label; no node is left under the old one.
+func TestAnchorRenameMovesNodes(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	b.sync(t)
+	m := tariffModel()
+	m.Anchors[1].Name = "Guide"
+	m.LinkTables[0].To.Anchor = "Guide"
+	b.p.Model = pipeline.NewModel(m)
+	b.sync(t)
+	require.Zero(t, b.graph.Count("guide"))
+	require.Equal(t, 2, b.graph.Count("Guide"))
+	n, _ := b.graph.Node("Guide", "guides:2")
+	require.Len(t, n["title_embedding"], 16)
+	for _, e := range b.graph.Edges() {
+		require.NotEqual(t, "guide", e.To.Label, "%v", e)
+	}
+	require.Equal(t, 3, b.graph.EdgeCount("REQUIRES_GUIDE"))
+}
+
+// TestTableBecomesLinkTableAndBack: a table mapped as nodes that becomes a
+// link table leaves no node behind, and back again leaves no edge.
+func TestTableBecomesLinkTableAndBack(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	m := tariffModel()
+	lt := m.LinkTables
+	m.LinkTables = nil
+	b.p.Model = pipeline.NewModel(m)
+	b.sync(t)
+	require.Equal(t, 3, b.graph.Count("headings_guides"), "the default mapping: one node a row")
+	require.Zero(t, b.graph.EdgeCount("REQUIRES_GUIDE"))
+
+	m.LinkTables = lt
+	b.p.Model = pipeline.NewModel(m)
+	b.sync(t)
+	require.Zero(t, b.graph.Count("headings_guides"))
+	require.Equal(t, 3, b.graph.EdgeCount("REQUIRES_GUIDE"))
+
+	m.LinkTables = nil
+	b.p.Model = pipeline.NewModel(m)
+	b.sync(t)
+	require.Equal(t, 3, b.graph.Count("headings_guides"))
+	require.Zero(t, b.graph.EdgeCount("REQUIRES_GUIDE"))
+}

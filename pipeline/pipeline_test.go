@@ -584,3 +584,26 @@ func TestAbandonedRunIsClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumentAnchorRename: the files source's anchor changes from Document
+// to Doc: the node moves, with its sections' and chunks' edges.
+func TestDocumentAnchorRename(t *testing.T) {
+	t.Parallel()
+	b := setup(t, copyCorpus(t, "rfc7239.txt"), 256, 32)
+	b.sync(t, pipeline.Mode{})
+	src, err := files.New("docs", config.FilesSource{Root: b.root, Anchor: "Doc", MaxFileBytes: 1 << 20}, chunker.Formats(), nil,
+		files.WithTextCheck(pipeline.TextCheck))
+	require.NoError(t, err)
+	b.p.Sources = []sources.Source{src}
+	b.sync(t, pipeline.Mode{})
+	require.Zero(t, b.graph.Count("Document"))
+	require.Equal(t, 1, b.graph.Count("Doc"))
+	partOf := 0
+	for _, e := range b.graph.Edges() {
+		require.NotEqual(t, "Document", e.To.Label)
+		if e.Type == pipeline.RelPartOf && e.To.Label == "Doc" {
+			partOf++
+		}
+	}
+	require.Positive(t, partOf)
+}
