@@ -22,6 +22,9 @@ type recordIndex struct {
 	removed []bool
 	live    int
 	extra   map[string]bool
+	// deleted counts the keys removed because the source reported them
+	// deleted, for the mass-delete guard.
+	deleted int
 }
 
 // loadRecordIndex reads a source's index from state.

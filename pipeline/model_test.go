@@ -532,3 +532,48 @@ func TestTableBecomesLinkTableAndBack(t *testing.T) {
 	require.Equal(t, 3, b.graph.Count("headings_guides"))
 	require.Zero(t, b.graph.EdgeCount("REQUIRES_GUIDE"))
 }
+
+// reportingSource lists its records fully on the first run, then reports
+// deletions as an incremental source does (Page.Deleted, Partial).
+type reportingSource struct {
+	tableSource
+	deleted []string
+}
+
+func (s *reportingSource) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Page, error] {
+	if cursor == "" {
+		inner := s.tableSource
+		return func(yield func(*sources.Page, error) bool) {
+			for p, err := range inner.Read(ctx, "") {
+				if p != nil {
+					p.Cursor = "after-full"
+				}
+				if !yield(p, err) {
+					return
+				}
+			}
+		}
+	}
+	return func(yield func(*sources.Page, error) bool) {
+		yield(&sources.Page{Partial: true, Deleted: s.deleted, Cursor: cursor + "+"}, nil)
+	}
+}
+
+func TestGuardCountsReportedDeletions(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	src := &reportingSource{tableSource: tableSource{name: "tables", recs: map[string]sources.Record{}}}
+	for i := 1; i <= 10; i++ {
+		src.put("guides", fmt.Sprint(i), map[string]any{"title": fmt.Sprintf("guide %d", i)})
+	}
+	b.p.Sources = []sources.Source{src}
+	b.sync(t)
+	src.deleted = []string{"guides:1", "guides:2", "guides:3", "guides:4", "guides:5"}
+	_, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.ErrorIs(t, err, pipeline.ErrMassDelete)
+	require.Equal(t, 10, b.graph.Count("guide"), "nothing deleted")
+	res, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{AllowMassDelete: true})
+	require.NoError(t, err)
+	require.Equal(t, 5, res.Run.Counts.RecordsDeleted)
+	require.Equal(t, 5, b.graph.Count("guide"))
+}

@@ -260,10 +260,18 @@ func (r *runner) deleteKeys(ctx context.Context, source string, stored *recordIn
 			gone = append(gone, k)
 		}
 	}
+	// Deletions the source reports count against the guard too, summed
+	// over the run (children follow their parent and are not counted): a
+	// mistaken mass delete upstream stops here.
+	reported := len(gone)
+	if err := r.guard(stored.deleted+reported, len(stored.keys)); err != nil {
+		return err
+	}
 	gone = append(gone, stored.children(func(parent, _ string) bool { return deleted[parent] })...)
 	for _, k := range gone {
 		stored.remove(k)
 	}
+	stored.deleted += reported
 	return r.deleteStored(ctx, source, gone)
 }
 
