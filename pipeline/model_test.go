@@ -567,6 +567,7 @@ func TestGuardCountsReportedDeletions(t *testing.T) {
 		src.put("guides", fmt.Sprint(i), map[string]any{"title": fmt.Sprintf("guide %d", i)})
 	}
 	b.p.Sources = []sources.Source{src}
+	b.p.MaxDeleteRatio = 0.3
 	b.sync(t)
 	src.deleted = []string{"guides:1", "guides:2", "guides:3", "guides:4", "guides:5"}
 	_, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
