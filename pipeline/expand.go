@@ -114,6 +114,7 @@ func (p *Pipeline) Expand(ctx context.Context, hits []Hit) ([]Hit, error) {
 		added[h.ID] = true
 	}
 	out := make([]Hit, len(hits))
+	patterns := map[string]*regexp.Regexp{}
 	for i, h := range hits {
 		add := func(id, label, reason string) {
 			if added[id] || id == "" {
@@ -147,7 +148,7 @@ func (p *Pipeline) Expand(ctx context.Context, hits []Hit) ([]Hit, error) {
 		}
 		low := strings.ToLower(h.Text)
 		for _, t := range dc.terms {
-			if termIn(low, strings.ToLower(t.Name)) && !added[t.ID] {
+			if !added[t.ID] && termIn(low, strings.ToLower(t.Name), patterns) {
 				added[t.ID] = true
 				h.Expansions = append(h.Expansions, Expansion{ID: t.ID, Label: LabelTerm, Reason: fmt.Sprintf("defines %q", t.Name),
 					Address: t.DefinedIn, Text: t.Name + ": " + t.Definition})
@@ -158,13 +159,18 @@ func (p *Pipeline) Expand(ctx context.Context, hits []Hit) ([]Hit, error) {
 	return out, nil
 }
 
-// termIn reports whether term occurs in text as a whole word or phrase.
-func termIn(text, term string) bool {
-	if len([]rune(term)) < 3 {
+// termIn reports whether term occurs in text as a whole word or phrase;
+// patterns caches the compiled expressions by term.
+func termIn(text, term string, patterns map[string]*regexp.Regexp) bool {
+	if len([]rune(term)) < 3 || !strings.Contains(text, term) {
 		return false
 	}
-	re, err := regexp.Compile(`(?:^|[^\p{L}\p{N}])` + regexp.QuoteMeta(term) + `(?:$|[^\p{L}\p{N}])`)
-	return err == nil && re.MatchString(text)
+	re, ok := patterns[term]
+	if !ok {
+		re = regexp.MustCompile(`(?:^|[^\p{L}\p{N}])` + regexp.QuoteMeta(term) + `(?:$|[^\p{L}\p{N}])`)
+		patterns[term] = re
+	}
+	return re.MatchString(text)
 }
 
 // LookupResult is the element an address names.
