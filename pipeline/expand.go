@@ -38,7 +38,7 @@ type docContext struct {
 }
 
 func (p *Pipeline) loadDocContext(ctx context.Context) (*docContext, error) {
-	idx, err := p.loadCorpusIndex(ctx)
+	idx, err := p.loadCorpusIndex(ctx, true)
 	if err != nil {
 		return nil, err
 	}

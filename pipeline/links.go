@@ -75,28 +75,40 @@ func addressKey(s string) string {
 	return s
 }
 
-// loadCorpusIndex reads every document of the pipeline from state.
-func (p *Pipeline) loadCorpusIndex(ctx context.Context) (*corpusIndex, error) {
+// loadCorpusIndex reads every document of the pipeline from state, 200
+// records at a time. With full unset it keeps only what resolving
+// references needs (ids, addresses, references), not texts, so its memory
+// follows the number of elements rather than the size of the corpus.
+func (p *Pipeline) loadCorpusIndex(ctx context.Context, full bool) (*corpusIndex, error) {
 	idx := &corpusIndex{docs: map[string]*indexedDoc{}}
 	for _, src := range p.Sources {
-		recs, err := p.Store.RecordList(ctx, p.Name, src.Name())
-		if err != nil {
-			return nil, fmt.Errorf("list records: %w", err)
+		var keys []string
+		if err := p.Store.RecordIndex(ctx, p.Name, src.Name(), func(k string, _ state.RecordSummary) { keys = append(keys, k) }); err != nil {
+			return nil, fmt.Errorf("index records: %w", err)
 		}
-		for _, key := range slices.Sorted(func(yield func(string) bool) {
-			for k := range recs {
-				if !yield(k) {
-					return
+		slices.Sort(keys)
+		recs := map[string]state.Record{}
+		for i, key := range keys {
+			if i%200 == 0 {
+				var err error
+				if recs, err = p.Store.RecordGet(ctx, p.Name, src.Name(), keys[i:min(i+200, len(keys))]); err != nil {
+					return nil, fmt.Errorf("get records: %w", err)
 				}
 			}
-		}) {
-			rec := recs[key]
+			rec, ok := recs[key]
+			if !ok {
+				continue
+			}
 			rp, err := decodeRecordProps(rec.Props)
 			if err != nil {
 				return nil, fmt.Errorf("record %q: %w", key, err)
 			}
 			if len(rp.DocIDs) == 0 && len(rp.Sections)+len(rp.Elements) == 0 {
 				continue
+			}
+			if !full {
+				rp = lightProps(rp)
+				rec.Props = nil
 			}
 			d := &indexedDoc{source: src.Name(), key: key, id: nodeIDOf(src.Name(), key, rp), label: rec.Anchor,
 				ids: rp.DocIDs, byAddress: map[string]graphRef{}, props: rp, rec: rec}
@@ -197,7 +209,7 @@ func (r *runner) linkPass(ctx context.Context) error {
 	if !r.docsChanged && !mandatoryChanged && !r.mode.RebuildGraph {
 		return nil
 	}
-	idx, err := r.p.loadCorpusIndex(ctx)
+	idx, err := r.p.loadCorpusIndex(ctx, false)
 	if err != nil {
 		return fmt.Errorf("link pass: %w", err)
 	}
@@ -231,16 +243,26 @@ func (r *runner) linkPass(ctx context.Context) error {
 		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: d.label, ID: d.id, Props: map[string]any{
 			"refs_external_resolved": int64(resolved),
 		}})
-		d.props.ExtEdges = want
-		if d.props.Node != nil {
-			d.props.Node["refs_external_resolved"] = int64(resolved)
-		}
-		rp, err := json.Marshal(d.props)
+		// The whole record, to store its new list of edges.
+		got, err := r.p.Store.RecordGet(ctx, r.p.Name, d.source, []string{d.key})
 		if err != nil {
+			return fmt.Errorf("link pass: get %q: %w", d.key, err)
+		}
+		rec, ok := got[d.key]
+		if !ok {
+			continue
+		}
+		full, err := decodeRecordProps(rec.Props)
+		if err != nil {
+			return fmt.Errorf("link pass: record %q: %w", d.key, err)
+		}
+		full.ExtEdges = want
+		if full.Node != nil {
+			full.Node["refs_external_resolved"] = int64(resolved)
+		}
+		if rec.Props, err = json.Marshal(full); err != nil {
 			return fmt.Errorf("link pass: encode %q: %w", d.key, err)
 		}
-		rec := d.rec
-		rec.Props = rp
 		commit.Records = append(commit.Records, rec)
 	}
 
@@ -339,4 +361,17 @@ func (p *Pipeline) mandatoryRows(ctx context.Context) ([]MandatoryLink, error) {
 		}
 	}
 	return out, nil
+}
+
+// lightProps keeps what the link pass needs of a document's props.
+func lightProps(rp recordProps) recordProps {
+	strip := func(ns []sectionNode) []sectionNode {
+		out := make([]sectionNode, len(ns))
+		for i, n := range ns {
+			out[i] = sectionNode{ID: n.ID, Kind: n.Kind, Address: n.Address, Title: n.Title}
+		}
+		return out
+	}
+	return recordProps{ID: rp.ID, Node: map[string]any{"refs_external_resolved": rp.Node["refs_external_resolved"]},
+		Sections: strip(rp.Sections), Elements: strip(rp.Elements), Ext: rp.Ext, ExtEdges: rp.ExtEdges, DocIDs: rp.DocIDs}
 }
