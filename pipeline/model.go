@@ -26,6 +26,10 @@ type Model struct {
 	byName     map[string]*anchorModel
 	linkTables map[string]*config.LinkTable
 	mandatory  map[string]*config.MandatoryTable
+	// labels hashes every table → label mapping: a link's target label
+	// comes from it, so renaming an anchor reprocesses the records that
+	// link to it too.
+	labels uint64
 }
 
 type anchorModel struct {
@@ -74,6 +78,14 @@ func NewModel(cfg *config.Model) *Model {
 	for i := range cfg.MandatoryTables {
 		mt := &cfg.MandatoryTables[i]
 		m.mandatory[mt.Table] = mt
+	}
+	var pairs []any
+	for _, a := range cfg.Anchors {
+		pairs = append(pairs, m.tableOf(a.Name)+"\x00"+a.Name)
+	}
+	slices.SortFunc(pairs, func(x, y any) int { return strings.Compare(x.(string), y.(string)) })
+	if len(pairs) > 0 {
+		m.labels = mustHash(pairs)
 	}
 	return m
 }
@@ -127,11 +139,17 @@ func (m *Model) tableOf(anchor string) string {
 }
 
 // Fingerprint is the hash of the model's part that shapes a table's records:
-// changing one anchor's mapping reprocesses that anchor's records only.
+// changing one anchor's attributes or links reprocesses that anchor's records
+// only; renaming an anchor (or mapping another table to it) reprocesses every
+// table's records, since links name their targets by label.
 func (m *Model) Fingerprint(table string) uint64 {
 	if m == nil {
 		return 0
 	}
+	return m.ownFingerprint(table) ^ m.labels
+}
+
+func (m *Model) ownFingerprint(table string) uint64 {
 	if am, ok := m.byTable[table]; ok {
 		return am.fingerprint
 	}

@@ -578,3 +578,28 @@ func TestGuardCountsReportedDeletions(t *testing.T) {
 	require.Equal(t, 5, res.Run.Counts.RecordsDeleted)
 	require.Equal(t, 5, b.graph.Count("guide"))
 }
+
+// TestRenameReachesLinksFromOtherAnchors: a code links to a guide through an
+// unlisted Ref column (default mapping); renaming the guide anchor rewrites
+// the code's edge to the new label.
+func TestRenameReachesLinksFromOtherAnchors(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	r := b.src.recs["hs:0201"]
+	r.Links = append(r.Links, sources.Link{Type: "guide", ToAnchor: "guides", ToKey: "guides:2"})
+	b.src.recs["hs:0201"] = r
+	b.sync(t)
+	m := tariffModel()
+	m.Anchors[1].Name = "Guide"
+	m.LinkTables[0].To.Anchor = "Guide"
+	b.p.Model = pipeline.NewModel(m)
+	b.sync(t)
+	var to []string
+	for _, e := range b.graph.Edges() {
+		if e.Type == "guide" {
+			to = append(to, e.To.Label+" "+e.To.ID)
+		}
+	}
+	require.Equal(t, []string{"Guide guides:2"}, to)
+	require.Zero(t, b.graph.Count("guide"))
+}
