@@ -7,28 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kgsync/kgsync/internal/corpus"
+
 	"github.com/kgsync/kgsync/chunker"
 )
 
-// corpusDir finds the shared corpus: walk up from the package directory to
-// go.mod, then "../shared/corpus". It fails the test when it is missing.
-func corpusDir(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	require.NoError(tb, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(tb, parent, dir, "go.mod not found above the package directory")
-		dir = parent
-	}
-	corpus := filepath.Join(dir, "..", "shared", "corpus")
-	_, err = os.Stat(filepath.Join(corpus, "MANIFEST.md"))
-	require.NoError(tb, err, "shared corpus missing at %s", corpus)
-	return corpus
-}
+// corpusDir is the shared corpus (internal/corpus).
+func corpusDir(tb testing.TB) string { return corpus.Dir(tb) }
 
 // readDoc reads docs/<name> from the corpus.
 func readDoc(tb testing.TB, name string) []byte {

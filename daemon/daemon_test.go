@@ -19,6 +19,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/internal/corpus"
 	"go.uber.org/goleak"
 
 	"github.com/kgsync/kgsync/config"
@@ -308,21 +310,10 @@ func TestModeMerge(t *testing.T) {
 	require.ErrorContains(t, err, `unknown mode "everything"`)
 }
 
-// repoFile returns path under the shared docs next to the repository
-// (walk up to go.mod, then ../shared/docs); it fails when missing.
+// sharedDoc reads <shared>/docs/<rel> (internal/corpus).
 func sharedDoc(t *testing.T, rel string) []byte {
 	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "go.mod not found")
-		dir = parent
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "..", "shared", "docs", rel))
+	b, err := os.ReadFile(filepath.Join(corpus.Shared(t), "docs", rel))
 	require.NoError(t, err)
 	return b
 }

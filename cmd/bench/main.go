@@ -10,7 +10,8 @@
 //     behind the same text-keyed embedding cache;
 //   - parse + chunk throughput per document in MB/s.
 //
-// Usage: go run ./cmd/bench [-corpus ../shared/corpus/docs] [-reps 5]
+// Usage: go run ./cmd/bench [-corpus DIR] [-reps 5] (default: the corpus's
+// docs, ../shared/corpus/docs or the copy in testdata/shared).
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/kgsync/kgsync/chunker/baseline"
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/embed/hashing"
+	"github.com/kgsync/kgsync/internal/corpus"
 	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sink/cypherl"
@@ -48,9 +50,18 @@ const (
 )
 
 func main() {
-	corpus := flag.String("corpus", "../shared/corpus/docs", "directory of the corpus documents")
+	corpusDir := flag.String("corpus", "", "directory of the corpus documents (default: ../shared/corpus/docs, else testdata/shared/corpus/docs)")
 	reps := flag.Int("reps", 5, "repetitions of each timed step (the median is reported)")
 	flag.Parse()
+	if *corpusDir == "" {
+		shared, err := corpus.Locate()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		*corpusDir = filepath.Join(shared, "corpus", "docs")
+	}
+	corpus := corpusDir
 	if err := run(context.Background(), os.Stdout, *corpus, *reps); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

@@ -1,40 +1,65 @@
-// Package corpus locates the shared test corpus (real documents and tables,
-// see ../shared/corpus/MANIFEST.md) for tests and benchmarks. The corpus sits
-// beside the repository ("../shared/corpus" from the directory holding
-// go.mod) on every machine of the project and in CI, so a missing corpus
-// fails the test; it is never skipped. The corpus is read-only: a test that
-// edits a file copies it into t.TempDir() first.
+// Package corpus locates the shared test data — real documents and tables
+// (corpus/MANIFEST.md) and real Grist captures (docs/grist-samples) — for
+// tests, benchmarks and the bench tool. It uses "../shared" beside the
+// repository when it is there (the project's machines and CI), and the copy
+// in testdata/shared otherwise, so that `go test ./...` runs from a fresh
+// clone. The data is read-only: a test that edits a file copies it into
+// t.TempDir() first.
 package corpus
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-// Dir returns the corpus directory, failing t when it cannot be found.
-func Dir(t testing.TB) string {
-	t.Helper()
+// Locate returns the shared data directory (holding corpus/ and docs/),
+// searching upwards from the working directory for the repository root.
+func Locate() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	for _, dir := range []string{filepath.Join(root, "..", "shared"), filepath.Join(root, "testdata", "shared")} {
+		if _, err := os.Stat(filepath.Join(dir, "corpus", "MANIFEST.md")); err == nil {
+			return dir, nil
+		}
+	}
+	return "", errors.New("corpus: neither ../shared nor testdata/shared holds corpus/MANIFEST.md")
+}
+
+// RepoRoot returns the directory holding go.mod, searching upwards from the
+// working directory.
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Fatalf("corpus: %v", err)
+		return "", err
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatalf("corpus: go.mod not found above the test directory")
+			return "", errors.New("corpus: go.mod not found above the working directory")
 		}
 		dir = parent
 	}
-	c := filepath.Join(dir, "..", "shared", "corpus")
-	if _, err := os.Stat(filepath.Join(c, "MANIFEST.md")); err != nil {
-		t.Fatalf("corpus: the shared test corpus must sit beside the repository: %v", err)
-	}
-	return c
 }
+
+// Shared returns the shared data directory, failing t when it is missing.
+func Shared(t testing.TB) string {
+	t.Helper()
+	dir, err := Locate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Dir returns the corpus directory.
+func Dir(t testing.TB) string { t.Helper(); return filepath.Join(Shared(t), "corpus") }
 
 // Docs returns the corpus's docs directory.
 func Docs(t testing.TB) string { t.Helper(); return filepath.Join(Dir(t), "docs") }
@@ -47,3 +72,10 @@ func Doc(t testing.TB, name string) string { t.Helper(); return filepath.Join(Do
 
 // Table returns the path of one table, e.g. Table(t, "harmonized-system.csv").
 func Table(t testing.TB, name string) string { t.Helper(); return filepath.Join(Tables(t), name) }
+
+// GristSample returns the path of a Grist capture under
+// docs/grist-samples, e.g. GristSample(t, "real/README.md").
+func GristSample(t testing.TB, rel string) string {
+	t.Helper()
+	return filepath.Join(Shared(t), "docs", "grist-samples", rel)
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -16,39 +15,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kgsync/kgsync/internal/corpus"
+
 	"github.com/kgsync/kgsync/embed/hashing"
 )
 
-// RepoRoot walks up from the working directory to the directory holding
-// go.mod; it fails the test when there is none.
+// RepoRoot returns the repository root (the directory holding go.mod).
 func RepoRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	dir, err := corpus.RepoRoot()
 	if err != nil {
 		t.Fatalf("crashtest: %v", err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("crashtest: go.mod not found above the working directory")
-		}
-		dir = parent
-	}
+	return dir
 }
 
-// CorpusDocs returns ../shared/corpus/docs beside the repository root. The
-// corpus is part of the project's checkout, so a missing corpus fails.
-func CorpusDocs(t testing.TB) string {
-	t.Helper()
-	c := filepath.Join(RepoRoot(t), "..", "shared", "corpus", "docs")
-	if _, err := os.Stat(c); err != nil {
-		t.Fatalf("crashtest: the shared corpus must sit beside the repository: %v", err)
-	}
-	return c
-}
+// CorpusDocs returns the corpus's docs directory (internal/corpus).
+func CorpusDocs(t testing.TB) string { t.Helper(); return corpus.Docs(t) }
 
 // BuildKgsync builds ./cmd/kgsync into dir with the go command on PATH and
 // returns the binary's path.

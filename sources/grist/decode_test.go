@@ -8,26 +8,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/internal/corpus"
 )
 
-// sharedDir finds the repository root (the directory with go.mod) and
-// returns ../shared/<rel> next to it. It fails the test when missing.
+// sharedDir returns <shared>/<rel> (internal/corpus).
 func sharedDir(t testing.TB, rel string) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "go.mod not found above the package")
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", rel)
-	_, err = os.Stat(p)
-	require.NoError(t, err, "shared test data missing")
-	return p
+	return filepath.Join(corpus.Shared(t), rel)
 }
 
 func loadJSON(t *testing.T, path string, out any) {

@@ -8,23 +8,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/internal/corpus"
 )
 
-// realSample reads a capture under shared/docs/grist-samples/real, found
-// beside the repository root (the directory holding go.mod).
+// realSample reads a capture under docs/grist-samples/real (internal/corpus).
 func realSample(t *testing.T, rel string) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "no go.mod above the test directory")
-		dir = parent
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "..", "shared", "docs", "grist-samples", "real", rel))
+	b, err := os.ReadFile(corpus.GristSample(t, filepath.Join("real", rel)))
 	require.NoError(t, err, "the real Grist captures must be present")
 	return string(b)
 }
