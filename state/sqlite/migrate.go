@@ -4,11 +4,8 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/kgsync/kgsync/state"
 )
 
 // migrationFS holds the versioned migrations, migration/NNN_name.up.sql.
@@ -16,41 +13,9 @@ import (
 //go:embed migration/*.up.sql
 var migrationFS embed.FS
 
-// migration is one embedded migration file.
-type migration struct {
-	Version int64
-	Name    string // file name, for errors
-	SQL     string
-}
-
-// migrations returns the embedded migrations ordered by version. Versions
-// must be unique.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFS, "migration/*.up.sql")
-	if err != nil {
-		return nil, fmt.Errorf("list migrations: %w", err)
-	}
-	var out []migration
-	seen := map[int64]string{}
-	for _, name := range names {
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.ParseInt(num, 10, 64)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must be NNN_name.up.sql with NNN > 0", name)
-		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("migration %s: version %d already used by %s", name, v, prev)
-		}
-		seen[v] = name
-		b, err := migrationFS.ReadFile(name)
-		if err != nil {
-			return nil, fmt.Errorf("read migration %s: %w", name, err)
-		}
-		out = append(out, migration{Version: v, Name: name, SQL: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	return out, nil
+// migrations returns the embedded migrations ordered by version.
+func migrations() ([]state.Migration, error) {
+	return state.ReadMigrations(migrationFS, "migration/*.up.sql")
 }
 
 // Migrate applies the embedded migrations not yet recorded in
