@@ -7,164 +7,199 @@ import (
 	"unicode/utf8"
 )
 
-// minInt64Literal is how sink/cypherl writes math.MinInt64, which has no
-// plain literal.
-const minInt64Literal = "(-9223372036854775807 - 1)"
+// literalParser reads the Cypher literals Literal writes, following
+// Memgraph's CypherLexer.g4 rather than Literal's code: StringLiteral with
+// the escapes \\ \' \" \b \f \n \r \t \uXXXX \UXXXXXXXX; DecimalLiteral
+// (an integer) versus FloatingLiteral (needs '.' or E, exponent sign '-'
+// only); EscapedSymbolicName map keys (backtick runs joined by a backtick);
+// null, true, false, lists and maps; unary minus. Values come back as nil,
+// bool, int64, float64, string, []any and map[string]any.
+type literalParser struct {
+	s   string
+	pos int
+}
 
 // ParseLiteral reads one Cypher literal at the start of s, as
 // sink/cypherl.Literal writes them, and returns its value and the number of
-// bytes it took. Values: nil, bool, int64, float64, string, []any and
-// map[string]any (keys bare or backtick-quoted, doubled backticks unescaped).
-// Errors name the byte offset in s.
+// bytes it took; errors name the byte offset.
 func ParseLiteral(s string) (any, int, error) {
-	p := &litParser{s: s}
+	p := &literalParser{s: s}
 	v, err := p.value()
 	if err != nil {
 		return nil, 0, err
 	}
-	return v, p.i, nil
+	return v, p.pos, nil
 }
 
-type litParser struct {
-	s string
-	i int
+// ParseWholeLiteral is ParseLiteral for a string holding exactly one
+// literal (surrounding spaces allowed).
+func ParseWholeLiteral(s string) (any, error) {
+	p := &literalParser{s: s}
+	v, err := p.value()
+	if err != nil {
+		return nil, err
+	}
+	p.space()
+	if p.pos != len(p.s) {
+		return nil, fmt.Errorf("trailing text at %d: %q", p.pos, p.s[p.pos:])
+	}
+	return v, nil
 }
 
-func (p *litParser) errorf(format string, args ...any) error {
-	return fmt.Errorf("literal at byte %d: %s", p.i, fmt.Sprintf(format, args...))
-}
-
-func (p *litParser) skipSpace() {
-	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
-		p.i++
+func (p *literalParser) space() {
+	for p.pos < len(p.s) && p.s[p.pos] == ' ' {
+		p.pos++
 	}
 }
 
-func (p *litParser) value() (any, error) {
-	p.skipSpace()
-	if p.i >= len(p.s) {
-		return nil, p.errorf("unexpected end")
+func (p *literalParser) eat(tok string) bool {
+	p.space()
+	if strings.HasPrefix(p.s[p.pos:], tok) {
+		p.pos += len(tok)
+		return true
 	}
-	rest := p.s[p.i:]
-	switch c := p.s[p.i]; {
+	return false
+}
+
+func (p *literalParser) value() (any, error) {
+	p.space()
+	if p.pos >= len(p.s) {
+		return nil, fmt.Errorf("unexpected end")
+	}
+	switch c := p.s[p.pos]; {
+	case p.eat("null"):
+		return nil, nil
+	case p.eat("true"):
+		return true, nil
+	case p.eat("false"):
+		return false, nil
+	case p.eat("(-9223372036854775807 - 1)"):
+		return int64(-9223372036854775807 - 1), nil
 	case c == '"' || c == '\'':
 		return p.str()
 	case c == '[':
 		return p.list()
 	case c == '{':
-		return p.mapLit()
-	case strings.HasPrefix(rest, minInt64Literal):
-		p.i += len(minInt64Literal)
-		return int64(-9223372036854775807 - 1), nil
-	case strings.HasPrefix(rest, "null"):
-		p.i += 4
-		return nil, nil
-	case strings.HasPrefix(rest, "true"):
-		p.i += 4
-		return true, nil
-	case strings.HasPrefix(rest, "false"):
-		p.i += 5
-		return false, nil
-	case c == '-' || c >= '0' && c <= '9':
+		return p.dict()
+	case c == '-':
+		p.pos++
+		v, err := p.number()
+		switch v := v.(type) {
+		case int64:
+			return -v, err
+		case float64:
+			return -v, err
+		}
+		return nil, err
+	default:
 		return p.number()
 	}
-	return nil, p.errorf("unexpected %q", p.s[p.i])
 }
 
-func (p *litParser) number() (any, error) {
-	start := p.i
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func (p *literalParser) digits() string {
+	start := p.pos
+	for p.pos < len(p.s) && isDigit(p.s[p.pos]) {
+		p.pos++
+	}
+	return p.s[start:p.pos]
+}
+
+func (p *literalParser) number() (any, error) {
+	start := p.pos
+	intPart := p.digits()
 	isFloat := false
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		switch {
-		case c >= '0' && c <= '9', c == '-' && (p.i == start || p.s[p.i-1] == 'e' || p.s[p.i-1] == 'E'):
-		case c == '.' || c == 'e' || c == 'E':
-			isFloat = true
-		default:
-			goto done
+	if p.pos < len(p.s) && p.s[p.pos] == '.' {
+		p.pos++
+		if p.digits() == "" && intPart == "" {
+			return nil, fmt.Errorf("bad number at %d", start)
 		}
-		p.i++
+		isFloat = true
 	}
-done:
-	text := p.s[start:p.i]
-	if isFloat {
-		f, err := strconv.ParseFloat(text, 64)
-		if err != nil {
-			return nil, p.errorf("float %q: %v", text, err)
+	if p.pos < len(p.s) && (p.s[p.pos] == 'e' || p.s[p.pos] == 'E') {
+		p.pos++
+		if p.pos < len(p.s) && p.s[p.pos] == '-' {
+			p.pos++
 		}
-		return f, nil
+		if p.digits() == "" {
+			// includes "e+": the grammar has E '-'? DecDigit+ only
+			return nil, fmt.Errorf("bad exponent at %d in %q", start, p.s[start:])
+		}
+		isFloat = true
 	}
-	n, err := strconv.ParseInt(text, 10, 64)
-	if err != nil {
-		return nil, p.errorf("integer %q: %v", text, err)
+	text := p.s[start:p.pos]
+	if text == "" {
+		return nil, fmt.Errorf("expected a value at %d: %q", start, p.s[start:])
 	}
-	return n, nil
+	if !isFloat {
+		if len(text) > 1 && text[0] == '0' {
+			return nil, fmt.Errorf("octal literal %q", text)
+		}
+		return strconv.ParseInt(text, 10, 64)
+	}
+	return strconv.ParseFloat(text, 64)
 }
 
-// str reads a quoted string with the escapes Literal writes (\\ \' \" \b
-// \f \n \r \t \uXXXX).
-func (p *litParser) str() (any, error) {
-	quote := p.s[p.i]
-	p.i++
+func (p *literalParser) str() (string, error) {
+	quote := p.s[p.pos]
+	p.pos++
 	var sb strings.Builder
-	for p.i < len(p.s) {
-		c := p.s[p.i]
+	for p.pos < len(p.s) {
+		c := p.s[p.pos]
 		switch {
 		case c == quote:
-			p.i++
+			p.pos++
 			return sb.String(), nil
 		case c == '\\':
-			if p.i+1 >= len(p.s) {
-				return nil, p.errorf("unterminated escape")
+			if p.pos+1 >= len(p.s) {
+				return "", fmt.Errorf("dangling backslash")
 			}
-			e := p.s[p.i+1]
-			p.i += 2
+			e := p.s[p.pos+1]
+			p.pos += 2
 			switch e {
 			case '\\', '\'', '"':
 				sb.WriteByte(e)
-			case 'b':
+			case 'b', 'B':
 				sb.WriteByte('\b')
-			case 'f':
+			case 'f', 'F':
 				sb.WriteByte('\f')
-			case 'n':
+			case 'n', 'N':
 				sb.WriteByte('\n')
-			case 'r':
+			case 'r', 'R':
 				sb.WriteByte('\r')
-			case 't':
+			case 't', 'T':
 				sb.WriteByte('\t')
-			case 'u':
-				if p.i+4 > len(p.s) {
-					return nil, p.errorf("short \\u escape")
+			case 'u', 'U':
+				n := 4
+				if e == 'U' {
+					n = 8
 				}
-				r, err := strconv.ParseUint(p.s[p.i:p.i+4], 16, 32)
+				if p.pos+n > len(p.s) {
+					return "", fmt.Errorf("short \\%c escape", e)
+				}
+				r, err := strconv.ParseUint(p.s[p.pos:p.pos+n], 16, 32)
 				if err != nil {
-					return nil, p.errorf("\\u escape %q: %v", p.s[p.i:p.i+4], err)
+					return "", fmt.Errorf("bad \\%c escape: %w", e, err)
 				}
 				sb.WriteRune(rune(r))
-				p.i += 4
+				p.pos += n
 			default:
-				return nil, p.errorf("unknown escape \\%c", e)
+				return "", fmt.Errorf("unknown escape \\%c", e)
 			}
-		case c == '\n' || c == '\r':
-			return nil, p.errorf("line break inside a string")
 		default:
-			r, size := utf8.DecodeRuneInString(p.s[p.i:])
-			if r == utf8.RuneError && size <= 1 {
-				return nil, p.errorf("invalid UTF-8")
-			}
-			sb.WriteString(p.s[p.i : p.i+size])
-			p.i += size
+			_, size := utf8.DecodeRuneInString(p.s[p.pos:])
+			sb.WriteString(p.s[p.pos : p.pos+size])
+			p.pos += size
 		}
 	}
-	return nil, p.errorf("unterminated string")
+	return "", fmt.Errorf("unterminated string")
 }
 
-func (p *litParser) list() (any, error) {
-	p.i++ // [
+func (p *literalParser) list() ([]any, error) {
+	p.pos++ // [
 	out := []any{}
-	p.skipSpace()
-	if p.i < len(p.s) && p.s[p.i] == ']' {
-		p.i++
+	if p.eat("]") {
 		return out, nil
 	}
 	for {
@@ -173,96 +208,56 @@ func (p *litParser) list() (any, error) {
 			return nil, err
 		}
 		out = append(out, v)
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return nil, p.errorf("unterminated list")
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
+		if p.eat("]") {
 			return out, nil
-		default:
-			return nil, p.errorf("want ',' or ']' in a list, got %q", p.s[p.i])
+		}
+		if !p.eat(",") {
+			return nil, fmt.Errorf("expected , or ] at %d", p.pos)
 		}
 	}
 }
 
-func (p *litParser) mapLit() (any, error) {
-	p.i++ // {
+func (p *literalParser) name() (string, error) {
+	p.space()
+	var runs []string
+	for p.pos < len(p.s) && p.s[p.pos] == '`' {
+		end := strings.IndexByte(p.s[p.pos+1:], '`')
+		if end < 0 {
+			return "", fmt.Errorf("unterminated name")
+		}
+		runs = append(runs, p.s[p.pos+1:p.pos+1+end])
+		p.pos += end + 2
+	}
+	if len(runs) == 0 {
+		return "", fmt.Errorf("expected a backtick-quoted key at %d", p.pos)
+	}
+	return strings.Join(runs, "`"), nil
+}
+
+func (p *literalParser) dict() (map[string]any, error) {
+	p.pos++ // {
 	out := map[string]any{}
-	p.skipSpace()
-	if p.i < len(p.s) && p.s[p.i] == '}' {
-		p.i++
+	if p.eat("}") {
 		return out, nil
 	}
 	for {
-		p.skipSpace()
-		key, err := p.name()
+		k, err := p.name()
 		if err != nil {
 			return nil, err
 		}
-		p.skipSpace()
-		if p.i >= len(p.s) || p.s[p.i] != ':' {
-			return nil, p.errorf("want ':' after map key %q", key)
+		if !p.eat(":") {
+			return nil, fmt.Errorf("expected : at %d", p.pos)
 		}
-		p.i++
 		v, err := p.value()
 		if err != nil {
-			return nil, fmt.Errorf("%q: %w", key, err)
+			return nil, err
 		}
-		if _, dup := out[key]; dup {
-			return nil, p.errorf("duplicate map key %q", key)
-		}
-		out[key] = v
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return nil, p.errorf("unterminated map")
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
+		out[k] = v
+		if p.eat("}") {
 			return out, nil
-		default:
-			return nil, p.errorf("want ',' or '}' in a map, got %q", p.s[p.i])
+		}
+		if !p.eat(",") {
+			return nil, fmt.Errorf("expected , or } at %d", p.pos)
 		}
 	}
-}
-
-// name reads a map key or identifier: `quoted` (doubled backticks stand
-// for one) or bare letters, digits and '_'.
-func (p *litParser) name() (string, error) {
-	if p.i < len(p.s) && p.s[p.i] == '`' {
-		var sb strings.Builder
-		for j := p.i + 1; j < len(p.s); j++ {
-			if p.s[j] != '`' {
-				sb.WriteByte(p.s[j])
-				continue
-			}
-			if j+1 < len(p.s) && p.s[j+1] == '`' {
-				sb.WriteByte('`')
-				j++
-				continue
-			}
-			p.i = j + 1
-			return sb.String(), nil
-		}
-		return "", p.errorf("unterminated quoted name")
-	}
-	start := p.i
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			p.i++
-			continue
-		}
-		break
-	}
-	if p.i == start {
-		return "", p.errorf("want a name")
-	}
-	return p.s[start:p.i], nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/kgsync/kgsync/internal/crashtest"
 	"github.com/kgsync/kgsync/sink"
 )
 
@@ -50,7 +51,7 @@ func TestLiteralStringRoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		require.NotContains(t, lit, "\n", "%q", s)
 		require.NotContains(t, lit, "\r", "%q", s)
-		got, err := parseLiteral(lit)
+		got, err := crashtest.ParseWholeLiteral(lit)
 		require.NoError(t, err, "literal %s", lit)
 		require.Equal(t, s, got, "literal %s", lit)
 		// mgconsole must see one statement ending at the final ';'.
@@ -92,7 +93,7 @@ func TestLiteralNumbers(t *testing.T) {
 		got, err := Literal(tt.in)
 		require.NoError(t, err, "%v", tt.in)
 		require.Equal(t, tt.want, got, "%v", tt.in)
-		back, err := parseLiteral(got)
+		back, err := crashtest.ParseWholeLiteral(got)
 		require.NoError(t, err, got)
 		require.Equal(t, generic(tt.in), back, "round trip of %s", got)
 	}
@@ -131,7 +132,7 @@ func TestInlineMatchesParams(t *testing.T) {
 	const tail = " AS row MERGE (n:`Doc$rows``x` {id: row.id}) SET n += row.props"
 	require.True(t, strings.HasSuffix(line, tail), "%s", line[max(0, len(line)-len(tail)-10):])
 	list := strings.TrimSuffix(strings.TrimPrefix(line, "UNWIND "), tail)
-	got, err := parseLiteral(list)
+	got, err := crashtest.ParseWholeLiteral(list)
 	require.NoError(t, err)
 	require.Equal(t, generic(sts[0].Params["rows"]), got)
 
