@@ -441,23 +441,8 @@ func chunkProps(c chunker.Chunk, docID, next string, position int) map[string]an
 // embedChunks embeds (or takes from the cache) the texts of the chunks to write.
 func (r *runner) embedChunks(ctx context.Context, outs []*docOutput) (map[uint64][]float32, error) {
 	var texts []string
-	var hashes []uint64
 	for _, o := range outs {
-		for i, c := range o.chunks {
-			if o.write[i] {
-				texts = append(texts, c.EmbedText())
-				hashes = append(hashes, o.states[i].TextHash)
-			}
-		}
-		for _, attr := range slices.Sorted(maps.Keys(o.vecTexts)) {
-			text := o.vecTexts[attr]
-			texts = append(texts, text)
-			hashes = append(hashes, diff.TextHash(text))
-		}
-		for _, t := range o.terms {
-			texts = append(texts, t.embedText())
-			hashes = append(hashes, diff.TextHash(t.embedText()))
-		}
+		texts = append(texts, o.embedTexts()...)
 	}
 	vectors := map[uint64][]float32{}
 	if len(texts) == 0 {
@@ -471,10 +456,29 @@ func (r *runner) embedChunks(ctx context.Context, outs []*docOutput) (map[uint64
 	}
 	r.counts().ChunksEmbedded += st.Embedded
 	r.counts().ChunksReused += len(texts) - st.Embedded
-	for i, h := range hashes {
-		vectors[h] = vecs[i]
+	for i, text := range texts {
+		vectors[diff.TextHash(text)] = vecs[i]
 	}
 	return vectors, nil
+}
+
+// embedTexts are the texts a record's write needs vectors for: its written
+// chunks (context line and text), its short embeddable attributes, and its
+// terms' definitions. Vectors are looked up by diff.TextHash of each.
+func (o *docOutput) embedTexts() []string {
+	var texts []string
+	for i, c := range o.chunks {
+		if o.write[i] {
+			texts = append(texts, c.EmbedText())
+		}
+	}
+	for _, attr := range slices.Sorted(maps.Keys(o.vecTexts)) {
+		texts = append(texts, o.vecTexts[attr])
+	}
+	for _, t := range o.terms {
+		texts = append(texts, t.embedText())
+	}
+	return texts
 }
 
 // buildBatch turns processed documents into graph operations and the state

@@ -93,6 +93,7 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 					plan.Items = append(plan.Items, PlanItem{Source: name, Key: k, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
 				}
 			}
+			var todo []item
 			for _, rec := range page.Records {
 				if stored.markSeen(rec.Key) {
 					continue
@@ -105,65 +106,16 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 					plan.Unchanged++
 					continue
 				}
-				batch := []item{it}
-				if err := r.loadStored(ctx, name, batch); err != nil {
+				todo = append(todo, it)
+			}
+			// The stored versions of the page's records, in one query.
+			if err := r.loadStored(ctx, name, todo); err != nil {
+				return nil, err
+			}
+			for _, it := range todo {
+				if err := p.planRecord(ctx, r, plan, it, missSeen); err != nil {
 					return nil, err
 				}
-				out, err := r.mapRecord(ctx, batch[0])
-				if err != nil {
-					plan.Skipped++
-					continue
-				}
-				pi := PlanItem{Source: name, Key: rec.Key, Class: it.class, Reason: it.reason, Chunks: len(out.chunks)}
-				if it.class == diff.ClassUnchanged {
-					pi.Class = diff.ClassChanged
-				}
-				var hashes []uint64
-				// Texts to embed: written chunks, term definitions, short
-				// embeddable attributes — as embedChunks sends them.
-				type want struct {
-					hash   uint64
-					tokens int
-				}
-				var wants []want
-				for i, w := range out.write {
-					if w {
-						pi.Write++
-						wants = append(wants, want{out.states[i].TextHash, out.chunks[i].Tokens})
-					}
-				}
-				for _, t := range out.terms {
-					wants = append(wants, want{diff.TextHash(t.embedText()), p.countTokens(t.embedText())})
-				}
-				for _, text := range out.vecTexts {
-					wants = append(wants, want{diff.TextHash(text), p.countTokens(text)})
-				}
-				for _, w := range wants {
-					if !missSeen[w.hash] {
-						hashes = append(hashes, w.hash)
-					}
-				}
-				plan.ChunksToWrite += pi.Write
-				plan.ChunksToDelete += len(out.removed)
-				hit := map[uint64][]float32{}
-				if len(hashes) > 0 && !mode.Reembed {
-					hit, err = p.Store.EmbeddingsGet(ctx, p.Embedder.Model(), hashes)
-					if err != nil {
-						return nil, fmt.Errorf("embedding cache: %w", err)
-					}
-				}
-				for _, w := range wants {
-					if missSeen[w.hash] {
-						continue
-					}
-					if _, ok := hit[w.hash]; !ok {
-						missSeen[w.hash] = true
-						pi.Misses++
-						plan.EmbedMisses++
-						plan.EmbedTokens += w.tokens
-					}
-				}
-				plan.Items = append(plan.Items, pi)
 			}
 			for _, sk := range page.Skipped {
 				stored.markSeen(sk.Key)
@@ -201,4 +153,60 @@ func (p *Pipeline) countTokens(s string) int {
 		return 0
 	}
 	return p.Chunking.Tokenizer.Count(s)
+}
+
+// planRecord adds one record to the plan: its chunks to write, and the texts
+// it would embed that are not in the cache (missSeen holds the misses
+// already counted).
+func (p *Pipeline) planRecord(ctx context.Context, r *runner, plan *Plan, it item, missSeen map[uint64]bool) error {
+	out, err := r.mapRecord(ctx, it)
+	if err != nil {
+		plan.Skipped++
+		return nil
+	}
+	pi := PlanItem{Source: it.source, Key: it.rec.Key, Class: it.class, Reason: it.reason, Chunks: len(out.chunks)}
+	if it.class == diff.ClassUnchanged {
+		pi.Class = diff.ClassChanged
+	}
+	for _, w := range out.write {
+		if w {
+			pi.Write++
+		}
+	}
+	var hashes []uint64
+	type want struct {
+		hash   uint64
+		tokens int
+	}
+	var wants []want
+	for _, text := range out.embedTexts() {
+		wants = append(wants, want{diff.TextHash(text), p.countTokens(text)})
+	}
+	for _, w := range wants {
+		if !missSeen[w.hash] {
+			hashes = append(hashes, w.hash)
+		}
+	}
+	plan.ChunksToWrite += pi.Write
+	plan.ChunksToDelete += len(out.removed)
+	hit := map[uint64][]float32{}
+	if len(hashes) > 0 && !r.mode.Reembed {
+		hit, err = p.Store.EmbeddingsGet(ctx, p.Embedder.Model(), hashes)
+		if err != nil {
+			return fmt.Errorf("embedding cache: %w", err)
+		}
+	}
+	for _, w := range wants {
+		if missSeen[w.hash] {
+			continue
+		}
+		if _, ok := hit[w.hash]; !ok {
+			missSeen[w.hash] = true
+			pi.Misses++
+			plan.EmbedMisses++
+			plan.EmbedTokens += w.tokens
+		}
+	}
+	plan.Items = append(plan.Items, pi)
+	return nil
 }

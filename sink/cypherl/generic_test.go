@@ -1,7 +1,7 @@
 package cypherl
 
-// generic converts parameter values to what parseLiteral returns, so the two
-// can be compared.
+// generic converts parameter values to what crashtest.ParseWholeLiteral
+// returns, so the two can be compared.
 func generic(v any) any {
 	switch v := v.(type) {
 	case int:
