@@ -8,6 +8,7 @@ import (
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/state"
 )
 
 // Labels and relationship types of the document graph (issue "Documents as
@@ -304,17 +305,25 @@ func coversOps(b *sink.Batch, chunk sink.NodeRef, elements []string, labelOf fun
 // dropDocGraph deletes the chunks, sections, elements and terms a record
 // stored as a node, when it no longer writes a node.
 func (r *runner) dropDocGraph(b *sink.Batch, o *docOutput) {
-	for _, c := range o.oldChunks {
-		b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelChunk, ID: c.ID})
-	}
+	b.DeleteNodes = append(b.DeleteNodes, ownedNodes(o.oldChunks, o.oldSections, o.oldElements, o.oldTerms)...)
 	r.counts().ChunksDeleted += len(o.oldChunks)
-	for _, s := range o.oldSections {
-		b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelSection, ID: s.ID})
+}
+
+// ownedNodes are the chunk, section, element and term nodes a record's node
+// owns, which go with it.
+func ownedNodes(chunks []state.Chunk, sections, elements []sectionNode, terms []termNode) []sink.NodeRef {
+	out := make([]sink.NodeRef, 0, len(chunks)+len(sections)+len(elements)+len(terms))
+	for _, c := range chunks {
+		out = append(out, sink.NodeRef{Label: LabelChunk, ID: c.ID})
 	}
-	for _, e := range o.oldElements {
-		b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelElement, ID: e.ID})
+	for _, s := range sections {
+		out = append(out, sink.NodeRef{Label: LabelSection, ID: s.ID})
 	}
-	for _, t := range o.oldTerms {
-		b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelTerm, ID: t.ID})
+	for _, e := range elements {
+		out = append(out, sink.NodeRef{Label: LabelElement, ID: e.ID})
 	}
+	for _, t := range terms {
+		out = append(out, sink.NodeRef{Label: LabelTerm, ID: t.ID})
+	}
+	return out
 }

@@ -338,18 +338,21 @@ func (p *Pipeline) mandatoryRows(ctx context.Context) ([]MandatoryLink, error) {
 	}
 	var out []MandatoryLink
 	for _, src := range p.Sources {
-		recs, err := p.Store.RecordList(ctx, p.Name, src.Name())
-		if err != nil {
-			return nil, fmt.Errorf("list records: %w", err)
-		}
-		keys := make([]string, 0, len(recs))
-		for k := range recs {
-			table, _, _ := strings.Cut(k, ":")
-			if _, ok := p.Model.mandatory[table]; ok {
+		// Only the mandatory tables' rows are read, not every record.
+		var keys []string
+		err := p.Store.RecordIndex(ctx, p.Name, src.Name(), func(k string, _ state.RecordSummary) {
+			if table, _, _ := strings.Cut(k, ":"); p.Model.mandatory[table] != nil {
 				keys = append(keys, k)
 			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("index records: %w", err)
 		}
 		slices.Sort(keys)
+		recs, err := p.Store.RecordGet(ctx, p.Name, src.Name(), keys)
+		if err != nil {
+			return nil, fmt.Errorf("get records: %w", err)
+		}
 		for _, k := range keys {
 			rp, err := decodeRecordProps(recs[k].Props)
 			if err != nil {

@@ -412,22 +412,11 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		if err != nil {
 			return fmt.Errorf("record %q: list chunks: %w", rec.Key, err)
 		}
-		for _, c := range chunks {
-			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelChunk, ID: c.ID})
-		}
 		sp, err := decodeRecordProps(rec.Props)
 		if err != nil {
 			return fmt.Errorf("record %q: %w", rec.Key, err)
 		}
-		for _, s := range sp.Sections {
-			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelSection, ID: s.ID})
-		}
-		for _, e := range sp.Elements {
-			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelElement, ID: e.ID})
-		}
-		for _, t := range sp.Terms {
-			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelTerm, ID: t.ID})
-		}
+		b.DeleteNodes = append(b.DeleteNodes, ownedNodes(chunks, sp.Sections, sp.Elements, sp.Terms)...)
 		if sp.Mandatory != nil { // its MANDATORY edge goes in the link pass
 			r.docsChanged = true
 			commit.DeleteRecords = append(commit.DeleteRecords, ref)
