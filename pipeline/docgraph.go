@@ -76,7 +76,7 @@ type extRef struct {
 
 // docGraph is the element tree, terms and references of one document.
 type docGraph struct {
-	sections, elements []sectionNode
+	sections, elements []elementNode
 	terms              []termNode
 	xrefs              []xrefEdge
 	ext                []extRef
@@ -96,7 +96,7 @@ func buildDocGraph(docID, docLabel, key string, root *chunker.Element) docGraph 
 	walk = func(e *chunker.Element, path, parentLabel string, level int) {
 		for _, c := range e.Children {
 			id := path + PathSep + c.Address
-			n := sectionNode{ID: id, Kind: string(c.Kind), Address: c.Address, Title: c.Title, Level: level, Parent: path, ParentLabel: parentLabel}
+			n := elementNode{ID: id, Kind: string(c.Kind), Address: c.Address, Title: c.Title, Level: level, Parent: path, ParentLabel: parentLabel}
 			if len(c.Children) > 0 || c.Kind == chunker.KindSection || c.Kind == chunker.KindAnnex {
 				labelOf[id] = LabelSection
 				g.sections = append(g.sections, n)
@@ -199,7 +199,7 @@ func nodeHash(props map[string]any) uint64 {
 	return h
 }
 
-func (s sectionNode) props(docID string) map[string]any {
+func (s elementNode) props(docID string) map[string]any {
 	p := map[string]any{"kind": s.Kind, "address": s.Address, "title": s.Title, "level": int64(s.Level), "document": docID}
 	if s.Text != "" {
 		p["text"] = s.Text
@@ -219,7 +219,7 @@ func (s sectionNode) props(docID string) map[string]any {
 // docGraphOps writes a document's element tree, terms and same-document
 // references, skipping nodes whose content did not change since the stored
 // version (unless force), and deletes what the document no longer has.
-func (r *runner) docGraphOps(b *sink.Batch, o *docOutput, docRef sink.NodeRef, vectors map[uint64][]float32, force bool) {
+func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, docRef sink.NodeRef, vectors map[uint64][]float32, force bool) {
 	// Keyed by label and id: an element that became a section (it gained
 	// sub-clauses) keeps its id but is another node.
 	old := map[sink.NodeRef]uint64{}
@@ -230,7 +230,7 @@ func (r *runner) docGraphOps(b *sink.Batch, o *docOutput, docRef sink.NodeRef, v
 		old[sink.NodeRef{Label: LabelElement, ID: s.ID}] = s.Hash
 	}
 	keep := map[sink.NodeRef]bool{}
-	write := func(label string, nodes []sectionNode) {
+	write := func(label string, nodes []elementNode) {
 		for i := range nodes {
 			s := &nodes[i]
 			props := s.props(o.nodeID)
@@ -304,14 +304,14 @@ func coversOps(b *sink.Batch, chunk sink.NodeRef, elements []string, labelOf fun
 
 // dropDocGraph deletes the chunks, sections, elements and terms a record
 // stored as a node, when it no longer writes a node.
-func (r *runner) dropDocGraph(b *sink.Batch, o *docOutput) {
+func (r *runner) dropDocGraph(b *sink.Batch, o *recordOutput) {
 	b.DeleteNodes = append(b.DeleteNodes, ownedNodes(o.oldChunks, o.oldSections, o.oldElements, o.oldTerms)...)
 	r.counts().ChunksDeleted += len(o.oldChunks)
 }
 
 // ownedNodes are the chunk, section, element and term nodes a record's node
 // owns, which go with it.
-func ownedNodes(chunks []state.Chunk, sections, elements []sectionNode, terms []termNode) []sink.NodeRef {
+func ownedNodes(chunks []state.Chunk, sections, elements []elementNode, terms []termNode) []sink.NodeRef {
 	out := make([]sink.NodeRef, 0, len(chunks)+len(sections)+len(elements)+len(terms))
 	for _, c := range chunks {
 		out = append(out, sink.NodeRef{Label: LabelChunk, ID: c.ID})

@@ -29,7 +29,7 @@ const maxSectionText = 2000
 // docContext is what Expand and Lookup read from state.
 type docContext struct {
 	idx       *corpusIndex
-	nodes     map[string]sectionNode // element and section ids
+	nodes     map[string]elementNode // element and section ids
 	labels    map[string]string
 	children  map[string][]string // section id → its leaf elements, in order
 	refs      map[string][]xrefEdge
@@ -42,7 +42,7 @@ func (p *Pipeline) loadDocContext(ctx context.Context) (*docContext, error) {
 	if err != nil {
 		return nil, err
 	}
-	dc := &docContext{idx: idx, nodes: map[string]sectionNode{}, labels: map[string]string{},
+	dc := &docContext{idx: idx, nodes: map[string]elementNode{}, labels: map[string]string{},
 		children: map[string][]string{}, refs: map[string][]xrefEdge{}, mandatory: map[string][]xrefEdge{}}
 	for _, d := range idx.all {
 		for _, s := range d.props.Sections {

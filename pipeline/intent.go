@@ -15,9 +15,9 @@ import (
 // sees hash 0, rewrites the record from the source whatever its content is
 // by then (even reverted to the stored version), and deletes every node
 // either version had that the source's version no longer has.
-func (r *runner) intent(source string, outs []*docOutput, commit state.Commit) (*state.Commit, error) {
+func (r *runner) intent(source string, outs []*recordOutput, commit state.Commit) (*state.Commit, error) {
 	in := &state.Commit{Pipeline: r.p.Name, ReplaceChunks: map[state.RecordRef][]state.Chunk{}}
-	byKey := map[string]*docOutput{}
+	byKey := map[string]*recordOutput{}
 	for _, o := range outs {
 		byKey[o.it.rec.Key] = o
 	}
@@ -100,10 +100,10 @@ func unionProps(old, cur recordProps) recordProps {
 	return u
 }
 
-func unionNodes(cur, old []sectionNode) []sectionNode {
+func unionNodes(cur, old []elementNode) []elementNode {
 	seen := map[string]bool{}
-	out := make([]sectionNode, 0, len(cur)+len(old))
-	for _, n := range append(append([]sectionNode{}, cur...), old...) {
+	out := make([]elementNode, 0, len(cur)+len(old))
+	for _, n := range append(append([]elementNode{}, cur...), old...) {
 		if !seen[n.ID] {
 			seen[n.ID] = true
 			n.Hash = 0 // rewrite: the graph may hold either version

@@ -368,10 +368,10 @@ func (p *Pipeline) mandatoryRows(ctx context.Context) ([]MandatoryLink, error) {
 
 // lightProps keeps what the link pass needs of a document's props.
 func lightProps(rp recordProps) recordProps {
-	strip := func(ns []sectionNode) []sectionNode {
-		out := make([]sectionNode, len(ns))
+	strip := func(ns []elementNode) []elementNode {
+		out := make([]elementNode, len(ns))
 		for i, n := range ns {
-			out[i] = sectionNode{ID: n.ID, Kind: n.Kind, Address: n.Address, Title: n.Title}
+			out[i] = elementNode{ID: n.ID, Kind: n.Kind, Address: n.Address, Title: n.Title}
 		}
 		return out
 	}

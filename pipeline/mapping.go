@@ -41,12 +41,12 @@ type recordProps struct {
 	// ID is the node's id (NodeID for documents, the record key for rows).
 	ID       string         `json:"id,omitempty"`
 	Node     map[string]any `json:"node"`
-	Sections []sectionNode  `json:"sections,omitempty"`
+	Sections []elementNode  `json:"sections,omitempty"`
 	// Elements are the document's leaf elements, Terms its defined terms,
 	// XRefs its same-document references, Ext its references to other
 	// documents and ExtEdges those resolved (by linkPass), DocIDs the
 	// identifiers other documents cite it by.
-	Elements []sectionNode `json:"elements,omitempty"`
+	Elements []elementNode `json:"elements,omitempty"`
 	Terms    []termNode    `json:"terms,omitempty"`
 	XRefs    []xrefEdge    `json:"xrefs,omitempty"`
 	Ext      []extRef      `json:"ext,omitempty"`
@@ -73,9 +73,9 @@ type linkRef struct {
 	Props    map[string]any `json:"props,omitempty"`
 }
 
-// sectionNode is one node of a document's element tree: a (:Section) for
+// elementNode is one node of a document's element tree: a (:Section) for
 // containers, an (:Element) for leaves.
-type sectionNode struct {
+type elementNode struct {
 	ID          string   `json:"id"`
 	Kind        string   `json:"kind,omitempty"`
 	Address     string   `json:"address"`
@@ -144,14 +144,15 @@ func normalizeJSON(v any) any {
 	return v
 }
 
-// docOutput is one processed document record.
-type docOutput struct {
+// recordOutput is one processed record: its node (or edge, or mandatory
+// link), its document graph and chunks, and what state held of it.
+type recordOutput struct {
 	it item
 	// label is the node's label (the anchor), "" for a link-table row.
 	label    string
 	nodeID   string
 	node     map[string]any
-	sections []sectionNode
+	sections []elementNode
 	chunks   []chunker.Chunk
 	states   []state.Chunk
 	// write marks the chunks (by index) whose nodes must be (re)written.
@@ -160,8 +161,8 @@ type docOutput struct {
 	removed []string
 	// The document graph: elements, terms, references, and their stored
 	// versions; forceAll rewrites every node of the record.
-	elements                     []sectionNode
-	oldSections, oldElements     []sectionNode
+	elements                     []elementNode
+	oldSections, oldElements     []elementNode
 	terms, oldTerms              []termNode
 	xrefs, oldXRefs, oldExtEdges []xrefEdge
 	ext                          []extRef
@@ -196,7 +197,7 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 	if err := r.loadStored(ctx, source, items); err != nil {
 		return err
 	}
-	outs := make([]*docOutput, 0, len(items))
+	outs := make([]*recordOutput, 0, len(items))
 	for _, it := range items {
 		out, err := r.mapRecord(ctx, it)
 		if err != nil {
@@ -254,9 +255,9 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 
 // mapRecord turns a record into its node, sections and chunks, and decides
 // which chunks must be written.
-func (r *runner) mapRecord(ctx context.Context, it item) (*docOutput, error) {
+func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) {
 	rec := it.rec
-	out := &docOutput{it: it, label: rec.Anchor, vecTexts: map[string]string{}}
+	out := &recordOutput{it: it, label: rec.Anchor, vecTexts: map[string]string{}}
 	attrs := rec.Attributes
 	var embeds map[string]string
 	if rec.Document != nil {
@@ -439,7 +440,7 @@ func chunkProps(c chunker.Chunk, docID, next string, position int) map[string]an
 }
 
 // embedChunks embeds (or takes from the cache) the texts of the chunks to write.
-func (r *runner) embedChunks(ctx context.Context, outs []*docOutput) (map[uint64][]float32, error) {
+func (r *runner) embedChunks(ctx context.Context, outs []*recordOutput) (map[uint64][]float32, error) {
 	var texts []string
 	for _, o := range outs {
 		texts = append(texts, o.embedTexts()...)
@@ -465,7 +466,7 @@ func (r *runner) embedChunks(ctx context.Context, outs []*docOutput) (map[uint64
 // embedTexts are the texts a record's write needs vectors for: its written
 // chunks (context line and text), its short embeddable attributes, and its
 // terms' definitions. Vectors are looked up by diff.TextHash of each.
-func (o *docOutput) embedTexts() []string {
+func (o *recordOutput) embedTexts() []string {
 	var texts []string
 	for i, c := range o.chunks {
 		if o.write[i] {
@@ -483,7 +484,7 @@ func (o *docOutput) embedTexts() []string {
 
 // buildBatch turns processed documents into graph operations and the state
 // commit that follows their acknowledgement.
-func (r *runner) buildBatch(source string, outs []*docOutput, vectors map[uint64][]float32) (*sink.Batch, state.Commit) {
+func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uint64][]float32) (*sink.Batch, state.Commit) {
 	b := &sink.Batch{}
 	commit := state.Commit{Pipeline: r.p.Name, ReplaceChunks: map[state.RecordRef][]state.Chunk{}}
 	for _, o := range outs {

@@ -39,7 +39,7 @@ func (r *runner) rebuild(ctx context.Context) error {
 }
 
 func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.Record) error {
-	outs := make([]*docOutput, 0, len(recs))
+	outs := make([]*recordOutput, 0, len(recs))
 	for _, rec := range recs {
 		r.counts().RecordsRead++
 		r.counts().RecordsUnchanged++
@@ -51,7 +51,7 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 		if err != nil {
 			return fmt.Errorf("record %q: list chunks: %w", rec.Key, err)
 		}
-		o := &docOutput{
+		o := &recordOutput{
 			it:        item{source: source, rec: sources.Record{Key: rec.Key, Anchor: rec.Anchor}, hash: rec.Hash},
 			label:     rec.Anchor,
 			nodeID:    nodeIDOf(source, rec.Key, rp),
