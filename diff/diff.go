@@ -10,10 +10,12 @@
 package diff
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -242,4 +244,55 @@ func Classify(found bool, storedHash, storedFingerprint, hash, fingerprint uint6
 	default:
 		return ClassUnchanged, ReasonNone
 	}
+}
+
+// Record is what a record's content hash covers (a sources.Record, without
+// this package depending on sources).
+type Record struct {
+	Key, Anchor string
+	Attributes  map[string]any
+	Links       []Link
+	// Document is nil for a record without a document.
+	Document *Document
+}
+
+// Link is one link of a Record.
+type Link struct {
+	Type, ToAnchor, ToKey string
+	Props                 map[string]any
+}
+
+// Document is a Record's document.
+type Document struct {
+	Format  string
+	Content []byte
+}
+
+// RecordHash is the content hash of a record: key, anchor, attributes,
+// links (sorted by type, target anchor and key, so the source's order does
+// not matter) and document format and bytes, in the canonical encoding.
+// Errors name the attribute or link value that cannot be encoded.
+func RecordHash(r Record) (uint64, error) {
+	e := NewEncoder()
+	e.String(r.Key).String(r.Anchor)
+	if err := e.Value(r.Attributes); err != nil {
+		return 0, err
+	}
+	links := slices.Clone(r.Links)
+	slices.SortStableFunc(links, func(a, b Link) int {
+		return cmp.Or(strings.Compare(a.Type, b.Type), strings.Compare(a.ToAnchor, b.ToAnchor), strings.Compare(a.ToKey, b.ToKey))
+	})
+	list := make([]any, len(links))
+	for i, l := range links {
+		list[i] = []any{l.Type, l.ToAnchor, l.ToKey, l.Props}
+	}
+	if err := e.Value(list); err != nil {
+		return 0, fmt.Errorf("links: %w", err)
+	}
+	if r.Document != nil {
+		e.String(r.Document.Format).RawBytes(r.Document.Content)
+	} else {
+		e.buf = append(e.buf, tagNil)
+	}
+	return e.Sum(), nil
 }

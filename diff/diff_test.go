@@ -132,3 +132,27 @@ func mustHash(t *testing.T, v any) uint64 {
 	require.NoError(t, err)
 	return h
 }
+
+func TestRecordHash(t *testing.T) {
+	t.Parallel()
+	base := diff.Record{Key: "hs:0101", Anchor: "hs", Attributes: map[string]any{"description": "Horses"},
+		Links: []diff.Link{{Type: "PARENT", ToAnchor: "hs", ToKey: "hs:01"}, {Type: "GUIDE", ToAnchor: "guides", ToKey: "guides:1"}}}
+	h := recordHashOf(t, base)
+	swapped := base
+	swapped.Links = []diff.Link{base.Links[1], base.Links[0]}
+	require.Equal(t, h, recordHashOf(t, swapped), "the source's link order does not matter")
+	for name, r := range map[string]diff.Record{
+		"key":      {Key: "hs:0102", Anchor: base.Anchor, Attributes: base.Attributes, Links: base.Links},
+		"link":     {Key: base.Key, Anchor: base.Anchor, Attributes: base.Attributes, Links: base.Links[:1]},
+		"document": {Key: base.Key, Anchor: base.Anchor, Attributes: base.Attributes, Links: base.Links, Document: &diff.Document{Format: "txt"}},
+	} {
+		require.NotEqual(t, h, recordHashOf(t, r), name)
+	}
+}
+
+func recordHashOf(t *testing.T, r diff.Record) uint64 {
+	t.Helper()
+	h, err := diff.RecordHash(r)
+	require.NoError(t, err)
+	return h
+}

@@ -7,7 +7,6 @@ import (
 	"iter"
 	"log/slog"
 	"slices"
-	"strings"
 
 	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/embed"
@@ -306,7 +305,7 @@ func (r *runner) deleteStored(ctx context.Context, source string, keys []string)
 }
 
 func (r *runner) classify(source string, rec sources.Record, stored *recordIndex) (item, error) {
-	h, err := RecordHash(rec)
+	h, err := recordHash(rec)
 	if err != nil {
 		return item{}, fmt.Errorf("record %q: hash: %w", rec.Key, err)
 	}
@@ -322,31 +321,16 @@ func (r *runner) classify(source string, rec sources.Record, stored *recordIndex
 	return it, nil
 }
 
-// RecordHash is the content hash of a record: key, anchor, attributes,
-// links (sorted) and document bytes in the canonical encoding.
-func RecordHash(rec sources.Record) (uint64, error) {
-	e := diff.NewEncoder()
-	e.String(rec.Key).String(rec.Anchor)
-	if err := e.Value(rec.Attributes); err != nil {
-		return 0, err
-	}
-	links := make([]any, 0, len(rec.Links))
+// recordHash is a record's content hash (diff.RecordHash).
+func recordHash(rec sources.Record) (uint64, error) {
+	d := diff.Record{Key: rec.Key, Anchor: rec.Anchor, Attributes: rec.Attributes}
 	for _, l := range rec.Links {
-		links = append(links, []any{l.Type, l.ToAnchor, l.ToKey, l.Props})
-	}
-	slices.SortStableFunc(links, func(a, b any) int {
-		x, y := a.([]any), b.([]any)
-		return strings.Compare(x[0].(string)+"\x00"+x[1].(string)+"\x00"+x[2].(string), y[0].(string)+"\x00"+y[1].(string)+"\x00"+y[2].(string))
-	})
-	if err := e.Value(links); err != nil {
-		return 0, fmt.Errorf("links: %w", err)
+		d.Links = append(d.Links, diff.Link{Type: l.Type, ToAnchor: l.ToAnchor, ToKey: l.ToKey, Props: l.Props})
 	}
 	if rec.Document != nil {
-		e.String(rec.Document.Format).RawBytes(rec.Document.Content)
-	} else {
-		e.Value(nil) //nolint:errcheck // nil always encodes
+		d.Document = &diff.Document{Format: rec.Document.Format, Content: rec.Document.Content}
 	}
-	return e.Sum(), nil
+	return diff.RecordHash(d)
 }
 
 // deleteMissing deletes records that were in state but not in the complete
