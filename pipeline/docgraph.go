@@ -219,7 +219,7 @@ func (s elementNode) props(docID string) map[string]any {
 // docGraphOps writes a document's element tree, terms and same-document
 // references, skipping nodes whose content did not change since the stored
 // version (unless force), and deletes what the document no longer has.
-func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, docRef sink.NodeRef, vectors map[uint64][]float32, force bool) {
+func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, vectors map[uint64][]float32, force bool) {
 	// Keyed by label and id: an element that became a section (it gained
 	// sub-clauses) keeps its id but is another node.
 	old := map[sink.NodeRef]uint64{}
@@ -286,7 +286,6 @@ func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, docRef sink.NodeRef
 			b.DeleteEdges = append(b.DeleteEdges, e.ref())
 		}
 	}
-	_ = docRef
 }
 
 // coversOps links a written chunk to the elements it covers.

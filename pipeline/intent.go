@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/state"
 )
 
@@ -94,7 +93,7 @@ func unionProps(old, cur recordProps) recordProps {
 			u.Vectors = append(u.Vectors, v)
 		}
 	}
-	if old.Edge != nil && (cur.Edge == nil || *old.Edge.refPtr() != *cur.Edge.refPtr()) {
+	if old.Edge != nil && (cur.Edge == nil || old.Edge.ref() != cur.Edge.ref()) {
 		u.PrevEdge = old.Edge
 	}
 	return u
@@ -111,9 +110,4 @@ func unionNodes(cur, old []elementNode) []elementNode {
 		}
 	}
 	return out
-}
-
-func (e *edgeRef) refPtr() *sink.EdgeRef {
-	r := e.ref()
-	return &r
 }

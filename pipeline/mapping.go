@@ -547,7 +547,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		docRef := sink.NodeRef{Label: o.label, ID: o.nodeID}
 		r.linkOps(b, docRef, o.links, o.oldLinks)
 		if o.it.rec.Document != nil || len(o.sections)+len(o.elements) > 0 {
-			r.docGraphOps(b, o, docRef, vectors, o.forceAll)
+			r.docGraphOps(b, o, vectors, o.forceAll)
 			r.docsChanged = true
 		}
 		labels := map[string]string{}
@@ -597,12 +597,12 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 // now links other nodes. Both ends are MERGEd (as stubs when their records
 // come later), so the edge never depends on page order.
 func (r *runner) edgeOps(b *sink.Batch, e, old, prev *edgeRef) {
-	if prev != nil && *prev.refPtr() != *e.refPtr() {
-		b.DeleteEdges = append(b.DeleteEdges, prev.ref())
-	}
-	if old != nil && (old.Type != e.Type || old.FromLabel != e.FromLabel || old.FromID != e.FromID ||
-		old.ToLabel != e.ToLabel || old.ToID != e.ToID) {
-		b.DeleteEdges = append(b.DeleteEdges, old.ref())
+	for _, o := range []*edgeRef{prev, old} {
+		if o != nil && o.ref() != e.ref() {
+			b.DeleteEdges = append(b.DeleteEdges, o.ref())
+			// Its ends may be placeholders nothing needs now.
+			b.DeleteOrphans = append(b.DeleteOrphans, sink.NodeRef{Label: o.FromLabel, ID: o.FromID}, sink.NodeRef{Label: o.ToLabel, ID: o.ToID})
+		}
 	}
 	from, to := sink.NodeRef{Label: e.FromLabel, ID: e.FromID}, sink.NodeRef{Label: e.ToLabel, ID: e.ToID}
 	b.NodeUpserts = append(b.NodeUpserts, placeholder(from), placeholder(to))
