@@ -19,11 +19,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-
-	"github.com/kgsync/kgsync/internal/corpus"
 	"go.uber.org/goleak"
 
 	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/internal/corpus"
+	"github.com/kgsync/kgsync/internal/testlog"
 	"github.com/kgsync/kgsync/state"
 	"github.com/kgsync/kgsync/state/sqlite"
 )
@@ -82,27 +82,9 @@ type testBundle struct {
 	clock  *fakeClock
 	reg    *prometheus.Registry
 	srv    *httptest.Server
-	logs   *syncBuffer
+	logs   *testlog.Buffer
 	cancel context.CancelFunc
 	done   chan error
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type setupOpts struct {
@@ -132,7 +114,7 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 		runner: &fakeRunner{store: store, calls: make(chan call, 1000), block: o.block},
 		clock:  newFakeClock(time.Date(2026, 3, 2, 9, 58, 0, 0, time.UTC)),
 		reg:    prometheus.NewRegistry(),
-		logs:   &syncBuffer{},
+		logs:   &testlog.Buffer{},
 		done:   make(chan error, 1),
 	}
 	b.d, err = New(Options{

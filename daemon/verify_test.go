@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/internal/testlog"
 	"github.com/kgsync/kgsync/state"
 	"github.com/kgsync/kgsync/state/sqlite"
 )
@@ -26,14 +27,14 @@ type verified struct {
 // startVerify runs a daemon whose Verify answers from answers (by
 // pipeline, one answer per call, the last repeated) and reports each
 // finished verify on the returned channel.
-func startVerify(t *testing.T, interval time.Duration, answers map[string][]verified) (*Daemon, *fakeClock, *prometheus.Registry, *syncBuffer, chan verified) {
+func startVerify(t *testing.T, interval time.Duration, answers map[string][]verified) (*Daemon, *fakeClock, *prometheus.Registry, *testlog.Buffer, chan verified) {
 	t.Helper()
 	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
 	clock := newFakeClock(time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC))
 	reg := prometheus.NewRegistry()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	calls := map[string]int{}
 	d, err := New(Options{
 		Config: &config.Config{

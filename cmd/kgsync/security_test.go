@@ -12,12 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kgsync/kgsync/internal/testlog"
 	"github.com/kgsync/kgsync/sink"
 )
 
@@ -288,7 +288,7 @@ func runDaemonBriefly(t *testing.T, cfg string) string {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb syncWriter
+	var out, errb testlog.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"daemon", "--config", cfg, "--listen", addr, "--log-level", "debug"}, &out, &errb)
@@ -341,22 +341,4 @@ func runDaemonBriefly(t *testing.T, cfg string) string {
 	s := served.String()
 	require.Contains(t, s, "kgsync_runs_total", "metrics were served")
 	return s + out.String() + errb.String()
-}
-
-// syncWriter is a strings.Builder safe for concurrent writes.
-type syncWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
