@@ -46,13 +46,8 @@ func migrationVersions(t *testing.T, schema string) []int64 {
 	rows, err := pgtest.Connect(t).Query(context.Background(),
 		`SELECT version FROM `+schema+`.schema_migrations ORDER BY version`)
 	require.NoError(t, err)
-	var out []int64
-	for rows.Next() {
-		var v int64
-		require.NoError(t, rows.Scan(&v))
-		out = append(out, v)
-	}
-	require.NoError(t, rows.Err())
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
 	return out
 }
 
@@ -143,13 +138,8 @@ func lockHolders(t *testing.T, schema, pipeline string) []int32 {
 		`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
 		 AND classid::bigint = $1 AND objid::bigint = $2`, int64(key>>32), int64(key&0xffffffff))
 	require.NoError(t, err)
-	var pids []int32
-	for rows.Next() {
-		var pid int32
-		require.NoError(t, rows.Scan(&pid))
-		pids = append(pids, pid)
-	}
-	require.NoError(t, rows.Err())
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	require.NoError(t, err)
 	return pids
 }
 

@@ -127,27 +127,35 @@ func (s *Store) RunList(ctx context.Context, pipeline string, limit int) ([]stat
 // RecordList returns the records of pipeline's source by key (an empty map
 // when there are none).
 func (s *Store) RecordList(ctx context.Context, pipeline, source string) (map[string]state.Record, error) {
+	out := map[string]state.Record{}
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT "key", hash, fingerprint, anchor, props FROM records WHERE pipeline = ? AND source = ?`,
-		pipeline, source)
+		`SELECT `+recordColumns+` FROM records WHERE pipeline = ? AND source = ?`, pipeline, source)
+	if err == nil {
+		err = readRecords(rows, pipeline, source, out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list records of %q source %q: %w", pipeline, source, err)
 	}
+	return out, nil
+}
+
+// recordColumns are the columns readRecords scans, in its order.
+const recordColumns = `"key", hash, fingerprint, anchor, props`
+
+// readRecords adds the rows of a records query selecting recordColumns to
+// out by key, and closes rows.
+func readRecords(rows *sql.Rows, pipeline, source string, out map[string]state.Record) error {
 	defer rows.Close()
-	out := map[string]state.Record{}
 	for rows.Next() {
 		r := state.Record{Pipeline: pipeline, Source: source}
 		var hash, fp int64
 		if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props); err != nil {
-			return nil, fmt.Errorf("list records of %q source %q: %w", pipeline, source, err)
+			return err
 		}
 		r.Hash, r.Fingerprint = uint64(hash), uint64(fp)
 		out[r.Key] = r
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list records of %q source %q: %w", pipeline, source, err)
-	}
-	return out, nil
+	return rows.Err()
 }
 
 // RecordIndex calls fn with the key, hash and fingerprint of every stored
@@ -183,24 +191,12 @@ func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []s
 		for _, k := range part {
 			args = append(args, k)
 		}
-		q := `SELECT "key", hash, fingerprint, anchor, props FROM records WHERE pipeline = ? AND source = ? AND "key" IN (?` +
+		q := `SELECT ` + recordColumns + ` FROM records WHERE pipeline = ? AND source = ? AND "key" IN (?` +
 			strings.Repeat(",?", len(part)-1) + `)`
 		rows, err := s.db.QueryContext(ctx, q, args...)
-		if err != nil {
-			return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
+		if err == nil {
+			err = readRecords(rows, pipeline, source, out)
 		}
-		for rows.Next() {
-			r := state.Record{Pipeline: pipeline, Source: source}
-			var hash, fp int64
-			if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
-			}
-			r.Hash, r.Fingerprint = uint64(hash), uint64(fp)
-			out[r.Key] = r
-		}
-		err = rows.Err()
-		rows.Close()
 		if err != nil {
 			return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
 		}
