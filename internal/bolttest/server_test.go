@@ -28,6 +28,15 @@ func newDriver(t *testing.T, s *Server, auth neo4j.AuthToken, opts ...func(*conf
 	return d
 }
 
+// newSession opens a driver on s without auth and a session on it; both
+// are closed when the test ends (the session first).
+func newSession(t *testing.T, s *Server, opts ...func(*config.Config)) neo4j.SessionWithContext {
+	t.Helper()
+	sess := newDriver(t, s, neo4j.NoAuth(), opts...).NewSession(context.Background(), neo4j.SessionConfig{})
+	t.Cleanup(func() { require.NoError(t, sess.Close(context.Background())) })
+	return sess
+}
+
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
@@ -81,9 +90,7 @@ func TestRequireAuth(t *testing.T) {
 func TestAutoCommitDDL(t *testing.T) {
 	ctx := testCtx(t)
 	s := Start(t)
-	d := newDriver(t, s, neo4j.NoAuth())
-	sess := d.NewSession(ctx, neo4j.SessionConfig{})
-	defer sess.Close(ctx)
+	sess := newSession(t, s)
 
 	res, err := sess.Run(ctx, "CREATE INDEX ON :Chunk(id)", nil)
 	require.NoError(t, err)
@@ -110,9 +117,7 @@ func TestAutoCommitDDL(t *testing.T) {
 func TestExecuteWriteParams(t *testing.T) {
 	ctx := testCtx(t)
 	s := Start(t)
-	d := newDriver(t, s, neo4j.NoAuth())
-	sess := d.NewSession(ctx, neo4j.SessionConfig{})
-	defer sess.Close(ctx)
+	sess := newSession(t, s)
 
 	const dim = 1536
 	const rows = 8 // 8 × 1536 floats × 9 bytes ≈ 110 KB: the RUN spans two chunks
@@ -200,9 +205,7 @@ func TestRespondRows(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	d := newDriver(t, s, neo4j.NoAuth())
-	sess := d.NewSession(ctx, neo4j.SessionConfig{})
-	defer sess.Close(ctx)
+	sess := newSession(t, s)
 
 	res, err := sess.Run(ctx, "SHOW INDEX INFO", nil)
 	require.NoError(t, err)
@@ -257,9 +260,7 @@ func TestTransientRetried(t *testing.T) {
 	// The driver sleeps about 2 s (1 s doubled, ±20 %) before its first
 	// retry and has no option to shorten it: keep this to one retry.
 	s.FailNext(1, func(text string) bool { return strings.Contains(text, "MERGE") }, Conflict())
-	d := newDriver(t, s, neo4j.NoAuth())
-	sess := d.NewSession(ctx, neo4j.SessionConfig{})
-	defer sess.Close(ctx)
+	sess := newSession(t, s)
 
 	attempts := 0
 	_, err := sess.ExecuteWrite(ctx, func(tx neo4j.ManagedTransaction) (any, error) {
@@ -290,9 +291,7 @@ func TestClientErrorNotRetried(t *testing.T) {
 	s := Start(t)
 	const msg = "Index manipulation is not allowed in multicommand transactions."
 	s.FailNext(1, func(text string) bool { return strings.HasPrefix(text, "CREATE INDEX") }, Failure{Code: CodeClient, Message: msg})
-	d := newDriver(t, s, neo4j.NoAuth())
-	sess := d.NewSession(ctx, neo4j.SessionConfig{})
-	defer sess.Close(ctx)
+	sess := newSession(t, s)
 
 	attempts := 0
 	_, err := sess.ExecuteWrite(ctx, func(tx neo4j.ManagedTransaction) (any, error) {
@@ -360,9 +359,7 @@ func TestDrop(t *testing.T) {
 func TestRollbackAndExplicitTx(t *testing.T) {
 	ctx := testCtx(t)
 	s := Start(t)
-	d := newDriver(t, s, neo4j.NoAuth())
-	sess := d.NewSession(ctx, neo4j.SessionConfig{})
-	defer sess.Close(ctx)
+	sess := newSession(t, s)
 
 	tx, err := sess.BeginTransaction(ctx, neo4j.WithTxTimeout(3*time.Second), neo4j.WithTxMetadata(map[string]any{"run": "r1"}))
 	require.NoError(t, err)
@@ -402,9 +399,7 @@ func TestCommitFailureNoRetryTime(t *testing.T) {
 		Code: CodeTransient, Message: "Unable to commit", OnCommit: true,
 	})
 	// MaxTransactionRetryTime 0 turns the driver's retries off: fast.
-	d := newDriver(t, s, neo4j.NoAuth(), func(c *config.Config) { c.MaxTransactionRetryTime = 0 })
-	sess := d.NewSession(ctx, neo4j.SessionConfig{})
-	defer sess.Close(ctx)
+	sess := newSession(t, s, func(c *config.Config) { c.MaxTransactionRetryTime = 0 })
 
 	start := time.Now()
 	_, err := sess.ExecuteWrite(ctx, func(tx neo4j.ManagedTransaction) (any, error) {
@@ -431,9 +426,7 @@ func TestAutoCommitFailsAtEnd(t *testing.T) {
 	ctx := testCtx(t)
 	s := Start(t)
 	s.FailNext(1, nil, Failure{Code: CodeClient, Message: "Unable to commit due to unique constraint violation on :Doc(id)", OnCommit: true})
-	d := newDriver(t, s, neo4j.NoAuth())
-	sess := d.NewSession(ctx, neo4j.SessionConfig{})
-	defer sess.Close(ctx)
+	sess := newSession(t, s)
 
 	res, err := sess.Run(ctx, "CREATE (:Doc {id: 1})", nil)
 	require.NoError(t, err) // RUN succeeded; the auto-commit fails at the end of PULL
@@ -449,9 +442,7 @@ func TestAutoCommitFailsAtEnd(t *testing.T) {
 func TestStructParams(t *testing.T) {
 	ctx := testCtx(t)
 	s := Start(t)
-	d := newDriver(t, s, neo4j.NoAuth())
-	sess := d.NewSession(ctx, neo4j.SessionConfig{})
-	defer sess.Close(ctx)
+	sess := newSession(t, s)
 
 	when := time.Date(2024, 5, 6, 7, 8, 9, 10, time.UTC)
 	res, err := sess.Run(ctx, "CREATE (:P {loc: $p, at: $t})", map[string]any{
