@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -482,14 +483,9 @@ func TestDuplicateKeyAcrossPages(t *testing.T) {
 // exactly one second before retrying (recorded, not slept).
 func TestRetryAfterHonoured(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	calls := 0
+	var calls atomic.Int32
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		calls++
-		n := calls
-		mu.Unlock()
-		if n == 1 {
+		if calls.Add(1) == 1 {
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
@@ -582,13 +578,9 @@ func TestHTMLErrorPage200(t *testing.T) {
 // with an error naming the endpoint.
 func TestMaxPages(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	requests := 0
+	var requests atomic.Int32
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		requests++
-		n := requests
-		mu.Unlock()
+		n := int(requests.Add(1))
 		writeJSON(w, map[string]any{"data": []any{ticket(n, "x")}, "next": fmt.Sprintf("c%d", n)})
 	})
 	b := setup(t, Config{URL: srv.URL + "/tickets", Records: ".data[]", Key: ".id", Anchor: "ticket",
@@ -596,9 +588,7 @@ func TestMaxPages(t *testing.T) {
 	pages, err := readAll(t, b.src, "")
 	require.EqualError(t, err, "endpoint GET "+srv.URL+"/tickets: more than 5 pages (max_pages); raise max_pages or check the pagination settings")
 	require.Len(t, pages, 5)
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, 5, requests)
+	require.EqualValues(t, 5, requests.Load())
 }
 
 // TestNextURLOtherHostRefused: credentials are not sent to another origin.
@@ -787,12 +777,9 @@ func TestMaxMark(t *testing.T) {
 // listing without further requests.
 func TestStopRangingEarly(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	requests := 0
+	var requests atomic.Int32
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		requests++
-		mu.Unlock()
+		requests.Add(1)
 		writeJSON(w, map[string]any{"data": []any{ticket(atoi(r.URL.Query().Get("page"), 1), "x")}})
 	})
 	b := setup(t, Config{URL: srv.URL + "/t", Records: ".data[]", Key: ".id", Anchor: "ticket",
@@ -804,9 +791,7 @@ func TestStopRangingEarly(t *testing.T) {
 		require.Len(t, p.Records, 1)
 		break
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, 1, requests)
+	require.EqualValues(t, 1, requests.Load())
 }
 
 // TestFastPathMatchesGojq: the direct evaluation of simple paths gives the
