@@ -46,3 +46,18 @@ func ReadMigrations(fsys fs.FS, pattern string) ([]Migration, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	return out, nil
 }
+
+// Pending returns the migrations of ms (ordered by version, as
+// ReadMigrations gives them) above applied, the highest version a database
+// records. A database at a version above the last of ms was migrated by a
+// newer build; that is an error naming both versions, and nothing is
+// pending.
+func Pending(ms []Migration, applied int64) ([]Migration, error) {
+	if len(ms) > 0 {
+		if last := ms[len(ms)-1].Version; applied > last {
+			return nil, fmt.Errorf("at version %d, newer than this build's %d", applied, last)
+		}
+	}
+	i := sort.Search(len(ms), func(i int) bool { return ms[i].Version > applied })
+	return ms[i:], nil
+}

@@ -52,13 +52,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&applied); err != nil {
 		return fmt.Errorf("migrate schema %q: read schema_migrations: %w", schema, err)
 	}
-	if last := ms[len(ms)-1].Version; applied > last {
-		return fmt.Errorf("migrate: schema %q is at version %d, newer than this build's %d", schema, applied, last)
+	pending, err := state.Pending(ms, applied)
+	if err != nil {
+		return fmt.Errorf("migrate: schema %q is %w", schema, err)
 	}
-	for _, m := range ms {
-		if m.Version <= applied {
-			continue
-		}
+	for _, m := range pending {
 		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			return fmt.Errorf("migrate schema %q: apply %s: %w", schema, m.Name, err)
 		}

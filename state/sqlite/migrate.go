@@ -44,13 +44,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&applied); err != nil {
 		return fmt.Errorf("migrate: read schema_migrations: %w", err)
 	}
-	if last := ms[len(ms)-1].Version; applied > last {
-		return fmt.Errorf("migrate: database %s is at version %d, newer than this build's %d", s.path, applied, last)
+	pending, err := state.Pending(ms, applied)
+	if err != nil {
+		return fmt.Errorf("migrate: database %s is %w", s.path, err)
 	}
-	for _, m := range ms {
-		if m.Version <= applied {
-			continue
-		}
+	for _, m := range pending {
 		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 			return fmt.Errorf("migrate: apply %s: %w", m.Name, err)
 		}

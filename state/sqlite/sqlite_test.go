@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
@@ -114,6 +115,24 @@ func TestMigrateConcurrentHandles(t *testing.T) {
 		s := <-stores
 		t.Cleanup(func() { require.NoError(t, s.Close()) })
 	}
+}
+
+// TestMigrateRefusesNewerDatabase: a database a newer build migrated is not
+// touched; the error names the file and both versions.
+func TestMigrateRefusesNewerDatabase(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := sqlite.Open(context.Background(), path)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (999, 0)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	_, err = sqlite.Open(context.Background(), path)
+	require.ErrorContains(t, err, "migrate: database "+path+" is at version 999, newer than this build's ")
 }
 
 func BenchmarkCommit1000(b *testing.B) {
