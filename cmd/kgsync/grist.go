@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/sources/grist"
 )
 
 func newGristCmd(g *globals) *cobra.Command {
@@ -352,8 +353,8 @@ func (c *gristAdmin) call(ctx context.Context, method, path string, body, out an
 	return nil
 }
 
-// userTables lists the document's tables without summary tables and
-// without _grist* and GristHidden_* tables, as the Grist source reads them.
+// userTables lists the document's user tables (grist.UserTable), the ones
+// the Grist source reads when no tables are configured.
 func (c *gristAdmin) userTables(ctx context.Context) ([]string, error) {
 	var tl struct {
 		Tables []struct {
@@ -368,7 +369,7 @@ func (c *gristAdmin) userTables(ctx context.Context) ([]string, error) {
 	}
 	var ids []string
 	for _, t := range tl.Tables {
-		if t.Fields.SummarySourceTable == 0 && !strings.HasPrefix(t.ID, "_grist") && !strings.HasPrefix(t.ID, "GristHidden_") {
+		if grist.UserTable(t.ID, t.Fields.SummarySourceTable) {
 			ids = append(ids, t.ID)
 		}
 	}

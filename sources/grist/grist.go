@@ -415,6 +415,15 @@ func (s *Source) current(id string) string {
 	return id
 }
 
+// UserTable reports whether a table of GET /docs/{docId}/tables (its id
+// and fields.summarySourceTable) holds user data: not a summary table
+// (summarySourceTable != 0, grist-api.md §2 "Tables and columns"), not a metadata table
+// (_grist*) and not a hidden helper table (GristHidden_*). A source with no
+// tables configured reads exactly these.
+func UserTable(id string, summarySourceTable int64) bool {
+	return summarySourceTable == 0 && !strings.HasPrefix(id, "_grist") && !strings.HasPrefix(id, "GristHidden_")
+}
+
 // schema reads /tables and the columns of every selected table.
 func (s *Source) schema(ctx context.Context) ([]*table, error) {
 	var tl struct {
@@ -432,8 +441,7 @@ func (s *Source) schema(ctx context.Context) ([]*table, error) {
 	var ids []string
 	for _, t := range tl.Tables {
 		exists[t.ID] = true
-		if len(s.cfg.Tables) == 0 && t.Fields.SummarySourceTable == 0 &&
-			!strings.HasPrefix(t.ID, "_grist") && !strings.HasPrefix(t.ID, "GristHidden_") {
+		if len(s.cfg.Tables) == 0 && UserTable(t.ID, t.Fields.SummarySourceTable) {
 			ids = append(ids, t.ID)
 		}
 	}

@@ -481,3 +481,14 @@ func TestRemovedColumnFullListing(t *testing.T) {
 	require.Len(t, l2.records, 19)
 	require.NotContains(t, l2.records["Guides:1"].Attributes, "image")
 }
+
+// TestUserTable: the tables a source with no configured tables reads, and
+// webhooks install covers: not summary, metadata or hidden helper tables.
+func TestUserTable(t *testing.T) {
+	t.Parallel()
+	require.True(t, grist.UserTable("Rules", 0))
+	require.True(t, grist.UserTable("grist_notes", 0)) // only the _grist prefix is metadata
+	require.False(t, grist.UserTable("Rules_summary_Section", 3))
+	require.False(t, grist.UserTable("_grist_Tables", 0))
+	require.False(t, grist.UserTable("GristHidden_Import", 0))
+}
