@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -94,7 +92,11 @@ func runGristWebhooksInstall(ctx context.Context, g *globals, name, publicURL st
 			continue
 		}
 		found = true
-		c := newGristAdmin(sc.Grist)
+		c, err := newGristAdmin(sc.Grist)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("source %q: %w", sc.Name, err))
+			continue
+		}
 		rs, err := installWebhooks(ctx, c, webhookSpec{
 			Pipeline: pc.Name, Source: sc.Name, Tables: sc.Grist.Tables, Base: base,
 			Authorization: "Bearer " + cfg.Daemon.WebhookSecret,
@@ -212,7 +214,7 @@ func installWebhooks(ctx context.Context, c *gristAdmin, spec webhookSpec) ([]we
 	tables := spec.Tables
 	if len(tables) == 0 {
 		var err error
-		if tables, err = c.userTables(ctx); err != nil {
+		if tables, err = c.UserTables(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -277,111 +279,27 @@ type gristWebhook struct {
 	Fields hookFields `json:"fields"`
 }
 
-// gristAdmin calls the document endpoints install needs, with the
-// source's API key.
+// gristAdmin manages a document's webhooks through grist.Admin, with the
+// source's server, document and API key.
 type gristAdmin struct {
-	base string // .../api/docs/{docId}
-	doc  string
-	key  string
-	hc   *http.Client
+	*grist.Admin
+	doc string
 }
 
-func newGristAdmin(c *config.GristSource) *gristAdmin {
-	base := strings.TrimRight(c.Server, "/")
-	if !strings.HasSuffix(base, "/api") {
-		base += "/api"
-	}
-	return &gristAdmin{base: base + "/docs/" + url.PathEscape(c.DocID), doc: c.DocID, key: c.APIKey,
-		hc: &http.Client{Timeout: 60 * time.Second}}
-}
-
-// call sends body (JSON, when not nil) and decodes a 200 answer into out.
-// Other answers become errors naming the call and Grist's message, with
-// the API key redacted.
-func (c *gristAdmin) call(ctx context.Context, method, path string, body, out any) error {
-	op := method + " " + path
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("grist document %s: %s: encode body: %w", c.doc, op, err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+func newGristAdmin(c *config.GristSource) (*gristAdmin, error) {
+	a, err := grist.NewAdmin(grist.Config{Server: c.Server, DocID: c.DocID, APIKey: c.APIKey,
+		HTTPClient: &http.Client{Timeout: 60 * time.Second}})
 	if err != nil {
-		return fmt.Errorf("grist document %s: %s: %w", c.doc, op, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("grist document %s: %s: %w", c.doc, op, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("grist document %s: %s: read answer: %w", c.doc, op, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		msg := strings.TrimSpace(string(b))
-		var e struct {
-			Error   string `json:"error"`
-			Details struct {
-				UserError string `json:"userError"`
-			} `json:"details"`
-		}
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			msg = e.Error
-			if e.Details.UserError != "" {
-				msg += ": " + e.Details.UserError
-			}
-		}
-		if c.key != "" {
-			msg = strings.ReplaceAll(msg, c.key, "<redacted>")
-		}
-		return fmt.Errorf("grist document %s: %s: %s: %s", c.doc, op, resp.Status, msg)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			return fmt.Errorf("grist document %s: %s: decode answer: %w", c.doc, op, err)
-		}
-	}
-	return nil
-}
-
-// userTables lists the document's user tables (grist.UserTable), the ones
-// the Grist source reads when no tables are configured.
-func (c *gristAdmin) userTables(ctx context.Context) ([]string, error) {
-	var tl struct {
-		Tables []struct {
-			ID     string `json:"id"`
-			Fields struct {
-				SummarySourceTable int64 `json:"summarySourceTable"`
-			} `json:"fields"`
-		} `json:"tables"`
-	}
-	if err := c.call(ctx, http.MethodGet, "/tables", nil, &tl); err != nil {
 		return nil, err
 	}
-	var ids []string
-	for _, t := range tl.Tables {
-		if grist.UserTable(t.ID, t.Fields.SummarySourceTable) {
-			ids = append(ids, t.ID)
-		}
-	}
-	slices.Sort(ids) // the server's order is not reliable (grist-api.md "Observed" §2)
-	return ids, nil
+	return &gristAdmin{Admin: a, doc: c.DocID}, nil
 }
 
 func (c *gristAdmin) webhooks(ctx context.Context) ([]gristWebhook, error) {
 	var out struct {
 		Webhooks []gristWebhook `json:"webhooks"`
 	}
-	if err := c.call(ctx, http.MethodGet, "/webhooks", nil, &out); err != nil {
+	if err := c.Call(ctx, http.MethodGet, "/webhooks", nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Webhooks, nil
@@ -404,7 +322,7 @@ func (c *gristAdmin) createWebhooks(ctx context.Context, fields []hookFields) ([
 			ID string `json:"id"`
 		} `json:"webhooks"`
 	}
-	if err := c.call(ctx, http.MethodPost, "/webhooks", body, &out); err != nil {
+	if err := c.Call(ctx, http.MethodPost, "/webhooks", body, &out); err != nil {
 		return nil, err
 	}
 	if len(out.Webhooks) != len(fields) {
@@ -418,5 +336,5 @@ func (c *gristAdmin) createWebhooks(ctx context.Context, fields []hookFields) ([
 }
 
 func (c *gristAdmin) patchWebhook(ctx context.Context, id string, patch map[string]any) error {
-	return c.call(ctx, http.MethodPatch, "/webhooks/"+url.PathEscape(id), patch, nil)
+	return c.Call(ctx, http.MethodPatch, "/webhooks/"+url.PathEscape(id), patch, nil)
 }

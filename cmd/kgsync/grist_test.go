@@ -155,7 +155,7 @@ func TestGristWebhooksInstallErrors(t *testing.T) {
 	// A configured table the document lacks: Grist's 404 is reported.
 	code, _, errOut = kgsync(t, "grist", "webhooks", "install", "tariff", "--public-url", "https://kg", "--config", gristConfig(t, srv, "s", []string{"Gone"}))
 	require.Equal(t, 1, code)
-	require.Contains(t, errOut, `POST /webhooks: 404 Not Found: Table not found "Gone"`)
+	require.Contains(t, errOut, `POST /webhooks: HTTP 404: Table not found "Gone"`)
 	require.NotContains(t, errOut, gristtest.APIKey)
 	require.Empty(t, srv.Webhooks())
 }

@@ -19,14 +19,16 @@ import (
 )
 
 // APIError is a non-2xx answer from Grist. Message is the server's "error"
-// field (grist-api.md §7), never the API key.
+// field, followed by ": " and details.userError when present (grist-api.md
+// §7), never the API key.
 type APIError struct {
 	// Status is the HTTP status code.
 	Status int
 	// Doc is the document id, Table the table (may be "") and Op a short
 	// description of the call ("read rows", "compare").
 	Doc, Table, Op string
-	// Message is the "error" field of the body, or the body's start.
+	// Message is the "error" field of the body (with details.userError),
+	// or the body's start.
 	Message string
 }
 
@@ -221,11 +223,18 @@ func (c *client) do(ctx context.Context, method, path string, q url.Values, body
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	msg := strings.TrimSpace(string(b))
+	// {"error": ..., "details"?: {"userError"?: ...}} (grist-api.md §7)
 	var eb struct {
-		Error string `json:"error"`
+		Error   string `json:"error"`
+		Details struct {
+			UserError string `json:"userError"`
+		} `json:"details"`
 	}
 	if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
 		msg = eb.Error
+		if eb.Details.UserError != "" {
+			msg += ": " + eb.Details.UserError
+		}
 	}
 	if c.key != "" {
 		msg = strings.ReplaceAll(msg, c.key, "<redacted>")

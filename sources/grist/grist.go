@@ -415,6 +415,16 @@ func (s *Source) current(id string) string {
 	return id
 }
 
+// tableList is the answer of GET /docs/{docId}/tables (grist-api.md §2).
+type tableList struct {
+	Tables []struct {
+		ID     string `json:"id"`
+		Fields struct {
+			SummarySourceTable int64 `json:"summarySourceTable"`
+		} `json:"fields"`
+	} `json:"tables"`
+}
+
 // UserTable reports whether a table of GET /docs/{docId}/tables (its id
 // and fields.summarySourceTable) holds user data: not a summary table
 // (summarySourceTable != 0, grist-api.md §2 "Tables and columns"), not a metadata table
@@ -426,14 +436,7 @@ func UserTable(id string, summarySourceTable int64) bool {
 
 // schema reads /tables and the columns of every selected table.
 func (s *Source) schema(ctx context.Context) ([]*table, error) {
-	var tl struct {
-		Tables []struct {
-			ID     string `json:"id"`
-			Fields struct {
-				SummarySourceTable int64 `json:"summarySourceTable"`
-			} `json:"fields"`
-		} `json:"tables"`
-	}
+	var tl tableList
 	if err := s.c.getJSON(ctx, http.MethodGet, "/tables", nil, nil, "", "list tables", &tl); err != nil {
 		return nil, err
 	}

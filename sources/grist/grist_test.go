@@ -2,6 +2,7 @@ package grist_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -491,4 +492,38 @@ func TestUserTable(t *testing.T) {
 	require.False(t, grist.UserTable("Rules_summary_Section", 3))
 	require.False(t, grist.UserTable("_grist_Tables", 0))
 	require.False(t, grist.UserTable("GristHidden_Import", 0))
+}
+
+// TestAdmin: the admin calls go through the source's client: the tables a
+// source would read, a JSON answer decoded, and a rejected payload as an
+// *APIError carrying Grist's details.userError, never the key.
+func TestAdmin(t *testing.T) {
+	t.Parallel()
+	s := gristtest.New(t)
+	loadHS(t, s)
+	s.LoadCSV("FAQ", corpus(t, "faq_covidbert.csv"), nil)
+	a, err := grist.NewAdmin(grist.Config{Server: s.URL, DocID: gristtest.DocID, APIKey: gristtest.APIKey})
+	require.NoError(t, err)
+
+	tables, err := a.UserTables(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []string{"FAQ", "HSCodes"}, tables)
+
+	var hooks struct {
+		Webhooks []json.RawMessage `json:"webhooks"`
+	}
+	require.NoError(t, a.Call(t.Context(), http.MethodGet, "/webhooks", nil, &hooks))
+	require.Empty(t, hooks.Webhooks)
+
+	bad := map[string]any{"webhooks": []any{map[string]any{"fields": map[string]any{
+		"url": "https://kg/hooks", "tableId": "FAQ", "eventTypes": []string{"delete"}}}}}
+	err = a.Call(t.Context(), http.MethodPost, "/webhooks", bad, nil)
+	var ae *grist.APIError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusBadRequest, ae.Status)
+	require.Equal(t, "POST /webhooks", ae.Op)
+	require.True(t, strings.HasPrefix(ae.Message, "Invalid payload: Error: "), ae.Message)
+	require.Contains(t, ae.Message, `eventTypes[0] is none of "add", "update"`)
+	require.NotContains(t, err.Error(), gristtest.APIKey)
+	require.Empty(t, s.Webhooks())
 }

@@ -1,0 +1,65 @@
+package grist
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+)
+
+// Admin makes the calls that manage a document rather than read it (its
+// user tables and webhooks, for `kgsync grist webhooks install`) through
+// the source's client: the same base URL, Bearer auth, key redaction and
+// *APIError. It never retries: a POST /webhooks repeated after a lost
+// answer would create the webhooks twice.
+type Admin struct {
+	c *client
+}
+
+// NewAdmin returns an Admin for cfg's document (Server, DocID, APIKey and
+// HTTPClient are used); cfg's errors are New's.
+func NewAdmin(cfg Config) (*Admin, error) {
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	cfg.RetryMax = 0
+	c, err := newClient(cfg, &counters{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
+	return &Admin{c: c}, nil
+}
+
+// Call sends body (as JSON, when not nil) with method to path, relative to
+// /api/docs/{docId} (e.g. "/webhooks"), and decodes a 2xx answer into out
+// when out is not nil. Any other answer is an *APIError whose Op is
+// "METHOD path".
+func (a *Admin) Call(ctx context.Context, method, path string, body, out any) error {
+	op := method + " " + path
+	if out != nil {
+		return a.c.getJSON(ctx, method, path, nil, body, "", op, out)
+	}
+	resp, err := a.c.do(ctx, method, path, nil, body, nil, "", op)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// UserTables lists the document's user tables (UserTable), sorted: the
+// tables a source with no configured tables reads. The server's order is
+// not reliable (grist-api.md "Observed" §2).
+func (a *Admin) UserTables(ctx context.Context) ([]string, error) {
+	var tl tableList
+	if err := a.Call(ctx, http.MethodGet, "/tables", nil, &tl); err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, t := range tl.Tables {
+		if UserTable(t.ID, t.Fields.SummarySourceTable) {
+			ids = append(ids, t.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
