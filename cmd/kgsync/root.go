@@ -169,10 +169,10 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// eachPipeline builds the named pipelines (all when none is named) and calls
-// fn for each; a failing pipeline does not stop the others, and the command
-// fails (exit 1) if any failed.
-func (g *globals) eachPipeline(ctx context.Context, names []string, fn func(p *pipeline.Pipeline) error) error {
+// forPipelines opens the config's state and calls fn for each named
+// pipeline (all when none is named), in order; a failing pipeline does not
+// stop the others, and the command fails (exit 1) with all their errors.
+func (g *globals) forPipelines(ctx context.Context, names []string, fn func(e *env, pc *config.Pipeline) error) error {
 	e, err := g.open(ctx)
 	if err != nil {
 		return err
@@ -184,19 +184,28 @@ func (g *globals) eachPipeline(ctx context.Context, names []string, fn func(p *p
 	}
 	var failed []error
 	for _, pc := range pcs {
-		p, err := pipeline.Build(ctx, e.cfg, pc, e.store, e.log)
-		if err != nil {
+		if err := fn(e, pc); err != nil {
 			failed = append(failed, err)
-			continue
-		}
-		err = fn(p)
-		_ = p.Sink.Close(context.WithoutCancel(ctx))
-		if err != nil {
-			failed = append(failed, fmt.Errorf("pipeline %q: %w", pc.Name, err))
 		}
 	}
 	if len(failed) > 0 {
 		return &exitError{code: 1, err: errors.Join(failed...)}
 	}
 	return nil
+}
+
+// eachPipeline builds the named pipelines (all when none is named) and calls
+// fn for each, as forPipelines does.
+func (g *globals) eachPipeline(ctx context.Context, names []string, fn func(p *pipeline.Pipeline) error) error {
+	return g.forPipelines(ctx, names, func(e *env, pc *config.Pipeline) error {
+		p, err := pipeline.Build(ctx, e.cfg, pc, e.store, e.log)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = p.Sink.Close(context.WithoutCancel(ctx)) }()
+		if err := fn(p); err != nil {
+			return fmt.Errorf("pipeline %q: %w", pc.Name, err)
+		}
+		return nil
+	})
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -90,17 +89,7 @@ func toJSON(name string, res pipeline.Result) runJSON {
 // runPipelines builds and runs the selected pipelines in order. A failed
 // pipeline does not stop the others; the command fails if any failed.
 func runPipelines(ctx context.Context, g *globals, names []string, mode pipeline.Mode, trigger state.Trigger, asJSON bool) error {
-	e, err := g.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	pcs, err := e.selectPipelines(names)
-	if err != nil {
-		return err
-	}
-	var failed []error
-	for _, pc := range pcs {
+	return g.forPipelines(ctx, names, func(e *env, pc *config.Pipeline) error {
 		res, err := runOne(ctx, g, e, pc, mode, trigger, asJSON)
 		if asJSON {
 			line, _ := json.Marshal(toJSON(pc.Name, res))
@@ -108,14 +97,8 @@ func runPipelines(ctx context.Context, g *globals, names []string, mode pipeline
 		} else {
 			printSummary(g.stdout, pc.Name, res, err)
 		}
-		if err != nil {
-			failed = append(failed, err)
-		}
-	}
-	if len(failed) > 0 {
-		return &exitError{code: 1, err: errors.Join(failed...)}
-	}
-	return nil
+		return err
+	})
 }
 
 func runOne(ctx context.Context, g *globals, e *env, pc *config.Pipeline, mode pipeline.Mode, trigger state.Trigger, asJSON bool) (pipeline.Result, error) {
