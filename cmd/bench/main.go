@@ -188,6 +188,7 @@ func run(ctx context.Context, w io.Writer, corpus string, reps int) error {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| document | MB | chunks | median time | MB/s |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
+	parsed := make([]parsedDoc, 0, len(allFormats))
 	for _, n := range allFormats {
 		b, err := os.ReadFile(filepath.Join(corpus, n))
 		if err != nil {
@@ -195,7 +196,7 @@ func run(ctx context.Context, w io.Writer, corpus string, reps int) error {
 		}
 		format, _ := chunker.FormatForPath(n)
 		var ds []time.Duration
-		var count int
+		doc := parsedDoc{name: n}
 		for range reps {
 			start := time.Now()
 			root, err := chunker.Parse(format, b)
@@ -207,32 +208,34 @@ func run(ctx context.Context, w io.Writer, corpus string, reps int) error {
 				return fmt.Errorf("%s: %w", n, err)
 			}
 			ds = append(ds, time.Since(start))
-			count = len(cs)
+			doc.root, doc.chunks = root, cs
 		}
 		m := median(ds)
-		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %.2f |\n", n, float64(len(b))/1e6, count, m.Round(time.Millisecond), float64(len(b))/1e6/m.Seconds())
+		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %.2f |\n", n, float64(len(b))/1e6, len(doc.chunks), m.Round(time.Millisecond), float64(len(b))/1e6/m.Seconds())
+		parsed = append(parsed, doc)
 	}
-	return graphReport(w, corpus, tok)
+	graphReport(w, parsed)
+	return nil
+}
+
+// parsedDoc is one corpus document as the throughput table parsed and
+// split it.
+type parsedDoc struct {
+	name   string
+	root   *chunker.Element
+	chunks []chunker.Chunk
 }
 
 // graphReport prints, per document, the element tree by kind, the chunk
 // size distribution, terms, and cross-references resolved.
-func graphReport(w io.Writer, corpus string, tok *chunker.Tokenizer) error {
+func graphReport(w io.Writer, docs []parsedDoc) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "## Document graph")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| document | sections | paragraphs | lists | tables | clauses | other | chunk tokens min / median / max | terms | refs in document resolved | unresolved | to other documents |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-	for _, n := range allFormats {
-		b, err := os.ReadFile(filepath.Join(corpus, n))
-		if err != nil {
-			return err
-		}
-		format, _ := chunker.FormatForPath(n)
-		root, err := chunker.Parse(format, b)
-		if err != nil {
-			return fmt.Errorf("%s: %w", n, err)
-		}
+	for _, d := range docs {
+		n, root, cs := d.name, d.root, d.chunks
 		kinds := map[chunker.Kind]int{}
 		var walk func(e *chunker.Element)
 		walk = func(e *chunker.Element) {
@@ -249,10 +252,6 @@ func graphReport(w io.Writer, corpus string, tok *chunker.Tokenizer) error {
 			default:
 				other += v
 			}
-		}
-		cs, err := chunker.Split(n, root, chunker.Options{MaxTokens: maxTokens, OverlapTokens: overlap, Tokenizer: tok})
-		if err != nil {
-			return err
 		}
 		sizes := make([]int, len(cs))
 		for i, c := range cs {
@@ -279,7 +278,6 @@ func graphReport(w io.Writer, corpus string, tok *chunker.Tokenizer) error {
 			kinds[chunker.KindSection], kinds[chunker.KindParagraph], kinds[chunker.KindList], kinds[chunker.KindTable], kinds[chunker.KindClause],
 			other, dist, len(chunker.Terms(root)), rate, len(unresolved), external)
 	}
-	return nil
 }
 
 // edit is a one-sentence edit in the middle of a text.
