@@ -191,29 +191,58 @@ func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []s
 
 // ChunkList returns the chunks of one record ordered by Position, then ID.
 func (s *Store) ChunkList(ctx context.Context, pipeline string, rec state.RecordRef) ([]state.Chunk, error) {
+	out := map[string][]state.Chunk{}
 	rows, err := s.pool.Query(ctx,
-		`SELECT id, hash, text_hash, position, props FROM chunks
+		`SELECT `+chunkColumns+` FROM chunks
 		 WHERE pipeline = $1 AND source = $2 AND record_key = $3 ORDER BY position, id`,
 		pipeline, rec.Source, rec.Key)
+	if err == nil {
+		err = readChunks(rows, pipeline, rec.Source, out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
 	}
-	defer rows.Close()
-	var out []state.Chunk
-	for rows.Next() {
-		c := state.Chunk{Pipeline: pipeline, Source: rec.Source, RecordKey: rec.Key}
-		var hash, textHash int64
-		var pos int32
-		if err := rows.Scan(&c.ID, &hash, &textHash, &pos, &c.Props); err != nil {
-			return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
-		}
-		c.Hash, c.TextHash, c.Position = uint64(hash), uint64(textHash), int(pos)
-		out = append(out, c)
+	return out[rec.Key], nil
+}
+
+// ChunkGet returns the chunks of the named records of a source in one
+// query (= ANY($3)), by record key, each ordered by Position, then ID.
+func (s *Store) ChunkGet(ctx context.Context, pipeline, source string, keys []string) (map[string][]state.Chunk, error) {
+	out := map[string][]state.Chunk{}
+	if len(keys) == 0 {
+		return out, nil
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
+	rows, err := s.pool.Query(ctx,
+		`SELECT `+chunkColumns+` FROM chunks
+		 WHERE pipeline = $1 AND source = $2 AND record_key = ANY($3) ORDER BY record_key, position, id`,
+		pipeline, source, keys)
+	if err == nil {
+		err = readChunks(rows, pipeline, source, out)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get chunks of %q source %q: %w", pipeline, source, err)
 	}
 	return out, nil
+}
+
+// chunkColumns are the columns readChunks scans, in its order.
+const chunkColumns = `record_key, id, hash, text_hash, position, props`
+
+// readChunks appends the rows of a chunks query selecting chunkColumns to
+// out by record key, in row order, and closes rows.
+func readChunks(rows pgx.Rows, pipeline, source string, out map[string][]state.Chunk) error {
+	defer rows.Close()
+	for rows.Next() {
+		c := state.Chunk{Pipeline: pipeline, Source: source}
+		var hash, textHash int64
+		var pos int32
+		if err := rows.Scan(&c.RecordKey, &c.ID, &hash, &textHash, &pos, &c.Props); err != nil {
+			return err
+		}
+		c.Hash, c.TextHash, c.Position = uint64(hash), uint64(textHash), int(pos)
+		out[c.RecordKey] = append(out[c.RecordKey], c)
+	}
+	return rows.Err()
 }
 
 // ChunkCount counts the chunks of pipeline.

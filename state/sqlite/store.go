@@ -206,28 +206,61 @@ func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []s
 
 // ChunkList returns the chunks of one record ordered by Position, then ID.
 func (s *Store) ChunkList(ctx context.Context, pipeline string, rec state.RecordRef) ([]state.Chunk, error) {
+	out := map[string][]state.Chunk{}
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, hash, text_hash, position, props FROM chunks
+		`SELECT `+chunkColumns+` FROM chunks
 		 WHERE pipeline = ? AND source = ? AND record_key = ? ORDER BY position, id`,
 		pipeline, rec.Source, rec.Key)
+	if err == nil {
+		err = readChunks(rows, pipeline, rec.Source, out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
 	}
-	defer rows.Close()
-	var out []state.Chunk
-	for rows.Next() {
-		c := state.Chunk{Pipeline: pipeline, Source: rec.Source, RecordKey: rec.Key}
-		var hash, textHash int64
-		if err := rows.Scan(&c.ID, &hash, &textHash, &c.Position, &c.Props); err != nil {
-			return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
+	return out[rec.Key], nil
+}
+
+// ChunkGet returns the chunks of the named records of a source, 500 keys a
+// query, by record key, each ordered by Position, then ID.
+func (s *Store) ChunkGet(ctx context.Context, pipeline, source string, keys []string) (map[string][]state.Chunk, error) {
+	out := map[string][]state.Chunk{}
+	for start := 0; start < len(keys); start += 500 {
+		part := keys[start:min(start+500, len(keys))]
+		args := make([]any, 0, len(part)+2)
+		args = append(args, pipeline, source)
+		for _, k := range part {
+			args = append(args, k)
 		}
-		c.Hash, c.TextHash = uint64(hash), uint64(textHash)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
+		q := `SELECT ` + chunkColumns + ` FROM chunks WHERE pipeline = ? AND source = ? AND record_key IN (?` +
+			strings.Repeat(",?", len(part)-1) + `) ORDER BY record_key, position, id`
+		rows, err := s.db.QueryContext(ctx, q, args...)
+		if err == nil {
+			err = readChunks(rows, pipeline, source, out)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get chunks of %q source %q: %w", pipeline, source, err)
+		}
 	}
 	return out, nil
+}
+
+// chunkColumns are the columns readChunks scans, in its order.
+const chunkColumns = `record_key, id, hash, text_hash, position, props`
+
+// readChunks appends the rows of a chunks query selecting chunkColumns to
+// out by record key, in row order, and closes rows.
+func readChunks(rows *sql.Rows, pipeline, source string, out map[string][]state.Chunk) error {
+	defer rows.Close()
+	for rows.Next() {
+		c := state.Chunk{Pipeline: pipeline, Source: source}
+		var hash, textHash int64
+		if err := rows.Scan(&c.RecordKey, &c.ID, &hash, &textHash, &c.Position, &c.Props); err != nil {
+			return err
+		}
+		c.Hash, c.TextHash = uint64(hash), uint64(textHash)
+		out[c.RecordKey] = append(out[c.RecordKey], c)
+	}
+	return rows.Err()
 }
 
 // ChunkCount counts the chunks of pipeline.

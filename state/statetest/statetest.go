@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 		{"RecordPropsRoundTrip", testRecordProps},
 		{"HashesHighBit", testHashesHighBit},
 		{"ChunkReplace", testChunkReplace},
+		{"ChunkGet", testChunkGet},
 		{"DeleteRecordRemovesChunks", testDeleteRecordRemovesChunks},
 		{"DeleteWinsOverUpsert", testDeleteWins},
 		{"CommitRejectedWritesNothing", testCommitRejected},
@@ -288,6 +289,43 @@ func mkChunks(pipeline, source, key, prefix string, n int, seed uint64) []state.
 		}
 	}
 	return out
+}
+
+func testChunkGet(t *testing.T, s state.Store) {
+	a := mkChunks("p", "docs", "a", "a", 3, 1)
+	b := mkChunks("p", "docs", "b", "b", 2, 2)
+	elsewhere := mkChunks("p", "faq", "a", "x", 1, 3) // same key, other source
+	other := mkChunks("q", "docs", "a", "y", 1, 4)    // same source and key, other pipeline
+	commit(t, s, state.Commit{Pipeline: "p", ReplaceChunks: map[state.RecordRef][]state.Chunk{
+		{Source: "docs", Key: "a"}: {a[2], a[0], a[1]}, // out of order: read back by position
+		{Source: "docs", Key: "b"}: b,
+		{Source: "faq", Key: "a"}:  elsewhere,
+	}})
+	commit(t, s, state.Commit{Pipeline: "q", ReplaceChunks: map[state.RecordRef][]state.Chunk{{Source: "docs", Key: "a"}: other}})
+
+	got, err := s.ChunkGet(t.Context(), "p", "docs", []string{"b", "missing", "a"})
+	require.NoError(t, err)
+	require.Equal(t, map[string][]state.Chunk{"a": a, "b": b}, got)
+	got, err = s.ChunkGet(t.Context(), "p", "docs", nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	// ChunkList agrees record by record.
+	require.Equal(t, a, chunks(t, s, "p", "docs", "a"))
+	require.Empty(t, chunks(t, s, "p", "docs", "missing"))
+
+	// Many keys at once (beyond one query's parameter batch).
+	bulk := map[state.RecordRef][]state.Chunk{}
+	var keys []string
+	for i := range 1200 {
+		k := fmt.Sprintf("m%04d", i)
+		bulk[state.RecordRef{Source: "bulk", Key: k}] = mkChunks("p", "bulk", k, k+"-", 1, uint64(i))
+		keys = append(keys, k)
+	}
+	commit(t, s, state.Commit{Pipeline: "p", ReplaceChunks: bulk})
+	got, err = s.ChunkGet(t.Context(), "p", "bulk", keys)
+	require.NoError(t, err)
+	require.Len(t, got, 1200)
+	require.Equal(t, bulk[state.RecordRef{Source: "bulk", Key: "m1199"}], got["m1199"])
 }
 
 func testChunkReplace(t *testing.T, s state.Store) {
