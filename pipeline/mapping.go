@@ -345,14 +345,10 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 	// Stored chunks and sections decide what must be rewritten and removed.
 	old := map[string]uint64{}
 	if it.stored != nil {
-		chunks, err := r.p.Store.ChunkList(ctx, r.p.Name, state.RecordRef{Source: it.source, Key: rec.Key})
-		if err != nil {
-			return nil, fmt.Errorf("list chunks of %s: %w", rec.Key, err)
-		}
-		for _, c := range chunks {
+		for _, c := range it.storedChunks {
 			old[c.ID] = c.Hash
 		}
-		out.oldChunks = chunks
+		out.oldChunks = it.storedChunks
 		out.oldProps = it.stored.Props
 		sp, err := decodeRecordProps(it.stored.Props)
 		if err != nil {

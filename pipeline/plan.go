@@ -126,12 +126,17 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 			continue
 		}
 		gone := stored.unseen()
-		for _, key := range gone {
-			chunks, err := p.Store.ChunkList(ctx, p.Name, state.RecordRef{Source: name, Key: key})
+		for start := 0; start < len(gone); start += 1000 { // bounded memory: chunks carry their text
+			part := gone[start:min(start+1000, len(gone))]
+			goneChunks, err := p.Store.ChunkGet(ctx, p.Name, name, part)
 			if err != nil {
-				return nil, fmt.Errorf("source %q: record %q: %w", name, key, err)
+				return nil, fmt.Errorf("source %q: %w", name, err)
 			}
-			plan.ChunksToDelete += len(chunks)
+			for _, cs := range goneChunks {
+				plan.ChunksToDelete += len(cs)
+			}
+		}
+		for _, key := range gone {
 			plan.Items = append(plan.Items, PlanItem{Source: name, Key: key, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
 		}
 		if err := r.guard(len(gone), stored.len()); err != nil {

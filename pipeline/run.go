@@ -37,10 +37,12 @@ type item struct {
 	hash   uint64
 	class  diff.Class
 	reason diff.Reason
-	// found says the record is in state; stored is its stored version,
-	// loaded for the batch (nil when new).
-	found  bool
-	stored *state.Record
+	// found says the record is in state; stored is its stored version and
+	// storedChunks its stored chunks by position, loaded for the batch (nil
+	// when new).
+	found        bool
+	stored       *state.Record
+	storedChunks []state.Chunk
 }
 
 func (r *runner) counts() *state.Counts { return &r.run.Counts }
@@ -361,9 +363,14 @@ func (r *runner) loadStored(ctx context.Context, source string, items []item) er
 	if err != nil {
 		return fmt.Errorf("get stored records: %w", err)
 	}
+	chunks, err := r.p.Store.ChunkGet(ctx, r.p.Name, source, keys)
+	if err != nil {
+		return fmt.Errorf("get stored chunks: %w", err)
+	}
 	for i := range items {
 		if rec, ok := recs[items[i].rec.Key]; ok && items[i].found {
 			items[i].stored = &rec
+			items[i].storedChunks = chunks[rec.Key]
 		}
 	}
 	return nil
@@ -390,12 +397,17 @@ func (r *runner) guard(deletes, stored int) error {
 func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Record) error {
 	b := &sink.Batch{}
 	commit := state.Commit{Pipeline: r.p.Name}
+	keys := make([]string, len(gone))
+	for i, rec := range gone {
+		keys[i] = rec.Key
+	}
+	stored, err := r.p.Store.ChunkGet(ctx, r.p.Name, source, keys)
+	if err != nil {
+		return fmt.Errorf("get chunks of deleted records: %w", err)
+	}
 	for _, rec := range gone {
 		ref := state.RecordRef{Source: source, Key: rec.Key}
-		chunks, err := r.p.Store.ChunkList(ctx, r.p.Name, ref)
-		if err != nil {
-			return fmt.Errorf("record %q: list chunks: %w", rec.Key, err)
-		}
+		chunks := stored[rec.Key]
 		sp, err := decodeRecordProps(rec.Props)
 		if err != nil {
 			return fmt.Errorf("record %q: %w", rec.Key, err)
