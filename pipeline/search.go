@@ -11,7 +11,6 @@ import (
 
 	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/sink/memgraph"
-	"github.com/kgsync/kgsync/state"
 )
 
 // SearchOptions narrow a search.
@@ -160,6 +159,11 @@ func (p *Pipeline) candidates(ctx context.Context, opts SearchOptions) ([]candid
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
+		// Search holds every candidate's text anyway: all chunks in one go.
+		chunksOf, err := p.Store.ChunkGet(ctx, p.Name, src.Name(), keys)
+		if err != nil {
+			return nil, fmt.Errorf("search: %w", err)
+		}
 		for _, key := range keys {
 			rec := recs[key]
 			if opts.Anchor != "" && rec.Anchor != opts.Anchor {
@@ -183,11 +187,7 @@ func (p *Pipeline) candidates(ctx context.Context, opts SearchOptions) ([]candid
 					textHash: diff.TextHash(text),
 				})
 			}
-			chunks, err := p.Store.ChunkList(ctx, p.Name, state.RecordRef{Source: src.Name(), Key: key})
-			if err != nil {
-				return nil, fmt.Errorf("search: record %q: %w", key, err)
-			}
-			for _, c := range chunks {
+			for _, c := range chunksOf[key] {
 				props, err := decodeProps(c.Props)
 				if err != nil {
 					return nil, fmt.Errorf("search: chunk %q: %w", c.ID, err)
