@@ -40,6 +40,14 @@ func (r *runner) rebuild(ctx context.Context) error {
 
 func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.Record) error {
 	outs := make([]*recordOutput, 0, len(recs))
+	keys := make([]string, len(recs))
+	for i, rec := range recs {
+		keys[i] = rec.Key
+	}
+	stored, err := r.p.Store.ChunkGet(ctx, r.p.Name, source, keys)
+	if err != nil {
+		return fmt.Errorf("get stored chunks: %w", err)
+	}
 	for _, rec := range recs {
 		r.counts().RecordsRead++
 		r.counts().RecordsUnchanged++
@@ -47,10 +55,7 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 		if err != nil {
 			return fmt.Errorf("record %q: %w", rec.Key, err)
 		}
-		chunks, err := r.p.Store.ChunkList(ctx, r.p.Name, state.RecordRef{Source: source, Key: rec.Key})
-		if err != nil {
-			return fmt.Errorf("record %q: list chunks: %w", rec.Key, err)
-		}
+		chunks := stored[rec.Key]
 		o := &recordOutput{
 			it:        item{source: source, rec: sources.Record{Key: rec.Key, Anchor: rec.Anchor}, hash: rec.Hash},
 			label:     rec.Anchor,

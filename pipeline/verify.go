@@ -430,17 +430,26 @@ func (v *verifier) verifyNodes(ctx context.Context, idx []int) error {
 		}
 		want[label][id] = e
 	}
+	// The records' stored chunks, one query per source.
+	keysOf := map[string][]string{}
+	for _, i := range idx {
+		keysOf[v.recs[i].source] = append(keysOf[v.recs[i].source], v.recs[i].rec.Key)
+	}
+	chunksOf := map[string]map[string][]state.Chunk{}
+	for source, keys := range keysOf {
+		cs, err := v.p.Store.ChunkGet(ctx, v.p.Name, source, keys)
+		if err != nil {
+			return fmt.Errorf("source %q: %w", source, err)
+		}
+		chunksOf[source] = cs
+	}
 	for _, i := range idx {
 		r := v.recs[i]
 		add(r.rec.Anchor, r.nodeID, expected{rec: i, hash: fmt.Sprintf("%016x", r.rec.Hash)})
 		for _, n := range r.props.parts() {
 			add(n.Label, n.ID, expected{rec: i})
 		}
-		chunks, err := v.p.Store.ChunkList(ctx, v.p.Name, state.RecordRef{Source: r.source, Key: r.rec.Key})
-		if err != nil {
-			return fmt.Errorf("record %q: list chunks: %w", r.rec.Key, err)
-		}
-		for _, c := range chunks {
+		for _, c := range chunksOf[r.source][r.rec.Key] {
 			props, err := decodeProps(c.Props)
 			if err != nil {
 				return fmt.Errorf("record %q chunk %q: %w", r.rec.Key, c.ID, err)
