@@ -157,11 +157,9 @@ type Store interface {
 	// RecordGet returns the named records of a pipeline's source, by key;
 	// keys not stored are absent.
 	RecordGet(ctx context.Context, pipeline, source string, keys []string) (map[string]Record, error)
-	// ChunkList returns the stored chunks of one record, by position.
-	ChunkList(ctx context.Context, pipeline string, rec RecordRef) ([]Chunk, error)
 	// ChunkGet returns the stored chunks of the named records of a
-	// pipeline's source, by record key, each by position: ChunkList for a
-	// batch in one or a few queries. Keys with no chunks are absent.
+	// pipeline's source, by record key, each by position, in one or a few
+	// queries for a whole batch. Keys with no chunks are absent.
 	ChunkGet(ctx context.Context, pipeline, source string, keys []string) (map[string][]Chunk, error)
 	// ChunkCount counts a pipeline's stored chunks.
 	ChunkCount(ctx context.Context, pipeline string) (int, error)

@@ -496,9 +496,9 @@ func requireStateMatchesGraph(t *testing.T, w *workspace, g *crashtest.Graph) {
 				parts[it.ID] = true
 			}
 		}
-		chunks, err := st.ChunkList(ctx, "docs", state.RecordRef{Source: "docs", Key: key})
+		chunks, err := st.ChunkGet(ctx, "docs", "docs", []string{key})
 		require.NoError(t, err)
-		for _, c := range chunks {
+		for _, c := range chunks[key] {
 			want[crashtest.NodeKey{Label: pipeline.LabelChunk, ID: c.ID}] = true
 		}
 	}

@@ -204,22 +204,6 @@ func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []s
 	return out, nil
 }
 
-// ChunkList returns the chunks of one record ordered by Position, then ID.
-func (s *Store) ChunkList(ctx context.Context, pipeline string, rec state.RecordRef) ([]state.Chunk, error) {
-	out := map[string][]state.Chunk{}
-	rows, err := s.db.QueryContext(ctx,
-		`SELECT `+chunkColumns+` FROM chunks
-		 WHERE pipeline = ? AND source = ? AND record_key = ? ORDER BY position, id`,
-		pipeline, rec.Source, rec.Key)
-	if err == nil {
-		err = readChunks(rows, pipeline, rec.Source, out)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list chunks of %q record %s/%s: %w", pipeline, rec.Source, rec.Key, err)
-	}
-	return out[rec.Key], nil
-}
-
 // ChunkGet returns the chunks of the named records of a source, 500 keys a
 // query, by record key, each ordered by Position, then ID.
 func (s *Store) ChunkGet(ctx context.Context, pipeline, source string, keys []string) (map[string][]state.Chunk, error) {
