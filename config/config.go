@@ -66,13 +66,17 @@ type Log struct {
 // ${ENV}. In a Config built in Go, a zero PollInterval or MaxBodyBytes means
 // the default.
 type Daemon struct {
-	// Listen is the HTTP server's address, host:port (default ":8080").
+	// Listen is the HTTP server's address, host:port (default
+	// "127.0.0.1:8080", this machine only). An address other machines can
+	// reach (":8080", "0.0.0.0:8080", a public IP) needs APIToken, or
+	// `kgsync daemon --insecure-no-auth`.
 	Listen string `yaml:"listen"`
 	// WebhookSecret is compared (constant time) with the Authorization header
 	// of Grist webhook deliveries, either the whole header or what follows
 	// "Bearer "; empty = webhooks are refused (403).
 	WebhookSecret string `yaml:"webhook_secret,omitempty"`
-	// APIToken is the bearer token of /api/...; empty = the API needs none.
+	// APIToken is the bearer token of /api/...; empty = the API needs none
+	// (allowed on a loopback Listen only, unless --insecure-no-auth).
 	APIToken string `yaml:"api_token,omitempty"`
 	// Debounce is how long the daemon collects webhook deliveries for one
 	// pipeline before triggering one run for all of them (default 2s; 0 =

@@ -222,6 +222,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, dir, c.Dir)
 	require.Equal(t, config.State{Driver: "sqlite", Path: filepath.Join(dir, ".kgsync/state.db"), Schema: "kgsync"}, c.State)
 	require.Equal(t, config.Log{Level: "info", Format: "text"}, c.Log)
+	require.Equal(t, "127.0.0.1:8080", c.Daemon.Listen, "the daemon listens on loopback unless told otherwise")
 	require.Nil(t, c.Sink, "top-level sections stay nil when not written")
 	require.Nil(t, c.Embedder)
 	require.Nil(t, c.Chunking)

@@ -31,7 +31,7 @@ const (
 	DefaultAnchor             = "Document"
 	DefaultMaxFileBytes       = 64 << 20 // 64 MiB
 	DefaultTimeZone           = "UTC"
-	DefaultDaemonListen       = ":8080"
+	DefaultDaemonListen       = "127.0.0.1:8080" // loopback: other machines need api_token (see daemon.ErrOpenAPI)
 	DefaultDaemonDebounce     = 2 * time.Second
 	DefaultDaemonGracePeriod  = 30 * time.Second
 	DefaultDaemonMaxBodyBytes = 1 << 20 // 1 MiB

@@ -76,6 +76,13 @@ type Options struct {
 	// Verify, when set, is called for each pipeline at start-up and every
 	// Config.Daemon.VerifyInterval (never when that is 0); see verify.go.
 	Verify VerifyFunc
+	// HTTP bounds the server's timeouts and header size; zero fields take
+	// DefaultHTTPLimits.
+	HTTP HTTPLimits
+	// InsecureNoAuth lets Run serve the API without daemon.api_token on
+	// an address that is not loopback (it logs a warning then); without
+	// it Run refuses with ErrOpenAPI (`kgsync daemon --insecure-no-auth`).
+	InsecureNoAuth bool
 }
 
 // Daemon serves the pipelines of one config. Create it with New, start it
@@ -92,6 +99,9 @@ type Daemon struct {
 	log     *slog.Logger
 	clock   Clock
 	m       *metrics
+	limits  HTTPLimits
+	// insecure allows an open API on a non-loopback address
+	insecure bool
 
 	verify      VerifyFunc               // nil: no periodic verify
 	verifyGauge *prometheus.GaugeVec     // kgsync_verify_differences{pipeline}
@@ -134,7 +144,7 @@ func New(opts Options) (*Daemon, error) {
 	d := &Daemon{
 		cfg: opts.Config.Daemon, store: opts.Store, queue: q, runner: opts.Runner,
 		checks: map[string]Pinger{}, rowSink: opts.RowSink, log: opts.Logger, clock: opts.Clock,
-		workers: map[string]*worker{},
+		workers: map[string]*worker{}, limits: opts.HTTP.withDefaults(), insecure: opts.InsecureNoAuth,
 	}
 	if d.cfg.PollInterval <= 0 {
 		d.cfg.PollInterval = config.DefaultDaemonPollInterval
@@ -265,8 +275,18 @@ func (d *Daemon) Handler() http.Handler { return d.routes() }
 // period, then cancels them (a cancelled run stops before its next commit)
 // and waits for them. It returns nil after a clean stop, ErrGraceExpired
 // when runs had to be cancelled, or the HTTP server's error. Abort makes
-// it return at once.
+// it return at once. On a listener that is not Loopback, without
+// daemon.api_token and without Options.InsecureNoAuth, it closes ln and
+// returns ErrOpenAPI before starting anything.
 func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
+	if ln != nil && d.cfg.APIToken == "" && !Loopback(ln.Addr()) {
+		if !d.insecure {
+			_ = ln.Close()
+			return fmt.Errorf("listen on %s: %w", ln.Addr(), ErrOpenAPI)
+		}
+		d.log.Warn("the API is open to the network: no daemon.api_token on a non-loopback address (--insecure-no-auth); "+
+			"anyone who reaches it can queue runs, re-embeddings and mass deletes", slog.String("addr", ln.Addr().String()))
+	}
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRuns()
 	aborted := make(chan struct{})
@@ -299,7 +319,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	srvErr := make(chan error, 1)
 	var srv *http.Server
 	if ln != nil {
-		srv = &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second}
+		srv = d.server()
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				srvErr <- fmt.Errorf("serve http on %s: %w", ln.Addr(), err)

@@ -32,6 +32,7 @@ const envAPIToken = "KGSYNC_API_TOKEN"
 
 func newDaemonCmd(g *globals) *cobra.Command {
 	var listen string
+	var insecure bool
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run the schedules and serve webhooks, the HTTP API, health and metrics until stopped",
@@ -41,13 +42,19 @@ the API on /api/..., /healthz, /readyz and /metrics.
 
 On the first signal the daemon stops taking triggers and lets running runs
 finish for daemon.grace_period, then cancels them (a cancelled run stops
-before its next commit); a second signal cancels them at once.`,
+before its next commit); a second signal cancels them at once.
+
+The default address is 127.0.0.1:8080 (this machine only). On an address
+other machines can reach (":8080", "0.0.0.0:8080") the daemon refuses to
+start without daemon.api_token, unless --insecure-no-auth is given.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDaemon(cmd.Context(), g, listen)
+			return runDaemon(cmd.Context(), g, listen, insecure)
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "", "HTTP address host:port (default: the config's daemon.listen)")
+	cmd.Flags().StringVar(&listen, "listen", "", "HTTP address host:port (default: the config's daemon.listen, 127.0.0.1:8080)")
+	cmd.Flags().BoolVar(&insecure, "insecure-no-auth", false,
+		"serve the API without daemon.api_token on an address other machines can reach (logs a warning)")
 	return cmd
 }
 
@@ -66,7 +73,7 @@ func daemonLogger(g *globals, cfg *config.Config) *slog.Logger {
 	return slog.New(slog.NewTextHandler(g.stderr, opts))
 }
 
-func runDaemon(ctx context.Context, g *globals, listen string) error {
+func runDaemon(ctx context.Context, g *globals, listen string, insecure bool) error {
 	cfg, err := g.load()
 	if err != nil {
 		return err
@@ -96,7 +103,7 @@ func runDaemon(ctx context.Context, g *globals, listen string) error {
 	d, err := daemon.New(daemon.Options{
 		Config: cfg, Store: store, Runner: &pipelineRunner{cfg: cfg, store: store, log: log},
 		Checks: checks, Registerer: reg, Gatherer: reg, Logger: log,
-		Verify: daemonVerify(cfg, store, log),
+		Verify: daemonVerify(cfg, store, log), InsecureNoAuth: insecure,
 	})
 	if err != nil {
 		return err
@@ -122,6 +129,9 @@ func runDaemon(ctx context.Context, g *globals, listen string) error {
 		}
 	}()
 	if err := d.Run(ctx, ln); err != nil {
+		if errors.Is(err, daemon.ErrOpenAPI) {
+			return &exitError{code: 2, err: err}
+		}
 		return &exitError{code: 1, err: err}
 	}
 	return nil

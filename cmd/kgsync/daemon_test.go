@@ -17,6 +17,7 @@ import (
 
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/daemon"
+	"github.com/kgsync/kgsync/internal/testlog"
 	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/state"
 )
@@ -87,4 +88,28 @@ func TestPipelineMode(t *testing.T) {
 	require.Equal(t, pipeline.Mode{Full: true}, pipelineMode(daemon.ModeFull))
 	require.Equal(t, pipeline.Mode{Reembed: true}, pipelineMode(daemon.ModeReembed))
 	require.Equal(t, pipeline.Mode{RebuildGraph: true}, pipelineMode(daemon.ModeRebuildGraph))
+}
+
+// TestDaemonRefusesOpenAPI: `kgsync daemon` on every interface without
+// daemon.api_token exits 2 naming the fix; --insecure-no-auth serves with
+// a warning.
+func TestDaemonRefusesOpenAPI(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, _, errOut := kgsync(t, "daemon", "--config", cfg, "--listen", ":0")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "without daemon.api_token")
+	require.Contains(t, errOut, "--insecure-no-auth")
+	require.Equal(t, 1, strings.Count(errOut, "refusing"), "printed once: %s", errOut)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var errb testlog.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"daemon", "--config", cfg, "--listen", ":0", "--insecure-no-auth"}, io.Discard, &errb)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(errb.String(), "daemon listening") }, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	require.Equal(t, 0, <-done)
+	require.Contains(t, errb.String(), "the API is open to the network")
 }
