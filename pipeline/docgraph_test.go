@@ -11,6 +11,7 @@ import (
 
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/retrieval"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
 )
@@ -99,9 +100,9 @@ func TestReferencesBetweenDocuments(t *testing.T) {
 
 	// Search --expand adds the covered elements, the references' targets,
 	// and the mandatory neighbours, each saying why.
-	hits, err := b.p.Search(t.Context(), "The by parameter is defined in Section 5.1", pipeline.SearchOptions{K: 1})
+	hits, err := b.p.Searcher().Search(t.Context(), "The by parameter is defined in Section 5.1", retrieval.Options{K: 1})
 	require.NoError(t, err)
-	hits, err = b.p.Expand(t.Context(), hits)
+	hits, err = b.p.Searcher().Expand(t.Context(), hits)
 	require.NoError(t, err)
 	reasons := map[string]string{}
 	for _, x := range hits[0].Expansions {
@@ -109,9 +110,9 @@ func TestReferencesBetweenDocuments(t *testing.T) {
 	}
 	require.Equal(t, "covered by the hit", reasons["docs:a-notes.md › proxy-notes › headers › p1"], "%v", reasons)
 	require.Equal(t, `referenced as "Section 5.1 of [RFC7239]"`, reasons["docs:rfc7239.txt › 5 › 5.1"])
-	hits, err = b.p.Search(t.Context(), `The "by" parameter is used to disclose the interface where the request came in to the proxy server.`, pipeline.SearchOptions{K: 1})
+	hits, err = b.p.Searcher().Search(t.Context(), `The "by" parameter is used to disclose the interface where the request came in to the proxy server.`, retrieval.Options{K: 1})
 	require.NoError(t, err)
-	hits, err = b.p.Expand(t.Context(), hits)
+	hits, err = b.p.Searcher().Expand(t.Context(), hits)
 	require.NoError(t, err)
 	require.Equal(t, "docs:rfc7239.txt › 5 › 5.1 › p1", hits[0].Address)
 	reasons = map[string]string{}
@@ -120,11 +121,11 @@ func TestReferencesBetweenDocuments(t *testing.T) {
 	}
 	require.Equal(t, "mandatory with docs:rfc7239.txt › 5 › 5.1 (disclosure needs its privacy caveat)", reasons["docs:rfc7239.txt › 8 › 8.2"], "%v", reasons)
 
-	res, err := b.p.Lookup(t.Context(), "RFC 7239 5.1")
+	res, err := b.p.Searcher().Lookup(t.Context(), "RFC 7239 5.1")
 	require.NoError(t, err)
 	require.Equal(t, "docs:rfc7239.txt › 5 › 5.1", res.ID)
 	require.Contains(t, res.Text, `The "by" parameter is used to disclose the interface`)
-	_, err = b.p.Lookup(t.Context(), "RFC 9999 1")
+	_, err = b.p.Searcher().Lookup(t.Context(), "RFC 9999 1")
 	require.ErrorContains(t, err, "no document")
 
 	// The cited document goes: its edges go with it; it comes back: so do they.

@@ -76,10 +76,10 @@ func addressKey(s string) string {
 }
 
 // loadCorpusIndex reads every document of the pipeline from state, 200
-// records at a time. With full unset it keeps only what resolving
-// references needs (ids, addresses, references), not texts, so its memory
-// follows the number of elements rather than the size of the corpus.
-func (p *Pipeline) loadCorpusIndex(ctx context.Context, full bool) (*corpusIndex, error) {
+// records at a time, keeping only what resolving references needs (ids,
+// addresses, references), not texts, so its memory follows the number of
+// elements rather than the size of the corpus.
+func (p *Pipeline) loadCorpusIndex(ctx context.Context) (*corpusIndex, error) {
 	idx := &corpusIndex{docs: map[string]*indexedDoc{}}
 	for _, src := range p.Sources {
 		var keys []string
@@ -106,10 +106,8 @@ func (p *Pipeline) loadCorpusIndex(ctx context.Context, full bool) (*corpusIndex
 			if len(rp.DocIDs) == 0 && len(rp.Sections)+len(rp.Elements) == 0 {
 				continue
 			}
-			if !full {
-				rp = lightProps(rp)
-				rec.Props = nil
-			}
+			rp = lightProps(rp)
+			rec.Props = nil
 			d := &indexedDoc{source: src.Name(), key: key, id: nodeIDOf(src.Name(), key, rp), label: rec.Anchor,
 				ids: rp.DocIDs, byAddress: map[string]graphRef{}, props: rp, rec: rec}
 			add := func(addr string, ref graphRef) {
@@ -209,7 +207,7 @@ func (r *runner) linkPass(ctx context.Context) error {
 	if !r.docsChanged && !mandatoryChanged && !r.mode.RebuildGraph {
 		return nil
 	}
-	idx, err := r.p.loadCorpusIndex(ctx, false)
+	idx, err := r.p.loadCorpusIndex(ctx)
 	if err != nil {
 		return fmt.Errorf("link pass: %w", err)
 	}

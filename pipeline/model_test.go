@@ -18,6 +18,7 @@ import (
 	"github.com/kgsync/kgsync/embed/hashing"
 	"github.com/kgsync/kgsync/internal/graphtest"
 	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/retrieval"
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
@@ -299,12 +300,12 @@ func TestSearchFindsTheNearestAttribute(t *testing.T) {
 	t.Parallel()
 	b := setupModel(t)
 	b.sync(t)
-	hits, err := b.p.Search(t.Context(), "Meat of bovine animals; fresh or chilled", pipeline.SearchOptions{K: 3})
+	hits, err := b.p.Searcher().Search(t.Context(), "Meat of bovine animals; fresh or chilled", retrieval.Options{K: 3})
 	require.NoError(t, err)
 	require.NotEmpty(t, hits)
 	require.Equal(t, "hs:0201", hits[0].ID, "the identical text scores highest")
 	require.InDelta(t, 1.0, hits[0].Score, 1e-6)
-	hits, err = b.p.Search(t.Context(), "meat", pipeline.SearchOptions{K: 5, Anchor: "guide", Attribute: "title"})
+	hits, err = b.p.Searcher().Search(t.Context(), "meat", retrieval.Options{K: 5, Anchor: "guide", Attribute: "title"})
 	require.NoError(t, err)
 	for _, h := range hits {
 		require.Equal(t, "guide", h.Label)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/retrieval"
 )
 
 func newSearchCmd(g *globals) *cobra.Command {
@@ -56,8 +57,9 @@ element up by its document identifier and address instead.`,
 				return err
 			}
 			defer func() { _ = p.Sink.Close(ctx) }()
+			srch := p.Searcher()
 			if address != "" {
-				res, err := p.Lookup(ctx, address)
+				res, err := srch.Lookup(ctx, address)
 				if err != nil {
 					return err
 				}
@@ -72,12 +74,12 @@ element up by its document identifier and address instead.`,
 			if len(args) == 0 {
 				return &exitError{code: 2, err: fmt.Errorf("search needs TEXT or --address")}
 			}
-			hits, err := p.Search(ctx, strings.Join(args, " "), pipeline.SearchOptions{K: k, Anchor: anchor, Attribute: attribute})
+			hits, err := srch.Search(ctx, strings.Join(args, " "), retrieval.Options{K: k, Anchor: anchor, Attribute: attribute})
 			if err != nil {
 				return err
 			}
 			if expand {
-				if hits, err = p.Expand(ctx, hits); err != nil {
+				if hits, err = srch.Expand(ctx, hits); err != nil {
 					return err
 				}
 			}

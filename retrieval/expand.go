@@ -1,8 +1,7 @@
-package pipeline
+package retrieval
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -26,75 +25,25 @@ type Expansion struct {
 // maxSectionText bounds the text shown for a section.
 const maxSectionText = 2000
 
-// docContext is what Expand and Lookup read from state.
-type docContext struct {
-	idx       *corpusIndex
-	nodes     map[string]elementNode // element and section ids
-	labels    map[string]string
-	children  map[string][]string // section id → its leaf elements, in order
-	refs      map[string][]xrefEdge
-	mandatory map[string][]xrefEdge
-	terms     []termNode
-}
-
-func (p *Pipeline) loadDocContext(ctx context.Context) (*docContext, error) {
-	idx, err := p.loadCorpusIndex(ctx, true)
-	if err != nil {
-		return nil, err
-	}
-	dc := &docContext{idx: idx, nodes: map[string]elementNode{}, labels: map[string]string{},
-		children: map[string][]string{}, refs: map[string][]xrefEdge{}, mandatory: map[string][]xrefEdge{}}
-	for _, d := range idx.all {
-		for _, s := range d.props.Sections {
-			dc.nodes[s.ID], dc.labels[s.ID] = s, LabelSection
-		}
-		for _, e := range d.props.Elements {
-			dc.nodes[e.ID], dc.labels[e.ID] = e, LabelElement
-			dc.children[e.Parent] = append(dc.children[e.Parent], e.ID)
-		}
-		for _, e := range append(append([]xrefEdge{}, d.props.XRefs...), d.props.ExtEdges...) {
-			dc.refs[e.From] = append(dc.refs[e.From], e)
-		}
-		dc.terms = append(dc.terms, d.props.Terms...)
-	}
-	cur, err := p.Store.CursorGet(ctx, p.Name, mandatoryCursor)
-	if err != nil {
-		return nil, err
-	}
-	if cur != "" {
-		var m struct {
-			Edges []xrefEdge `json:"edges"`
-		}
-		if err := json.Unmarshal([]byte(cur), &m); err != nil {
-			return nil, fmt.Errorf("stored mandatory links: %w", err)
-		}
-		for _, e := range m.Edges {
-			dc.mandatory[e.From] = append(dc.mandatory[e.From], e)
-			dc.mandatory[e.To] = append(dc.mandatory[e.To], xrefEdge{From: e.To, FromLabel: e.ToLabel, To: e.From, ToLabel: e.FromLabel, Text: e.Text})
-		}
-	}
-	return dc, nil
-}
-
 // text is a node's text for an expansion: an element's own text, or a
 // section's title and its own paragraphs (bounded).
-func (dc *docContext) text(id string) string {
-	n, ok := dc.nodes[id]
+func (x *corpusIndex) text(id string) string {
+	n, ok := x.nodes[id]
 	if !ok {
 		return ""
 	}
-	if dc.labels[id] == LabelElement {
+	if n.Label == LabelElement {
 		return n.Text
 	}
 	var b strings.Builder
 	b.WriteString(n.Title)
-	for _, c := range dc.children[id] {
+	for _, c := range x.children[id] {
 		if b.Len() > maxSectionText {
 			b.WriteString(" …")
 			break
 		}
 		b.WriteString("\n\n")
-		b.WriteString(dc.nodes[c].Text)
+		b.WriteString(x.nodes[c].Text)
 	}
 	return b.String()
 }
@@ -104,8 +53,8 @@ func (dc *docContext) text(id string) string {
 // sections'), the targets of their cross-references one hop away, and the
 // definitions of terms that occur in the hit's text — each saying why.
 // Context already added for an earlier hit is not repeated.
-func (p *Pipeline) Expand(ctx context.Context, hits []Hit) ([]Hit, error) {
-	dc, err := p.loadDocContext(ctx)
+func (s *Searcher) Expand(ctx context.Context, hits []Hit) ([]Hit, error) {
+	_, x, err := s.load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("expand: %w", err)
 	}
@@ -121,18 +70,18 @@ func (p *Pipeline) Expand(ctx context.Context, hits []Hit) ([]Hit, error) {
 				return
 			}
 			added[id] = true
-			h.Expansions = append(h.Expansions, Expansion{ID: id, Label: label, Reason: reason, Address: id, Text: dc.text(id)})
+			h.Expansions = append(h.Expansions, Expansion{ID: id, Label: label, Reason: reason, Address: id, Text: x.text(id)})
 		}
 		for _, e := range h.Elements {
-			add(e, dc.labels[e], "covered by the hit")
+			add(e, x.label(e), "covered by the hit")
 		}
 		// Mandatory neighbours of covered elements and of their sections.
 		seen := map[string]bool{}
 		for _, e := range h.Elements {
 			// The element, then its sections up to the document.
-			for id := e; id != "" && !seen[id]; id = dc.nodes[id].Parent {
+			for id := e; id != "" && !seen[id]; id = x.parent(id) {
 				seen[id] = true
-				for _, m := range dc.mandatory[id] {
+				for _, m := range x.mandatory[id] {
 					reason := "mandatory with " + id
 					if m.Text != "" {
 						reason += " (" + m.Text + ")"
@@ -142,12 +91,12 @@ func (p *Pipeline) Expand(ctx context.Context, hits []Hit) ([]Hit, error) {
 			}
 		}
 		for _, e := range h.Elements {
-			for _, r := range dc.refs[e] {
+			for _, r := range x.refs[e] {
 				add(r.To, r.ToLabel, fmt.Sprintf("referenced as %q", r.Text))
 			}
 		}
 		low := strings.ToLower(h.Text)
-		for _, t := range dc.terms {
+		for _, t := range x.terms {
 			if !added[t.ID] && termIn(low, strings.ToLower(t.Name), patterns) {
 				added[t.ID] = true
 				h.Expansions = append(h.Expansions, Expansion{ID: t.ID, Label: LabelTerm, Reason: fmt.Sprintf("defines %q", t.Name),
@@ -157,6 +106,14 @@ func (p *Pipeline) Expand(ctx context.Context, hits []Hit) ([]Hit, error) {
 		out[i] = h
 	}
 	return out, nil
+}
+
+// parent is the id of a node's parent ("" for a document or an unknown id).
+func (x *corpusIndex) parent(id string) string {
+	if n, ok := x.nodes[id]; ok {
+		return n.Parent
+	}
+	return ""
 }
 
 // termIn reports whether term occurs in text as a whole word or phrase;
@@ -185,31 +142,57 @@ type LookupResult struct {
 // Lookup finds an element by address, e.g. "RFC 7231 6.5.1" or
 // "constitutionrf.txt Статья 71": the longest document identifier that
 // prefixes it, then the element's address within that document.
-func (p *Pipeline) Lookup(ctx context.Context, address string) (*LookupResult, error) {
-	dc, err := p.loadDocContext(ctx)
+func (s *Searcher) Lookup(ctx context.Context, address string) (*LookupResult, error) {
+	c, x, err := s.load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lookup: %w", err)
 	}
-	ref, doc, ok := dc.idx.lookup(address)
+	n, doc, ok := x.lookup(c, address)
 	switch {
 	case doc == nil:
 		return nil, fmt.Errorf("lookup %q: no document of pipeline %q has an identifier that starts the address (known: %s)",
-			address, p.Name, knownIDs(dc.idx))
+			address, s.Pipeline, knownNames(c))
 	case !ok:
-		return nil, fmt.Errorf("lookup %q: document %s has no element with that address", address, doc.id)
+		return nil, fmt.Errorf("lookup %q: document %s has no element with that address", address, doc.ID)
 	}
-	res := &LookupResult{ID: ref.ID, Label: ref.Label, Document: doc.id, Text: dc.text(ref.ID)}
-	if n, ok := dc.nodes[ref.ID]; ok {
-		res.Title = n.Title
+	if n == nil {
+		return &LookupResult{ID: doc.ID, Label: doc.Label, Document: doc.ID, Title: doc.Title}, nil
 	}
-	return res, nil
+	return &LookupResult{ID: n.ID, Label: n.Label, Document: doc.ID, Title: n.Title, Text: x.text(n.ID)}, nil
 }
 
-func knownIDs(idx *corpusIndex) string {
+// lookup resolves an address such as "RFC 7231 6.5.1": the longest document
+// identifier that prefixes it, then the rest as an element address. A bare
+// identifier names the document (nil node, ok).
+func (x *corpusIndex) lookup(c *Corpus, address string) (*Node, *Document, bool) {
+	norm := strings.Join(strings.Fields(address), " ")
+	var best *Document
+	var rest string
+	bestLen := -1
+	for _, d := range c.Documents {
+		for _, id := range append([]string{d.Key}, d.Names...) {
+			id = strings.Join(strings.Fields(id), " ")
+			if len(id) > bestLen && len(norm) >= len(id) && strings.EqualFold(norm[:len(id)], id) &&
+				(len(norm) == len(id) || norm[len(id)] == ' ') {
+				best, bestLen, rest = d, len(id), strings.TrimSpace(norm[len(id):])
+			}
+		}
+	}
+	if best == nil {
+		return nil, nil, false
+	}
+	if rest == "" {
+		return nil, best, true
+	}
+	n, ok := x.byAddress[best][addressKey(strings.TrimPrefix(rest, "›"))]
+	return n, best, ok
+}
+
+func knownNames(c *Corpus) string {
 	var ids []string
-	for _, d := range idx.all {
-		if len(d.ids) > 0 {
-			ids = append(ids, fmt.Sprintf("%q", d.ids[0]))
+	for _, d := range c.Documents {
+		if len(d.Names) > 0 {
+			ids = append(ids, fmt.Sprintf("%q", d.Names[0]))
 		}
 		if len(ids) == 8 {
 			ids = append(ids, "…")

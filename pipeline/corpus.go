@@ -1,0 +1,130 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/retrieval"
+	"github.com/kgsync/kgsync/sink/memgraph"
+)
+
+// Searcher returns a search over the pipeline: over its state, and over
+// Memgraph's indexes when the sink is Memgraph.
+func (p *Pipeline) Searcher() *retrieval.Searcher {
+	s := &retrieval.Searcher{Pipeline: p.Name, Store: p.Store, Embedder: p.Embedder, Corpus: p}
+	if mg, ok := p.Sink.(*memgraph.Sink); ok {
+		s.Graph = mg
+	}
+	return s
+}
+
+// Corpus reads what retrieval searches from state: every document with its
+// element tree, terms and references, every chunk and short embeddable
+// attribute, and the MANDATORY edges. It implements retrieval.CorpusLoader.
+func (p *Pipeline) Corpus(ctx context.Context) (*retrieval.Corpus, error) {
+	c := &retrieval.Corpus{}
+	for _, src := range p.Sources {
+		recs, err := p.Store.RecordList(ctx, p.Name, src.Name())
+		if err != nil {
+			return nil, fmt.Errorf("list records: %w", err)
+		}
+		keys := make([]string, 0, len(recs))
+		for k := range recs {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		chunksOf, err := p.Store.ChunkGet(ctx, p.Name, src.Name(), keys)
+		if err != nil {
+			return nil, err
+		}
+		for _, key := range keys {
+			rec := recs[key]
+			rp, err := decodeRecordProps(rec.Props)
+			if err != nil {
+				return nil, fmt.Errorf("record %q: %w", key, err)
+			}
+			if rp.Edge != nil || rp.Mandatory != nil {
+				continue
+			}
+			nodeID := nodeIDOf(src.Name(), key, rp)
+			if len(rp.DocIDs) > 0 || len(rp.Sections)+len(rp.Elements) > 0 {
+				c.Documents = append(c.Documents, corpusDocument(src.Name(), key, nodeID, rec.Anchor, rp))
+			}
+			for _, attr := range rp.Vectors {
+				text, _ := rp.Node[attr].(string)
+				c.Units = append(c.Units, retrieval.Unit{ID: nodeID, Label: rec.Anchor, Property: VectorProperty(attr),
+					Node: nodeID, NodeLabel: rec.Anchor, Text: text, TextHash: diff.TextHash(text)})
+			}
+			for _, ch := range chunksOf[key] {
+				props, err := decodeProps(ch.Props)
+				if err != nil {
+					return nil, fmt.Errorf("chunk %q: %w", ch.ID, err)
+				}
+				u := retrieval.Unit{ID: ch.ID, Label: LabelChunk, Property: PropEmbedding, Node: nodeID, NodeLabel: rec.Anchor,
+					TextHash: ch.TextHash}
+				u.Address, _ = props["address"].(string)
+				u.Parent, _ = props["parent"].(string)
+				if list, ok := props["elements"].([]any); ok {
+					for _, e := range list {
+						if s, ok := e.(string); ok {
+							u.Elements = append(u.Elements, s)
+						}
+					}
+				}
+				text, _ := props["text"].(string)
+				if cctx, _ := props["context"].(string); cctx != "" {
+					text = cctx + "\n\n" + text
+				}
+				u.Text = text
+				c.Units = append(c.Units, u)
+			}
+		}
+	}
+	cur, err := p.Store.CursorGet(ctx, p.Name, mandatoryCursor)
+	if err != nil {
+		return nil, err
+	}
+	if cur != "" {
+		var m struct {
+			Edges []xrefEdge `json:"edges"`
+		}
+		if err := json.Unmarshal([]byte(cur), &m); err != nil {
+			return nil, fmt.Errorf("stored mandatory links: %w", err)
+		}
+		for _, e := range m.Edges {
+			c.Mandatory = append(c.Mandatory, e.edge())
+		}
+	}
+	return c, nil
+}
+
+func corpusDocument(source, key, nodeID, label string, rp recordProps) *retrieval.Document {
+	d := &retrieval.Document{ID: nodeID, Label: label, Source: source, Key: key, Names: rp.DocIDs}
+	d.Title, _ = rp.Node["title"].(string)
+	node := func(n elementNode, label string) retrieval.Node {
+		return retrieval.Node{ID: n.ID, Label: label, Kind: n.Kind, Address: n.Address, Title: n.Title, Text: n.Text,
+			Parent: n.Parent, Level: n.Level}
+	}
+	// Sections, then elements, each in document order.
+	for _, s := range rp.Sections {
+		d.Nodes = append(d.Nodes, node(s, LabelSection))
+	}
+	for _, e := range rp.Elements {
+		d.Nodes = append(d.Nodes, node(e, LabelElement))
+	}
+	for _, t := range rp.Terms {
+		d.Terms = append(d.Terms, retrieval.Term{ID: t.ID, Name: t.Name, Definition: t.Definition,
+			DefinedIn: t.DefinedIn, DefinedInLabel: t.DefinedInLabel})
+	}
+	for _, e := range append(append([]xrefEdge{}, rp.XRefs...), rp.ExtEdges...) {
+		d.Refs = append(d.Refs, e.edge())
+	}
+	return d
+}
+
+func (e xrefEdge) edge() retrieval.Edge {
+	return retrieval.Edge{From: e.From, FromLabel: e.FromLabel, To: e.To, ToLabel: e.ToLabel, Text: e.Text}
+}

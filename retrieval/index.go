@@ -1,0 +1,100 @@
+package retrieval
+
+import (
+	"strings"
+	"unicode"
+)
+
+// corpusIndex is a corpus arranged for look-ups: nodes by id, children,
+// references, mandatory neighbours, documents by name, nodes by address.
+type corpusIndex struct {
+	nodes     map[string]*Node
+	docOf     map[string]*Document // node id (and document id) → document
+	children  map[string][]string  // section id → its leaf elements, in order
+	refs      map[string][]Edge
+	mandatory map[string][]Edge
+	terms     []Term
+	docs      map[string]*Document // normalized name → document
+	byAddress map[*Document]map[string]*Node
+}
+
+func newCorpusIndex(c *Corpus) *corpusIndex {
+	x := &corpusIndex{nodes: map[string]*Node{}, docOf: map[string]*Document{}, children: map[string][]string{},
+		refs: map[string][]Edge{}, mandatory: map[string][]Edge{}, docs: map[string]*Document{},
+		byAddress: map[*Document]map[string]*Node{}}
+	for _, d := range c.Documents {
+		x.docOf[d.ID] = d
+		addr := map[string]*Node{}
+		x.byAddress[d] = addr
+		add := func(a string, n *Node) {
+			if k := addressKey(a); k != "" {
+				if _, dup := addr[k]; !dup {
+					addr[k] = n
+				}
+			}
+		}
+		for i := range d.Nodes {
+			n := &d.Nodes[i]
+			x.nodes[n.ID], x.docOf[n.ID] = n, d
+			if n.Label == LabelElement {
+				x.children[n.Parent] = append(x.children[n.Parent], n.ID)
+				if n.Kind == "clause" || n.Kind == "table" || n.Kind == "caption" {
+					add(n.Address, n)
+				}
+				continue
+			}
+			add(n.Address, n)
+			for _, w := range []string{"appendix ", "annex ", "приложение "} {
+				if t := strings.ToLower(n.Title); strings.HasPrefix(t, w) {
+					if f := strings.Fields(t); len(f) >= 2 {
+						add(strings.TrimRight(f[1], ".:"), n)
+					}
+				}
+			}
+		}
+		for _, e := range d.Refs {
+			x.refs[e.From] = append(x.refs[e.From], e)
+		}
+		x.terms = append(x.terms, d.Terms...)
+		for _, id := range append([]string{d.Key}, d.Names...) {
+			if n := normalizeDocName(id); n != "" {
+				if _, dup := x.docs[n]; !dup {
+					x.docs[n] = d
+				}
+			}
+		}
+	}
+	for _, e := range c.Mandatory {
+		x.mandatory[e.From] = append(x.mandatory[e.From], e)
+		x.mandatory[e.To] = append(x.mandatory[e.To], Edge{From: e.To, FromLabel: e.ToLabel, To: e.From, ToLabel: e.FromLabel, Text: e.Text})
+	}
+	return x
+}
+
+// label is a node's label ("" when the id is no section or element).
+func (x *corpusIndex) label(id string) string {
+	if n, ok := x.nodes[id]; ok {
+		return n.Label
+	}
+	return ""
+}
+
+// addressKey normalizes an element address or reference target: "Section
+// 6.5.1", "6.5.1." and "6.5.1" are one key; "Table 7.1" keeps its word.
+func addressKey(s string) string {
+	s = strings.ToLower(strings.Join(strings.Fields(s), " "))
+	s = strings.TrimSuffix(s, ".")
+	for _, p := range []string{"section ", "clause ", "раздел ", "пункт ", "appendix ", "annex "} {
+		if rest, ok := strings.CutPrefix(s, p); ok && rest != "" && (unicode.IsDigit(rune(rest[0])) || len(rest) <= 2) {
+			s = rest
+		}
+	}
+	return s
+}
+
+// normalizeDocName folds a document identifier for comparison: "RFC7230",
+// "rfc 7230" and "RFC 7230" are one document.
+func normalizeDocName(s string) string {
+	s = strings.ToLower(strings.Join(strings.Fields(s), ""))
+	return strings.Trim(s, "[]")
+}
