@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Statement kinds, used in Statement.Kind and in error messages.
@@ -21,6 +22,8 @@ const (
 	KindRemoveProperty    = "remove property"
 	KindShowIndexes       = "show indexes"
 	KindVectorSearch      = "vector search"
+	KindCreateTextIndex   = "create text index"
+	KindTextSearch        = "text search"
 )
 
 // DefaultVectorCapacity is the vector index capacity used when
@@ -88,6 +91,16 @@ type Dialect interface {
 	// called index; rows have columns "id" (the node's id property) and
 	// "similarity" (a float, larger is nearer).
 	VectorSearch(index string, k int, vec []float32) (Statement, error)
+	// CreateTextIndex is the full-text index statement for ti.
+	CreateTextIndex(ti TextIndex) (Statement, error)
+	// ParseTextIndexes returns the node full-text indexes among the rows
+	// of ShowIndexes.
+	ParseTextIndexes(fields []string, rows [][]any) ([]TextIndex, error)
+	// TextSearch finds up to limit nodes of the full-text index called
+	// index whose property matches any of terms (words of letters and
+	// digits only, as the lexical analyzer makes them), best first; rows
+	// have columns "id" and "score" (BM25, larger is better).
+	TextSearch(index, property string, terms []string, limit int) (Statement, error)
 	// MapProperties reports whether property values may be maps: yes in
 	// Memgraph, no in Neo4j (docs/memgraph.md §10). Statements rejects map
 	// values for a dialect that answers false.
@@ -130,6 +143,11 @@ func (s Schema) Validate() error {
 			errs = append(errs, fmt.Errorf("indexes[%d]: %w", i, err))
 		}
 	}
+	for i, ti := range s.TextIndexes {
+		if err := validTextIndex(ti); err != nil {
+			errs = append(errs, fmt.Errorf("text_indexes[%d]: %w", i, err))
+		}
+	}
 	names := map[string]bool{}
 	for i, vi := range s.VectorIndexes {
 		if err := validVectorIndex(vi); err != nil {
@@ -168,6 +186,44 @@ func validVectorIndex(vi VectorIndex) error {
 		return fmt.Errorf("vector index %q: unknown metric %q: want cos, l2sq or ip", vi.Name, vi.Metric)
 	}
 	return nil
+}
+
+func validTextIndex(ti TextIndex) error {
+	if err := validNames(append([]string{ti.Name, ti.Label}, ti.Properties...)...); err != nil {
+		return fmt.Errorf("text index %q: %w", ti.Name, err)
+	}
+	if len(ti.Properties) == 0 {
+		return fmt.Errorf("text index %q: no properties", ti.Name)
+	}
+	return nil
+}
+
+// textSearch checks a text search's arguments and builds its statement
+// from the dialect's query text and term syntax (term → query clause,
+// clauses joined by " OR ").
+func textSearch(query, index, property string, terms []string, limit int, clause func(string) string) (Statement, error) {
+	if err := validNames(index, property); err != nil {
+		return Statement{}, fmt.Errorf("text search: %w", err)
+	}
+	if limit < 1 {
+		return Statement{}, fmt.Errorf("text search %q: limit = %d, want >= 1", index, limit)
+	}
+	if len(terms) == 0 {
+		return Statement{}, fmt.Errorf("text search %q: no terms", index)
+	}
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		if t == "" || strings.IndexFunc(t, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) >= 0 {
+			return Statement{}, fmt.Errorf("text search %q: term %q is not a word of letters and digits", index, t)
+		}
+		parts[i] = clause(t)
+	}
+	return Statement{
+		Query:  query,
+		Params: map[string]any{"index": index, "query": strings.Join(parts, " OR "), "limit": int64(limit)},
+		Kind:   KindTextSearch,
+		Target: index,
+	}, nil
 }
 
 func removeProperty(label, property string, limit int) (Statement, error) {
@@ -364,8 +420,128 @@ func (MemgraphDialect) VectorSearch(index string, k int, vec []float32) (Stateme
 		"RETURN node.id AS id, similarity", index, k, vec)
 }
 
+// CreateTextIndex implements Dialect: CREATE TEXT INDEX `name` ON
+// :`L`(`p`, …), auto-commit only, with no IF NOT EXISTS (a duplicate name
+// fails before 3.7 and is a notification after; refused in analytical
+// mode; docs/memgraph.md §8, §12).
+func (MemgraphDialect) CreateTextIndex(ti TextIndex) (Statement, error) {
+	if err := validTextIndex(ti); err != nil {
+		return Statement{}, fmt.Errorf("create text index: %w", err)
+	}
+	props := make([]string, len(ti.Properties))
+	for i, p := range ti.Properties {
+		props[i] = QuoteName(p)
+	}
+	return Statement{
+		Query:  "CREATE TEXT INDEX " + QuoteName(ti.Name) + " ON :" + QuoteName(ti.Label) + "(" + strings.Join(props, ", ") + ")",
+		Kind:   KindCreateTextIndex,
+		Target: ti.Name,
+	}, nil
+}
+
+// ParseTextIndexes implements Dialect for SHOW INDEX INFO: text index rows
+// have index type "label_text (name: N)" (3.6 and later), the label and
+// the property list.
+func (MemgraphDialect) ParseTextIndexes(fields []string, rows [][]any) ([]TextIndex, error) {
+	cols, err := columns(fields, "index type", "label", "property")
+	if err != nil {
+		return nil, fmt.Errorf("parse SHOW INDEX INFO: %w", err)
+	}
+	var out []TextIndex
+	for _, row := range rows {
+		if len(row) != len(fields) {
+			continue
+		}
+		typ, _ := row[cols[0]].(string)
+		rest, ok := strings.CutPrefix(typ, "label_text (name: ")
+		if !ok || !strings.HasSuffix(rest, ")") {
+			continue
+		}
+		ti := TextIndex{Name: strings.TrimSuffix(rest, ")")}
+		ti.Label, _ = row[cols[1]].(string)
+		switch p := row[cols[2]].(type) {
+		case string:
+			ti.Properties = []string{p}
+		case []any:
+			for _, v := range p {
+				if s, ok := v.(string); ok {
+					ti.Properties = append(ti.Properties, s)
+				}
+			}
+		}
+		out = append(out, ti)
+	}
+	return out, nil
+}
+
+// TextSearch implements Dialect with text_search.search, whose query is
+// Tantivy's query syntax with property names prefixed by "data." and whose
+// config map takes the limit (3.11 and later; 3.6–3.10 took it as a third
+// positional argument); it yields node and a BM25 score (docs/memgraph.md
+// §8).
+func (MemgraphDialect) TextSearch(index, property string, terms []string, limit int) (Statement, error) {
+	return textSearch("CALL text_search.search($index, $query, {limit: $limit}) YIELD node, score RETURN node.id AS id, score",
+		index, property, terms, limit, func(t string) string { return "data." + property + ":" + t })
+}
+
 // Name implements Dialect.
 func (Neo4jDialect) Name() string { return "neo4j" }
+
+// CreateTextIndex implements Dialect: CREATE FULLTEXT INDEX `name` IF NOT
+// EXISTS FOR (n:`L`) ON EACH [n.`p`, …] (docs/memgraph.md §10).
+func (Neo4jDialect) CreateTextIndex(ti TextIndex) (Statement, error) {
+	if err := validTextIndex(ti); err != nil {
+		return Statement{}, fmt.Errorf("create text index: %w", err)
+	}
+	props := make([]string, len(ti.Properties))
+	for i, p := range ti.Properties {
+		props[i] = "n." + QuoteName(p)
+	}
+	return Statement{
+		Query: "CREATE FULLTEXT INDEX " + QuoteName(ti.Name) + " IF NOT EXISTS FOR (n:" + QuoteName(ti.Label) + ") ON EACH [" +
+			strings.Join(props, ", ") + "]",
+		Kind:   KindCreateTextIndex,
+		Target: ti.Name,
+	}, nil
+}
+
+// ParseTextIndexes implements Dialect: rows of SHOW INDEXES with type
+// FULLTEXT and entityType NODE with one label.
+func (Neo4jDialect) ParseTextIndexes(fields []string, rows [][]any) ([]TextIndex, error) {
+	cols, err := columns(fields, "name", "type", "entityType", "labelsOrTypes", "properties")
+	if err != nil {
+		return nil, fmt.Errorf("parse SHOW INDEXES: %w", err)
+	}
+	var out []TextIndex
+	for _, row := range rows {
+		if len(row) != len(fields) || row[cols[1]] != "FULLTEXT" || row[cols[2]] != "NODE" {
+			continue
+		}
+		name, _ := row[cols[0]].(string)
+		label, ok := singleString(row[cols[3]])
+		if !ok {
+			continue
+		}
+		ti := TextIndex{Name: name, Label: label}
+		if ps, ok := row[cols[4]].([]any); ok {
+			for _, v := range ps {
+				if s, ok := v.(string); ok {
+					ti.Properties = append(ti.Properties, s)
+				}
+			}
+		}
+		out = append(out, ti)
+	}
+	return out, nil
+}
+
+// TextSearch implements Dialect with db.index.fulltext.queryNodes and a
+// Lucene query of the terms (the index has one property, so no field
+// names); score is Lucene's BM25.
+func (Neo4jDialect) TextSearch(index, property string, terms []string, limit int) (Statement, error) {
+	return textSearch("CALL db.index.fulltext.queryNodes($index, $query, {limit: $limit}) YIELD node, score RETURN node.id AS id, score",
+		index, property, terms, limit, func(t string) string { return t })
+}
 
 // MapProperties implements Dialect: Neo4j stores only primitives and lists of
 // them (docs/memgraph.md §10).

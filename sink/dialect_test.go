@@ -110,3 +110,51 @@ func TestDialectRejectsInvalidNames(t *testing.T) {
 		require.ErrorContains(t, err, "empty query vector")
 	}
 }
+
+func TestTextIndexStatements(t *testing.T) {
+	t.Parallel()
+	ti := TextIndex{Name: "chunk_lex", Label: "Chunk", Properties: []string{"lex"}}
+	st, err := Memgraph.CreateTextIndex(ti)
+	require.NoError(t, err)
+	require.Equal(t, "CREATE TEXT INDEX `chunk_lex` ON :`Chunk`(`lex`)", st.Query)
+	st, err = Neo4j.CreateTextIndex(ti)
+	require.NoError(t, err)
+	require.Equal(t, "CREATE FULLTEXT INDEX `chunk_lex` IF NOT EXISTS FOR (n:`Chunk`) ON EACH [n.`lex`]", st.Query)
+
+	// Memgraph's query names the property under "data." (Tantivy's JSON
+	// field, docs/memgraph.md §8); terms are OR-ed, so scores are BM25 sums.
+	st, err = Memgraph.TextSearch("chunk_lex", "lex", []string{"proxi", "заголовк"}, 40)
+	require.NoError(t, err)
+	require.Equal(t, "CALL text_search.search($index, $query, {limit: $limit}) YIELD node, score RETURN node.id AS id, score", st.Query)
+	require.Equal(t, map[string]any{"index": "chunk_lex", "query": "data.lex:proxi OR data.lex:заголовк", "limit": int64(40)}, st.Params)
+	st, err = Neo4j.TextSearch("chunk_lex", "lex", []string{"proxi", "7231"}, 5)
+	require.NoError(t, err)
+	require.Equal(t, "proxi OR 7231", st.Params["query"])
+
+	for _, d := range []Dialect{Memgraph, Neo4j} {
+		_, err = d.TextSearch("chunk_lex", "lex", []string{"a:b"}, 5)
+		require.ErrorContains(t, err, `term "a:b" is not a word`, "query syntax must not reach the engine")
+		_, err = d.TextSearch("chunk_lex", "lex", nil, 5)
+		require.ErrorContains(t, err, "no terms")
+		_, err = d.TextSearch("chunk_lex", "lex", []string{"x"}, 0)
+		require.ErrorContains(t, err, "limit = 0")
+		_, err = d.CreateTextIndex(TextIndex{Name: "x", Label: "Chunk"})
+		require.ErrorContains(t, err, "no properties")
+	}
+	require.Error(t, Schema{TextIndexes: []TextIndex{{Name: "a\nb", Label: "L", Properties: []string{"p"}}}}.Validate())
+
+	// SHOW INDEX INFO lists a text index as "label_text (name: …)" with its
+	// label and property list (Memgraph 3.6+, src/query/interpreter.cpp).
+	got, err := Memgraph.ParseTextIndexes([]string{"index type", "label", "property", "count"}, [][]any{
+		{"label+property", "Chunk", []any{"id"}, int64(3)},
+		{"label_text (name: chunk_lex)", "Chunk", []any{"lex"}, int64(3)},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []TextIndex{ti}, got)
+	got, err = Neo4j.ParseTextIndexes([]string{"name", "type", "entityType", "labelsOrTypes", "properties", "options"}, [][]any{
+		{"chunk_lex", "FULLTEXT", "NODE", []any{"Chunk"}, []any{"lex"}, map[string]any{}},
+		{"i", "RANGE", "NODE", []any{"Chunk"}, []any{"id"}, map[string]any{}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []TextIndex{ti}, got)
+}

@@ -44,6 +44,19 @@ type Schema struct {
 	Indexes []Index
 	// VectorIndexes are node vector indexes.
 	VectorIndexes []VectorIndex
+	// TextIndexes are node full-text indexes (Memgraph text indexes,
+	// Neo4j full-text indexes) for lexical search.
+	TextIndexes []TextIndex
+}
+
+// TextIndex is a node full-text index called Name on Label's Properties.
+// Memgraph tokenizes indexed text (Tantivy's default tokenizer: split on
+// non-alphanumerics, lower-cased, no stemming; docs/memgraph.md §8), so the
+// indexed properties hold text already normalized by kgsync.
+type TextIndex struct {
+	Name       string
+	Label      string
+	Properties []string
 }
 
 // Index is a label-property index.

@@ -89,6 +89,7 @@ type schemaRecord struct {
 	Dialect       string             `json:"dialect"`
 	Indexes       []sink.Index       `json:"indexes"`
 	VectorIndexes []sink.VectorIndex `json:"vector_indexes"`
+	TextIndexes   []sink.TextIndex   `json:"text_indexes,omitempty"`
 }
 
 var fileName = regexp.MustCompile(`^(\d{6})-.*\.cypherl$`)
@@ -177,8 +178,9 @@ func (s *Sink) Begin(runID int64) error {
 }
 
 // Ensure writes the DDL for the indexes of schema that schema.json does not
-// record: CREATE INDEX for a missing label-property index, CREATE VECTOR
-// INDEX for a missing vector index, and for a recorded vector index of the
+// record: CREATE INDEX for a missing label-property index, CREATE TEXT
+// INDEX for a missing text index, CREATE VECTOR INDEX for a missing vector
+// index, and for a recorded vector index of the
 // same name whose label, property or dimension differs: DROP VECTOR INDEX,
 // REMOVE of the old property from its nodes when the dimension changed, then
 // CREATE. The file is synced before schema.json is replaced, so the sidecar
@@ -211,6 +213,7 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		Dialect:       s.d.Name(),
 		Indexes:       slices.Clone(s.schema.Indexes),
 		VectorIndexes: slices.Clone(s.schema.VectorIndexes),
+		TextIndexes:   slices.Clone(s.schema.TextIndexes),
 	}
 	var sts []sink.Statement
 	for _, ix := range schema.Indexes {
@@ -251,6 +254,17 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		}
 		sts = append(sts, st)
 		next.VectorIndexes = append(next.VectorIndexes, vi)
+	}
+	for _, ti := range schema.TextIndexes {
+		if slices.ContainsFunc(next.TextIndexes, func(r sink.TextIndex) bool { return r.Name == ti.Name }) {
+			continue
+		}
+		st, err := s.d.CreateTextIndex(ti)
+		if err != nil {
+			return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+		}
+		sts = append(sts, st)
+		next.TextIndexes = append(next.TextIndexes, ti)
 	}
 	if len(sts) == 0 {
 		return sink.Stats{}, nil

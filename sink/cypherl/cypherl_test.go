@@ -336,3 +336,25 @@ func TestFileOrder(t *testing.T) {
 	_, err = New(tb.dir, "a;b", sink.Memgraph)
 	require.Error(t, err)
 }
+
+func TestTextIndexDDLOnce(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	sch := schema(3)
+	sch.TextIndexes = []sink.TextIndex{{Name: "chunk_lex", Label: "Chunk", Properties: []string{"lex"}}}
+	s := tb.open(t)
+	st, err := s.Ensure(t.Context(), sch)
+	require.NoError(t, err)
+	require.Equal(t, 4, st.Statements)
+	require.NoError(t, s.Close(t.Context()))
+	got, err := os.ReadFile(s.Files()[0])
+	require.NoError(t, err)
+	require.Contains(t, string(got), "CREATE TEXT INDEX `chunk_lex` ON :`Chunk`(`lex`);\n")
+
+	// The next run's sink reads schema.json: Memgraph has no CREATE TEXT
+	// INDEX IF NOT EXISTS, so the files must not create it twice.
+	s2 := tb.open(t)
+	st, err = s2.Ensure(t.Context(), sch)
+	require.NoError(t, err)
+	require.Equal(t, sink.Stats{}, st)
+}

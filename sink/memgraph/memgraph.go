@@ -82,7 +82,8 @@ type Hit struct {
 	// ID is the node's id property.
 	ID string
 	// Similarity is larger for nearer nodes: for Memgraph's cos metric the
-	// absolute cosine, for l2sq 1/(1+d²) (docs/memgraph.md §4).
+	// absolute cosine, for l2sq 1/(1+d²) (docs/memgraph.md §4); for a text
+	// search, the BM25 score.
 	Similarity float64
 }
 
@@ -217,6 +218,9 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		have = append(have, ix)
 		s.logger.InfoContext(ctx, "created index", slog.String("label", ix.Label), slog.String("property", ix.Property))
 	}
+	if err := s.ensureText(ctx, schema.TextIndexes, fields, rows, run); err != nil {
+		return stats, err
+	}
 	if len(schema.VectorIndexes) == 0 {
 		return stats, nil
 	}
@@ -279,6 +283,43 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		s.remember(vi)
 	}
 	return stats, nil
+}
+
+// ensureText creates the text indexes of want that the SHOW INDEX INFO
+// result (fields, rows) does not list. Memgraph has no CREATE TEXT INDEX
+// IF NOT EXISTS and, before 3.7, fails on a duplicate name: an "already
+// exists" error is taken as the index being there (docs/memgraph.md §8).
+func (s *Sink) ensureText(ctx context.Context, want []sink.TextIndex, fields []string, rows [][]any,
+	run func(sink.Statement) ([]string, [][]any, error),
+) error {
+	if len(want) == 0 {
+		return nil
+	}
+	have, err := s.d.ParseTextIndexes(fields, rows)
+	if err != nil {
+		return fmt.Errorf("memgraph ensure: %w", err)
+	}
+	names := map[string]bool{}
+	for _, ti := range have {
+		names[ti.Name] = true
+	}
+	for _, ti := range want {
+		if names[ti.Name] {
+			continue
+		}
+		st, err := s.d.CreateTextIndex(ti)
+		if err != nil {
+			return fmt.Errorf("memgraph ensure: %w", err)
+		}
+		if _, _, err := run(st); err != nil {
+			if strings.Contains(err.Error(), "already exists") {
+				continue
+			}
+			return err
+		}
+		s.logger.InfoContext(ctx, "created text index", slog.String("index", ti.Name), slog.String("label", ti.Label))
+	}
+	return nil
 }
 
 // removeProperty repeats the batched REMOVE until it reports 0 nodes.
@@ -564,6 +605,48 @@ func (s *Sink) VectorSearch(ctx context.Context, index string, k int, vec []floa
 			return nil, fmt.Errorf("vector search %q: row %d: similarity is %T", index, i, r[simCol])
 		}
 		hits = append(hits, Hit{ID: id, Similarity: sim})
+	}
+	return hits, nil
+}
+
+// TextSearch returns up to limit nodes of the text index called index whose
+// property matches any of terms, best first, with their BM25 score in
+// Hit.Similarity (Memgraph: text_search.search, docs/memgraph.md §8). On a
+// server that refuses the config-map limit (Memgraph 3.6–3.10 took it as a
+// positional argument) the query is retried once in the older form.
+func (s *Sink) TextSearch(ctx context.Context, index, property string, terms []string, limit int) ([]Hit, error) {
+	st, err := s.d.TextSearch(index, property, terms, limit)
+	if err != nil {
+		return nil, err
+	}
+	fields, rows, _, err := s.runAuto(ctx, st)
+	if err != nil && strings.Contains(st.Query, "{limit: $limit}") && strings.Contains(strings.ToLower(err.Error()), "argument") {
+		st.Query = strings.Replace(st.Query, "{limit: $limit}", "$limit", 1)
+		fields, rows, _, err = s.runAuto(ctx, st)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("text search %q: %w", index, err)
+	}
+	idCol, scoreCol := -1, -1
+	for i, f := range fields {
+		switch f {
+		case "id":
+			idCol = i
+		case "score":
+			scoreCol = i
+		}
+	}
+	if idCol < 0 || scoreCol < 0 {
+		return nil, fmt.Errorf("text search %q: columns %q, want id and score", index, fields)
+	}
+	hits := make([]Hit, 0, len(rows))
+	for i, r := range rows {
+		id, _ := r[idCol].(string)
+		score, ok := r[scoreCol].(float64)
+		if !ok {
+			return nil, fmt.Errorf("text search %q: row %d: score is %T", index, i, r[scoreCol])
+		}
+		hits = append(hits, Hit{ID: id, Similarity: score})
 	}
 	return hits, nil
 }

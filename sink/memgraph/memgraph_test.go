@@ -422,3 +422,59 @@ func TestBackoff(t *testing.T) {
 	require.Equal(t, 450*time.Millisecond, Backoff(2, 0.5))
 	require.Equal(t, MaxBackoff, Backoff(40, 0.5))
 }
+
+func TestEnsureTextIndexes(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, nil)
+	sch := sink.Schema{TextIndexes: []sink.TextIndex{
+		{Name: "chunk_lex", Label: "Chunk", Properties: []string{"lex"}},
+		{Name: "term_lex", Label: "Term", Properties: []string{"lex"}},
+	}}
+	// chunk_lex is listed; term_lex is not, and its CREATE fails as a
+	// Memgraph before 3.7 fails on a duplicate name: taken as present.
+	tb.schema.indexes = [][]any{{"label_text (name: chunk_lex)", "Chunk", []any{"lex"}, int64(3)}}
+	tb.srv.FailNext(1, func(text string) bool { return strings.HasPrefix(text, "CREATE TEXT INDEX `term_lex`") },
+		bolttest.Failure{Code: bolttest.CodeClient, Message: "Text index term_lex already exists at path: /var/lib/memgraph/text_index/term_lex."})
+	st, err := tb.sink.Ensure(t.Context(), sch)
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Statements)
+	require.Equal(t, []string{"SHOW INDEX INFO", "CREATE TEXT INDEX `term_lex` ON :`Term`(`lex`)"}, texts(tb.srv.Queries()))
+	require.Zero(t, tb.srv.Queries()[1].Tx, "text index DDL is auto-commit only")
+
+	// Any other failure (analytical mode) is an error naming the index.
+	tb.srv.Reset()
+	tb.schema.indexes = nil
+	tb.srv.FailNext(1, func(text string) bool { return strings.HasPrefix(text, "CREATE TEXT INDEX") },
+		bolttest.Failure{Code: bolttest.CodeClient, Message: "Text index is not supported in analytical storage mode."})
+	_, err = tb.sink.Ensure(t.Context(), sch)
+	require.ErrorContains(t, err, `create text index "chunk_lex"`)
+	require.ErrorContains(t, err, "analytical")
+}
+
+func TestTextSearch(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, nil)
+	tb.srv.Respond(func(q bolttest.Query) ([]string, [][]any, bool) {
+		if strings.HasPrefix(q.Text, "CALL text_search.search") {
+			return []string{"id", "score"}, [][]any{{"c2", 3.5}, {"c1", 1.25}}, true
+		}
+		return nil, nil, false
+	})
+	hits, err := tb.sink.TextSearch(t.Context(), "chunk_lex", "lex", []string{"proxi", "header"}, 10)
+	require.NoError(t, err)
+	require.Equal(t, []Hit{{ID: "c2", Similarity: 3.5}, {ID: "c1", Similarity: 1.25}}, hits)
+	q := tb.srv.Queries()[0]
+	require.Equal(t, "data.lex:proxi OR data.lex:header", q.Params["query"])
+
+	// Memgraph 3.6–3.10 takes the limit as a positional argument: one retry
+	// in that form.
+	tb.srv.Reset()
+	tb.srv.FailNext(1, func(text string) bool { return strings.Contains(text, "{limit: $limit}") },
+		bolttest.Failure{Code: bolttest.CodeClient, Message: "'text_search.search' argument named 'limit' at position 2 must be of type INTEGER."})
+	hits, err = tb.sink.TextSearch(t.Context(), "chunk_lex", "lex", []string{"proxi"}, 10)
+	require.NoError(t, err)
+	require.Len(t, hits, 2)
+	qs := tb.srv.Queries()
+	require.Len(t, qs, 2)
+	require.Equal(t, "CALL text_search.search($index, $query, $limit) YIELD node, score RETURN node.id AS id, score", qs[1].Text)
+}
