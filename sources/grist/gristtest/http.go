@@ -382,96 +382,6 @@ func (s *Server) getCompare(w http.ResponseWriter, r *http.Request) {
 	}
 	head := s.history[len(s.history)-1]
 	state := func(a *action) map[string]any { return map[string]any{"n": a.n, "h": a.h} }
-	// Net changes per (table at the end, row): first before, last after.
-	type key struct {
-		t  string
-		id int64
-	}
-	net := map[key]*rowChange{}
-	var renames [][]string
-	for _, a := range s.history[idx+1:] {
-		for _, rn := range a.renames {
-			renames = append(renames, []string{rn[0], rn[1]})
-			for k, v := range net {
-				if k.t == rn[0] {
-					delete(net, k)
-					net[key{rn[1], k.id}] = v
-				}
-			}
-		}
-		for tid, rows := range a.deltas {
-			for id, ch := range rows {
-				k := key{tid, id}
-				if prev, ok := net[k]; ok {
-					prev.after = ch.after
-				} else {
-					net[k] = &rowChange{before: ch.before, after: ch.after}
-				}
-			}
-		}
-	}
-	deltas := map[string]any{}
-	type td struct {
-		add, upd, rem []int64
-		cols          map[string]map[string]any
-	}
-	byTable := map[string]*td{}
-	for k, ch := range net {
-		if ch.before == nil && ch.after == nil {
-			continue // added and removed inside the range
-		}
-		d := byTable[k.t]
-		if d == nil {
-			d = &td{cols: map[string]map[string]any{}}
-			byTable[k.t] = d
-		}
-		idKey := strconv.FormatInt(k.id, 10)
-		set := func(col string, old, nw any, hasOld, hasNew bool) {
-			m := d.cols[col]
-			if m == nil {
-				m = map[string]any{}
-				d.cols[col] = m
-			}
-			var o, n any
-			if hasOld {
-				o = []any{old}
-			}
-			if hasNew {
-				n = []any{nw}
-			}
-			m[idKey] = []any{o, n}
-		}
-		switch {
-		case ch.before == nil:
-			d.add = append(d.add, k.id)
-			d.upd = append(d.upd, k.id) // real servers list added rows in both
-			for c, v := range ch.after {
-				set(c, nil, sqlishDelta(v), false, true)
-			}
-		case ch.after == nil:
-			d.rem = append(d.rem, k.id)
-			for c, v := range ch.before {
-				set(c, sqlishDelta(v), nil, true, false)
-			}
-		default:
-			d.upd = append(d.upd, k.id)
-			for c, v := range ch.after {
-				if ov, ok := ch.before[c]; !ok || !reflect.DeepEqual(ov, v) {
-					set(c, sqlishDelta(ov), sqlishDelta(v), ok, true)
-				}
-			}
-		}
-	}
-	for tid, d := range byTable {
-		slices.Sort(d.add)
-		slices.Sort(d.upd)
-		slices.Sort(d.rem)
-		deltas[tid] = map[string]any{"updateRows": nz(d.upd), "removeRows": nz(d.rem), "addRows": nz(d.add),
-			"columnDeltas": d.cols, "columnRenames": []any{}}
-	}
-	if renames == nil {
-		renames = [][]string{}
-	}
 	summary := "same"
 	if idx < len(s.history)-1 {
 		summary = "right"
@@ -480,7 +390,7 @@ func (s *Server) getCompare(w http.ResponseWriter, r *http.Request) {
 		"left": state(s.history[idx]), "right": state(head), "parent": state(s.history[idx]), "summary": summary,
 		"details": map[string]any{
 			"leftChanges":  map[string]any{"tableRenames": []any{}, "tableDeltas": map[string]any{}},
-			"rightChanges": map[string]any{"tableRenames": renames, "tableDeltas": deltas},
+			"rightChanges": summarize(s.history[idx+1:]),
 		},
 	})
 }

@@ -7,6 +7,12 @@
 // both addRows and updateRows, 500 "Cannot read hash" for unknown hashes,
 // weak ETags in Express's format with 304 on If-None-Match, the
 // _grist_Tables_column metadata table, and 429 past 10 parallel requests.
+// Schema changes (AddTable, RenameTable, RemoveTable, AddColumn,
+// RenameColumn, RemoveColumn) keep tableRefs and colRefs and show in
+// /compare as grist-core's ActionSummary has them (tableRenames,
+// columnRenames, "-name" for removed tables and columns), and a change to
+// more than 10 rows keeps the cell values of 10 of them only
+// (mayBeIncomplete), as /compare without maxRows does.
 package gristtest
 
 import (
@@ -69,12 +75,30 @@ type rowChange struct {
 	before, after map[string]any // nil = absent
 }
 
+// action is one entry of the document's history, as /compare summarises
+// it (grist-core app/common/ActionSummary.ts): row changes, then column
+// renames, then table renames. In rename pairs "" stands for null: ["", b]
+// is an addition, [a, ""] a removal.
 type action struct {
-	n       int
-	h       string
-	deltas  map[string]map[int64]*rowChange // table id at the time -> rows
-	renames [][2]string
+	n      int
+	h      string
+	deltas map[string]map[int64]*rowChange // table id before this action's renames -> rows
+	// colRenames are column renames by table id (before this action's
+	// table renames); renames are table renames.
+	colRenames map[string][][2]string
+	renames    [][2]string
+	// inline lists, per table whose change touched more than
+	// maxInlineRows rows, the rows whose cell values the summary keeps;
+	// set by record.
+	inline map[string]map[int64]bool
 }
+
+// maxInlineRows is grist-core's MAXIMUM_INLINE_ROWS
+// (app/common/ActionSummarizer.ts): of a bulk change to more rows, the
+// summary keeps the cell values of the first 9 rows and the last one only,
+// and marks the table delta mayBeIncomplete. /compare sends no maxRows, so
+// this default applies to it.
+const maxInlineRows = 10
 
 // Server is a test Grist server holding one document.
 type Server struct {
@@ -121,6 +145,20 @@ func New(t testing.TB) *Server {
 // record appends an action to the history, giving it the next number and
 // a hash chained on the previous one. Callers hold s.mu or are in setup.
 func (s *Server) record(a *action) {
+	for tid, rows := range a.deltas {
+		if len(rows) <= maxInlineRows || strings.HasPrefix(tid, "_grist") {
+			continue
+		}
+		ids := slices.Sorted(maps.Keys(rows))
+		keep := map[int64]bool{ids[len(ids)-1]: true}
+		for _, id := range ids[:maxInlineRows-1] {
+			keep[id] = true
+		}
+		if a.inline == nil {
+			a.inline = map[string]map[int64]bool{}
+		}
+		a.inline[tid] = keep
+	}
 	s.n++
 	a.n = s.n
 	prev := ""
@@ -129,7 +167,7 @@ func (s *Server) record(a *action) {
 	}
 	sum := sha256.New()
 	fmt.Fprintf(sum, "%s|%d|", prev, a.n)
-	b, _ := json.Marshal(a.renames)
+	b, _ := json.Marshal([]any{a.renames, a.colRenames})
 	sum.Write(b)
 	for _, tid := range slices.Sorted(maps.Keys(a.deltas)) {
 		fmt.Fprintf(sum, "%s:%d;", tid, len(a.deltas[tid]))
@@ -160,8 +198,18 @@ func (s *Server) TrimHistory(keep int) {
 func (s *Server) AddTable(id string, cols ...Column) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.addTableLocked(id, cols)
-	s.record(&action{deltas: map[string]map[int64]*rowChange{}})
+	t := s.addTableLocked(id, cols)
+	s.record(&action{deltas: map[string]map[int64]*rowChange{}, renames: [][2]string{{"", id}},
+		colRenames: map[string][][2]string{id: addedColumns(t)}})
+}
+
+// addedColumns are the column additions of a new table.
+func addedColumns(t *table) [][2]string {
+	out := make([][2]string, 0, len(t.cols))
+	for _, c := range t.cols {
+		out = append(out, [2]string{"", c.ID})
+	}
+	return out
 }
 
 func (s *Server) addTableLocked(id string, cols []Column) *table {
@@ -308,12 +356,18 @@ func (s *Server) DeleteRows(tableID string, ids ...int64) {
 	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta}})
 }
 
-// RenameTable renames a table and the Ref types pointing at it; /compare
-// reports it in tableRenames.
+// RenameTable renames a table and the Ref types pointing at it, keeping its
+// tableRef (the RenameTable user action; a rename in the UI sets the raw
+// view section's title, which renames the tableId the same way,
+// grist-samples/real/probes/rename-*). /compare reports it in
+// tableRenames, and the table's deltas under the new id.
 func (s *Server) RenameTable(from, to string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.mustTable(from)
+	if _, ok := s.tables[to]; ok {
+		s.t.Fatalf("gristtest: table %q exists", to)
+	}
 	delete(s.tables, from)
 	t.id = to
 	s.tables[to] = t
@@ -341,7 +395,10 @@ func (s *Server) SetColumnType(tableID, col, typ string) {
 	s.record(&action{deltas: map[string]map[int64]*rowChange{}})
 }
 
-// RemoveColumn drops a column and its values.
+// RemoveColumn drops a column and its values. As in Grist, /compare lists
+// the removal in columnRenames ([col, null]), every row in updateRows (the
+// undo restores each row's value), and the old values under "-col"
+// (grist-core ActionSummarizer: defunctTableName).
 func (s *Server) RemoveColumn(tableID, col string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -357,7 +414,88 @@ func (s *Server) RemoveColumn(tableID, col string) {
 		delete(r, col)
 		delta[id] = &rowChange{before: before, after: maps.Clone(r)}
 	}
-	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta}})
+	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta},
+		colRenames: map[string][][2]string{t.id: {{col, ""}}}})
+}
+
+// RenameColumn renames a column, keeping its colRef, position and values
+// (the RenameColumn user action; renaming a column's label in the UI does
+// the same unless untieColIdFromLabel is set, grist-api.md §1). /compare
+// lists it in the table's columnRenames and changes no row.
+func (s *Server) RenameColumn(tableID, from, to string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.mustTable(tableID)
+	c := t.col(from)
+	if c == nil {
+		s.t.Fatalf("gristtest: table %s has no column %q", tableID, from)
+	}
+	if t.col(to) != nil {
+		s.t.Fatalf("gristtest: table %s already has a column %q", tableID, to)
+	}
+	c.ID = to
+	for _, r := range t.rows {
+		r[to] = r[from]
+		delete(r, from)
+	}
+	s.record(&action{deltas: map[string]map[int64]*rowChange{}, colRenames: map[string][][2]string{t.id: {{from, to}}}})
+}
+
+// AddColumn appends a column (hidden columns aside, after the others) with
+// its type's empty value in every row, then sets the given values (row id
+// -> value) as one bulk update. /compare lists the addition in
+// columnRenames ([null, col]) and the rows given values in updateRows.
+func (s *Server) AddColumn(tableID string, col Column, values map[int64]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.mustTable(tableID)
+	if t.col(col.ID) != nil {
+		s.t.Fatalf("gristtest: table %s already has a column %q", tableID, col.ID)
+	}
+	c := col
+	c.colRef = s.nextColRef
+	c.pos = s.nextColRef
+	s.nextColRef++
+	if c.Type == "" {
+		c.Type = "Text"
+	}
+	t.cols = append(t.cols, &c)
+	delta := map[int64]*rowChange{}
+	for id, r := range t.rows {
+		before := maps.Clone(r)
+		r[c.ID] = emptyValue(c.Type)
+		if v, ok := values[id]; ok {
+			r[c.ID] = normValue(v)
+			delta[id] = &rowChange{before: before, after: maps.Clone(r)}
+		}
+	}
+	for id := range values {
+		if _, ok := t.rows[id]; !ok {
+			s.t.Fatalf("gristtest: table %s: Invalid row id %d", tableID, id)
+		}
+	}
+	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta},
+		colRenames: map[string][][2]string{t.id: {{"", c.ID}}}})
+}
+
+// RemoveTable deletes a table with its rows (POST /apply
+// [["RemoveTable", id]], grist-samples/real/setup/05). /compare lists it
+// in tableRenames ([id, null]) and its removed rows under "-id".
+func (s *Server) RemoveTable(tableID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.mustTable(tableID)
+	delete(s.tables, tableID)
+	delta := map[int64]*rowChange{}
+	for id, r := range t.rows {
+		delta[id] = &rowChange{before: r}
+	}
+	cols := make([][2]string, 0, len(t.cols))
+	for _, c := range t.cols {
+		cols = append(cols, [2]string{c.ID, ""})
+	}
+	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta},
+		colRenames: map[string][][2]string{t.id: cols}, renames: [][2]string{{tableID, ""}}})
 }
 
 // AddAttachment stores a file and returns its attachment id; fileIdent is
