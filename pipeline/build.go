@@ -264,3 +264,8 @@ func mandatoryLinks(ms []config.Mandatory) []MandatoryLink {
 	}
 	return out
 }
+
+// GristConfig is the Grist source configuration of c.
+func GristConfig(c *config.GristSource, m *config.Model, path string) grist.Config {
+	return gristConfig(c)
+}

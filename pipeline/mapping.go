@@ -187,6 +187,8 @@ type recordOutput struct {
 	// oldVectors the attributes that had a vector property before.
 	vecTexts   map[string]string
 	oldVectors []string
+	// oldNodeProps are the properties the stored node was written with.
+	oldNodeProps []string
 	// group numbers the chunk runs (one per document or long attribute):
 	// NEXT edges stay within a run.
 	group []int
@@ -359,6 +361,7 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 		out.oldEdge = sp.Edge
 		out.prevEdge = sp.PrevEdge
 		out.oldVectors = sp.Vectors
+		out.oldNodeProps = slices.Collect(maps.Keys(sp.Node))
 		// The record's node under another label or id (the anchor was
 		// renamed), or a record that is no node any more (its table became
 		// a link or mandatory table): the old node goes, the rest is
@@ -534,9 +537,19 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		for _, attr := range vecAttrs {
 			node[VectorProperty(attr)] = vectors[diff.TextHash(o.vecTexts[attr])]
 		}
+		// The node is exactly its mapping: a property it was written with
+		// and has no more (a column removed upstream or from the model)
+		// goes, and so does a vector whose attribute is gone or no longer
+		// embedded (SET n += {p: null} removes p, memgraph.md §5; the
+		// vector index drops the node with it).
+		for _, k := range o.oldNodeProps {
+			if _, ok := node[k]; !ok {
+				node[k] = nil
+			}
+		}
 		for _, attr := range o.oldVectors {
 			if _, ok := o.vecTexts[attr]; !ok {
-				node[VectorProperty(attr)] = nil // SET += null removes the stale vector
+				node[VectorProperty(attr)] = nil
 			}
 		}
 		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: o.label, ID: o.nodeID, Props: node})
@@ -602,7 +615,27 @@ func (r *runner) edgeOps(b *sink.Batch, e, old, prev *edgeRef) {
 	}
 	from, to := sink.NodeRef{Label: e.FromLabel, ID: e.FromID}, sink.NodeRef{Label: e.ToLabel, ID: e.ToID}
 	b.NodeUpserts = append(b.NodeUpserts, placeholder(from), placeholder(to))
-	b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: e.Type, From: from, To: to, Key: e.Key, Props: e.Props})
+	props := e.Props
+	if old != nil && old.ref() == e.ref() {
+		// The same edge: a property it no longer has (a link-table column
+		// removed) goes, as on nodes.
+		var gone []string
+		for k := range old.Props {
+			if _, ok := e.Props[k]; !ok {
+				gone = append(gone, k)
+			}
+		}
+		if len(gone) > 0 {
+			props = maps.Clone(e.Props)
+			if props == nil {
+				props = map[string]any{}
+			}
+			for _, k := range gone {
+				props[k] = nil
+			}
+		}
+	}
+	b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: e.Type, From: from, To: to, Key: e.Key, Props: props})
 }
 
 // PropPlaceholder marks a node created as an edge's end before (or without)

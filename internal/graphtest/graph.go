@@ -119,7 +119,13 @@ func (g *Graph) Write(_ context.Context, b *sink.Batch) (sink.Stats, error) {
 				g.adj[end][key] = true
 			}
 		}
-		maps.Copy(props, e.Props)
+		for k, v := range e.Props {
+			if v == nil {
+				delete(props, k) // SET e += {k: null} removes k
+			} else {
+				props[k] = v
+			}
+		}
 	}
 	for _, p := range b.EdgePrunes {
 		for e := range g.adj[p.From] {
@@ -219,6 +225,31 @@ func (g *Graph) Dangling() []string {
 		if _, ok := g.nodes[e.To]; !ok {
 			out = append(out, fmt.Sprintf("%s to missing %v", e.Type, e.To))
 		}
+	}
+	return out
+}
+
+// Snapshot is a comparable picture of the whole graph: "node|label|id" →
+// the node's properties and "edge|type|from-label:from-id|to-label:to-id|key"
+// → the edge's properties, without the named properties (for example
+// "_synced_at", which differs between two runs of the same content).
+func (g *Graph) Snapshot(ignore ...string) map[string]map[string]any {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]map[string]any, len(g.nodes)+len(g.edges))
+	for ref, p := range g.nodes {
+		m := maps.Clone(p)
+		for _, k := range ignore {
+			delete(m, k)
+		}
+		out["node|"+ref.Label+"|"+ref.ID] = m
+	}
+	for e, p := range g.edges {
+		m := maps.Clone(p)
+		for _, k := range ignore {
+			delete(m, k)
+		}
+		out["edge|"+e.Type+"|"+e.From.Label+":"+e.From.ID+"|"+e.To.Label+":"+e.To.ID+"|"+e.Key] = m
 	}
 	return out
 }

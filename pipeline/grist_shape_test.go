@@ -1,0 +1,276 @@
+package pipeline_test
+
+// Tests for Grist documents that change shape: each one replays a change a
+// user makes in Grist through the test server, then compares the graph with
+// a fresh full sync of the changed document (new state, new graph) and
+// counts the embedding calls a fresh sync would not need.
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/embed/hashing"
+	"github.com/kgsync/kgsync/internal/graphtest"
+	"github.com/kgsync/kgsync/internal/testlog"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/sources/grist"
+	"github.com/kgsync/kgsync/sources/grist/gristtest"
+	"github.com/kgsync/kgsync/state"
+	"github.com/kgsync/kgsync/state/sqlite"
+)
+
+// shapeDoc loads a small tariff document: an HS code tree keyed by code
+// (parent is a Ref to the same table), guides keyed by guide_id, a link
+// table of Ref columns, and an FAQ whose answers are long enough to chunk.
+func shapeDoc(t *testing.T) *gristtest.Server {
+	t.Helper()
+	srv := gristtest.New(t)
+	srv.AddTable("HSCodes", gristtest.Column{ID: "hscode"}, gristtest.Column{ID: "description"},
+		gristtest.Column{ID: "parent", Type: "Ref:HSCodes"}, gristtest.Column{ID: "level", Type: "Int"})
+	srv.AddTable("Guides", gristtest.Column{ID: "guide_id", Type: "Int"}, gristtest.Column{ID: "title"}, gristtest.Column{ID: "url"})
+	srv.AddTable("HeadingGuides", gristtest.Column{ID: "heading", Type: "Ref:HSCodes"}, gristtest.Column{ID: "guide", Type: "Ref:Guides"},
+		gristtest.Column{ID: "note"})
+	srv.AddTable("FAQ", gristtest.Column{ID: "question"}, gristtest.Column{ID: "answer"}, gristtest.Column{ID: "category"})
+
+	root := srv.AddRows("HSCodes", map[string]any{"hscode": "TOTAL", "description": "All goods", "level": 0})[0]
+	srv.UpdateRows("HSCodes", map[int64]map[string]any{root: {"parent": root}})
+	ch := srv.AddRows("HSCodes",
+		map[string]any{"hscode": "01", "description": "Live animals", "parent": root, "level": 2},
+		map[string]any{"hscode": "02", "description": "Meat and edible meat offal", "parent": root, "level": 2})
+	hd := srv.AddRows("HSCodes",
+		map[string]any{"hscode": "0101", "description": "Horses, asses, mules and hinnies; live", "parent": ch[0], "level": 4},
+		map[string]any{"hscode": "0102", "description": "Bovine animals; live", "parent": ch[0], "level": 4},
+		map[string]any{"hscode": "0201", "description": "Meat of bovine animals, fresh or chilled", "parent": ch[1], "level": 4})
+	var subs []map[string]any
+	for i := range 12 {
+		subs = append(subs, map[string]any{"hscode": fmt.Sprintf("0101%02d", 21+i),
+			"description": fmt.Sprintf("Horses of kind %d, live", i+1), "parent": hd[0], "level": 6})
+	}
+	subs = append(subs, map[string]any{"hscode": "010221", "description": "Cattle, pure-bred breeding animals", "parent": hd[1], "level": 6})
+	srv.AddRows("HSCodes", subs...)
+	g := srv.AddRows("Guides",
+		map[string]any{"guide_id": 1, "title": "Importing live animals", "url": "https://example.org/live"},
+		map[string]any{"guide_id": 2, "title": "Importing meat products", "url": "https://example.org/meat"})
+	srv.AddRows("HeadingGuides",
+		map[string]any{"heading": hd[0], "guide": g[0], "note": "horses"},
+		map[string]any{"heading": hd[1], "guide": g[0], "note": "cattle"},
+		map[string]any{"heading": hd[2], "guide": g[1], "note": "beef"})
+	var faqs []map[string]any
+	for i := range 8 {
+		faqs = append(faqs, map[string]any{
+			"question": fmt.Sprintf("Question %d about importing animals?", i+1),
+			"answer": strings.Repeat(fmt.Sprintf("Answer %d explains the rules for importing animals and meat products across borders. ", i+1), 1+i%3),
+			"category": []string{"import", "export"}[i%2],
+		})
+	}
+	srv.AddRows("FAQ", faqs...)
+	return srv
+}
+
+// shapeSource is the Grist source of shapeDoc as a user configures it.
+func shapeSource(srv *gristtest.Server) *config.GristSource {
+	return &config.GristSource{Server: srv.URL, DocID: gristtest.DocID, APIKey: gristtest.APIKey,
+		Tables:     []string{"HSCodes", "Guides", "HeadingGuides", "FAQ"},
+		KeyColumns: map[string]string{"HSCodes": "hscode", "Guides": "guide_id"}, PageSize: 7}
+}
+
+// shapeModel is shapeDoc's data model (examples/grist/kgsync.yaml).
+func shapeModel() *config.Model {
+	return &config.Model{
+		LongTextTokens: 24,
+		Anchors: []config.Anchor{
+			{Name: "cn_code", Table: "HSCodes", Attributes: []config.Attribute{{Name: "code", Column: "hscode"}, {Name: "description", Embeddable: true}},
+				Links: []config.Link{{Name: "PARENT", Column: "parent", To: "cn_code"}}},
+			{Name: "guide", Table: "Guides", Attributes: []config.Attribute{{Name: "title", Embeddable: true}}},
+			{Name: "faq", Table: "FAQ", Attributes: []config.Attribute{{Name: "question", Embeddable: true}, {Name: "answer", Embeddable: true}}},
+		},
+		LinkTables: []config.LinkTable{{Name: "REQUIRES_GUIDE", Table: "HeadingGuides",
+			From: config.LinkEnd{Anchor: "cn_code", Column: "heading"}, To: config.LinkEnd{Anchor: "guide", Column: "guide"}}},
+	}
+}
+
+// shapeRig is one pipeline (its own state and graph) over a document.
+type shapeRig struct {
+	p     *pipeline.Pipeline
+	graph *graphtest.Graph
+	emb   *countingEmbedder
+	store state.Store
+	logs  *testlog.Buffer
+	src   *grist.Source
+}
+
+func newShapeRig(t *testing.T, sc *config.GristSource, m *config.Model) *shapeRig {
+	t.Helper()
+	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	tok, err := chunker.NewTokenizer("cl100k_base")
+	require.NoError(t, err)
+	r := &shapeRig{graph: graphtest.New(), emb: &countingEmbedder{Embedder: hashing.New("hashing-v1", 16)}, store: store, logs: &testlog.Buffer{}}
+	r.p = &pipeline.Pipeline{
+		Name: "tariff", Embedder: r.emb, Sink: r.graph, Store: store,
+		Chunking:  chunker.Options{MaxTokens: 32, OverlapTokens: 4, Tokenizer: tok},
+		BatchSize: 5, MaxDeleteRatio: 0.3, Fingerprint: 1,
+		Logger: slog.New(slog.NewTextHandler(r.logs, nil)),
+	}
+	r.configure(t, sc, m)
+	return r
+}
+
+// configure rebuilds the pipeline's source and model from a (changed)
+// config, as a restart with an edited config file does.
+func (r *shapeRig) configure(t *testing.T, sc *config.GristSource, m *config.Model) {
+	t.Helper()
+	cfg := pipeline.GristConfig(sc, m, "pipelines[0].sources[0].grist")
+	cfg.RetryWaitMin, cfg.RetryWaitMax = time.Millisecond, 5*time.Millisecond
+	src, err := grist.New("grist", cfg, r.p.Logger)
+	require.NoError(t, err)
+	r.src = src
+	r.p.Sources = []sources.Source{src}
+	r.p.Model = pipeline.NewModel(m)
+}
+
+func (r *shapeRig) sync(t *testing.T, mode pipeline.Mode) state.Run {
+	t.Helper()
+	res, err := r.p.Run(t.Context(), state.TriggerManual, mode)
+	require.NoError(t, err)
+	require.Equal(t, state.StatusSucceeded, res.Run.Status)
+	require.Empty(t, r.graph.Dangling())
+	return res.Run
+}
+
+// requireFresh compares r's graph with a fresh full sync of the document
+// under the same config, and returns the fresh rig.
+func requireFresh(t *testing.T, r *shapeRig, sc *config.GristSource, m *config.Model) *shapeRig {
+	t.Helper()
+	fresh := newShapeRig(t, sc, m)
+	fresh.sync(t, pipeline.Mode{})
+	want, got := fresh.graph.Snapshot("_synced_at"), r.graph.Snapshot("_synced_at")
+	for k, v := range want {
+		require.Equal(t, v, got[k], "graph differs from a fresh sync at %s", k)
+	}
+	for k := range got {
+		_, ok := want[k]
+		require.True(t, ok, "graph has %s, a fresh sync has not", k)
+	}
+	return fresh
+}
+
+// noPlaceholders fails if any node of the labels is a placeholder.
+func noPlaceholders(t *testing.T, g *graphtest.Graph, labels ...string) {
+	t.Helper()
+	for _, l := range labels {
+		for _, id := range g.Nodes(l) {
+			n, _ := g.Node(l, id)
+			require.NotContains(t, n, pipeline.PropPlaceholder, "%s %s", l, id)
+		}
+	}
+}
+
+func hasLog(logs *testlog.Buffer, parts ...string) bool {
+	for _, line := range strings.Split(logs.String(), "\n") {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(line, p)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+var _ = bytes.NewBuffer
+
+// TestGristResyncReadsEverything: resync --full and --reembed on an
+// unchanged document read every row and do what they say, although
+// /states answers that nothing changed; plan --full lists every row.
+func TestGristResyncReadsEverything(t *testing.T) {
+	t.Parallel()
+	srv := shapeDoc(t)
+	sc, m := shapeSource(srv), shapeModel()
+	r := newShapeRig(t, sc, m)
+	first := r.sync(t, pipeline.Mode{})
+	rows := first.Counts.RecordsNew
+	require.Equal(t, 19+2+3+8, rows)
+	embedded := first.Counts.ChunksEmbedded
+
+	require.Zero(t, r.sync(t, pipeline.Mode{}).Counts.RecordsRead, "an unchanged document is not read")
+
+	plan, err := r.p.Plan(t.Context(), pipeline.Mode{Full: true})
+	require.NoError(t, err)
+	require.Len(t, plan.Items, rows, "plan --full lists every row")
+
+	full := r.sync(t, pipeline.Mode{Full: true})
+	require.Equal(t, rows, full.Counts.RecordsRead)
+	require.Positive(t, full.Counts.SinkStatements, "--full rewrites every node")
+	require.Zero(t, full.Counts.ChunksEmbedded, "--full embeds nothing the cache has")
+
+	require.Zero(t, r.sync(t, pipeline.Mode{}).Counts.RecordsRead, "the cursor still works after resync --full")
+	r.emb.reset()
+	re := r.sync(t, pipeline.Mode{Reembed: true})
+	require.Equal(t, rows, re.Counts.RecordsRead)
+	require.Equal(t, embedded, re.Counts.ChunksEmbedded, "--reembed embeds every text again")
+
+	require.Zero(t, r.sync(t, pipeline.Mode{}).Counts.RecordsRead, "the cursor still works after a resync")
+	requireFresh(t, r, sc, m)
+}
+
+// TestGristAddedThenRemovedColumn: a column added in Grist shows on every
+// node of a table mapped by default; removed again, it disappears from
+// every node in that run (a node is exactly its mapping), with 0 embedding
+// calls.
+func TestGristAddedThenRemovedColumn(t *testing.T) {
+	t.Parallel()
+	srv := shapeDoc(t)
+	sc, m := shapeSource(srv), shapeModel()
+	r := newShapeRig(t, sc, m)
+	r.sync(t, pipeline.Mode{})
+	srv.AddColumn("FAQ", gristtest.Column{ID: "reviewer"}, map[int64]any{1: "ana", 2: "ben"})
+	r.emb.reset()
+	run := r.sync(t, pipeline.Mode{})
+	require.Equal(t, 8, run.Counts.RecordsChanged)
+	n, _ := r.graph.Node("faq", "FAQ:1")
+	require.Equal(t, "ana", n["reviewer"])
+	requireFresh(t, r, sc, m)
+
+	srv.RemoveColumn("FAQ", "reviewer")
+	run = r.sync(t, pipeline.Mode{})
+	calls, _ := r.emb.reset()
+	require.Zero(t, calls, "no text changed")
+	for _, id := range r.graph.Nodes("faq") {
+		n, _ := r.graph.Node("faq", id)
+		require.NotContains(t, n, "reviewer", id)
+	}
+	requireFresh(t, r, sc, m)
+	t.Logf("remove column: %d statements, %d texts embedded", run.Counts.SinkStatements, run.Counts.ChunksEmbedded)
+
+	// A link table's column is an edge property: it goes from the edges.
+	srv.RemoveColumn("HeadingGuides", "note")
+	r.sync(t, pipeline.Mode{})
+	requireFresh(t, r, sc, m)
+
+	// The model stops embedding the answers: their vectors and chunks go,
+	// the text stays as a plain property.
+	m.Anchors[2].Attributes = m.Anchors[2].Attributes[:1]
+	r.configure(t, sc, m)
+	r.emb.reset()
+	r.sync(t, pipeline.Mode{})
+	calls, _ = r.emb.reset()
+	require.Zero(t, calls)
+	n, _ = r.graph.Node("faq", "FAQ:1")
+	require.NotContains(t, n, "answer_embedding")
+	require.Contains(t, n, "answer")
+	require.Zero(t, r.graph.Count(pipeline.LabelChunk))
+	requireFresh(t, r, sc, m)
+}
