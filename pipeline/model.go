@@ -163,6 +163,33 @@ func (m *Model) ownFingerprint(table string) uint64 {
 	return 0
 }
 
+// Mark fingerprints the whole model as far as it shapes the graph: every
+// table's Fingerprint (descriptions and query examples left out). 0 for
+// the default mapping.
+func (m *Model) Mark() uint64 {
+	if m == nil {
+		return 0
+	}
+	tables := map[string]bool{}
+	for t := range m.byTable {
+		tables[t] = true
+	}
+	for t := range m.linkTables {
+		tables[t] = true
+	}
+	for t := range m.mandatory {
+		tables[t] = true
+	}
+	var parts []any
+	for _, t := range slices.Sorted(maps.Keys(tables)) {
+		parts = append(parts, t, int64(m.ownFingerprint(t)))
+	}
+	if len(parts) == 0 {
+		return 0
+	}
+	return mustHash(append(parts, int64(m.labels), int64(m.LongTextTokens())))
+}
+
 // Embeddable lists the embeddable attributes by anchor label, sorted.
 func (m *Model) Embeddable() map[string][]string {
 	out := map[string][]string{}

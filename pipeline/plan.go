@@ -74,6 +74,13 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("source %q: get cursor: %w", name, err)
 		}
+		mark, err := p.Store.CursorGet(ctx, p.Name, configCursor(name))
+		if err != nil {
+			return nil, fmt.Errorf("source %q: get config mark: %w", name, err)
+		}
+		if mode.Full || mode.Reembed || mark != p.configMark() {
+			cursor = sources.FullCursor(src, cursor)
+		}
 		complete := true
 		for page, err := range src.Read(ctx, cursor) {
 			if errors.Is(err, sources.ErrNotModified) {

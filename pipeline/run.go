@@ -145,7 +145,19 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		return err
 	}
 
-	read := func(c context.Context) iter.Seq2[*sources.Page, error] { return src.Read(c, cursor) }
+	mark, err := r.p.Store.CursorGet(ctx, r.p.Name, configCursor(name))
+	if err != nil {
+		return fmt.Errorf("get config mark: %w", err)
+	}
+	from := cursor
+	if r.mode.Full || r.mode.Reembed || mark != r.p.configMark() {
+		// A resync lists everything, whatever the cursor says (a source
+		// answering "not modified" would make it a no-op), and so does the
+		// first run after the mapping changed: records that did not change
+		// upstream must be mapped anew.
+		from = sources.FullCursor(src, cursor)
+	}
+	read := func(c context.Context) iter.Seq2[*sources.Page, error] { return src.Read(c, from) }
 	for page, err := range prefetch(ctx, read, 2) {
 		if errors.Is(err, sources.ErrNotModified) {
 			r.log.Info("source not modified", slog.String("source", name))
@@ -242,12 +254,33 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 			return err
 		}
 	}
-	if finalCursor != "" && finalCursor != cursor {
-		if err := r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, Cursors: map[string]string{name: finalCursor}}); err != nil {
+	done := map[string]string{}
+	// (Batches of a listing read from a reset cursor committed that one.)
+	if finalCursor != "" && (finalCursor != cursor || from != cursor) {
+		done[name] = finalCursor
+	}
+	if m := r.p.configMark(); m != mark {
+		done[configCursor(name)] = m
+	}
+	if len(done) > 0 {
+		if err := r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, Cursors: done}); err != nil {
 			return fmt.Errorf("commit cursor: %w", err)
 		}
 	}
 	return nil
+}
+
+// configCursor names the cursor entry holding the config mark of a
+// source's last complete run (configMark).
+func configCursor(source string) string { return "_config:" + source }
+
+// configMark fingerprints what shapes every record's output: the
+// pipeline's fingerprint and the data model's part that reaches the graph
+// (not descriptions). A source whose mark differs from the stored one is
+// listed in full, whatever its cursor says, so that a mapping change
+// reaches records that did not change upstream.
+func (p *Pipeline) configMark() string {
+	return fmt.Sprintf("%016x", p.Fingerprint^p.Model.Mark())
 }
 
 // deleteKeys deletes records the source reported as removed, with their

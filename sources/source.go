@@ -96,3 +96,22 @@ type Document struct {
 	// Content is the raw bytes (already checked to be valid UTF-8 for text formats).
 	Content []byte
 }
+
+// CursorResetter is a Source whose cursor holds, besides its position in
+// upstream's changes, what it remembers of upstream's shape (the Grist
+// source: the stable ids of tables and columns, which let it follow
+// renames). ResetCursor returns cursor without the change position: a Read
+// from it lists everything, as a Read from "" does, but keeps that memory.
+type CursorResetter interface {
+	ResetCursor(cursor string) string
+}
+
+// FullCursor returns the cursor to Read src from when every record must be
+// listed whatever the cursor says (resync --full and --reembed, plan
+// --full): cursor reset by a CursorResetter, "" for any other source.
+func FullCursor(src Source, cursor string) string {
+	if cr, ok := src.(CursorResetter); ok && cursor != "" {
+		return cr.ResetCursor(cursor)
+	}
+	return ""
+}

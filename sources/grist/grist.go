@@ -545,3 +545,15 @@ func keyString(v any) (string, bool) {
 	}
 	return "", false
 }
+
+// ResetCursor returns cursor without its change position (the action hash,
+// the last full listing's time, the ETags): a Read from it lists every row
+// (sources.CursorResetter) but still knows the schema it read before.
+func (s *Source) ResetCursor(cursor string) string {
+	var c cursorState
+	if err := json.Unmarshal([]byte(cursor), &c); err != nil {
+		return ""
+	}
+	c.Hash, c.Full, c.ETags, c.Config = "", 0, nil, ""
+	return c.String()
+}

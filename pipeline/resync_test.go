@@ -1,0 +1,96 @@
+package pipeline_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/sources/csvtable"
+	"github.com/kgsync/kgsync/sources/httpapi"
+)
+
+// requireResyncReadsAll runs b once, then checks that resync --full and
+// --reembed on the unchanged source read all n records, that --full writes
+// every node with no embedding call and --reembed embeds every text again,
+// and that plan --full lists every record.
+func requireResyncReadsAll(t *testing.T, b *bundle, n int) {
+	t.Helper()
+	first := b.sync(t, pipeline.Mode{})
+	require.Equal(t, n, first.RecordsNew)
+	plan, err := b.p.Plan(t.Context(), pipeline.Mode{Full: true})
+	require.NoError(t, err)
+	require.Len(t, plan.Items, n, "plan --full lists every record")
+	full := b.sync(t, pipeline.Mode{Full: true})
+	require.Equal(t, n, full.RecordsRead)
+	require.Positive(t, full.SinkStatements)
+	require.Zero(t, full.ChunksEmbedded)
+	re := b.sync(t, pipeline.Mode{Reembed: true})
+	require.Equal(t, n, re.RecordsRead)
+	require.Equal(t, first.ChunksEmbedded, re.ChunksEmbedded)
+}
+
+func TestResyncReadsEverythingFiles(t *testing.T) {
+	t.Parallel()
+	b := setup(t, copyCorpus(t, "rfc7239.txt", "spdx-2.3-package-information.md"), 256, 32)
+	requireResyncReadsAll(t, b, 2)
+}
+
+func TestResyncReadsEverythingCSV(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "faq.csv"), []byte("id,question\n1,What is a heading?\n2,What is a chapter?\n"), 0o644))
+	src, err := csvtable.New("csv", csvtable.Config{Tables: []csvtable.Table{{Path: filepath.Join(dir, "faq.csv"), Table: "faq", Key: "id"}}}, nil)
+	require.NoError(t, err)
+	b := setup(t, t.TempDir(), 256, 32)
+	b.p.Sources = []sources.Source{src}
+	b.p.Model = pipeline.NewModel(tariffModelFAQ())
+	requireResyncReadsAll(t, b, 2)
+}
+
+// TestResyncReadsEverythingHTTP: an incremental HTTP source asked from its
+// cursor would send only what changed since (nothing); a resync lists
+// everything.
+func TestResyncReadsEverythingHTTP(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	asked := []string{}
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		since := r.URL.Query().Get("updated_since")
+		mu.Lock()
+		asked = append(asked, since)
+		mu.Unlock()
+		items := []map[string]any{}
+		for _, it := range []map[string]any{
+			{"id": "1", "question": "What is a heading?", "updated_at": "2024-03-01T09:00:00Z"},
+			{"id": "2", "question": "What is a chapter?", "updated_at": "2024-03-01T09:01:00Z"},
+		} {
+			if since == "" || it["updated_at"].(string) > since {
+				items = append(items, it)
+			}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"items": items})
+	}))
+	t.Cleanup(api.Close)
+	src, err := httpapi.New("http", httpapi.Config{URL: api.URL, Records: ".items[]", Key: ".id", Anchor: "faq",
+		Incremental: &httpapi.Incremental{Param: "updated_since", Cursor: ".updated_at"}}, nil)
+	require.NoError(t, err)
+	b := setup(t, t.TempDir(), 256, 32)
+	b.p.Sources = []sources.Source{src}
+	b.p.Model = pipeline.NewModel(tariffModelFAQ())
+	requireResyncReadsAll(t, b, 2)
+	require.Zero(t, b.sync(t, pipeline.Mode{}).RecordsRead, "an incremental run still reads only what changed")
+}
+
+// tariffModelFAQ embeds the question of faq records.
+func tariffModelFAQ() *config.Model {
+	return &config.Model{Anchors: []config.Anchor{{Name: "faq", Attributes: []config.Attribute{{Name: "question", Embeddable: true}}}}}
+}
