@@ -69,7 +69,7 @@ func shapeDoc(t *testing.T) *gristtest.Server {
 	for i := range 8 {
 		faqs = append(faqs, map[string]any{
 			"question": fmt.Sprintf("Question %d about importing animals?", i+1),
-			"answer": strings.Repeat(fmt.Sprintf("Answer %d explains the rules for importing animals and meat products across borders. ", i+1), 1+i%3),
+			"answer":   strings.Repeat(fmt.Sprintf("Answer %d explains the rules for importing animals and meat products across borders. ", i+1), 1+i%3),
 			"category": []string{"import", "export"}[i%2],
 		})
 	}
