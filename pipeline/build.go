@@ -86,7 +86,7 @@ func NewSink(ctx context.Context, cfg config.Sink, pipeline string, logger *slog
 			retries = *m.MaxRetries
 		}
 		return memgraph.New(ctx, memgraph.Config{
-			URI: m.URI, Username: m.Username, Password: m.Password, Dialect: d,
+			URI: m.URI, Username: m.Username, Password: m.Password, Pipeline: pipeline, Dialect: d,
 			BatchSize: m.BatchSize, MaxRetries: retries, Timeout: m.Timeout, VectorCapacity: m.VectorCapacity,
 		}, logger)
 	}

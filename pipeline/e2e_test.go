@@ -35,7 +35,7 @@ func TestPostgresStateMemgraphSink(t *testing.T) {
 
 	srv := bolttest.Start(t)
 	schemaState := srv.EmulateSchema()
-	mg, err := memgraph.New(ctx, memgraph.Config{URI: srv.URI(), BatchSize: 100, MaxRetries: 3}, nil)
+	mg, err := memgraph.New(ctx, memgraph.Config{URI: srv.URI(), Pipeline: "docs", BatchSize: 100, MaxRetries: 3}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = mg.Close(ctx) })
 

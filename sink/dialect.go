@@ -24,6 +24,9 @@ const (
 	KindVectorSearch      = "vector search"
 	KindCreateTextIndex   = "create text index"
 	KindTextSearch        = "text search"
+	KindShowVersion       = "show version"
+	KindProbe             = "probe"
+	KindCountVectors      = "count vectors"
 )
 
 // DefaultVectorCapacity is the vector index capacity used when
@@ -67,12 +70,24 @@ type Dialect interface {
 	CreateVectorIndex(vi VectorIndex) (Statement, error)
 	// DropVectorIndex drops the vector index called name.
 	DropVectorIndex(name string) (Statement, error)
-	// RemoveVectorProperty removes property from every label node that has
-	// it. With limit > 0 it touches at most limit nodes, takes $limit and
-	// returns one row with column "removed" (the number of nodes changed),
-	// so a caller repeats it until removed is 0; with limit <= 0 it is one
-	// statement for all nodes (for files).
-	RemoveVectorProperty(label, property string, limit int) (Statement, error)
+	// RemoveVectorProperty removes property from every label node of
+	// pipeline (PropPipeline) that has it; other pipelines' nodes keep
+	// theirs. With limit > 0 it touches at most limit nodes, takes $limit
+	// and returns one row with column "removed" (the number of nodes
+	// changed), so a caller repeats it until removed is 0; with limit <= 0
+	// it is one statement for all nodes (for files).
+	RemoveVectorProperty(label, property, pipeline string, limit int) (Statement, error)
+	// CountVectors counts the label nodes of other pipelines than pipeline
+	// (or of none) that have property, by owner and vector length: rows
+	// with columns "pipeline" (a string, or null), "dimension" (integer)
+	// and "nodes" (integer). It tells whether a vector index is shared.
+	CountVectors(label, property, pipeline string) (Statement, error)
+	// ShowVersion asks the server for its version; ParseVersion reads the
+	// answer.
+	ShowVersion() Statement
+	// ParseVersion returns the version string of ShowVersion's result,
+	// e.g. "3.8.1".
+	ParseVersion(fields []string, rows [][]any) (string, error)
 	// ShowIndexes lists the label-property indexes; ParseIndexes reads its
 	// result.
 	ShowIndexes() Statement
@@ -87,10 +102,12 @@ type Dialect interface {
 	// ShowVectorIndexes (Name, Label, Property, Dimension, Metric and, where
 	// reported, Capacity).
 	ParseVectorIndexes(fields []string, rows [][]any) ([]VectorIndex, error)
-	// VectorSearch finds the k nodes nearest to vec in the vector index
-	// called index; rows have columns "id" (the node's id property) and
-	// "similarity" (a float, larger is nearer).
-	VectorSearch(index string, k int, vec []float32) (Statement, error)
+	// VectorSearch finds the nodes of pipeline nearest to vec in the vector
+	// index called index: the fetch nearest of all the index's nodes, of
+	// which those owned by pipeline (PropPipeline) are kept, at most k,
+	// nearest first (fetch < k means k). Rows have columns "id" (the node's
+	// id property) and "similarity" (a float, larger is nearer).
+	VectorSearch(index, pipeline string, k, fetch int, vec []float32) (Statement, error)
 	// CreateTextIndex is the full-text index statement for ti.
 	CreateTextIndex(ti TextIndex) (Statement, error)
 	// ParseTextIndexes returns the node full-text indexes among the rows
@@ -107,9 +124,10 @@ type Dialect interface {
 	MapProperties() bool
 }
 
-// MemgraphDialect is the Dialect of Memgraph (native index syntax, works on
-// every version with vector search, 3.0 and later; SHOW VECTOR INDEX INFO
-// needs 3.1).
+// MemgraphDialect is the Dialect of Memgraph 3.1 and later (native index
+// syntax; CREATE VECTOR INDEX came in 3.0, SHOW VECTOR INDEX INFO in 3.1;
+// docs/memgraph.md §0, §4). docs/memgraph-support.md lists what kgsync
+// needs of each version and of the server's flags.
 type MemgraphDialect struct{}
 
 // Neo4jDialect is the Dialect of Neo4j 5 (CREATE … IF NOT EXISTS FOR … ON …,
@@ -226,24 +244,38 @@ func textSearch(query, index, property string, terms []string, limit int, clause
 	}, nil
 }
 
-func removeProperty(label, property string, limit int) (Statement, error) {
-	if err := validNames(label, property); err != nil {
+func removeProperty(label, property, pipeline string, limit int) (Statement, error) {
+	if err := validNames(label, property, pipeline); err != nil {
 		return Statement{}, fmt.Errorf("remove property: %w", err)
 	}
 	l, p := QuoteName(label), QuoteName(property)
-	st := Statement{Kind: KindRemoveProperty, Target: label}
+	st := Statement{Kind: KindRemoveProperty, Target: label, Params: map[string]any{"pipeline": pipeline}}
+	match := "MATCH (n:" + l + ") WHERE n." + PropPipeline + " = $pipeline AND n." + p + " IS NOT NULL "
 	if limit <= 0 {
-		st.Query = "MATCH (n:" + l + ") WHERE n." + p + " IS NOT NULL REMOVE n." + p
+		st.Query = match + "REMOVE n." + p
 		return st, nil
 	}
-	st.Query = "MATCH (n:" + l + ") WHERE n." + p + " IS NOT NULL WITH n LIMIT $limit REMOVE n." + p +
-		" RETURN count(n) AS removed"
-	st.Params = map[string]any{"limit": int64(limit)}
+	st.Query = match + "WITH n LIMIT $limit REMOVE n." + p + " RETURN count(n) AS removed"
+	st.Params["limit"] = int64(limit)
 	return st, nil
 }
 
-func vectorSearch(query, index string, k int, vec []float32) (Statement, error) {
-	if err := ValidName(index); err != nil {
+func countVectors(label, property, pipeline string) (Statement, error) {
+	if err := validNames(label, property, pipeline); err != nil {
+		return Statement{}, fmt.Errorf("count vectors: %w", err)
+	}
+	p := QuoteName(property)
+	return Statement{
+		Query: "MATCH (n:" + QuoteName(label) + ") WHERE n." + p + " IS NOT NULL AND (n." + PropPipeline + " IS NULL OR n." +
+			PropPipeline + " <> $pipeline) RETURN n." + PropPipeline + " AS pipeline, size(n." + p + ") AS dimension, count(*) AS nodes",
+		Params: map[string]any{"pipeline": pipeline},
+		Kind:   KindCountVectors,
+		Target: label,
+	}, nil
+}
+
+func vectorSearch(query, index, pipeline string, k, fetch int, vec []float32) (Statement, error) {
+	if err := validNames(index, pipeline); err != nil {
 		return Statement{}, fmt.Errorf("vector search: %w", err)
 	}
 	if k < 1 {
@@ -253,8 +285,9 @@ func vectorSearch(query, index string, k int, vec []float32) (Statement, error) 
 		return Statement{}, fmt.Errorf("vector search %q: empty query vector", index)
 	}
 	return Statement{
-		Query:  query,
-		Params: map[string]any{"index": index, "k": int64(k), "vec": float64s(vec)},
+		Query: query,
+		Params: map[string]any{"index": index, "pipeline": pipeline, "k": int64(k), "fetch": int64(max(k, fetch)),
+			"vec": float64s(vec)},
 		Kind:   KindVectorSearch,
 		Target: index,
 	}, nil
@@ -312,8 +345,40 @@ func (MemgraphDialect) DropVectorIndex(name string) (Statement, error) {
 }
 
 // RemoveVectorProperty implements Dialect.
-func (MemgraphDialect) RemoveVectorProperty(label, property string, limit int) (Statement, error) {
-	return removeProperty(label, property, limit)
+func (MemgraphDialect) RemoveVectorProperty(label, property, pipeline string, limit int) (Statement, error) {
+	return removeProperty(label, property, pipeline, limit)
+}
+
+// CountVectors implements Dialect.
+func (MemgraphDialect) CountVectors(label, property, pipeline string) (Statement, error) {
+	return countVectors(label, property, pipeline)
+}
+
+// ShowVersion implements Dialect: SHOW VERSION (every 3.x; one column
+// "version", auto-commit only; Memgraph src/query/interpreter.cpp
+// PrepareVersionQuery).
+func (MemgraphDialect) ShowVersion() Statement {
+	return Statement{Query: "SHOW VERSION", Kind: KindShowVersion, Target: "server"}
+}
+
+// ParseVersion implements Dialect for SHOW VERSION.
+func (MemgraphDialect) ParseVersion(fields []string, rows [][]any) (string, error) {
+	return parseVersion("SHOW VERSION", fields, rows)
+}
+
+func parseVersion(what string, fields []string, rows [][]any) (string, error) {
+	cols, err := columns(fields, "version")
+	if err != nil {
+		return "", fmt.Errorf("parse %s: %w", what, err)
+	}
+	if len(rows) == 0 || len(rows[0]) <= cols[0] {
+		return "", fmt.Errorf("parse %s: no row", what)
+	}
+	v, ok := rows[0][cols[0]].(string)
+	if !ok {
+		return "", fmt.Errorf("parse %s: version is %T, want string", what, rows[0][cols[0]])
+	}
+	return v, nil
 }
 
 // ShowIndexes implements Dialect: SHOW INDEX INFO.
@@ -415,9 +480,10 @@ func memgraphMetric(m string) string {
 
 // VectorSearch implements Dialect with vector_search.search, which yields
 // node, distance and similarity (docs/memgraph.md §4).
-func (MemgraphDialect) VectorSearch(index string, k int, vec []float32) (Statement, error) {
-	return vectorSearch("CALL vector_search.search($index, $k, $vec) YIELD node, similarity "+
-		"RETURN node.id AS id, similarity", index, k, vec)
+func (MemgraphDialect) VectorSearch(index, pipeline string, k, fetch int, vec []float32) (Statement, error) {
+	return vectorSearch("CALL vector_search.search($index, $fetch, $vec) YIELD node, similarity "+
+		"WITH node, similarity WHERE node."+PropPipeline+" = $pipeline "+
+		"RETURN node.id AS id, similarity ORDER BY similarity DESC LIMIT $k", index, pipeline, k, fetch, vec)
 }
 
 // CreateTextIndex implements Dialect: CREATE TEXT INDEX `name` ON
@@ -595,8 +661,24 @@ func (Neo4jDialect) DropVectorIndex(name string) (Statement, error) {
 }
 
 // RemoveVectorProperty implements Dialect.
-func (Neo4jDialect) RemoveVectorProperty(label, property string, limit int) (Statement, error) {
-	return removeProperty(label, property, limit)
+func (Neo4jDialect) RemoveVectorProperty(label, property, pipeline string, limit int) (Statement, error) {
+	return removeProperty(label, property, pipeline, limit)
+}
+
+// CountVectors implements Dialect.
+func (Neo4jDialect) CountVectors(label, property, pipeline string) (Statement, error) {
+	return countVectors(label, property, pipeline)
+}
+
+// ShowVersion implements Dialect with dbms.components().
+func (Neo4jDialect) ShowVersion() Statement {
+	return Statement{Query: "CALL dbms.components() YIELD versions RETURN versions[0] AS version",
+		Kind: KindShowVersion, Target: "server"}
+}
+
+// ParseVersion implements Dialect.
+func (Neo4jDialect) ParseVersion(fields []string, rows [][]any) (string, error) {
+	return parseVersion("dbms.components()", fields, rows)
 }
 
 const neo4jShowIndexes = "SHOW INDEXES YIELD name, type, entityType, labelsOrTypes, properties, options"
@@ -683,9 +765,10 @@ func (Neo4jDialect) ParseVectorIndexes(fields []string, rows [][]any) ([]VectorI
 
 // VectorSearch implements Dialect with db.index.vector.queryNodes, whose
 // score is returned as similarity (docs/memgraph.md §10).
-func (Neo4jDialect) VectorSearch(index string, k int, vec []float32) (Statement, error) {
-	return vectorSearch("CALL db.index.vector.queryNodes($index, $k, $vec) YIELD node, score "+
-		"RETURN node.id AS id, score AS similarity", index, k, vec)
+func (Neo4jDialect) VectorSearch(index, pipeline string, k, fetch int, vec []float32) (Statement, error) {
+	return vectorSearch("CALL db.index.vector.queryNodes($index, $fetch, $vec) YIELD node, score "+
+		"WITH node, score WHERE node."+PropPipeline+" = $pipeline "+
+		"RETURN node.id AS id, score AS similarity ORDER BY similarity DESC LIMIT $k", index, pipeline, k, fetch, vec)
 }
 
 // columns returns the positions of the named columns in fields.

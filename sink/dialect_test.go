@@ -102,11 +102,15 @@ func TestDialectRejectsInvalidNames(t *testing.T) {
 		require.ErrorContains(t, err, `"a;b"`)
 		_, err = d.DropVectorIndex("x\ny")
 		require.Error(t, err)
-		_, err = d.RemoveVectorProperty("C", "", 10)
+		_, err = d.RemoveVectorProperty("C", "", "docs", 10)
 		require.Error(t, err)
-		_, err = d.VectorSearch("idx", 0, []float32{1})
+		_, err = d.RemoveVectorProperty("C", "embedding", "", 10)
+		require.Error(t, err, "a removal needs its owning pipeline")
+		_, err = d.CountVectors("C", "embedding", "a`b\x00")
+		require.Error(t, err)
+		_, err = d.VectorSearch("idx", "docs", 0, 0, []float32{1})
 		require.ErrorContains(t, err, "k = 0")
-		_, err = d.VectorSearch("idx", 3, nil)
+		_, err = d.VectorSearch("idx", "docs", 3, 0, nil)
 		require.ErrorContains(t, err, "empty query vector")
 	}
 }

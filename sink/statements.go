@@ -7,43 +7,70 @@ import (
 	"slices"
 )
 
+// PropPipeline is the node property that names the pipeline owning a node.
+// It is part of every node's MERGE key, so two pipelines writing to one
+// Memgraph never share a node (not even one with the same label and id),
+// and every statement that matches a node matches it in the owning
+// pipeline only: a pipeline can change or delete nothing of another's.
+const PropPipeline = "_pipeline"
+
+// Options are what Statements needs besides the batch.
+type Options struct {
+	// Pipeline owns the batch's nodes (PropPipeline); required, and it must
+	// pass ValidName.
+	Pipeline string
+	// RowsPerStatement splits each group into statements of at most this
+	// many rows (<= 0: one statement per group).
+	RowsPerStatement int
+}
+
 // Statements turns b into batched UNWIND statements, in the order Write
 // applies them: DeleteNodes, DeleteEdges, NodeUpserts, EdgeUpserts,
-// EdgePrunes, DeleteOrphans. Within a
-// kind there is one group per label (nodes) or per (from label, type, to
-// label) (edges), groups sorted by those names, rows kept in batch order, and
-// each group split into statements of at most rowsPerStatement rows
-// (rowsPerStatement <= 0: one statement per group). The texts, with `L`
-// standing for a quoted name (docs/memgraph.md §5):
+// EdgePrunes, DeleteOrphans. Within a kind there is one group per label
+// (nodes) or per (from label, type, to label, keyed, with properties)
+// (edges), groups sorted by those names, rows kept in batch order, and each
+// group split into statements of at most o.RowsPerStatement rows. The
+// texts, with `L` standing for a quoted name and P for
+// {id: row.id, _pipeline: $pipeline} (docs/memgraph.md §5):
 //
-//	UNWIND $rows AS row MATCH (n:`L` {id: row.id}) DETACH DELETE n
-//	UNWIND $rows AS row MATCH (a:`A` {id: row.from})-[e:`T`]->(b:`B` {id: row.to}) DELETE e
-//	UNWIND $rows AS row MATCH (a:`A` {id: row.from})-[e:`T` {_key: row.key}]->(b:`B` {id: row.to}) DELETE e
-//	UNWIND $rows AS row MERGE (n:`L` {id: row.id}) ON CREATE SET n += row.props
-//	UNWIND $rows AS row MERGE (n:`L` {id: row.id}) SET n += row.props
-//	UNWIND $rows AS row MATCH (a:`A` {id: row.from}), (b:`B` {id: row.to}) MERGE (a)-[e:`T`]->(b) SET e += row.props
-//	UNWIND $rows AS row MATCH (a:`A` {id: row.from}), (b:`B` {id: row.to}) MERGE (a)-[e:`T` {_key: row.key}]->(b) SET e += row.props
-//	UNWIND $rows AS row MATCH (a:`A` {id: row.from})-[e:`T`]->(b:`B`) WHERE NOT b.id IN row.keep DELETE e
-//	UNWIND $rows AS row MATCH (n:`L` {id: row.id}) WHERE n._placeholder = true AND NOT exists((n)--()) DETACH DELETE n
+//	UNWIND $rows AS row MATCH (n:`L` P) DETACH DELETE n
+//	UNWIND $rows AS row MATCH (a:`A` Pfrom)-[e:`T`]->(b:`B` Pto) DELETE e
+//	UNWIND $rows AS row MATCH (a:`A` Pfrom)-[e:`T` {_key: row.key}]->(b:`B` Pto) DELETE e
+//	UNWIND $rows AS row MERGE (n:`L` P) ON CREATE SET n += row.props
+//	UNWIND $rows AS row MERGE (n:`L` P) SET n += row.props
+//	UNWIND $rows AS row MATCH (a:`A` Pfrom), (b:`B` Pto) MERGE (a)-[e:`T`]->(b)
+//	UNWIND $rows AS row MATCH (a:`A` Pfrom), (b:`B` Pto) MERGE (a)-[e:`T`]->(b) SET e += row.props
+//	UNWIND $rows AS row MATCH (a:`A` Pfrom), (b:`B` Pto) MERGE (a)-[e:`T` {_key: row.key}]->(b) SET e += row.props
+//	UNWIND $rows AS row MATCH (a:`A` Pfrom)-[e:`T`]->(b:`B`) WHERE NOT b.id IN row.keep DELETE e
+//	UNWIND $rows AS row MATCH (n:`L` P) WHERE n._placeholder = true AND NOT exists((n)--()) DETACH DELETE n
 //
-// $rows is a []any of map[string]any rows with keys id; id, props; from, to,
-// props; and from, keep. props is never nil (an empty map) and keep never
-// nil (an empty list prunes every edge), since a null would make SET fail or
-// the WHERE drop every row. Values are normalised for the driver: []float32
-// becomes []float64 (the driver's fast path, docs/memgraph.md §1), int and
-// int32 become int64, float32 becomes float64.
+// An edge group without any property writes none (no SET e +=): Memgraph
+// refuses every edge property write, even of an empty map, when started
+// without --storage-properties-on-edges (docs/memgraph.md §12). Keyed
+// edges and edges with properties need that flag.
 //
-// Errors name the statement kind, the label and the row: an invalid name
-// (ValidName; property names included, since CYPHERL files inline them), an
-// empty id, NaN or ±Inf, a map value for a dialect without map properties,
-// or a value of another type.
-func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) {
+// Params are $pipeline (o.Pipeline) and $rows, a []any of map[string]any
+// rows with keys id; id, props; from, to, [key], [props]; and from, keep.
+// A node's props is never nil (an empty map) and keep never nil (an empty
+// list prunes every edge), since a null would make SET fail or the WHERE
+// drop every row. Values are normalised for the driver: []float32 becomes
+// []float64 (the driver's fast path, docs/memgraph.md §1), int and int32
+// become int64, float32 becomes float64.
+//
+// Errors name the statement kind, the label and the row: a missing or
+// invalid pipeline, an invalid name (ValidName; property names included,
+// since CYPHERL files inline them), an empty id, NaN or ±Inf, a map value
+// for a dialect without map properties, or a value of another type.
+func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 	if b == nil || b.Len() == 0 {
 		return nil, nil
 	}
+	if err := ValidName(o.Pipeline); err != nil {
+		return nil, fmt.Errorf("statements: pipeline: %w", err)
+	}
 	var out []Statement
 	emit := func(kind, target, query string, rows []any) {
-		n := rowsPerStatement
+		n := o.RowsPerStatement
 		if n <= 0 {
 			n = len(rows)
 		}
@@ -51,11 +78,14 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 			end := min(start+n, len(rows))
 			out = append(out, Statement{
 				Query:  query,
-				Params: map[string]any{"rows": rows[start:end:end]},
+				Params: map[string]any{"rows": rows[start:end:end], "pipeline": o.Pipeline},
 				Kind:   kind,
 				Target: target,
 			})
 		}
+	}
+	node := func(v, label, id string) string {
+		return "(" + v + ":" + QuoteName(label) + " {id: row." + id + ", " + PropPipeline + ": $pipeline})"
 	}
 
 	// DeleteNodes.
@@ -67,7 +97,7 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 		deletes[n.Label] = append(deletes[n.Label], map[string]any{"id": n.ID})
 	}
 	for _, l := range sortedKeys(deletes) {
-		emit(KindDeleteNodes, l, "UNWIND $rows AS row MATCH (n:"+QuoteName(l)+" {id: row.id}) DETACH DELETE n", deletes[l])
+		emit(KindDeleteNodes, l, "UNWIND $rows AS row MATCH "+node("n", l, "id")+" DETACH DELETE n", deletes[l])
 	}
 
 	// DeleteEdges.
@@ -84,8 +114,8 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 		edgeDeletes[g] = append(edgeDeletes[g], row)
 	}
 	for _, g := range sortedEdgeGroups(edgeDeletes) {
-		emit(KindDeleteEdges, g.String(), "UNWIND $rows AS row MATCH (a:"+QuoteName(g.from)+" {id: row.from})-[e:"+
-			QuoteName(g.typ)+g.keyPattern()+"]->(b:"+QuoteName(g.to)+" {id: row.to}) DELETE e", edgeDeletes[g])
+		emit(KindDeleteEdges, g.String(), "UNWIND $rows AS row MATCH "+node("a", g.from, "from")+"-[e:"+
+			QuoteName(g.typ)+g.keyPattern()+"]->"+node("b", g.to, "to")+" DELETE e", edgeDeletes[g])
 	}
 
 	// NodeUpserts; create-only placeholders first, so that a record's own
@@ -107,13 +137,13 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 		}
 	}
 	for _, l := range sortedKeys(placeholders) {
-		emit(KindUpsertNodes, l, "UNWIND $rows AS row MERGE (n:"+QuoteName(l)+" {id: row.id}) ON CREATE SET n += row.props", placeholders[l])
+		emit(KindUpsertNodes, l, "UNWIND $rows AS row MERGE "+node("n", l, "id")+" ON CREATE SET n += row.props", placeholders[l])
 	}
 	for _, l := range sortedKeys(nodes) {
-		emit(KindUpsertNodes, l, "UNWIND $rows AS row MERGE (n:"+QuoteName(l)+" {id: row.id}) SET n += row.props", nodes[l])
+		emit(KindUpsertNodes, l, "UNWIND $rows AS row MERGE "+node("n", l, "id")+" SET n += row.props", nodes[l])
 	}
 
-	// EdgeUpserts.
+	// EdgeUpserts: a group per pattern, and apart the edges with properties.
 	edges := map[edgeGroup][]any{}
 	for i, e := range b.EdgeUpserts {
 		g := edgeGroup{from: e.From.Label, typ: e.Type, to: e.To.Label, keyed: e.Key != ""}
@@ -124,15 +154,23 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: row %d (%q->%q): %w", KindUpsertEdges, g, i, e.From.ID, e.To.ID, err)
 		}
-		row := map[string]any{"from": e.From.ID, "to": e.To.ID, "props": props}
+		row := map[string]any{"from": e.From.ID, "to": e.To.ID}
+		if len(props) > 0 {
+			g.props = true
+			row["props"] = props
+		}
 		if g.keyed {
 			row["key"] = e.Key
 		}
 		edges[g] = append(edges[g], row)
 	}
 	for _, g := range sortedEdgeGroups(edges) {
-		emit(KindUpsertEdges, g.String(), "UNWIND $rows AS row MATCH (a:"+QuoteName(g.from)+" {id: row.from}), (b:"+
-			QuoteName(g.to)+" {id: row.to}) MERGE (a)-[e:"+QuoteName(g.typ)+g.keyPattern()+"]->(b) SET e += row.props", edges[g])
+		q := "UNWIND $rows AS row MATCH " + node("a", g.from, "from") + ", " + node("b", g.to, "to") +
+			" MERGE (a)-[e:" + QuoteName(g.typ) + g.keyPattern() + "]->(b)"
+		if g.props {
+			q += " SET e += row.props"
+		}
+		emit(KindUpsertEdges, g.String(), q, edges[g])
 	}
 
 	// EdgePrunes.
@@ -147,7 +185,7 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 		prunes[g] = append(prunes[g], map[string]any{"from": p.From.ID, "keep": keep})
 	}
 	for _, g := range sortedEdgeGroups(prunes) {
-		emit(KindPruneEdges, g.String(), "UNWIND $rows AS row MATCH (a:"+QuoteName(g.from)+" {id: row.from})-[e:"+
+		emit(KindPruneEdges, g.String(), "UNWIND $rows AS row MATCH "+node("a", g.from, "from")+"-[e:"+
 			QuoteName(g.typ)+"]->(b:"+QuoteName(g.to)+") WHERE NOT b.id IN row.keep DELETE e", prunes[g])
 	}
 
@@ -167,7 +205,7 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 		noEdges = "NOT (n)--()"
 	}
 	for _, l := range sortedKeys(orphans) {
-		emit(KindDeleteOrphans, l, "UNWIND $rows AS row MATCH (n:"+QuoteName(l)+" {id: row.id}) WHERE n._placeholder = true AND "+noEdges+" DETACH DELETE n", orphans[l])
+		emit(KindDeleteOrphans, l, "UNWIND $rows AS row MATCH "+node("n", l, "id")+" WHERE n._placeholder = true AND "+noEdges+" DETACH DELETE n", orphans[l])
 	}
 	return out, nil
 }
@@ -175,6 +213,8 @@ func Statements(d Dialect, b *Batch, rowsPerStatement int) ([]Statement, error) 
 type edgeGroup struct {
 	from, typ, to string
 	keyed         bool
+	// props: the group's rows carry properties (edge upserts only).
+	props bool
 }
 
 // String is the group as an edge pattern, e.g. "Doc-[HAS]->Chunk".
@@ -223,7 +263,8 @@ func sortedEdgeGroups(m map[edgeGroup][]any) []edgeGroup {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b edgeGroup) int {
-		return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.typ, b.typ), cmp.Compare(a.to, b.to), boolCmp(a.keyed, b.keyed))
+		return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.typ, b.typ), cmp.Compare(a.to, b.to),
+			boolCmp(a.keyed, b.keyed), boolCmp(a.props, b.props))
 	})
 	return keys
 }

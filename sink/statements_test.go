@@ -105,20 +105,22 @@ func dialectStatements(t *testing.T, d Dialect) []Statement {
 	}
 	drop, err := d.DropVectorIndex("chunk_embedding")
 	require.NoError(t, err)
-	removeAll, err := d.RemoveVectorProperty("Chunk", "embedding", 0)
+	removeAll, err := d.RemoveVectorProperty("Chunk", "embedding", "docs", 0)
 	require.NoError(t, err)
-	removeSome, err := d.RemoveVectorProperty("Chunk", "embedding", 10000)
+	removeSome, err := d.RemoveVectorProperty("Chunk", "embedding", "docs", 10000)
 	require.NoError(t, err)
-	sts = append(sts, drop, removeAll, removeSome)
+	count, err := d.CountVectors("Chunk", "embedding", "docs")
+	require.NoError(t, err)
+	sts = append(sts, drop, removeAll, removeSome, count, d.ShowVersion())
 	for _, vi := range s.VectorIndexes {
 		st, err := d.CreateVectorIndex(vi)
 		require.NoError(t, err)
 		sts = append(sts, st)
 	}
-	search, err := d.VectorSearch("chunk_embedding", 5, []float32{0.5, 0.25, -1})
+	search, err := d.VectorSearch("chunk_embedding", "docs", 5, 20, []float32{0.5, 0.25, -1})
 	require.NoError(t, err)
 	sts = append(sts, d.ShowIndexes(), d.ShowVectorIndexes(), search)
-	batch, err := Statements(d, representativeBatch(), 2)
+	batch, err := Statements(d, representativeBatch(), Options{Pipeline: "docs", RowsPerStatement: 2})
 	require.NoError(t, err)
 	return append(sts, batch...)
 }
@@ -136,8 +138,10 @@ func dialectStatements(t *testing.T, d Dialect) []Statement {
 //     {`vector.dimensions`, `vector.similarity_function`}} with 'cosine' and
 //     'euclidean', DROP INDEX … IF EXISTS, db.index.vector.queryNodes …
 //     YIELD node, score (§10).
-//   - both: the four UNWIND forms of §5 (MERGE by the id key, SET += a props
-//     map), every identifier backtick-quoted and a backtick in "doc`title"
+//   - both: the UNWIND forms of §5 (MERGE by the id key and the owning
+//     $pipeline, SET += a props map; an edge group without properties
+//     sets none, §12), removals and the vector count scoped to $pipeline,
+//     every identifier backtick-quoted and a backtick in "doc`title"
 //     doubled (§6); deletes come first, then node upserts, edge upserts and
 //     prunes, groups in name order (Chunk before Document; Chunk-[NEXT]->
 //     Chunk before Document-[HAS_CHUNK]->Chunk), rows in batch order, and the
@@ -173,7 +177,7 @@ func TestStatementsBatching(t *testing.T) {
 		b.NodeUpserts = append(b.NodeUpserts, NodeUpsert{Label: "Doc", ID: fmt.Sprintf("d%04d", i)})
 		b.DeleteNodes = append(b.DeleteNodes, NodeRef{Label: "Old", ID: fmt.Sprintf("o%04d", i)})
 	}
-	sts, err := Statements(Memgraph, b, 1000)
+	sts, err := Statements(Memgraph, b, Options{Pipeline: "docs", RowsPerStatement: 1000})
 	require.NoError(t, err)
 	// 2500 rows in groups of at most 1000 = 1000 + 1000 + 500, per label,
 	// deletes first.
@@ -196,14 +200,14 @@ func TestStatementsBatching(t *testing.T) {
 	require.Equal(t, 2500, next)
 
 	// rowsPerStatement <= 0: one statement per group.
-	sts, err = Statements(Memgraph, b, 0)
+	sts, err = Statements(Memgraph, b, Options{Pipeline: "docs", RowsPerStatement: 0})
 	require.NoError(t, err)
 	require.Len(t, sts, 2)
 
-	sts, err = Statements(Memgraph, &Batch{}, 1000)
+	sts, err = Statements(Memgraph, &Batch{}, Options{Pipeline: "docs", RowsPerStatement: 1000})
 	require.NoError(t, err)
 	require.Empty(t, sts)
-	sts, err = Statements(Memgraph, nil, 1000)
+	sts, err = Statements(Memgraph, nil, Options{Pipeline: "docs", RowsPerStatement: 1000})
 	require.NoError(t, err)
 	require.Empty(t, sts)
 }
@@ -216,7 +220,7 @@ func TestStatementsValues(t *testing.T) {
 		}}},
 		EdgePrunes: []EdgePrune{{Type: "NEXT", From: NodeRef{Label: "Chunk", ID: "c1"}, ToLabel: "Chunk"}},
 	}
-	sts, err := Statements(Memgraph, b, 10)
+	sts, err := Statements(Memgraph, b, Options{Pipeline: "docs", RowsPerStatement: 10})
 	require.NoError(t, err)
 	require.Len(t, sts, 2)
 	props := sts[0].Params["rows"].([]any)[0].(map[string]any)["props"].(map[string]any)
@@ -232,7 +236,7 @@ func TestStatementsValues(t *testing.T) {
 	// The batch's own slices are not shared with the parameters.
 	vec := []float64{1, 2}
 	b2 := &Batch{NodeUpserts: []NodeUpsert{{Label: "C", ID: "x", Props: map[string]any{"v": vec}}}}
-	sts, err = Statements(Memgraph, b2, 10)
+	sts, err = Statements(Memgraph, b2, Options{Pipeline: "docs", RowsPerStatement: 10})
 	require.NoError(t, err)
 	vec[0] = 99
 	require.Equal(t, []float64{1, 2}, sts[0].Params["rows"].([]any)[0].(map[string]any)["props"].(map[string]any)["v"])
@@ -265,7 +269,7 @@ func TestStatementsErrors(t *testing.T) {
 			[]string{"upsert edges", `"c"`, "complex128"}},
 	}
 	for _, tt := range tests {
-		_, err := Statements(tt.d, &tt.b, 10)
+		_, err := Statements(tt.d, &tt.b, Options{Pipeline: "docs", RowsPerStatement: 10})
 		require.Error(t, err, tt.name)
 		for _, w := range tt.want {
 			require.Contains(t, err.Error(), w, tt.name)
@@ -290,4 +294,59 @@ func TestSchemaValidate(t *testing.T) {
 	}
 	_, err = Neo4j.CreateVectorIndex(VectorIndex{Name: "v", Label: "C", Property: "e", Dimension: 3, Metric: "ip"})
 	require.ErrorContains(t, err, "no Neo4j similarity")
+}
+
+// TestStatementsEdgeWithoutProperties: Memgraph refuses any property write
+// on an edge, even SET e += {}, when --storage-properties-on-edges is off
+// (docs/memgraph.md §12), so an edge group whose rows have no properties
+// must not SET anything.
+func TestStatementsEdgeWithoutProperties(t *testing.T) {
+	t.Parallel()
+	b := &Batch{EdgeUpserts: []EdgeUpsert{
+		{Type: "NEXT", From: NodeRef{Label: "Chunk", ID: "a#0"}, To: NodeRef{Label: "Chunk", ID: "a#1"}},
+		{Type: "NEXT", From: NodeRef{Label: "Chunk", ID: "a#1"}, To: NodeRef{Label: "Chunk", ID: "a#2"}, Props: map[string]any{}},
+		{Type: "CITES", From: NodeRef{Label: "Chunk", ID: "a#1"}, To: NodeRef{Label: "Chunk", ID: "a#2"}, Props: map[string]any{"text": "see 2"}},
+	}}
+	sts, err := Statements(Memgraph, b, Options{Pipeline: "docs", RowsPerStatement: 0})
+	require.NoError(t, err)
+	require.Len(t, sts, 2)
+	for _, st := range sts {
+		switch st.Target {
+		case "Chunk-[NEXT]->Chunk":
+			require.NotContains(t, st.Query, "SET e", "an edge without properties sets none")
+			for _, r := range st.Params["rows"].([]any) {
+				require.NotContains(t, r.(map[string]any), "props")
+			}
+		case "Chunk-[CITES]->Chunk":
+			require.Contains(t, st.Query, "SET e += row.props")
+		default:
+			t.Fatalf("unexpected target %q", st.Target)
+		}
+	}
+}
+
+// TestStatementsOwnership: every statement that matches or merges a node
+// names its owning pipeline, so that a pipeline's deletions and removals
+// never reach another pipeline's nodes in a shared Memgraph.
+func TestStatementsOwnership(t *testing.T) {
+	t.Parallel()
+	for _, d := range []Dialect{Memgraph, Neo4j} {
+		sts, err := Statements(d, representativeBatch(), Options{Pipeline: "docs"})
+		require.NoError(t, err)
+		rm, err := d.RemoveVectorProperty("Chunk", "embedding", "docs", 0)
+		require.NoError(t, err)
+		rmSome, err := d.RemoveVectorProperty("Chunk", "embedding", "docs", 100)
+		require.NoError(t, err)
+		for _, st := range append(sts, rm, rmSome) {
+			require.Equal(t, "docs", st.Params["pipeline"], st.Query)
+			for _, pat := range []string{"(n:", "(a:"} {
+				if i := strings.Index(st.Query, pat); i >= 0 {
+					rest := st.Query[i:]
+					require.Regexp(t, `^\([an]:`+"`[^`]+`"+`( \{id: row\.(id|from), _pipeline: \$pipeline\}\)|\) WHERE n\._pipeline = \$pipeline )`, rest, st.Query)
+				}
+			}
+		}
+		_, err = Statements(d, representativeBatch(), Options{})
+		require.ErrorContains(t, err, "pipeline")
+	}
 }

@@ -139,7 +139,7 @@ type Server struct {
 	conns     map[net.Conn]struct{}
 	queries   []*Query
 	rules     []*failRule
-	respond   func(Query) ([]string, [][]any, bool)
+	respond   func(Query) (Answer, bool)
 	user      string
 	password  string
 	checkAuth bool
@@ -242,6 +242,39 @@ func (s *Server) FailNext(n int, match func(text string) bool, f Failure) {
 // ok=false means the default answer (no fields, no rows). The handler runs on
 // connection goroutines, possibly concurrently. nil removes the handler.
 func (s *Server) Respond(h func(q Query) (fields []string, rows [][]any, ok bool)) {
+	if h == nil {
+		s.Answer(nil)
+		return
+	}
+	s.Answer(func(q Query) (Answer, bool) {
+		fields, rows, ok := h(q)
+		return Answer{Fields: fields, Rows: rows}, ok
+	})
+}
+
+// Answer is a handler's full answer to a query.
+type Answer struct {
+	// Fields and Rows are the result, as for Respond.
+	Fields []string
+	Rows   [][]any
+	// Notifications go into the summary (the SUCCESS that ends the PULL),
+	// as Memgraph sends them: maps with "severity" ("INFO", "WARNING"),
+	// "code" (e.g. "IndexAlreadyExists"), "title" and "description"
+	// (Memgraph src/query/metadata.cpp; Notification).
+	Notifications []Notification
+	// Fail, when set, fails the query instead (as FailNext would), for
+	// answers that depend on state, like a duplicate index.
+	Fail *Failure
+}
+
+// Notification is one summary notification.
+type Notification struct {
+	Severity, Code, Title, Description string
+}
+
+// Answer sets a handler like Respond that can also attach notifications or
+// fail the query; ok=false means the default answer. nil removes it.
+func (s *Server) Answer(h func(q Query) (Answer, bool)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.respond = h
@@ -372,6 +405,7 @@ type stream struct {
 	rows     [][]any
 	pos      int
 	read     bool // handler answered: SUCCESS type "r"
+	notes    []Notification
 	failPull *Failure
 	failEnd  *Failure
 }
@@ -682,8 +716,17 @@ func (c *conn) run(fields []any) error {
 	h := c.s.respond
 	c.s.mu.Unlock()
 	if h != nil {
-		if fs, rows, ok := h(*q); ok {
-			st.fields, st.rows, st.read = fs, rows, true
+		if a, ok := h(*q); ok {
+			st.fields, st.rows, st.notes = a.Fields, a.Rows, a.Notifications
+			st.read = len(a.Fields) > 0
+			if a.Fail != nil {
+				switch {
+				case a.Fail.OnPull:
+					st.failPull = a.Fail
+				default:
+					return c.inject(*a.Fail, q)
+				}
+			}
 		}
 	}
 	if st.fields == nil {
@@ -751,7 +794,15 @@ func (c *conn) pull(fields []any, records bool) error {
 	if st.read {
 		typ = "r"
 	}
-	return c.success(map[string]any{"type": typ, "t_last": int64(0)})
+	meta := map[string]any{"type": typ, "t_last": int64(0)}
+	if len(st.notes) > 0 {
+		notes := make([]any, len(st.notes))
+		for i, n := range st.notes {
+			notes[i] = map[string]any{"severity": n.Severity, "code": n.Code, "title": n.Title, "description": n.Description}
+		}
+		meta["notifications"] = notes
+	}
+	return c.success(meta)
 }
 
 func (c *conn) commit() error {

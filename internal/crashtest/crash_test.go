@@ -478,7 +478,7 @@ func requireStateMatchesGraph(t *testing.T, w *workspace, g *crashtest.Graph) {
 	want := map[crashtest.NodeKey]bool{}
 	parts := map[string]bool{} // ids of the records' other nodes, any label
 	for key, rec := range recs {
-		doc := crashtest.NodeKey{Label: "Document", ID: pipeline.NodeID("docs", key)}
+		doc := crashtest.NodeKey{Label: "Document", ID: pipeline.NodeID("docs", key), Pipeline: "docs"}
 		want[doc] = true
 		node, ok := g.Nodes[doc]
 		require.True(t, ok, "record %q has no node", key)
@@ -499,7 +499,7 @@ func requireStateMatchesGraph(t *testing.T, w *workspace, g *crashtest.Graph) {
 		chunks, err := st.ChunkGet(ctx, "docs", "docs", []string{key})
 		require.NoError(t, err)
 		for _, c := range chunks[key] {
-			want[crashtest.NodeKey{Label: pipeline.LabelChunk, ID: c.ID}] = true
+			want[crashtest.NodeKey{Label: pipeline.LabelChunk, ID: c.ID, Pipeline: "docs"}] = true
 		}
 	}
 	for k := range want {

@@ -14,13 +14,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
-// NodeKey names a node: kgsync MERGEs nodes by label and id property.
+// NodeKey names a node: kgsync MERGEs nodes by label, id property and
+// owning pipeline (the `_pipeline` property, sink.PropPipeline).
 type NodeKey struct {
-	Label string
-	ID    string
+	Label    string
+	ID       string
+	Pipeline string
 }
 
 // EdgeKey names an edge: its type, its ends and its `_key` property ("" for
@@ -39,11 +42,35 @@ type Graph struct {
 	Edges map[EdgeKey]map[string]any
 	// adj indexes Edges by both ends.
 	adj map[NodeKey]map[EdgeKey]bool
+	// Vectors are the vector indexes by name. A vector index checks, as
+	// Memgraph's does (docs/memgraph.md §4), that every value of its
+	// label and property is a list of its dimension: when it is created
+	// over existing nodes and on every later write.
+	Vectors map[string]VectorIndex
+	// Minor is the Memgraph 3.x minor version whose answers to vector index
+	// DDL the graph gives: below 8, a CREATE VECTOR INDEX whose name or
+	// label and property is taken fails the statement (and stops
+	// mgconsole); from 8 on it is only a notification, recorded in Notices.
+	Minor int
+	// Notices are the notifications a server would have returned for
+	// statements that did nothing (a duplicate index from 3.8 on).
+	Notices []string
 }
 
-// NewGraph returns an empty graph.
-func NewGraph() *Graph {
-	return &Graph{Nodes: map[NodeKey]map[string]any{}, Edges: map[EdgeKey]map[string]any{}, adj: map[NodeKey]map[EdgeKey]bool{}}
+// VectorIndex is one vector index of a replayed graph.
+type VectorIndex struct {
+	Label, Property string
+	Dimension       int
+}
+
+// NewGraph returns an empty graph answering like Memgraph 3.0–3.7 (Minor 7),
+// the versions that refuse a duplicate vector index.
+func NewGraph() *Graph { return NewGraphMinor(7) }
+
+// NewGraphMinor returns an empty graph answering like Memgraph 3.minor.
+func NewGraphMinor(minor int) *Graph {
+	return &Graph{Nodes: map[NodeKey]map[string]any{}, Edges: map[EdgeKey]map[string]any{}, adj: map[NodeKey]map[EdgeKey]bool{},
+		Vectors: map[string]VectorIndex{}, Minor: minor}
 }
 
 func (g *Graph) addEdge(e EdgeKey, props map[string]any) {
@@ -65,7 +92,8 @@ func (g *Graph) deleteEdge(e EdgeKey) {
 // ReplayStats describes one replay.
 type ReplayStats struct {
 	// Files and Statements count what was applied; DDL counts the index
-	// statements among them (ignored: the graph has no indexes).
+	// statements among them (label-property indexes are ignored: the
+	// graph needs none).
 	Files, Statements, DDL int
 	// TornTails lists the files whose last line was incomplete (no ";\n")
 	// and was ignored.
@@ -74,20 +102,28 @@ type ReplayStats struct {
 
 var (
 	quoted = "`((?:[^`]|``)+)`"
+	// str is a double-quoted string literal as Literal writes it.
+	strLit = `("(?:[^"\\]|\\.)*")`
+	// node patterns: (n:`L` {id: row.id, _pipeline: "p"}).
+	nodeID   = ` \{id: row\.id, _pipeline: ` + strLit + `\}\)`
+	nodeFrom = ` \{id: row\.from, _pipeline: ` + strLit + `\}\)`
+	nodeTo   = ` \{id: row\.to, _pipeline: ` + strLit + `\}\)`
 	// Data statements after "UNWIND <rows> AS row " (sink.Statements).
-	reDeleteNodes   = regexp.MustCompile(`^MATCH \(n:` + quoted + ` \{id: row\.id\}\) DETACH DELETE n$`)
-	reDeleteOrphans = regexp.MustCompile(`^MATCH \(n:` + quoted + ` \{id: row\.id\}\) WHERE n\._placeholder = true AND NOT exists\(\(n\)--\(\)\) DETACH DELETE n$`)
-	reDeleteEdges   = regexp.MustCompile(`^MATCH \(a:` + quoted + ` \{id: row\.from\}\)-\[e:` + quoted +
-		`( \{_key: row\.key\})?\]->\(b:` + quoted + ` \{id: row\.to\}\) DELETE e$`)
-	reMergeNodes = regexp.MustCompile(`^MERGE \(n:` + quoted + ` \{id: row\.id\}\) (ON CREATE SET|SET) n \+= row\.props$`)
-	reMergeEdges = regexp.MustCompile(`^MATCH \(a:` + quoted + ` \{id: row\.from\}\), \(b:` + quoted +
-		` \{id: row\.to\}\) MERGE \(a\)-\[e:` + quoted + `( \{_key: row\.key\})?\]->\(b\) SET e \+= row\.props$`)
-	rePrune = regexp.MustCompile(`^MATCH \(a:` + quoted + ` \{id: row\.from\}\)-\[e:` + quoted + `\]->\(b:` + quoted +
+	reDeleteNodes   = regexp.MustCompile(`^MATCH \(n:` + quoted + nodeID + ` DETACH DELETE n$`)
+	reDeleteOrphans = regexp.MustCompile(`^MATCH \(n:` + quoted + nodeID + ` WHERE n\._placeholder = true AND NOT exists\(\(n\)--\(\)\) DETACH DELETE n$`)
+	reDeleteEdges   = regexp.MustCompile(`^MATCH \(a:` + quoted + nodeFrom + `-\[e:` + quoted +
+		`( \{_key: row\.key\})?\]->\(b:` + quoted + nodeTo + ` DELETE e$`)
+	reMergeNodes = regexp.MustCompile(`^MERGE \(n:` + quoted + nodeID + ` (ON CREATE SET|SET) n \+= row\.props$`)
+	reMergeEdges = regexp.MustCompile(`^MATCH \(a:` + quoted + nodeFrom + `, \(b:` + quoted +
+		nodeTo + ` MERGE \(a\)-\[e:` + quoted + `( \{_key: row\.key\})?\]->\(b\)( SET e \+= row\.props)?$`)
+	rePrune = regexp.MustCompile(`^MATCH \(a:` + quoted + nodeFrom + `-\[e:` + quoted + `\]->\(b:` + quoted +
 		`\) WHERE NOT b\.id IN row\.keep DELETE e$`)
 	// DDL (sink.Dialect for Memgraph).
-	reDDL = regexp.MustCompile("^(CREATE INDEX ON :" + quoted + `\(` + quoted + `\)|CREATE VECTOR INDEX ` + quoted +
-		` ON :` + quoted + `\(` + quoted + `\) WITH CONFIG \{.*\}|DROP VECTOR INDEX ` + quoted + `)$`)
-	reRemoveProp = regexp.MustCompile(`^MATCH \(n:` + quoted + `\) WHERE n\.` + quoted + ` IS NOT NULL REMOVE n\.` + quoted + `$`)
+	reIndexDDL   = regexp.MustCompile("^CREATE INDEX ON :" + quoted + `\(` + quoted + `\)$`)
+	reCreateVec  = regexp.MustCompile(`^CREATE VECTOR INDEX ` + quoted + ` ON :` + quoted + `\(` + quoted + `\) WITH CONFIG \{"dimension": (\d+), .*\}$`)
+	reDropVec    = regexp.MustCompile("^DROP VECTOR INDEX " + quoted + "$")
+	reRemoveProp = regexp.MustCompile(`^MATCH \(n:` + quoted + `\) WHERE n\._pipeline = ` + strLit + ` AND n\.` + quoted +
+		` IS NOT NULL REMOVE n\.` + quoted + `$`)
 )
 
 func unquote(s string) string { return strings.ReplaceAll(s, "``", "`") }
@@ -199,16 +235,31 @@ func (g *Graph) ReplayFile(data []byte, st *ReplayStats) (torn bool, err error) 
 // DDL. Only the shapes kgsync writes are understood; anything else — a
 // CREATE of a node or edge among them — is an error naming the statement.
 func (g *Graph) Apply(stmt string) (ddl bool, err error) {
-	if reDDL.MatchString(stmt) {
+	if reIndexDDL.MatchString(stmt) {
+		return true, nil
+	}
+	if m := reCreateVec.FindStringSubmatch(stmt); m != nil {
+		return true, g.createVector(unquote(m[1]), unquote(m[2]), unquote(m[3]), m[4])
+	}
+	if m := reDropVec.FindStringSubmatch(stmt); m != nil {
+		name := unquote(m[1])
+		if _, ok := g.Vectors[name]; !ok {
+			g.Notices = append(g.Notices, "Vector index "+name+" doesn't exist.")
+		}
+		delete(g.Vectors, name)
 		return true, nil
 	}
 	if m := reRemoveProp.FindStringSubmatch(stmt); m != nil {
-		label, prop := unquote(m[1]), unquote(m[2])
-		if prop != unquote(m[3]) {
+		label, prop := unquote(m[1]), unquote(m[3])
+		pipeline, err := unquoteString(m[2])
+		if err != nil {
+			return false, err
+		}
+		if prop != unquote(m[4]) {
 			return false, fmt.Errorf("remove statement names two properties: %.120s", stmt)
 		}
 		for k, props := range g.Nodes {
-			if k.Label == label {
+			if k.Label == label && k.Pipeline == pipeline {
 				delete(props, prop)
 			}
 		}
@@ -242,24 +293,46 @@ func (g *Graph) Apply(stmt string) (ddl bool, err error) {
 }
 
 func (g *Graph) applyRows(body string, rows []map[string]any) error {
+	// lit returns the pipeline string literals of a match, unquoted.
+	lits := func(m []string, at ...int) ([]string, error) {
+		out := make([]string, len(at))
+		for i, j := range at {
+			p, err := unquoteString(m[j])
+			if err != nil {
+				return nil, err
+			}
+			out[i] = p
+		}
+		return out, nil
+	}
 	switch {
 	case reDeleteNodes.MatchString(body):
-		label := unquote(reDeleteNodes.FindStringSubmatch(body)[1])
+		m := reDeleteNodes.FindStringSubmatch(body)
+		p, err := lits(m, 2)
+		if err != nil {
+			return err
+		}
+		label := unquote(m[1])
 		for i, r := range rows {
 			id, err := str(r, "id", i)
 			if err != nil {
 				return err
 			}
-			g.detachDelete(NodeKey{label, id})
+			g.detachDelete(NodeKey{label, id, p[0]})
 		}
 	case reDeleteOrphans.MatchString(body):
-		label := unquote(reDeleteOrphans.FindStringSubmatch(body)[1])
+		m := reDeleteOrphans.FindStringSubmatch(body)
+		p, err := lits(m, 2)
+		if err != nil {
+			return err
+		}
+		label := unquote(m[1])
 		for i, r := range rows {
 			id, err := str(r, "id", i)
 			if err != nil {
 				return err
 			}
-			n := NodeKey{label, id}
+			n := NodeKey{label, id, p[0]}
 			props, ok := g.Nodes[n]
 			if !ok || props["_placeholder"] != true {
 				continue
@@ -270,9 +343,13 @@ func (g *Graph) applyRows(body string, rows []map[string]any) error {
 		}
 	case reDeleteEdges.MatchString(body):
 		m := reDeleteEdges.FindStringSubmatch(body)
-		from, typ, keyed, to := unquote(m[1]), unquote(m[2]), m[3] != "", unquote(m[4])
+		p, err := lits(m, 2, 6)
+		if err != nil {
+			return err
+		}
+		from, typ, keyed, to := unquote(m[1]), unquote(m[3]), m[4] != "", unquote(m[5])
 		for i, r := range rows {
-			e, err := edgeRow(r, i, typ, from, to, keyed)
+			e, err := edgeRow(r, i, typ, from, to, keyed, p[0], p[1])
 			if err != nil {
 				return err
 			}
@@ -284,7 +361,11 @@ func (g *Graph) applyRows(body string, rows []map[string]any) error {
 		}
 	case reMergeNodes.MatchString(body):
 		m := reMergeNodes.FindStringSubmatch(body)
-		label, createOnly := unquote(m[1]), m[2] == "ON CREATE SET"
+		p, err := lits(m, 2)
+		if err != nil {
+			return err
+		}
+		label, createOnly := unquote(m[1]), m[3] == "ON CREATE SET"
 		for i, r := range rows {
 			id, err := str(r, "id", i)
 			if err != nil {
@@ -294,28 +375,38 @@ func (g *Graph) applyRows(body string, rows []map[string]any) error {
 			if !ok {
 				return fmt.Errorf("row %d: props is a %T, want a map", i, r["props"])
 			}
-			k := NodeKey{label, id}
+			k := NodeKey{label, id, p[0]}
 			node, exists := g.Nodes[k]
 			if exists && createOnly {
 				continue
 			}
+			if err := g.checkVectors(k, props); err != nil {
+				return fmt.Errorf("row %d: %w", i, err)
+			}
 			if !exists {
-				node = map[string]any{"id": id}
+				node = map[string]any{"id": id, "_pipeline": p[0]}
 				g.Nodes[k] = node
 			}
 			setProps(node, props)
 		}
 	case reMergeEdges.MatchString(body):
 		m := reMergeEdges.FindStringSubmatch(body)
-		from, to, typ, keyed := unquote(m[1]), unquote(m[2]), unquote(m[3]), m[4] != ""
+		p, err := lits(m, 2, 4)
+		if err != nil {
+			return err
+		}
+		from, to, typ, keyed, withProps := unquote(m[1]), unquote(m[3]), unquote(m[5]), m[6] != "", m[7] != ""
 		for i, r := range rows {
-			e, err := edgeRow(r, i, typ, from, to, keyed)
+			e, err := edgeRow(r, i, typ, from, to, keyed, p[0], p[1])
 			if err != nil {
 				return err
 			}
 			props, ok := r["props"].(map[string]any)
-			if !ok {
+			if withProps && !ok {
 				return fmt.Errorf("row %d: props is a %T, want a map", i, r["props"])
+			}
+			if !withProps && r["props"] != nil {
+				return fmt.Errorf("row %d: props %v in a statement that does not set them", i, r["props"])
 			}
 			if g.Nodes[e.From] == nil || g.Nodes[e.To] == nil {
 				continue // MATCH found no pair: no edge
@@ -341,7 +432,11 @@ func (g *Graph) applyRows(body string, rows []map[string]any) error {
 		}
 	case rePrune.MatchString(body):
 		m := rePrune.FindStringSubmatch(body)
-		from, typ, toLabel := unquote(m[1]), unquote(m[2]), unquote(m[3])
+		p, err := lits(m, 2)
+		if err != nil {
+			return err
+		}
+		from, typ, toLabel := unquote(m[1]), unquote(m[3]), unquote(m[4])
 		for i, r := range rows {
 			id, err := str(r, "from", i)
 			if err != nil {
@@ -351,8 +446,9 @@ func (g *Graph) applyRows(body string, rows []map[string]any) error {
 			if !ok {
 				return fmt.Errorf("row %d: keep is a %T, want a list", i, r["keep"])
 			}
-			for k := range g.adj[NodeKey{from, id}] {
-				if k.Type == typ && k.From == (NodeKey{from, id}) && k.To.Label == toLabel && !slices.Contains(keep, any(k.To.ID)) {
+			a := NodeKey{from, id, p[0]}
+			for k := range g.adj[a] {
+				if k.Type == typ && k.From == a && k.To.Label == toLabel && !slices.Contains(keep, any(k.To.ID)) {
 					g.deleteEdge(k)
 				}
 			}
@@ -361,6 +457,77 @@ func (g *Graph) applyRows(body string, rows []map[string]any) error {
 		return fmt.Errorf("unknown statement shape: UNWIND … AS row %.160s", body)
 	}
 	return nil
+}
+
+// createVector creates a vector index as Memgraph 3.minor would.
+func (g *Graph) createVector(name, label, prop, dim string) error {
+	d, err := strconv.Atoi(dim)
+	if err != nil {
+		return fmt.Errorf("vector index %s: dimension %q", name, dim)
+	}
+	for n, vi := range g.Vectors {
+		if n == name || vi.Label == label && vi.Property == prop {
+			if g.Minor < 8 {
+				return fmt.Errorf("Given vector index already exists. (CREATE VECTOR INDEX %s on 3.%d)", name, g.Minor)
+			}
+			g.Notices = append(g.Notices, fmt.Sprintf("Error while creating vector index on label %s, property %s, for more information check the logs.", label, prop))
+			return nil
+		}
+	}
+	vi := VectorIndex{Label: label, Property: prop, Dimension: d}
+	for k, props := range g.Nodes {
+		if k.Label == label {
+			if err := vi.check(k, props[prop]); err != nil {
+				return fmt.Errorf("create vector index %s over existing data: %w", name, err)
+			}
+		}
+	}
+	g.Vectors[name] = vi
+	return nil
+}
+
+// check is the vector index's test of a value written to a node.
+func (vi VectorIndex) check(k NodeKey, v any) error {
+	if v == nil {
+		return nil
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("node %s %q: Vector index property must be a list of floats or integers.", k.Label, k.ID)
+	}
+	if len(l) != vi.Dimension {
+		return fmt.Errorf("node %s %q (pipeline %s): %d values: Vector index property must have the same number of dimensions as specified in the index (%d).",
+			k.Label, k.ID, k.Pipeline, len(l), vi.Dimension)
+	}
+	return nil
+}
+
+// checkVectors checks props, about to be set on node k, against the
+// vector indexes.
+func (g *Graph) checkVectors(k NodeKey, props map[string]any) error {
+	for _, vi := range g.Vectors {
+		if vi.Label != k.Label {
+			continue
+		}
+		if v, ok := props[vi.Property]; ok {
+			if err := vi.check(k, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func unquoteString(lit string) (string, error) {
+	v, _, err := ParseLiteral(lit)
+	if err != nil {
+		return "", err
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("%.40s is not a string", lit)
+	}
+	return s, nil
 }
 
 func (g *Graph) detachDelete(n NodeKey) {
@@ -390,7 +557,7 @@ func str(r map[string]any, key string, row int) (string, error) {
 	return s, nil
 }
 
-func edgeRow(r map[string]any, row int, typ, fromLabel, toLabel string, keyed bool) (EdgeKey, error) {
+func edgeRow(r map[string]any, row int, typ, fromLabel, toLabel string, keyed bool, fromPipeline, toPipeline string) (EdgeKey, error) {
 	from, err := str(r, "from", row)
 	if err != nil {
 		return EdgeKey{}, err
@@ -399,7 +566,7 @@ func edgeRow(r map[string]any, row int, typ, fromLabel, toLabel string, keyed bo
 	if err != nil {
 		return EdgeKey{}, err
 	}
-	e := EdgeKey{Type: typ, From: NodeKey{fromLabel, from}, To: NodeKey{toLabel, to}}
+	e := EdgeKey{Type: typ, From: NodeKey{fromLabel, from, fromPipeline}, To: NodeKey{toLabel, to, toPipeline}}
 	if keyed {
 		if e.Key, err = str(r, "key", row); err != nil {
 			return EdgeKey{}, err

@@ -2,19 +2,25 @@
 // as CYPHERL files that Memgraph loads with mgconsole or Memgraph Lab
 // (docs/memgraph.md §7).
 //
-// Layout: <dir>/<pipeline>/NNNNNN-<tag>.cypherl, NNNNNN a sequence number
-// continuing from the files already there, so the lexical order of the file
-// names is the order they were written in, and replaying every file in that
-// order (cat <dir>/<pipeline>/*.cypherl | mgconsole) rebuilds the graph with
-// its indexes. <tag> is "run<id>" after Begin, else the UTC time the file
-// was opened. One statement per line, ending in ';', values inlined as
-// literals (Inline). A file is opened only when there is something to write,
-// so a run that changes nothing leaves no file.
+// Layout of <dir>/<pipeline>/, in the lexical order a shell glob gives:
 //
-// The indexes already written are recorded in <dir>/<pipeline>/schema.json;
-// Ensure writes DDL only for the others, so DDL sits at the top of the first
-// file that needs it (Memgraph Lab drops indexes on import, so they must be
-// in the files; docs/memgraph.md §7).
+//	000000-schema.cypherl   label-property indexes (IndexFile)
+//	NNNNNN-<tag>.cypherl    the writes, NNNNNN a sequence number from 000001
+//	vector-indexes.cypherl  vector indexes (VectorIndexFile)
+//	schema.json             what the two schema files create (SchemaFile)
+//
+// so that replaying every file in that order, `cat
+// <dir>/<pipeline>/*.cypherl | mgconsole`, rebuilds the pipeline's graph:
+// indexes for the MERGE keys first, then the data, then each vector index
+// over vectors of its dimension. Every file replays on Memgraph 3.0 and
+// later, also twice (Ensure says why); for several pipelines sharing a
+// Memgraph, replay all their numbered files before the vector index files:
+// `cat <dir>/*/0*.cypherl <dir>/*/vector-indexes.cypherl | mgconsole`.
+// <tag> is "run<id>" after Begin, else the UTC time the file was opened.
+// One statement per line, ending in ';', values inlined as literals
+// (Inline); every node statement names the owning pipeline
+// (sink.PropPipeline). A numbered file is opened only when there is
+// something to write, so a run that changes nothing leaves no file.
 //
 // A Sink is safe for concurrent use, but one directory must have one writer.
 package cypherl
@@ -46,8 +52,18 @@ const DefaultRowsPerStatement = 1000
 // equal to numeric order.
 const maxSeq = 999999
 
-// SchemaFile is the name of the sidecar recording the indexes written.
-const SchemaFile = "schema.json"
+// File names in a pipeline's directory besides the numbered files.
+const (
+	// SchemaFile is the sidecar recording the indexes the schema files
+	// create.
+	SchemaFile = "schema.json"
+	// IndexFile creates the label-property indexes; it sorts before every
+	// numbered file.
+	IndexFile = "000000-schema.cypherl"
+	// VectorIndexFile creates the vector indexes; it sorts after every
+	// numbered file.
+	VectorIndexFile = "vector-indexes.cypherl"
+)
 
 // Option configures a Sink.
 type Option func(*Sink)
@@ -66,10 +82,11 @@ func WithClock(now func() time.Time) Option {
 
 // Sink writes CYPHERL files; it implements sink.Sink.
 type Sink struct {
-	dir  string
-	d    sink.Dialect
-	rows int
-	now  func() time.Time
+	dir      string
+	pipeline string
+	d        sink.Dialect
+	rows     int
+	now      func() time.Time
 
 	mu     sync.Mutex
 	seq    int    // sequence number of the last file created
@@ -79,7 +96,10 @@ type Sink struct {
 	w      *bufio.Writer
 	files  []string
 	schema schemaRecord
-	closed bool
+	// standalone: the next Ensure repeats the label-property index
+	// statements in the current file (ForgetSchema).
+	standalone bool
+	closed     bool
 }
 
 var _ sink.Sink = (*Sink)(nil)
@@ -109,7 +129,7 @@ func New(dir, pipeline string, d sink.Dialect, opts ...Option) (*Sink, error) {
 	if d == nil {
 		return nil, errors.New("cypherl sink: nil dialect")
 	}
-	s := &Sink{dir: filepath.Join(dir, pipeline), d: d, rows: DefaultRowsPerStatement, now: time.Now}
+	s := &Sink{dir: filepath.Join(dir, pipeline), pipeline: pipeline, d: d, rows: DefaultRowsPerStatement, now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
@@ -177,29 +197,48 @@ func (s *Sink) Begin(runID int64) error {
 	return nil
 }
 
-// Ensure writes the DDL for the indexes of schema that schema.json does not
-// record: CREATE INDEX for a missing label-property index, CREATE TEXT
-// INDEX for a missing text index, CREATE VECTOR INDEX for a missing vector
-// index, and for a recorded vector index of the
-// same name whose label, property or dimension differs: DROP VECTOR INDEX,
-// REMOVE of the old property from its nodes when the dimension changed, then
-// CREATE. The file is synced before schema.json is replaced, so the sidecar
-// never records DDL that is not on disk. Stats counts the statements
-// written (Batches 1 if any).
-// ForgetSchema makes the next Ensure write every index statement again, as
-// a graph rebuilt from scratch needs: the file of a `resync --rebuild-graph`
-// run stands alone and loads into an empty Memgraph.
+// ForgetSchema makes the next Ensure write the label-property index
+// statements again at the top of the current file, so that the file of a
+// `resync --rebuild-graph` run loads fast into an emptied Memgraph on its
+// own: `cat 000000-schema.cypherl <rebuild file> vector-indexes.cypherl`
+// (CREATE INDEX ON is a no-op notification when the index exists, on every
+// version; docs/memgraph.md §3).
 func (s *Sink) ForgetSchema() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.schema = schemaRecord{}
+	s.standalone = true
 }
 
-// Ensure writes the DDL of the indexes of schema that the pipeline's files
-// do not create yet (SchemaFile records which), so that replaying every
-// file in order creates each index once, before the first MERGE that needs
-// it; a vector index whose dimension changed is dropped, its property
-// removed and the index created anew.
+// Ensure makes the pipeline's files create the indexes of schema:
+//
+//   - IndexFile (000000-schema.cypherl, sorting first) holds CREATE INDEX
+//     ON :`L`(`p`) for every label-property index the pipeline ever
+//     needed and CREATE TEXT INDEX for every text index; it is rewritten
+//     (atomically) when one is added. Both are no-ops with a notification
+//     when the index exists (label-property on every version, text
+//     indexes from 3.6, which they need; docs/memgraph.md §3, §12).
+//   - VectorIndexFile (vector-indexes.cypherl, sorting after every
+//     numbered file) holds, for each current vector index, DROP VECTOR
+//     INDEX then CREATE VECTOR INDEX; it is rewritten when a vector index
+//     is added or changes. Replayed last, it builds each index over
+//     vectors that all have its dimension; the DROP first makes it safe to
+//     replay twice, and after another pipeline's file created the same
+//     index, on Memgraph 3.0–3.7, where a second CREATE VECTOR INDEX is an
+//     error that stops mgconsole (docs/memgraph.md §12; dropping a missing
+//     vector index is a notification on every version).
+//   - When a recorded vector index changes (dimension, label, property or
+//     metric) or another index took its label and property, the current
+//     numbered file gets DROP VECTOR INDEX and, unless only the metric
+//     changed, the removal of the old vectors from this pipeline's nodes
+//     (MATCH (n:`L`) WHERE n._pipeline = "p" AND … REMOVE), so that a
+//     replay — from scratch or of the new files onto a loaded graph — never
+//     meets vectors of two dimensions under one index, and never touches
+//     another pipeline's vectors.
+//
+// The numbered file is synced before the schema files and SchemaFile are
+// replaced, so no record claims what is not on disk. Stats counts the
+// statements written to the numbered file and the schema files (Batches:
+// the files written).
 func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, error) {
 	if err := schema.Validate(); err != nil {
 		return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
@@ -215,71 +254,151 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		VectorIndexes: slices.Clone(s.schema.VectorIndexes),
 		TextIndexes:   slices.Clone(s.schema.TextIndexes),
 	}
-	var sts []sink.Statement
+	var stream []sink.Statement // for the current numbered file
+	indexesChanged, vectorsChanged := false, false
 	for _, ix := range schema.Indexes {
-		if slices.Contains(next.Indexes, ix) {
-			continue
+		if !slices.Contains(next.Indexes, ix) {
+			next.Indexes = append(next.Indexes, ix)
+			indexesChanged = true
 		}
-		st, err := s.d.CreateIndex(ix)
-		if err != nil {
-			return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+	}
+	if s.standalone {
+		for _, ix := range next.Indexes {
+			st, err := s.d.CreateIndex(ix)
+			if err != nil {
+				return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+			}
+			stream = append(stream, st)
 		}
-		sts = append(sts, st)
-		next.Indexes = append(next.Indexes, ix)
 	}
 	for _, vi := range schema.VectorIndexes {
+		if vi.Capacity == 0 {
+			vi.Capacity = sink.DefaultVectorCapacity
+		}
+		if vi.Metric == "" {
+			vi.Metric = "cos"
+		}
 		i := slices.IndexFunc(next.VectorIndexes, func(r sink.VectorIndex) bool { return r.Name == vi.Name })
-		if i >= 0 {
-			old := next.VectorIndexes[i]
-			if old.Label == vi.Label && old.Property == vi.Property && old.Dimension == vi.Dimension {
-				continue
+		if i >= 0 && next.VectorIndexes[i] == vi {
+			continue
+		}
+		vectorsChanged = true
+		// The recorded index of that name, and any other on the same label
+		// and property, go: DROP, and their vectors when those no longer fit.
+		var stale []sink.VectorIndex
+		next.VectorIndexes = slices.DeleteFunc(next.VectorIndexes, func(r sink.VectorIndex) bool {
+			if r.Name == vi.Name || r.Label == vi.Label && r.Property == vi.Property {
+				stale = append(stale, r)
+				return true
 			}
+			return false
+		})
+		for _, old := range stale {
 			drop, err := s.d.DropVectorIndex(old.Name)
 			if err != nil {
 				return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
 			}
-			sts = append(sts, drop)
-			if old.Dimension != vi.Dimension {
-				rm, err := s.d.RemoveVectorProperty(old.Label, old.Property, 0)
+			stream = append(stream, drop)
+			if old.Label != vi.Label || old.Property != vi.Property || old.Dimension != vi.Dimension {
+				rm, err := s.d.RemoveVectorProperty(old.Label, old.Property, s.pipeline, 0)
 				if err != nil {
 					return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
 				}
-				sts = append(sts, rm)
+				stream = append(stream, rm)
 			}
-			next.VectorIndexes = slices.Delete(next.VectorIndexes, i, i+1)
 		}
-		st, err := s.d.CreateVectorIndex(vi)
-		if err != nil {
-			return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
-		}
-		sts = append(sts, st)
 		next.VectorIndexes = append(next.VectorIndexes, vi)
 	}
 	for _, ti := range schema.TextIndexes {
-		if slices.ContainsFunc(next.TextIndexes, func(r sink.TextIndex) bool { return r.Name == ti.Name }) {
-			continue
+		if !slices.ContainsFunc(next.TextIndexes, func(r sink.TextIndex) bool { return r.Name == ti.Name }) {
+			next.TextIndexes = append(next.TextIndexes, ti)
+			indexesChanged = true
 		}
-		st, err := s.d.CreateTextIndex(ti)
-		if err != nil {
+	}
+	if len(next.Indexes)+len(next.VectorIndexes)+len(next.TextIndexes) > 0 && !s.schemaFilesExist() {
+		indexesChanged, vectorsChanged = true, true
+	}
+	var stats sink.Stats
+	if len(stream) > 0 {
+		if err := s.write(stream); err != nil {
 			return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
 		}
-		sts = append(sts, st)
-		next.TextIndexes = append(next.TextIndexes, ti)
+		if err := s.syncFile(); err != nil {
+			return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+		}
+		stats.Statements += len(stream)
+		stats.Batches++
 	}
-	if len(sts) == 0 {
-		return sink.Stats{}, nil
+	if indexesChanged {
+		var sts []sink.Statement
+		for _, ix := range next.Indexes {
+			st, err := s.d.CreateIndex(ix)
+			if err != nil {
+				return stats, fmt.Errorf("cypherl ensure: %w", err)
+			}
+			sts = append(sts, st)
+		}
+		for _, ti := range next.TextIndexes {
+			st, err := s.d.CreateTextIndex(ti)
+			if err != nil {
+				return stats, fmt.Errorf("cypherl ensure: %w", err)
+			}
+			sts = append(sts, st)
+		}
+		if err := s.replaceFile(IndexFile, sts); err != nil {
+			return stats, fmt.Errorf("cypherl ensure: %w", err)
+		}
+		stats.Statements += len(sts)
+		stats.Batches++
 	}
-	if err := s.write(sts); err != nil {
-		return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+	if vectorsChanged {
+		var sts []sink.Statement
+		for _, vi := range next.VectorIndexes {
+			drop, err := s.d.DropVectorIndex(vi.Name)
+			if err != nil {
+				return stats, fmt.Errorf("cypherl ensure: %w", err)
+			}
+			create, err := s.d.CreateVectorIndex(vi)
+			if err != nil {
+				return stats, fmt.Errorf("cypherl ensure: %w", err)
+			}
+			sts = append(sts, drop, create)
+		}
+		if err := s.replaceFile(VectorIndexFile, sts); err != nil {
+			return stats, fmt.Errorf("cypherl ensure: %w", err)
+		}
+		stats.Statements += len(sts)
+		stats.Batches++
 	}
-	if err := s.syncFile(); err != nil {
-		return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
-	}
-	if err := s.saveSchema(next); err != nil {
-		return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+	if indexesChanged || vectorsChanged || !slices.Equal(next.Indexes, s.schema.Indexes) {
+		if err := s.saveSchema(next); err != nil {
+			return stats, fmt.Errorf("cypherl ensure: %w", err)
+		}
 	}
 	s.schema = next
-	return sink.Stats{Statements: len(sts), Batches: 1}, nil
+	s.standalone = false
+	return stats, nil
+}
+
+// schemaFilesExist reports whether both schema files are on disk (a
+// directory written before they existed has neither).
+func (s *Sink) schemaFilesExist() bool {
+	for _, name := range []string{IndexFile, VectorIndexFile} {
+		if _, err := os.Stat(filepath.Join(s.dir, name)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// replaceFile replaces the file name in the pipeline's directory with sts,
+// one per line, atomically (temporary file, sync, rename).
+func (s *Sink) replaceFile(name string, sts []sink.Statement) error {
+	text, err := render(sts)
+	if err != nil {
+		return err
+	}
+	return s.replace(name, []byte(text))
 }
 
 // Write appends b's statements (sink.Statements, values inlined) to the
@@ -288,7 +407,7 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 // returns zero Stats; otherwise Stats{Statements: n, Batches: 1}. Errors
 // from sink.Statements and Inline are returned before anything is written.
 func (s *Sink) Write(ctx context.Context, b *sink.Batch) (sink.Stats, error) {
-	sts, err := sink.Statements(s.d, b, s.rows)
+	sts, err := sink.Statements(s.d, b, sink.Options{Pipeline: s.pipeline, RowsPerStatement: s.rows})
 	if err != nil {
 		return sink.Stats{}, fmt.Errorf("cypherl write: %w", err)
 	}
@@ -326,31 +445,40 @@ func (s *Sink) Close(ctx context.Context) error {
 // write renders every statement first, so a statement that cannot be
 // written leaves the file untouched, then appends them and flushes.
 func (s *Sink) write(sts []sink.Statement) error {
-	var sb strings.Builder
-	for _, st := range sts {
-		line, err := Inline(st)
-		if err != nil {
-			return err
-		}
-		line += ";"
-		if !splitsCleanly(line) {
-			// Cannot happen for names that pass sink.ValidName and literals
-			// from Literal; kept as the last guard of the file format.
-			return fmt.Errorf("%s %q: statement would not load as one line", st.Kind, st.Target)
-		}
-		sb.WriteString(line)
-		sb.WriteByte('\n')
+	text, err := render(sts)
+	if err != nil {
+		return err
 	}
 	if err := s.open(); err != nil {
 		return err
 	}
-	if _, err := s.w.WriteString(sb.String()); err != nil {
+	if _, err := s.w.WriteString(text); err != nil {
 		return fmt.Errorf("write %s: %w", s.f.Name(), err)
 	}
 	if err := s.w.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", s.f.Name(), err)
 	}
 	return nil
+}
+
+// render inlines every statement, one per line ending in ";\n".
+func render(sts []sink.Statement) (string, error) {
+	var sb strings.Builder
+	for _, st := range sts {
+		line, err := Inline(st)
+		if err != nil {
+			return "", err
+		}
+		line += ";"
+		if !splitsCleanly(line) {
+			// Cannot happen for names that pass sink.ValidName and literals
+			// from Literal; kept as the last guard of the file format.
+			return "", fmt.Errorf("%s %q: statement would not load as one line", st.Kind, st.Target)
+		}
+		sb.WriteString(line)
+		sb.WriteByte('\n')
+	}
+	return sb.String(), nil
 }
 
 // open creates the next file unless one is open.
@@ -402,19 +530,27 @@ func (s *Sink) closeFile() error {
 	return err
 }
 
-// saveSchema replaces schema.json atomically (temporary file, sync, rename).
+// saveSchema replaces schema.json atomically.
 func (s *Sink) saveSchema(r schemaRecord) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", SchemaFile, err)
 	}
-	path := filepath.Join(s.dir, SchemaFile)
-	tmp, err := os.CreateTemp(s.dir, SchemaFile+".*.tmp")
+	return s.replace(SchemaFile, append(data, '\n'))
+}
+
+// replace replaces the file name in the pipeline's directory with data
+// atomically (temporary file, sync, rename, directory sync). The temporary
+// name starts with '.' and does not end in .cypherl, so no glob of the
+// files picks it up.
+func (s *Sink) replace(name string, data []byte) error {
+	path := filepath.Join(s.dir, name)
+	tmp, err := os.CreateTemp(s.dir, "."+name+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}

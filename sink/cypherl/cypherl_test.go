@@ -120,7 +120,7 @@ func TestInlineMatchesParams(t *testing.T) {
 	for i, p := range props {
 		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: "Doc$rows`x", ID: nastyStrings[i] + "#id", Props: p})
 	}
-	sts, err := sink.Statements(sink.Memgraph, b, 0)
+	sts, err := sink.Statements(sink.Memgraph, b, sink.Options{Pipeline: "docs"})
 	require.NoError(t, err)
 	require.Len(t, sts, 1)
 	line, err := Inline(sts[0])
@@ -129,7 +129,7 @@ func TestInlineMatchesParams(t *testing.T) {
 
 	// The label holds "$rows" inside backticks: it must not be replaced.
 	require.True(t, strings.HasPrefix(line, "UNWIND ["), line[:20])
-	const tail = " AS row MERGE (n:`Doc$rows``x` {id: row.id}) SET n += row.props"
+	const tail = " AS row MERGE (n:`Doc$rows``x` {id: row.id, _pipeline: \"docs\"}) SET n += row.props"
 	require.True(t, strings.HasSuffix(line, tail), "%s", line[max(0, len(line)-len(tail)-10):])
 	list := strings.TrimSuffix(strings.TrimPrefix(line, "UNWIND "), tail)
 	got, err := crashtest.ParseWholeLiteral(list)
@@ -184,14 +184,24 @@ func goldenBatch() *sink.Batch {
 	}
 }
 
-// TestGoldenFile pins one run's file. Reviewed against docs/memgraph.md:
-// the index DDL of §3/§4 comes first (§7: Lab drops indexes on import, so
-// they belong at the top), then the four UNWIND forms of §5 with the $rows
-// list inlined; strings are double-quoted with DUMP's escapes (\" \' \\ \n),
-// so the ';' inside the title sits inside a string that mgconsole skips;
-// floats keep a '.' (-1.0) or an exponent without '+', and float32 vector
-// values are widened exactly (0.1f is 0.10000000149011612); the three Chunk
-// upserts are split 2 + 1; one statement per line, each ending in ';'.
+// TestGoldenFile pins what `cat docs/*.cypherl | mgconsole` reads after one
+// run: the three files in glob order. Reviewed against docs/memgraph.md:
+// 000000-schema.cypherl sorts first and creates the label-property indexes
+// of the MERGE keys (§3; Lab drops indexes on import, §7, so they belong in
+// the files; a repeated CREATE INDEX ON is a notification on every
+// version); the run's file holds the UNWIND forms of §5 with $rows and
+// $pipeline inlined, every node matched by id and its owning pipeline;
+// strings are double-quoted with DUMP's escapes (\" \' \\ \n), so the ';'
+// inside the title sits inside a string that mgconsole skips; floats keep a
+// '.' (-1.0) or an exponent without '+', and float32 vector values are
+// widened exactly (0.1f is 0.10000000149011612); the three Chunk upserts are
+// split 2 + 1; the NEXT edge has no properties and so no SET (§12: with
+// --storage-properties-on-edges off even SET e += {} fails);
+// vector-indexes.cypherl sorts last and drops (a notification when
+// missing, §12) then creates the vector index over the loaded vectors, so
+// the whole directory replays twice, or after another pipeline's files,
+// on 3.0–3.7, where a second CREATE VECTOR INDEX is an error (§12). One
+// statement per line, each ending in ';'.
 func TestGoldenFile(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
@@ -199,32 +209,48 @@ func TestGoldenFile(t *testing.T) {
 	require.NoError(t, s.Begin(7))
 	st, err := s.Ensure(t.Context(), schema(3))
 	require.NoError(t, err)
-	require.Equal(t, sink.Stats{Statements: 3, Batches: 1}, st)
-	st, err = s.Write(t.Context(), goldenBatch())
+	require.Equal(t, sink.Stats{Statements: 4, Batches: 2}, st, "2 CREATE INDEX, DROP + CREATE VECTOR INDEX")
+	b := goldenBatch()
+	b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: "NEXT", From: sink.NodeRef{Label: "Chunk", ID: "guide.md#0"},
+		To: sink.NodeRef{Label: "Chunk", ID: "guide.md#1"}})
+	st, err = s.Write(t.Context(), b)
 	require.NoError(t, err)
-	// 1 delete + 2 Chunk upserts (2 + 1 rows) + 1 Document upsert + 1 edge + 1 prune.
-	require.Equal(t, sink.Stats{Statements: 6, Batches: 1}, st)
+	// 1 delete + 2 Chunk upserts (2 + 1 rows) + 1 Document upsert + 2 edges + 1 prune.
+	require.Equal(t, sink.Stats{Statements: 7, Batches: 1}, st)
 	require.NoError(t, s.Close(t.Context()))
 
 	files := s.Files()
 	require.Equal(t, []string{filepath.Join(tb.dir, "docs", "000001-run7.cypherl")}, files)
-	got, err := os.ReadFile(files[0])
-	require.NoError(t, err)
-	path := filepath.Join("testdata", "run.golden")
+	got := catGlob(t, filepath.Join(tb.dir, "docs", "*.cypherl"))
+	path := filepath.Join("testdata", "replay.golden")
 	if *update {
 		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
 	}
 	want, err := os.ReadFile(path)
 	require.NoError(t, err, "run go test ./sink/cypherl -update to create %s", path)
-	require.Equal(t, string(want), string(got))
+	require.Equal(t, string(want), got)
 
 	// Every line is one statement as mgconsole splits it.
-	lines := strings.Split(strings.TrimSuffix(string(got), "\n"), "\n")
-	require.Len(t, lines, 9)
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	require.Len(t, lines, 11)
 	for _, l := range lines {
 		require.True(t, splitsCleanly(l), l)
 	}
+}
+
+// catGlob is `cat pattern`: the files in the shell's (lexical) order.
+func catGlob(t *testing.T, pattern string) string {
+	t.Helper()
+	names, err := filepath.Glob(pattern)
+	require.NoError(t, err)
+	var sb strings.Builder
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		require.NoError(t, err)
+		sb.Write(data)
+	}
+	return sb.String()
 }
 
 func TestNoFileWithoutWork(t *testing.T) {
@@ -260,49 +286,67 @@ func TestSchemaSidecar(t *testing.T) {
 	s := tb.open(t)
 	st, err := s.Ensure(t.Context(), schema(3))
 	require.NoError(t, err)
-	require.Equal(t, 3, st.Statements)
+	require.Equal(t, 4, st.Statements)
 	st, err = s.Ensure(t.Context(), schema(3))
 	require.NoError(t, err)
 	require.Equal(t, sink.Stats{}, st, "same sink: nothing new to write")
 	require.NoError(t, s.Close(t.Context()))
+	require.Empty(t, s.Files(), "schema statements go to the schema files, not to a numbered file")
 
-	// A new Sink (the next run) reads schema.json: still nothing to write,
-	// so no file either.
+	// A new Sink (the next run) reads schema.json: still nothing to write.
 	s2 := tb.open(t)
 	st, err = s2.Ensure(t.Context(), schema(3))
 	require.NoError(t, err)
 	require.Equal(t, sink.Stats{}, st)
 	require.Empty(t, s2.Files())
 
-	// A new label-property index: only its DDL.
+	// A new label-property index: the schema file is rewritten with it.
 	sch := schema(3)
 	sch.Indexes = append(sch.Indexes, sink.Index{Label: "Term", Property: "id"})
 	st, err = s2.Ensure(t.Context(), sch)
 	require.NoError(t, err)
-	require.Equal(t, 1, st.Statements)
+	require.Equal(t, sink.Stats{Statements: 3, Batches: 1}, st)
+	require.Equal(t, "CREATE INDEX ON :`Document`(`id`);\nCREATE INDEX ON :`Chunk`(`id`);\nCREATE INDEX ON :`Term`(`id`);\n",
+		read(t, filepath.Join(tb.dir, "docs", IndexFile)))
 
-	// A dimension change: drop, remove the old vectors, create.
+	// A dimension change: the numbered file drops the index and removes
+	// this pipeline's old vectors; the vector index file creates the new one.
 	sch.VectorIndexes[0].Dimension = 5
 	st, err = s2.Ensure(t.Context(), sch)
 	require.NoError(t, err)
-	require.Equal(t, 3, st.Statements)
+	require.Equal(t, sink.Stats{Statements: 4, Batches: 2}, st)
 	require.NoError(t, s2.Close(t.Context()))
 	files := s2.Files()
 	require.Len(t, files, 1)
-	require.Equal(t, "000002-20260301T123005Z.cypherl", filepath.Base(files[0]), "numbering continues after the first sink's file")
-	got, err := os.ReadFile(files[0])
-	require.NoError(t, err)
-	require.Equal(t, "CREATE INDEX ON :`Term`(`id`);\n"+
-		"DROP VECTOR INDEX `chunk_embedding`;\n"+
-		"MATCH (n:`Chunk`) WHERE n.`embedding` IS NOT NULL REMOVE n.`embedding`;\n"+
+	require.Equal(t, "000001-20260301T123005Z.cypherl", filepath.Base(files[0]))
+	require.Equal(t, "DROP VECTOR INDEX `chunk_embedding`;\n"+
+		"MATCH (n:`Chunk`) WHERE n._pipeline = \"docs\" AND n.`embedding` IS NOT NULL REMOVE n.`embedding`;\n",
+		read(t, files[0]))
+	require.Equal(t, "DROP VECTOR INDEX `chunk_embedding`;\n"+
 		"CREATE VECTOR INDEX `chunk_embedding` ON :`Chunk`(`embedding`) WITH CONFIG {\"dimension\": 5, \"capacity\": 1000, \"metric\": \"cos\"};\n",
-		string(got))
+		read(t, filepath.Join(tb.dir, "docs", VectorIndexFile)))
 
 	// And the sidecar now records dimension 5.
 	s3 := tb.open(t)
 	st, err = s3.Ensure(t.Context(), sch)
 	require.NoError(t, err)
 	require.Equal(t, sink.Stats{}, st)
+
+	// A rebuild repeats the label-property indexes at the top of its file.
+	require.NoError(t, s3.Begin(9))
+	s3.ForgetSchema()
+	st, err = s3.Ensure(t.Context(), sch)
+	require.NoError(t, err)
+	require.Equal(t, sink.Stats{Statements: 3, Batches: 1}, st)
+	require.NoError(t, s3.Close(t.Context()))
+	require.Equal(t, read(t, filepath.Join(tb.dir, "docs", IndexFile)), read(t, s3.Files()[0]))
+}
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(data)
 }
 
 func TestFileOrder(t *testing.T) {
@@ -345,14 +389,14 @@ func TestTextIndexDDLOnce(t *testing.T) {
 	s := tb.open(t)
 	st, err := s.Ensure(t.Context(), sch)
 	require.NoError(t, err)
-	require.Equal(t, 4, st.Statements)
+	require.Equal(t, 5, st.Statements, "2 CREATE INDEX and the text index in the schema file, DROP + CREATE VECTOR INDEX")
 	require.NoError(t, s.Close(t.Context()))
-	got, err := os.ReadFile(s.Files()[0])
-	require.NoError(t, err)
-	require.Contains(t, string(got), "CREATE TEXT INDEX `chunk_lex` ON :`Chunk`(`lex`);\n")
+	got := read(t, filepath.Join(tb.dir, "docs", IndexFile))
+	require.Contains(t, got, "CREATE TEXT INDEX `chunk_lex` ON :`Chunk`(`lex`);\n")
 
 	// The next run's sink reads schema.json: Memgraph has no CREATE TEXT
-	// INDEX IF NOT EXISTS, so the files must not create it twice.
+	// INDEX IF NOT EXISTS (a duplicate is a notification from 3.6), so
+	// the statement stays once in the schema file.
 	s2 := tb.open(t)
 	st, err = s2.Ensure(t.Context(), sch)
 	require.NoError(t, err)

@@ -23,7 +23,7 @@ func TestLive(t *testing.T) {
 		t.Skip("set KGSYNC_TEST_MEMGRAPH_URI=bolt://host:7687 to run the live Memgraph suite")
 	}
 	ctx := t.Context()
-	s, err := New(ctx, Config{URI: uri, Username: os.Getenv("KGSYNC_TEST_MEMGRAPH_USER"),
+	s, err := New(ctx, Config{URI: uri, Pipeline: "live", Username: os.Getenv("KGSYNC_TEST_MEMGRAPH_USER"),
 		Password: os.Getenv("KGSYNC_TEST_MEMGRAPH_PASSWORD"), BatchSize: 7}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close(context.Background())) })

@@ -54,6 +54,11 @@ type Config struct {
 	// Username and Password; an empty Username means no authentication.
 	Username string
 	Password string
+	// Pipeline owns what this Sink writes (sink.PropPipeline): it is part of
+	// every node's MERGE key and scopes every deletion and vector removal,
+	// so pipelines sharing one Memgraph never touch each other's nodes.
+	// Required.
+	Pipeline string
 	// Dialect is sink.Memgraph (default) or sink.Neo4j.
 	Dialect sink.Dialect
 	// BatchSize is the number of rows per UNWIND statement (default
@@ -105,6 +110,9 @@ var _ sink.Sink = (*Sink)(nil)
 // discards. Errors: an unsupported URI scheme (neo4j:// with the Memgraph
 // dialect, see Config.URI), a driver or connectivity error.
 func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Sink, error) {
+	if err := sink.ValidName(cfg.Pipeline); err != nil {
+		return nil, fmt.Errorf("memgraph sink: pipeline: %w", err)
+	}
 	if cfg.Dialect == nil {
 		cfg.Dialect = sink.Memgraph
 	}
@@ -326,7 +334,7 @@ func (s *Sink) ensureText(ctx context.Context, want []sink.TextIndex, fields []s
 func (s *Sink) removeProperty(ctx context.Context, label, property string,
 	run func(sink.Statement) ([]string, [][]any, error),
 ) error {
-	st, err := s.d.RemoveVectorProperty(label, property, s.cfg.RemoveBatch)
+	st, err := s.d.RemoveVectorProperty(label, property, s.cfg.Pipeline, s.cfg.RemoveBatch)
 	if err != nil {
 		return fmt.Errorf("memgraph ensure: %w", err)
 	}
@@ -383,7 +391,7 @@ func (s *Sink) Write(ctx context.Context, b *sink.Batch) (sink.Stats, error) {
 	if err := s.checkVectors(b); err != nil {
 		return sink.Stats{}, fmt.Errorf("memgraph write: %w", err)
 	}
-	sts, err := sink.Statements(s.d, b, s.cfg.BatchSize)
+	sts, err := sink.Statements(s.d, b, sink.Options{Pipeline: s.cfg.Pipeline, RowsPerStatement: s.cfg.BatchSize})
 	if err != nil {
 		return sink.Stats{}, fmt.Errorf("memgraph write: %w", err)
 	}
@@ -565,9 +573,11 @@ func vectorLen(v any) (int, bool) {
 	return 0, false
 }
 
-// VectorSearch returns the k nodes nearest to vec in the vector index
-// called index, nearest first as the database returns them (Memgraph:
-// vector_search.search, docs/memgraph.md §4). When the index was ensured by
+// VectorSearch returns the k nodes of the Sink's pipeline nearest to vec in
+// the vector index called index, nearest first (Memgraph:
+// vector_search.search, docs/memgraph.md §4). The index is asked for 4k
+// nodes, of which the pipeline's are kept: an index shared by several
+// pipelines may return fewer than k. When the index was ensured by
 // this Sink, vec must have its dimension: Memgraph silently accepts a query
 // vector of the wrong length (issue #4476).
 func (s *Sink) VectorSearch(ctx context.Context, index string, k int, vec []float32) ([]Hit, error) {
@@ -577,7 +587,8 @@ func (s *Sink) VectorSearch(ctx context.Context, index string, k int, vec []floa
 	if known && len(vec) != vi.Dimension {
 		return nil, fmt.Errorf("vector search %q: query vector has %d dimensions, index has %d", index, len(vec), vi.Dimension)
 	}
-	st, err := s.d.VectorSearch(index, k, vec)
+	// A shared index holds other pipelines' nodes too: fetch more, keep ours.
+	st, err := s.d.VectorSearch(index, s.cfg.Pipeline, k, 4*k, vec)
 	if err != nil {
 		return nil, err
 	}

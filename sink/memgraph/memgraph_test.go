@@ -67,8 +67,9 @@ func setup(t *testing.T, mod func(*Config)) *testBundle {
 	tb := &testBundle{srv: bolttest.Start(t), schema: &fakeSchema{}}
 	tb.srv.Respond(tb.schema.respond)
 	cfg := Config{
-		URI:     tb.srv.URI(),
-		Timeout: 5 * time.Second,
+		URI:      tb.srv.URI(),
+		Pipeline: "docs",
+		Timeout:  5 * time.Second,
 		SleepFunc: func(ctx context.Context, d time.Duration) error {
 			tb.mu.Lock()
 			defer tb.mu.Unlock()
@@ -137,11 +138,11 @@ func TestEnsureThenWrite(t *testing.T) {
 		"CREATE INDEX ON :`Chunk`(`id`)",
 		"SHOW VECTOR INDEX INFO",
 		"CREATE VECTOR INDEX `chunk_embedding` ON :`Chunk`(`embedding`) WITH CONFIG {\"dimension\": 3, \"capacity\": 1000, \"metric\": \"cos\"}",
-		"UNWIND $rows AS row MATCH (n:`Chunk` {id: row.id}) DETACH DELETE n",
-		"UNWIND $rows AS row MERGE (n:`Chunk` {id: row.id}) SET n += row.props",
-		"UNWIND $rows AS row MERGE (n:`Doc` {id: row.id}) SET n += row.props",
-		"UNWIND $rows AS row MATCH (a:`Doc` {id: row.from}), (b:`Chunk` {id: row.to}) MERGE (a)-[e:`HAS_CHUNK`]->(b) SET e += row.props",
-		"UNWIND $rows AS row MATCH (a:`Doc` {id: row.from})-[e:`HAS_CHUNK`]->(b:`Chunk`) WHERE NOT b.id IN row.keep DELETE e",
+		"UNWIND $rows AS row MATCH (n:`Chunk` {id: row.id, _pipeline: $pipeline}) DETACH DELETE n",
+		"UNWIND $rows AS row MERGE (n:`Chunk` {id: row.id, _pipeline: $pipeline}) SET n += row.props",
+		"UNWIND $rows AS row MERGE (n:`Doc` {id: row.id, _pipeline: $pipeline}) SET n += row.props",
+		"UNWIND $rows AS row MATCH (a:`Doc` {id: row.from, _pipeline: $pipeline}), (b:`Chunk` {id: row.to, _pipeline: $pipeline}) MERGE (a)-[e:`HAS_CHUNK`]->(b)",
+		"UNWIND $rows AS row MATCH (a:`Doc` {id: row.from, _pipeline: $pipeline})-[e:`HAS_CHUNK`]->(b:`Chunk`) WHERE NOT b.id IN row.keep DELETE e",
 	}, texts(qs))
 	// DDL and SHOW are auto-commit (docs/memgraph.md §2); the batch is one
 	// explicit transaction, committed.
@@ -160,6 +161,7 @@ func TestEnsureThenWrite(t *testing.T) {
 	rows := qs[6].Params["rows"].([]any)
 	require.Equal(t, map[string]any{"id": "d1#0", "props": map[string]any{"embedding": []any{0.5, 0.25, -1.0}}}, rows[0])
 	require.Equal(t, []any{map[string]any{"from": "d1", "keep": []any{"d1#0"}}}, qs[9].Params["rows"])
+	require.Equal(t, "docs", qs[9].Params["pipeline"], "every statement names its pipeline")
 	require.Equal(t, int64(5000), qs[5].Meta["tx_timeout"], "Timeout is sent as the tx_timeout in ms")
 }
 
@@ -198,7 +200,7 @@ func TestEnsureRecreatesVectorIndex(t *testing.T) {
 	st, err := tb.sink.Ensure(t.Context(), testSchema(5))
 	require.NoError(t, err)
 	require.Equal(t, 7, st.Statements)
-	remove := "MATCH (n:`Chunk`) WHERE n.`embedding` IS NOT NULL WITH n LIMIT $limit REMOVE n.`embedding` RETURN count(n) AS removed"
+	remove := "MATCH (n:`Chunk`) WHERE n._pipeline = $pipeline AND n.`embedding` IS NOT NULL WITH n LIMIT $limit REMOVE n.`embedding` RETURN count(n) AS removed"
 	qs := tb.srv.Queries()
 	require.Equal(t, []string{
 		"SHOW INDEX INFO",
@@ -240,9 +242,9 @@ func TestWriteBatching(t *testing.T) {
 	require.Len(t, qs, 9)
 	wantRows := []int{1000, 1000, 500}
 	prefixes := []string{
-		"UNWIND $rows AS row MATCH (n:`Gone` {id: row.id}) DETACH DELETE n",
-		"UNWIND $rows AS row MERGE (n:`Doc` {id: row.id})",
-		"UNWIND $rows AS row MATCH (a:`Doc` {id: row.from})-[e:`REF`]->(b:`Doc`) WHERE NOT b.id IN row.keep DELETE e",
+		"UNWIND $rows AS row MATCH (n:`Gone` {id: row.id, _pipeline: $pipeline}) DETACH DELETE n",
+		"UNWIND $rows AS row MERGE (n:`Doc` {id: row.id, _pipeline: $pipeline})",
+		"UNWIND $rows AS row MATCH (a:`Doc` {id: row.from, _pipeline: $pipeline})-[e:`REF`]->(b:`Doc`) WHERE NOT b.id IN row.keep DELETE e",
 	}
 	for i, q := range qs {
 		require.Equal(t, qs[0].Tx, q.Tx, "one transaction for the whole batch")
@@ -384,8 +386,10 @@ func TestVectorSearch(t *testing.T) {
 	require.Equal(t, []Hit{{ID: "c1", Similarity: 0.9}, {ID: "c2", Similarity: 0.5}}, hits)
 	qs := tb.srv.Queries()
 	require.Len(t, qs, 1)
-	require.Equal(t, "CALL vector_search.search($index, $k, $vec) YIELD node, similarity RETURN node.id AS id, similarity", qs[0].Text)
-	require.Equal(t, map[string]any{"index": "chunk_embedding", "k": int64(2), "vec": []any{1.0, 0.0, 0.5}}, qs[0].Params)
+	require.Equal(t, "CALL vector_search.search($index, $fetch, $vec) YIELD node, similarity WITH node, similarity "+
+		"WHERE node._pipeline = $pipeline RETURN node.id AS id, similarity ORDER BY similarity DESC LIMIT $k", qs[0].Text)
+	require.Equal(t, map[string]any{"index": "chunk_embedding", "pipeline": "docs", "k": int64(2), "fetch": int64(8),
+		"vec": []any{1.0, 0.0, 0.5}}, qs[0].Params)
 
 	// Memgraph would accept a wrong-length query vector silently (#4476).
 	_, err = tb.sink.VectorSearch(t.Context(), "chunk_embedding", 2, []float32{1, 0})
@@ -394,10 +398,10 @@ func TestVectorSearch(t *testing.T) {
 
 func TestNewChecksURIAndAuth(t *testing.T) {
 	t.Parallel()
-	_, err := New(t.Context(), Config{URI: "neo4j://localhost:7687"}, nil)
+	_, err := New(t.Context(), Config{URI: "neo4j://localhost:7687", Pipeline: "docs"}, nil)
 	require.ErrorContains(t, err, "docs/memgraph.md §1")
 	require.ErrorContains(t, err, "bolt://")
-	_, err = New(t.Context(), Config{URI: "http://localhost:7687"}, nil)
+	_, err = New(t.Context(), Config{URI: "http://localhost:7687", Pipeline: "docs"}, nil)
 	require.ErrorContains(t, err, `scheme "http"`)
 
 	tb := setup(t, nil)
@@ -407,10 +411,10 @@ func TestNewChecksURIAndAuth(t *testing.T) {
 
 	srv := bolttest.Start(t)
 	srv.RequireAuth("kg", "secret")
-	s, err := New(t.Context(), Config{URI: srv.URI(), Username: "kg", Password: "secret"}, nil)
+	s, err := New(t.Context(), Config{URI: srv.URI(), Pipeline: "docs", Username: "kg", Password: "secret"}, nil)
 	require.NoError(t, err)
 	require.NoError(t, s.Close(t.Context()))
-	_, err = New(t.Context(), Config{URI: srv.URI(), Username: "kg", Password: "wrong", Timeout: 2 * time.Second}, nil)
+	_, err = New(t.Context(), Config{URI: srv.URI(), Pipeline: "docs", Username: "kg", Password: "wrong", Timeout: 2 * time.Second}, nil)
 	require.Error(t, err)
 }
 
