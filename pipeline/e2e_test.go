@@ -140,7 +140,13 @@ func TestEmbedderChangeRecreatesVectorIndex(t *testing.T) {
 	require.NoError(t, err)
 	text := string(body)
 	drop := strings.Index(text, "DROP VECTOR INDEX `chunk_embedding`")
-	create := strings.Index(text, `"dimension": 48`)
+	remove := strings.Index(text, "MATCH (n:`Chunk`) WHERE n._pipeline = \"docs\" AND n.`embedding` IS NOT NULL REMOVE n.`embedding`")
 	merge := strings.Index(text, "MERGE")
-	require.True(t, drop >= 0 && create > drop && merge > create, "drop, then create with the new dimension, then write:\n%.600s", text)
+	require.True(t, drop >= 0 && remove > drop && merge > remove,
+		"drop, then remove this pipeline's old vectors, then write:\n%.600s", text)
+	// The index is created with the new dimension after the data.
+	vec, err := os.ReadFile(filepath.Join(dir, "docs", cypherl.VectorIndexFile))
+	require.NoError(t, err)
+	require.Contains(t, string(vec), `"dimension": 48`)
+	require.NotContains(t, string(vec), `"dimension": 32`)
 }

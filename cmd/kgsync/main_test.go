@@ -55,10 +55,13 @@ func TestQuickstartSyncTwice(t *testing.T) {
 	require.Zero(t, second.Sink.Statements)
 	require.Equal(t, first.Chunks.Total, second.Chunks.Total)
 
-	// One CYPHERL file for the first run, none for the no-op run.
+	// One CYPHERL file for the first run, none for the no-op run, between
+	// the two schema files.
 	files, err := filepath.Glob(filepath.Join(filepath.Dir(cfg), ".kgsync", "cypherl", "docs", "*.cypherl"))
 	require.NoError(t, err)
-	require.Len(t, files, 1)
+	require.Len(t, files, 3)
+	require.Equal(t, []string{"000000-schema.cypherl", "000001-run1.cypherl", "vector-indexes.cypherl"},
+		[]string{filepath.Base(files[0]), filepath.Base(files[1]), filepath.Base(files[2])})
 
 	// The JSON line has exactly the documented keys.
 	var raw map[string]any
@@ -127,14 +130,19 @@ func TestResyncNeedsOneMode(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &j))
 	require.Zero(t, j.Chunks.Embedded, "rebuilding the graph costs no embedding call")
 	require.Positive(t, j.Sink.Statements)
-	// The rebuild's file stands alone: it starts with the index statements.
-	files, err := filepath.Glob(filepath.Join(filepath.Dir(cfg), ".kgsync", "cypherl", "docs", "*.cypherl"))
+	// The rebuild's file loads fast on its own: it starts with the
+	// label-property index statements; the vector indexes stay in
+	// vector-indexes.cypherl, replayed after the data.
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(cfg), ".kgsync", "cypherl", "docs", "0*-run*.cypherl"))
 	require.NoError(t, err)
 	require.Len(t, files, 2)
 	body, err := os.ReadFile(files[1])
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(body), "CREATE INDEX ON :`"), "%.200s", body)
-	require.Contains(t, string(body), "CREATE VECTOR INDEX `chunk_embedding`")
+	require.NotContains(t, string(body), "CREATE VECTOR INDEX")
+	vec, err := os.ReadFile(filepath.Join(filepath.Dir(cfg), ".kgsync", "cypherl", "docs", "vector-indexes.cypherl"))
+	require.NoError(t, err)
+	require.Contains(t, string(vec), "DROP VECTOR INDEX `chunk_embedding`;\nCREATE VECTOR INDEX `chunk_embedding`")
 }
 
 func TestUnknownPipeline(t *testing.T) {
