@@ -10,6 +10,7 @@ import (
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/embed"
+	"github.com/kgsync/kgsync/retrieval"
 	"github.com/kgsync/kgsync/embed/hashing"
 	"github.com/kgsync/kgsync/embed/openai"
 	"github.com/kgsync/kgsync/sink"
@@ -105,6 +106,7 @@ func Fingerprint(pc *config.Pipeline, e embed.Embedder) uint64 {
 		"overlap_tokens":  int64(ch.OverlapTokens),
 		"tokenizer":       ch.Tokenizer,
 		"embedder":        e.Model(),
+		"analyzer":        retrieval.AnalyzerVersion,
 	}
 	h, _ := diff.Hash(fp) // only encodable values above
 	return h

@@ -65,6 +65,7 @@ func (p *Pipeline) Corpus(ctx context.Context) (*retrieval.Corpus, error) {
 				}
 				u := retrieval.Unit{ID: ch.ID, Label: LabelChunk, Property: PropEmbedding, Node: nodeID, NodeLabel: rec.Anchor,
 					TextHash: ch.TextHash}
+				u.Lang, _ = rp.Node[PropLang].(string)
 				u.Address, _ = props["address"].(string)
 				u.Parent, _ = props["parent"].(string)
 				if list, ok := props["elements"].([]any); ok {
@@ -104,6 +105,7 @@ func (p *Pipeline) Corpus(ctx context.Context) (*retrieval.Corpus, error) {
 func corpusDocument(source, key, nodeID, label string, rp recordProps) *retrieval.Document {
 	d := &retrieval.Document{ID: nodeID, Label: label, Source: source, Key: key, Names: rp.DocIDs}
 	d.Title, _ = rp.Node["title"].(string)
+	d.Lang, _ = rp.Node[PropLang].(string)
 	node := func(n elementNode, label string) retrieval.Node {
 		return retrieval.Node{ID: n.ID, Label: label, Kind: n.Kind, Address: n.Address, Title: n.Title, Text: n.Text,
 			Parent: n.Parent, Level: n.Level}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/retrieval"
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/state"
 )
@@ -234,6 +235,9 @@ func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, vectors map[uint64]
 		for i := range nodes {
 			s := &nodes[i]
 			props := s.props(o.nodeID)
+			if label == LabelElement {
+				props[PropLex] = retrieval.LexicalText(s.Title+"\n"+s.Text, o.lang())
+			}
 			s.Hash = nodeHash(props)
 			ref := sink.NodeRef{Label: label, ID: s.ID}
 			keep[ref] = true
@@ -242,6 +246,10 @@ func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, vectors map[uint64]
 			}
 			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: label, ID: s.ID, Props: props})
 			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelPartOf, From: ref, To: sink.NodeRef{Label: s.ParentLabel, ID: s.Parent}})
+			if label == LabelElement {
+				o.lexRows = append(o.lexRows, state.LexicalRow{LexicalRef: state.LexicalRef{Source: o.it.source, RecordKey: o.it.rec.Key, ID: s.ID},
+					Kind: state.LexicalElement, Text: props[PropLex].(string)})
+			}
 		}
 	}
 	write(LabelSection, o.sections)
@@ -254,10 +262,16 @@ func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, vectors map[uint64]
 	for _, s := range o.oldElements {
 		if ref := (sink.NodeRef{Label: LabelElement, ID: s.ID}); !keep[ref] {
 			b.DeleteNodes = append(b.DeleteNodes, ref)
+			o.lexDelete(s.ID)
 		}
 	}
 
-	// Terms: rewritten with the document, their vectors from the embed pass.
+	// Terms: rewritten with the document, their vectors from the embed pass;
+	// the lexical index gets only the terms whose text changed.
+	oldTerm := map[string]string{}
+	for _, t := range o.oldTerms {
+		oldTerm[t.ID] = t.embedText()
+	}
 	keepTerm := map[string]bool{}
 	for _, t := range o.terms {
 		keepTerm[t.ID] = true
@@ -265,13 +279,18 @@ func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, vectors map[uint64]
 		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: LabelTerm, ID: t.ID, Props: map[string]any{
 			"name": t.Name, "name_lower": strings.ToLower(t.Name), "definition": t.Definition, "document": o.nodeID,
 			PropEmbedding: vectors[diff.TextHash(t.embedText())],
+			PropLex:       retrieval.LexicalText(t.embedText(), o.lang()),
 		}})
+		if old, ok := oldTerm[t.ID]; force || !ok || old != t.embedText() {
+			o.lexUpsert(state.LexicalTerm, t.ID, t.embedText())
+		}
 		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelDefinedIn, From: tref, To: sink.NodeRef{Label: t.DefinedInLabel, ID: t.DefinedIn}})
 		b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelDefinedIn, From: tref, ToLabel: t.DefinedInLabel, Keep: []string{t.DefinedIn}})
 	}
 	for _, t := range o.oldTerms {
 		if !keepTerm[t.ID] {
 			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelTerm, ID: t.ID})
+			o.lexDelete(t.ID)
 		}
 	}
 

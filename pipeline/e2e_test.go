@@ -68,9 +68,10 @@ func TestPostgresStateMemgraphSink(t *testing.T) {
 		}
 	}
 	// Label-property indexes on id for Document, Section, Element, Term and
-	// Chunk, on Term(name_lower) for exact term look-up, and the chunk and
-	// term vector indexes.
-	require.Len(t, ddl, 8)
+	// Chunk, on Term(name_lower) for exact term look-up, the text indexes
+	// of chunks, elements and terms, and the chunk and term vector indexes.
+	require.Len(t, ddl, 11)
+	require.Contains(t, ddl, "CREATE TEXT INDEX `chunk_lex` ON :`Chunk`(`lex`)")
 	require.Contains(t, strings.Join(ddl, "\n"), `"dimension": 32`)
 	require.Equal(t, 6, schemaState.Indexes())
 	require.Equal(t, 32, schemaState.VectorDimension("chunk_embedding"))

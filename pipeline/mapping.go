@@ -192,6 +192,11 @@ type recordOutput struct {
 	// group numbers the chunk runs (one per document or long attribute):
 	// NEXT edges stay within a run.
 	group []int
+	// lexRows and lexGone are the record's lexical index changes (upserts,
+	// deletes) for the commit; rowLang caches a row's detected language.
+	lexRows []state.LexicalRow
+	lexGone []state.LexicalRef
+	rowLang string
 }
 
 // processBatch maps, chunks, embeds, writes and commits one batch of records.
@@ -313,6 +318,9 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 		out.node["refs_external"] = int64(len(g.ext))
 		out.node["refs_external_resolved"] = int64(0) // set by the link pass
 		out.node["terms"] = int64(len(g.terms))
+		if lang := documentLanguage(g.elements); lang != "" {
+			out.node[PropLang] = lang
+		}
 		chunks, err := chunker.Split(out.nodeID, root, r.p.Chunking)
 		if err != nil {
 			return nil, fmt.Errorf("chunk %s: %w", rec.Key, err)
@@ -498,6 +506,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			if len(o.oldChunks) > 0 {
 				commit.ReplaceChunks[ref] = []state.Chunk{}
 			}
+			o.lexDeleteAll()
 		} else if o.oldEdge != nil || o.prevEdge != nil {
 			for _, e := range []*edgeRef{o.oldEdge, o.prevEdge} {
 				if e != nil {
@@ -525,6 +534,10 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		}
 		for _, id := range o.removed {
 			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelChunk, ID: id})
+			o.lexDelete(id)
+		}
+		if o.oldNode != nil {
+			o.lexDelete(o.oldNode.ID)
 		}
 		r.counts().ChunksDeleted += len(o.removed)
 		node := map[string]any{}
@@ -552,6 +565,12 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 				node[VectorProperty(attr)] = nil
 			}
 		}
+		if len(vecAttrs) > 0 {
+			node[PropRowLex] = o.lexUpsert(state.LexicalNode, o.nodeID, o.rowText())
+		} else if len(o.oldVectors) > 0 {
+			node[PropRowLex] = nil
+			o.lexDelete(o.nodeID)
+		}
 		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: o.label, ID: o.nodeID, Props: node})
 		docRef := sink.NodeRef{Label: o.label, ID: o.nodeID}
 		r.linkOps(b, docRef, o.links, o.oldLinks)
@@ -574,6 +593,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			props, _ := decodeProps(o.states[i].Props)
 			props["_hash"] = fmt.Sprintf("%016x", o.states[i].Hash)
 			props[PropEmbedding] = vectors[o.states[i].TextHash]
+			props[PropLex] = o.lexUpsert(state.LexicalChunk, c.ID, c.EmbedText())
 			cref := sink.NodeRef{Label: LabelChunk, ID: c.ID}
 			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: LabelChunk, ID: c.ID, Props: props})
 			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelPartOf, From: cref, To: docRef})
@@ -598,6 +618,10 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp,
 		})
 		commit.ReplaceChunks[ref] = o.states
+	}
+	for _, o := range outs {
+		commit.LexicalDeletes = append(commit.LexicalDeletes, o.lexGone...)
+		commit.LexicalUpserts = append(commit.LexicalUpserts, o.lexRows...)
 	}
 	return b, commit
 }

@@ -153,8 +153,13 @@ func (p *Pipeline) Schema(anchors []string) sink.Schema {
 		Name: TermVectorIndex, Label: LabelTerm, Property: PropEmbedding,
 		Dimension: p.Embedder.Dimensions(), Metric: "cos", Capacity: capacity,
 	})
+	s.TextIndexes = append(s.TextIndexes,
+		sink.TextIndex{Name: ChunkTextIndex, Label: LabelChunk, Properties: []string{PropLex}},
+		sink.TextIndex{Name: ElementTextIndex, Label: LabelElement, Properties: []string{PropLex}},
+		sink.TextIndex{Name: TermTextIndex, Label: LabelTerm, Properties: []string{PropLex}})
 	emb := p.Model.Embeddable()
 	for _, label := range slices.Sorted(maps.Keys(emb)) {
+		s.TextIndexes = append(s.TextIndexes, sink.TextIndex{Name: TextIndexName(label), Label: label, Properties: []string{PropRowLex}})
 		for _, attr := range emb[label] {
 			s.VectorIndexes = append(s.VectorIndexes, sink.VectorIndex{
 				Name: VectorIndexName(label, attr), Label: label, Property: VectorProperty(attr),

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Check rejects a Commit that no state could apply: an empty
@@ -65,7 +66,36 @@ func (c Commit) Check() error {
 			return fmt.Errorf("commit %q: cursor with empty source name", c.Pipeline)
 		}
 	}
+	for i, ref := range c.LexicalDeletes {
+		if ref.Source == "" || ref.RecordKey == "" || ref.ID == "" {
+			return fmt.Errorf("commit %q: lexical_deletes[%d]: empty source, record key or id", c.Pipeline, i)
+		}
+	}
+	rows := make(map[LexicalRef]struct{}, len(c.LexicalUpserts))
+	for i, r := range c.LexicalUpserts {
+		switch {
+		case r.Source == "" || r.RecordKey == "" || r.ID == "":
+			return fmt.Errorf("commit %q: lexical_upserts[%d]: empty source, record key or id", c.Pipeline, i)
+		case r.Kind == "":
+			return fmt.Errorf("commit %q: lexical row %s/%s %q: empty kind", c.Pipeline, r.Source, r.RecordKey, r.ID)
+		}
+		if _, dup := rows[r.LexicalRef]; dup {
+			return fmt.Errorf("commit %q: lexical row %s/%s %q listed twice", c.Pipeline, r.Source, r.RecordKey, r.ID)
+		}
+		rows[r.LexicalRef] = struct{}{}
+	}
 	return nil
+}
+
+// LexicalTerms splits a lexical row's text into its terms and counts them;
+// n is the row's length in terms.
+func LexicalTerms(text string) (tf map[string]int, n int) {
+	tf = map[string]int{}
+	for _, t := range strings.Fields(text) {
+		tf[t]++
+		n++
+	}
+	return tf, n
 }
 
 // SortedRefs returns m's keys by (Source, Key), so that a store's

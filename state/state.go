@@ -122,6 +122,64 @@ type Commit struct {
 	ReplaceChunks map[RecordRef][]Chunk
 	// Cursors are upserted by source name (absent = unchanged).
 	Cursors map[string]string
+	// LexicalDeletes remove rows of the lexical index; LexicalUpserts then
+	// insert or replace rows (by Source, RecordKey, ID). DeleteRecords
+	// remove all the records' rows too. A run lists only the rows of the
+	// chunks, elements and terms it changed, so an edit updates the index
+	// in proportion to the edit.
+	LexicalDeletes []LexicalRef
+	LexicalUpserts []LexicalRow
+}
+
+// Kinds of lexical index rows.
+const (
+	LexicalChunk   = "chunk"
+	LexicalElement = "element"
+	LexicalTerm    = "term"
+	// LexicalNode is a table row's node: its embeddable attributes' text.
+	LexicalNode = "node"
+)
+
+// LexicalRef names one row of the lexical index.
+type LexicalRef struct {
+	Source    string
+	RecordKey string
+	// ID is the graph node the row stands for (a chunk, element, term or
+	// row node id).
+	ID string
+}
+
+// LexicalRow is one row of the lexical index: the text of a chunk, an
+// element, a term (name and definition) or a table row's embeddable
+// attributes, already normalized by the lexical analyzer
+// (retrieval.LexicalText): words of letters and digits joined by single
+// spaces. Stores tokenize it on whitespace only and keep term frequencies,
+// row lengths and document frequencies for BM25.
+type LexicalRow struct {
+	LexicalRef
+	// Kind is one of LexicalChunk, LexicalElement, LexicalTerm, LexicalNode.
+	Kind string
+	Text string
+}
+
+// LexicalStats are the collection statistics BM25 needs for one pipeline's
+// rows of one kind.
+type LexicalStats struct {
+	// Rows is the number of rows; TotalLen the sum of their lengths in terms.
+	Rows     int
+	TotalLen int64
+	// DF is, for each query term, the number of rows containing it (terms
+	// no row contains are absent).
+	DF map[string]int
+}
+
+// LexicalMatch is one row containing at least one query term.
+type LexicalMatch struct {
+	LexicalRef
+	// Len is the row's length in terms; TF the count of each query term in
+	// it (terms it lacks are absent).
+	Len int
+	TF  map[string]int
 }
 
 // RecordRef names one record of a pipeline.
@@ -167,6 +225,14 @@ type Store interface {
 	CursorGet(ctx context.Context, pipeline, source string) (string, error)
 	// Commit applies one batch's changes atomically.
 	Commit(ctx context.Context, c Commit) error
+
+	// LexicalSearch returns the statistics of a pipeline's lexical rows of
+	// kind and every row of them that contains one of terms, with its term
+	// frequencies: what BM25 needs (retrieval ranks them). Terms are
+	// analyzer output (lower-case words of letters and digits).
+	LexicalSearch(ctx context.Context, pipeline, kind string, terms []string) (LexicalStats, []LexicalMatch, error)
+	// LexicalCount counts a pipeline's lexical rows of kind ("" = all kinds).
+	LexicalCount(ctx context.Context, pipeline, kind string) (int, error)
 
 	// EmbeddingsGet and EmbeddingsPut are the embedding cache (embed.Cache).
 	EmbeddingsGet(ctx context.Context, model string, textHashes []uint64) (map[uint64][]float32, error)

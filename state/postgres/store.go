@@ -253,8 +253,9 @@ func (s *Store) CursorGet(ctx context.Context, pipeline, source string) (string,
 
 // Commit applies c in one transaction sent as one pgx.Batch (one round
 // trip), each kind of change one unnest statement: record upserts, chunk
-// replacements, record deletes (with their chunks, so a delete wins over an
-// upsert of the same record), cursor upserts. The transaction first takes
+// replacements, lexical deletes and upserts, record deletes (with their
+// chunks and lexical rows, so a delete wins over an upsert of the same
+// record), cursor upserts. The transaction first takes
 // the pipeline's commit lock, AdvisoryKey(schema, "commit", pipeline), so
 // commits of one pipeline apply one after the other. c is checked first
 // (see checkCommit); nothing is written when it fails.
@@ -333,10 +334,13 @@ func queueCommit(b *pgx.Batch, c state.Commit, now time.Time) {
 				p, sources, keys, ids, hashes, textHashes, positions, props)
 		}
 	}
+	queueLexical(b, c)
 	if len(c.DeleteRecords) > 0 {
 		rs, rk := refColumns(c.DeleteRecords)
 		b.Queue(`DELETE FROM chunks c USING unnest($2::text[], $3::text[]) AS u(source, record_key)
 			WHERE c.pipeline = $1 AND c.source = u.source AND c.record_key = u.record_key`, p, rs, rk)
+		b.Queue(`DELETE FROM lexical l USING unnest($2::text[], $3::text[]) AS u(source, record_key)
+			WHERE l.pipeline = $1 AND l.source = u.source AND l.record_key = u.record_key`, p, rs, rk)
 		b.Queue(`DELETE FROM records r USING unnest($2::text[], $3::text[]) AS u(source, key)
 			WHERE r.pipeline = $1 AND r.source = u.source AND r.key = u.key`, p, rs, rk)
 	}
@@ -351,6 +355,107 @@ func queueCommit(b *pgx.Batch, c state.Commit, now time.Time) {
 			ON CONFLICT (pipeline, source) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = EXCLUDED.updated_at`,
 			p, srcs, vals, now)
 	}
+}
+
+// queueLexical adds c's lexical deletes and upserts to b. Rows are sorted
+// by key so that concurrent commits lock them in one order; the text
+// becomes a tsvector of the 'simple' configuration.
+func queueLexical(b *pgx.Batch, c state.Commit) {
+	p := c.Pipeline
+	if len(c.LexicalDeletes) > 0 {
+		refs := slices.Clone(c.LexicalDeletes)
+		slices.SortFunc(refs, compareLexical)
+		var sources, keys, ids []string
+		for _, r := range refs {
+			sources, keys, ids = append(sources, r.Source), append(keys, r.RecordKey), append(ids, r.ID)
+		}
+		b.Queue(`DELETE FROM lexical l USING unnest($2::text[], $3::text[], $4::text[]) AS u(source, record_key, node)
+			WHERE l.pipeline = $1 AND l.source = u.source AND l.record_key = u.record_key AND l.node = u.node`, p, sources, keys, ids)
+	}
+	if len(c.LexicalUpserts) > 0 {
+		rows := slices.Clone(c.LexicalUpserts)
+		slices.SortFunc(rows, func(a, b state.LexicalRow) int { return compareLexical(a.LexicalRef, b.LexicalRef) })
+		var sources, keys, ids, kinds, texts []string
+		var lens []int64
+		for _, r := range rows {
+			_, n := state.LexicalTerms(r.Text)
+			sources, keys, ids = append(sources, r.Source), append(keys, r.RecordKey), append(ids, r.ID)
+			kinds, texts, lens = append(kinds, r.Kind), append(texts, r.Text), append(lens, int64(n))
+		}
+		b.Queue(`INSERT INTO lexical (pipeline, source, record_key, node, kind, len, terms)
+			SELECT $1, u.source, u.record_key, u.node, u.kind, u.len, to_tsvector('simple', u.text)
+			FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[]) AS u(source, record_key, node, kind, len, text)
+			ON CONFLICT (pipeline, source, record_key, node) DO UPDATE SET kind = EXCLUDED.kind, len = EXCLUDED.len, terms = EXCLUDED.terms`,
+			p, sources, keys, ids, kinds, lens, texts)
+	}
+}
+
+func compareLexical(a, b state.LexicalRef) int {
+	return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.RecordKey, b.RecordKey), cmp.Compare(a.ID, b.ID))
+}
+
+// LexicalSearch implements state.Store: the row count and total length of
+// the pipeline's rows of kind, then for each term the rows whose tsvector
+// has it (GIN index), with the term's count from its positions.
+func (s *Store) LexicalSearch(ctx context.Context, pipeline, kind string, terms []string) (state.LexicalStats, []state.LexicalMatch, error) {
+	st := state.LexicalStats{DF: map[string]int{}}
+	var rowsN int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(len), 0) FROM lexical WHERE pipeline = $1 AND kind = $2`,
+		pipeline, kind).Scan(&rowsN, &st.TotalLen); err != nil {
+		return st, nil, fmt.Errorf("lexical search %q: %w", pipeline, err)
+	}
+	st.Rows = int(rowsN)
+	byRef := map[state.LexicalRef]*state.LexicalMatch{}
+	var order []state.LexicalRef
+	for _, term := range terms {
+		if term == "" || st.DF[term] > 0 {
+			continue
+		}
+		rows, err := s.pool.Query(ctx, `SELECT source, record_key, node, len,
+				coalesce((SELECT array_length(u.positions, 1) FROM unnest(terms) u WHERE u.lexeme = $3), 1)
+			FROM lexical WHERE pipeline = $1 AND kind = $2 AND terms @@ plainto_tsquery('simple', $3)`, pipeline, kind, term)
+		if err != nil {
+			return st, nil, fmt.Errorf("lexical search %q: term %q: %w", pipeline, term, err)
+		}
+		for rows.Next() {
+			var ref state.LexicalRef
+			var n, tf int32
+			if err := rows.Scan(&ref.Source, &ref.RecordKey, &ref.ID, &n, &tf); err != nil {
+				rows.Close()
+				return st, nil, fmt.Errorf("lexical search %q: %w", pipeline, err)
+			}
+			m, ok := byRef[ref]
+			if !ok {
+				m = &state.LexicalMatch{LexicalRef: ref, Len: int(n), TF: map[string]int{}}
+				byRef[ref] = m
+				order = append(order, ref)
+			}
+			m.TF[term] = int(tf)
+			st.DF[term]++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return st, nil, fmt.Errorf("lexical search %q: term %q: %w", pipeline, term, err)
+		}
+	}
+	out := make([]state.LexicalMatch, len(order))
+	for i, ref := range order {
+		out[i] = *byRef[ref]
+	}
+	return st, out, nil
+}
+
+// LexicalCount implements state.Store.
+func (s *Store) LexicalCount(ctx context.Context, pipeline, kind string) (int, error) {
+	var n int64
+	q, args := `SELECT count(*) FROM lexical WHERE pipeline = $1`, []any{pipeline}
+	if kind != "" {
+		q, args = q+` AND kind = $2`, append(args, kind)
+	}
+	if err := s.pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count lexical rows of %q: %w", pipeline, err)
+	}
+	return int(n), nil
 }
 
 // refColumns splits refs into parallel source and key arrays for unnest.

@@ -270,8 +270,9 @@ func (s *Store) CursorGet(ctx context.Context, pipeline, source string) (string,
 }
 
 // Commit applies c in one transaction, in this order: record upserts,
-// chunk replacements, record deletes (with their chunks, so a delete wins
-// over an upsert of the same record), cursor upserts. c is checked first
+// chunk replacements, lexical deletes and upserts, record deletes (with
+// their chunks and lexical rows, so a delete wins over an upsert of the
+// same record), cursor upserts. c is checked first
 // with state-independent rules (see checkCommit); nothing is written when
 // it fails.
 func (s *Store) Commit(ctx context.Context, c state.Commit) error {
@@ -326,6 +327,9 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 			return fmt.Errorf("insert chunks: %w", err)
 		}
 	}
+	if err := commitLexical(ctx, tx, c); err != nil {
+		return err
+	}
 	if len(c.DeleteRecords) > 0 {
 		delRec, err := tx.PrepareContext(ctx, `DELETE FROM records WHERE pipeline = ? AND source = ? AND "key" = ?`)
 		if err != nil {
@@ -339,6 +343,9 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 			if _, err := delRec.ExecContext(ctx, p, ref.Source, ref.Key); err != nil {
 				return fmt.Errorf("delete record %s/%s: %w", ref.Source, ref.Key, err)
 			}
+			if err := deleteLexicalRecord(ctx, tx, p, ref); err != nil {
+				return err
+			}
 		}
 	}
 	for _, src := range slices.Sorted(maps.Keys(c.Cursors)) {
@@ -349,6 +356,152 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 		}
 	}
 	return nil
+}
+
+// commitLexical applies c's lexical deletes, then its upserts: a row that
+// exists gets its FTS5 entry replaced under the same doc id.
+func commitLexical(ctx context.Context, tx *sql.Tx, c state.Commit) error {
+	if len(c.LexicalDeletes)+len(c.LexicalUpserts) == 0 {
+		return nil
+	}
+	find, err := tx.PrepareContext(ctx, `SELECT doc FROM lexical WHERE pipeline = ? AND source = ? AND record_key = ? AND node = ?`)
+	if err != nil {
+		return fmt.Errorf("prepare lexical lookup: %w", err)
+	}
+	defer find.Close()
+	lookup := func(ref state.LexicalRef) (int64, bool, error) {
+		var doc int64
+		switch err := find.QueryRowContext(ctx, c.Pipeline, ref.Source, ref.RecordKey, ref.ID).Scan(&doc); {
+		case errors.Is(err, sql.ErrNoRows):
+			return 0, false, nil
+		case err != nil:
+			return 0, false, fmt.Errorf("lexical row %s/%s %q: %w", ref.Source, ref.RecordKey, ref.ID, err)
+		}
+		return doc, true, nil
+	}
+	for _, ref := range c.LexicalDeletes {
+		doc, ok, err := lookup(ref)
+		if err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM lexical_fts WHERE rowid = ?`, doc); err != nil {
+			return fmt.Errorf("delete lexical row %q: %w", ref.ID, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM lexical WHERE doc = ?`, doc); err != nil {
+			return fmt.Errorf("delete lexical row %q: %w", ref.ID, err)
+		}
+	}
+	for _, r := range c.LexicalUpserts {
+		_, n := state.LexicalTerms(r.Text)
+		doc, ok, err := lookup(r.LexicalRef)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if _, err := tx.ExecContext(ctx, `UPDATE lexical SET kind = ?, len = ? WHERE doc = ?`, r.Kind, n, doc); err != nil {
+				return fmt.Errorf("update lexical row %q: %w", r.ID, err)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE lexical_fts SET text = ? WHERE rowid = ?`, r.Text, doc); err != nil {
+				return fmt.Errorf("update lexical row %q: %w", r.ID, err)
+			}
+			continue
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO lexical (pipeline, source, record_key, node, kind, len) VALUES (?, ?, ?, ?, ?, ?)`,
+			c.Pipeline, r.Source, r.RecordKey, r.ID, r.Kind, n)
+		if err != nil {
+			return fmt.Errorf("insert lexical row %q: %w", r.ID, err)
+		}
+		if doc, err = res.LastInsertId(); err != nil {
+			return fmt.Errorf("insert lexical row %q: %w", r.ID, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO lexical_fts (rowid, text) VALUES (?, ?)`, doc, r.Text); err != nil {
+			return fmt.Errorf("insert lexical row %q: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+// deleteLexicalRecord removes a deleted record's lexical rows.
+func deleteLexicalRecord(ctx context.Context, tx *sql.Tx, pipeline string, ref state.RecordRef) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM lexical_fts WHERE rowid IN
+		(SELECT doc FROM lexical WHERE pipeline = ? AND source = ? AND record_key = ?)`, pipeline, ref.Source, ref.Key); err != nil {
+		return fmt.Errorf("delete lexical rows of %s/%s: %w", ref.Source, ref.Key, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM lexical WHERE pipeline = ? AND source = ? AND record_key = ?`,
+		pipeline, ref.Source, ref.Key); err != nil {
+		return fmt.Errorf("delete lexical rows of %s/%s: %w", ref.Source, ref.Key, err)
+	}
+	return nil
+}
+
+// LexicalSearch implements state.Store: the row count and total length
+// from lexical, and for each term the rows of lexical_vocab (one per
+// occurrence, read through FTS5's index for that term) joined to their row.
+func (s *Store) LexicalSearch(ctx context.Context, pipeline, kind string, terms []string) (state.LexicalStats, []state.LexicalMatch, error) {
+	st := state.LexicalStats{DF: map[string]int{}}
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(len), 0) FROM lexical WHERE pipeline = ? AND kind = ?`,
+		pipeline, kind).Scan(&st.Rows, &st.TotalLen); err != nil {
+		return st, nil, fmt.Errorf("lexical search %q: %w", pipeline, err)
+	}
+	byDoc := map[int64]*state.LexicalMatch{}
+	var order []int64
+	for _, term := range terms {
+		if term == "" || st.DF[term] > 0 {
+			continue
+		}
+		// CROSS JOIN keeps lexical_vocab outermost: FTS5 walks the term's
+		// postings, and each occurrence finds its row by primary key.
+		rows, err := s.db.QueryContext(ctx, `SELECT v.doc, l.source, l.record_key, l.node, l.len, count(*)
+			FROM lexical_vocab v CROSS JOIN lexical l ON l.doc = v.doc
+			WHERE v.term = ? AND l.pipeline = ? AND l.kind = ? GROUP BY v.doc`, term, pipeline, kind)
+		if err != nil {
+			return st, nil, fmt.Errorf("lexical search %q: term %q: %w", pipeline, term, err)
+		}
+		for rows.Next() {
+			var doc int64
+			var ref state.LexicalRef
+			var n, tf int
+			if err := rows.Scan(&doc, &ref.Source, &ref.RecordKey, &ref.ID, &n, &tf); err != nil {
+				rows.Close()
+				return st, nil, fmt.Errorf("lexical search %q: %w", pipeline, err)
+			}
+			m, ok := byDoc[doc]
+			if !ok {
+				m = &state.LexicalMatch{LexicalRef: ref, Len: n, TF: map[string]int{}}
+				byDoc[doc] = m
+				order = append(order, doc)
+			}
+			m.TF[term] = tf
+			st.DF[term]++
+		}
+		if err := rows.Close(); err != nil {
+			return st, nil, fmt.Errorf("lexical search %q: %w", pipeline, err)
+		}
+		if err := rows.Err(); err != nil {
+			return st, nil, fmt.Errorf("lexical search %q: %w", pipeline, err)
+		}
+	}
+	out := make([]state.LexicalMatch, len(order))
+	for i, doc := range order {
+		out[i] = *byDoc[doc]
+	}
+	return st, out, nil
+}
+
+// LexicalCount implements state.Store.
+func (s *Store) LexicalCount(ctx context.Context, pipeline, kind string) (int, error) {
+	var n int
+	q, args := `SELECT count(*) FROM lexical WHERE pipeline = ?`, []any{pipeline}
+	if kind != "" {
+		q, args = q+` AND kind = ?`, append(args, kind)
+	}
+	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count lexical rows of %q: %w", pipeline, err)
+	}
+	return n, nil
 }
 
 // rowsPerStatement is how many rows execRows writes with one statement;

@@ -6,6 +6,7 @@ package statetest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -44,6 +45,8 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 		{"PipelinesIsolated", testPipelinesIsolated},
 		{"MigrateTwice", testMigrateTwice},
 		{"ConcurrentCommits", testConcurrentCommits},
+		{"LexicalIndex", testLexicalIndex},
+		{"LexicalCommitRejected", testLexicalCommitRejected},
 		{"TriggerQueue", testTriggerQueue},
 		{"TriggerClaimConcurrent", testTriggerClaimConcurrent},
 	}
@@ -805,4 +808,92 @@ func testTriggerClaimConcurrent(t *testing.T, s state.Store) {
 		require.NoError(t, err)
 		require.Equal(t, doneBy[id], got.RunID, "trigger %d", id)
 	}
+}
+
+func lexRow(source, key, id, kind, text string) state.LexicalRow {
+	return state.LexicalRow{LexicalRef: state.LexicalRef{Source: source, RecordKey: key, ID: id}, Kind: kind, Text: text}
+}
+
+// lexicalTF is a search's matches as "id:term=tf…" strings, sorted.
+func lexicalTF(t *testing.T, s state.Store, pipeline, kind string, terms ...string) (state.LexicalStats, []string) {
+	t.Helper()
+	st, ms, err := s.LexicalSearch(t.Context(), pipeline, kind, terms)
+	require.NoError(t, err)
+	var out []string
+	for _, m := range ms {
+		row := fmt.Sprintf("%s/%s/%s len=%d", m.Source, m.RecordKey, m.ID, m.Len)
+		for _, term := range slices.Sorted(maps.Keys(m.TF)) {
+			row += fmt.Sprintf(" %s=%d", term, m.TF[term])
+		}
+		out = append(out, row)
+	}
+	slices.Sort(out)
+	return st, out
+}
+
+func testLexicalIndex(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	commit(t, s, state.Commit{Pipeline: "p1",
+		Records: []state.Record{{Source: "docs", Key: "a.txt", Hash: 1}, {Source: "docs", Key: "b.txt", Hash: 2}},
+		LexicalUpserts: []state.LexicalRow{
+			lexRow("docs", "a.txt", "a#0", state.LexicalChunk, "proxi forward header proxi"),
+			lexRow("docs", "a.txt", "a#1", state.LexicalChunk, "президент избира срок шест лет"),
+			lexRow("docs", "a.txt", "a › p1", state.LexicalElement, "proxi header"),
+			lexRow("docs", "b.txt", "b#0", state.LexicalChunk, "header field 7231"),
+		}})
+	// Another pipeline's rows never count.
+	commit(t, s, state.Commit{Pipeline: "p2", LexicalUpserts: []state.LexicalRow{
+		lexRow("docs", "a.txt", "a#0", state.LexicalChunk, "proxi proxi proxi"),
+	}})
+
+	st, got := lexicalTF(t, s, "p1", state.LexicalChunk, "proxi", "header", "absent", "президент")
+	require.Equal(t, 3, st.Rows)
+	require.Equal(t, int64(4+5+3), st.TotalLen)
+	require.Equal(t, map[string]int{"proxi": 1, "header": 2, "президент": 1}, st.DF)
+	require.Equal(t, []string{
+		"docs/a.txt/a#0 len=4 header=1 proxi=2",
+		"docs/a.txt/a#1 len=5 президент=1",
+		"docs/b.txt/b#0 len=3 header=1",
+	}, got)
+	_, got = lexicalTF(t, s, "p1", state.LexicalElement, "proxi")
+	require.Equal(t, []string{"docs/a.txt/a › p1 len=2 proxi=1"}, got, "kinds are counted apart")
+	_, got = lexicalTF(t, s, "p1", state.LexicalChunk, "7231")
+	require.Equal(t, []string{"docs/b.txt/b#0 len=3 7231=1"}, got)
+
+	// An edit replaces one row; a deleted chunk's row goes; nothing else moves.
+	commit(t, s, state.Commit{Pipeline: "p1",
+		LexicalDeletes: []state.LexicalRef{{Source: "docs", RecordKey: "a.txt", ID: "a#1"}, {Source: "docs", RecordKey: "a.txt", ID: "never"}},
+		LexicalUpserts: []state.LexicalRow{lexRow("docs", "a.txt", "a#0", state.LexicalChunk, "proxi add forward")},
+	})
+	st, got = lexicalTF(t, s, "p1", state.LexicalChunk, "proxi", "header", "президент")
+	require.Equal(t, 2, st.Rows)
+	require.Equal(t, int64(3+3), st.TotalLen)
+	require.Equal(t, []string{"docs/a.txt/a#0 len=3 proxi=1", "docs/b.txt/b#0 len=3 header=1"}, got)
+	n, err := s.LexicalCount(ctx, "p1", "")
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+
+	// A deleted record takes all its rows.
+	commit(t, s, state.Commit{Pipeline: "p1", DeleteRecords: []state.RecordRef{{Source: "docs", Key: "a.txt"}}})
+	_, got = lexicalTF(t, s, "p1", state.LexicalChunk, "proxi", "header")
+	require.Equal(t, []string{"docs/b.txt/b#0 len=3 header=1"}, got)
+	n, err = s.LexicalCount(ctx, "p1", state.LexicalElement)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	_, got = lexicalTF(t, s, "p2", state.LexicalChunk, "proxi")
+	require.Equal(t, []string{"docs/a.txt/a#0 len=3 proxi=3"}, got)
+}
+
+func testLexicalCommitRejected(t *testing.T, s state.Store) {
+	row := lexRow("docs", "a.txt", "a#0", state.LexicalChunk, "x")
+	for _, c := range []state.Commit{
+		{Pipeline: "p", LexicalUpserts: []state.LexicalRow{row, row}},
+		{Pipeline: "p", LexicalUpserts: []state.LexicalRow{lexRow("docs", "a.txt", "a#0", "", "x")}},
+		{Pipeline: "p", LexicalDeletes: []state.LexicalRef{{Source: "docs", ID: "a#0"}}},
+	} {
+		require.Error(t, s.Commit(t.Context(), c))
+	}
+	n, err := s.LexicalCount(t.Context(), "p", "")
+	require.NoError(t, err)
+	require.Zero(t, n)
 }

@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kgsync/kgsync/retrieval"
+	"github.com/kgsync/kgsync/state"
+)
+
+// Lexical search (design.md "retrieval"): every chunk, element, term and
+// table row with embeddable attributes gets its text normalized by the
+// lexical analyzer (retrieval.LexicalText: lower-case, stop words out,
+// Snowball stems in the document's language), written to the graph as the
+// property PropLex (Memgraph's text indexes do not stem) and to the
+// lexical index in state. A run touches only the rows of what it writes or
+// deletes.
+const (
+	// PropLex is the normalized text property of chunks, elements and terms
+	// that the text indexes cover.
+	PropLex = "lex"
+	// PropRowLex is the same for a table row's node (its embeddable
+	// attributes' texts): an anchor may have an attribute called "lex".
+	PropRowLex = "_lex"
+	// PropLang is a document node's detected language ("en", "ru", …).
+	PropLang = "lang"
+	// Text index names.
+	ChunkTextIndex   = "chunk_lex"
+	ElementTextIndex = "element_lex"
+	TermTextIndex    = "term_lex"
+)
+
+// TextIndexName is the text index of an anchor's rows.
+func TextIndexName(label string) string { return strings.ToLower(label) + "_lex" }
+
+// lang is the language the record's texts are analyzed in: the document's
+// detected language, or for a table row the language of its embeddable
+// texts.
+func (o *recordOutput) lang() string {
+	if l, _ := o.node[PropLang].(string); l != "" {
+		return l
+	}
+	if o.rowLang == "" {
+		o.rowLang = retrieval.DetectLanguage(o.rowText())
+	}
+	return o.rowLang
+}
+
+// rowText is a table row's embeddable texts, in attribute order.
+func (o *recordOutput) rowText() string {
+	var parts []string
+	for _, attr := range slices.Sorted(maps.Keys(o.vecTexts)) {
+		parts = append(parts, o.vecTexts[attr])
+	}
+	return strings.Join(parts, "\n")
+}
+
+// lexUpsert adds a lexical row of the record to its commit.
+func (o *recordOutput) lexUpsert(kind, id, text string) string {
+	lex := retrieval.LexicalText(text, o.lang())
+	o.lexRows = append(o.lexRows, state.LexicalRow{
+		LexicalRef: state.LexicalRef{Source: o.it.source, RecordKey: o.it.rec.Key, ID: id}, Kind: kind, Text: lex})
+	return lex
+}
+
+// lexDelete removes a lexical row of the record.
+func (o *recordOutput) lexDelete(id string) {
+	o.lexGone = append(o.lexGone, state.LexicalRef{Source: o.it.source, RecordKey: o.it.rec.Key, ID: id})
+}
+
+// lexDeleteAll removes every row the stored version of the record has: its
+// chunks, elements, terms and node.
+func (o *recordOutput) lexDeleteAll() {
+	for _, c := range o.oldChunks {
+		o.lexDelete(c.ID)
+	}
+	for _, e := range o.oldElements {
+		o.lexDelete(e.ID)
+	}
+	for _, t := range o.oldTerms {
+		o.lexDelete(t.ID)
+	}
+	if len(o.oldVectors) > 0 && o.oldNode == nil {
+		o.lexDelete(o.nodeID)
+	}
+	if o.oldNode != nil {
+		o.lexDelete(o.oldNode.ID)
+	}
+}
+
+// documentLanguage detects a document's language from its elements' text.
+func documentLanguage(elements []elementNode) string {
+	var b strings.Builder
+	for _, e := range elements {
+		if b.Len() > 64<<10 {
+			break
+		}
+		b.WriteString(e.Title)
+		b.WriteString(" ")
+		b.WriteString(e.Text)
+		b.WriteString("\n")
+	}
+	return retrieval.DetectLanguage(b.String())
+}

@@ -1,0 +1,310 @@
+package retrieval
+
+import (
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/kljensen/snowball/english"
+	"github.com/kljensen/snowball/french"
+	"github.com/kljensen/snowball/russian"
+	"github.com/kljensen/snowball/spanish"
+	"golang.org/x/text/unicode/norm"
+)
+
+// AnalyzerVersion names the lexical analyzer's output format. It is part of
+// every pipeline's config fingerprint: a change re-indexes every record once.
+const AnalyzerVersion = "lex-1"
+
+// Languages the analyzer stems (Snowball stemmers,
+// github.com/kljensen/snowball); others are lower-cased and split only.
+const (
+	LangEnglish = "en"
+	LangRussian = "ru"
+	LangSpanish = "es"
+	LangFrench  = "fr"
+)
+
+// latinLanguages are the Latin-script languages DetectLanguage tells apart.
+var latinLanguages = []string{LangEnglish, LangSpanish, LangFrench}
+
+// DetectLanguage guesses the language of text from its script and its stop
+// words: "ru" when most letters are Cyrillic; otherwise the Latin-script
+// language among en, es and fr whose stop words are the most frequent
+// (en when none stands out); "" when the text has no letters. It reads at
+// most the first 64 KiB.
+func DetectLanguage(text string) string {
+	if len(text) > 64<<10 {
+		text = text[:64<<10]
+	}
+	var cyr, lat int
+	for _, r := range text {
+		switch {
+		case unicode.Is(unicode.Cyrillic, r):
+			cyr++
+		case unicode.Is(unicode.Latin, r):
+			lat++
+		}
+	}
+	if cyr+lat == 0 {
+		return ""
+	}
+	if cyr > lat {
+		return LangRussian
+	}
+	return latinLanguage(words(text), 0)
+}
+
+// latinLanguage picks en, es or fr by stop-word counts among ws; min is
+// the count a language other than English needs to win.
+func latinLanguage(ws []string, min int) string {
+	best, bestN := LangEnglish, 0
+	counts := map[string]int{}
+	for _, w := range ws {
+		for _, l := range latinLanguages {
+			if isStopWord(l, w) {
+				counts[l]++
+			}
+		}
+	}
+	for _, l := range latinLanguages {
+		if n := counts[l]; n > bestN {
+			best, bestN = l, n
+		}
+	}
+	if best != LangEnglish && (bestN <= min || bestN <= counts[LangEnglish]) {
+		return LangEnglish
+	}
+	return best
+}
+
+// words splits text into lower-cased words: maximal runs of letters, digits
+// and combining marks, in Unicode NFC, with ё folded to е and Latin
+// look-alike letters inside a Cyrillic word folded to Cyrillic (PDF and
+// DOCX conversions mix them: "Cпецификации" with a Latin C).
+func words(text string) []string {
+	text = norm.NFC.String(text)
+	var out []string
+	start := -1
+	flush := func(end int) {
+		if start >= 0 {
+			out = append(out, foldWord(strings.ToLower(text[start:end])))
+			start = -1
+		}
+	}
+	for i, r := range text {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		flush(i)
+	}
+	flush(len(text))
+	return out
+}
+
+// latinToCyrillic maps Latin letters to the Cyrillic letters they look like.
+var latinToCyrillic = map[rune]rune{
+	'a': 'а', 'c': 'с', 'e': 'е', 'o': 'о', 'p': 'р', 'x': 'х', 'y': 'у', 'k': 'к', 'm': 'м', 'h': 'н', 't': 'т', 'b': 'в',
+}
+
+func foldWord(w string) string {
+	var cyr, lat int
+	for _, r := range w {
+		switch {
+		case unicode.Is(unicode.Cyrillic, r):
+			cyr++
+		case unicode.Is(unicode.Latin, r):
+			lat++
+		}
+	}
+	if cyr == 0 {
+		return w
+	}
+	return strings.Map(func(r rune) rune {
+		if r == 'ё' {
+			return 'е'
+		}
+		if lat > 0 && cyr > lat {
+			if c, ok := latinToCyrillic[r]; ok {
+				return c
+			}
+		}
+		return r
+	}, w)
+}
+
+func isCyrillic(w string) bool {
+	for _, r := range w {
+		if unicode.Is(unicode.Cyrillic, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func isStopWord(lang, w string) bool {
+	switch lang {
+	case LangEnglish:
+		return english.IsStopWord(w)
+	case LangRussian:
+		return russian.IsStopWord(w)
+	case LangSpanish:
+		return spanish.IsStopWord(w)
+	case LangFrench:
+		return french.IsStopWord(w)
+	}
+	return false
+}
+
+// stem is the Snowball stem of a lower-cased word in lang, with accents
+// folded afterwards ("evacuación" → "evacu"); a word in another script
+// than lang's, or in an unknown language, is returned as it is.
+func stem(lang, w string) string {
+	var s string
+	switch lang {
+	case LangEnglish:
+		s = english.Stem(w, true)
+	case LangRussian:
+		s = russian.Stem(w, true)
+	case LangSpanish:
+		s = spanish.Stem(w, true)
+	case LangFrench:
+		s = french.Stem(w, true)
+	default:
+		s = w
+	}
+	return foldAccents(s)
+}
+
+// foldAccents drops combining marks after canonical decomposition: "á" → "a".
+// Cyrillic "й" keeps its breve (it is a letter of its own).
+func foldAccents(s string) string {
+	if isCyrillic(s) {
+		return s
+	}
+	d := norm.NFD.String(s)
+	b := make([]rune, 0, len(d))
+	for _, r := range d {
+		if !unicode.Is(unicode.Mn, r) {
+			b = append(b, r)
+		}
+	}
+	return norm.NFC.String(string(b))
+}
+
+// wordLang is the language a word of a text in lang is stemmed in: Cyrillic
+// words are Russian whatever the document's language; other words follow it.
+func wordLang(lang, w string) string {
+	if isCyrillic(w) {
+		return LangRussian
+	}
+	if lang == LangRussian {
+		return LangEnglish // Latin words in a Russian text are mostly English
+	}
+	return lang
+}
+
+// keepWord drops one-letter words (not digits) and words over 40 bytes
+// (Tantivy drops tokens over 40 characters).
+func keepWord(w string) bool {
+	if len(w) > 40 {
+		return false
+	}
+	r := []rune(w)
+	return len(r) > 1 || unicode.IsDigit(r[0])
+}
+
+// Terms is the lexical analyzer: the words of text (see words), without
+// stop words and one-letter words, each stemmed in lang (a Cyrillic word in
+// Russian). The same function analyzes indexed text and queries, so their
+// terms meet in every lexical index.
+func Terms(text, lang string) []string {
+	var out []string
+	for _, w := range words(text) {
+		if !keepWord(w) {
+			continue
+		}
+		l := wordLang(lang, w)
+		if isStopWord(l, w) {
+			continue
+		}
+		out = append(out, stem(l, w))
+	}
+	return out
+}
+
+// LexicalText is the normalized text kept for lexical search: Terms joined
+// by spaces. Every word of it is letters and digits only, so Memgraph's
+// tokenizer (split on non-alphanumerics, lower-case) reads back the same
+// terms.
+func LexicalText(text, lang string) string {
+	return strings.Join(Terms(text, lang), " ")
+}
+
+// queryWord is one content word of a query with the terms it may be
+// indexed as: its stems in each candidate language.
+type queryWord struct {
+	word  string
+	terms []string
+}
+
+// questionWords are words of questions that name no content, dropped from
+// queries besides the stop words.
+var questionWords = map[string]bool{
+	// en
+	"say": true, "says": true, "said": true, "according": true, "tell": true, "describe": true, "described": true,
+	"explain": true, "mean": true, "means": true, "meaning": true, "please": true, "list": true, "give": true,
+	"find": true, "show": true, "state": true, "states": true, "stated": true, "provide": true, "provides": true,
+	"specify": true, "specifies": true,
+	// ru
+	"какой": true, "какая": true, "какое": true, "какие": true, "каков": true, "какова": true, "каковы": true,
+	"каким": true, "какого": true, "какую": true, "сказано": true, "говорится": true, "согласно": true,
+	"почему": true, "сколько": true, "ли": true, "что": true, "кто": true, "чем": true, "где": true,
+	// es
+	"qué": true, "cuál": true, "cuáles": true, "cómo": true, "dónde": true, "cuándo": true, "cuánto": true,
+	"cuántos": true, "cuánta": true, "cuántas": true, "dice": true, "según": true, "indica": true, "establece": true,
+	// fr
+	"quel": true, "quelle": true, "quels": true, "quelles": true, "comment": true, "pourquoi": true,
+}
+
+// analyzeQuery splits a query into its content words, each with its stems
+// in the languages langs (the corpus's languages; a Cyrillic word is
+// Russian only). A query in a language the corpus has is thus matched
+// however short it is.
+func analyzeQuery(query string, langs []string) []queryWord {
+	if len(langs) == 0 {
+		langs = []string{LangEnglish}
+	}
+	var out []queryWord
+	seen := map[string]bool{}
+	for _, w := range words(query) {
+		if !keepWord(w) || questionWords[w] || seen[w] {
+			continue
+		}
+		seen[w] = true
+		cand := langs
+		if isCyrillic(w) {
+			cand = []string{LangRussian}
+		}
+		stop := false
+		var terms []string
+		for _, l := range cand {
+			l = wordLang(l, w)
+			if isStopWord(l, w) {
+				stop = true
+				break
+			}
+			if t := stem(l, w); !slices.Contains(terms, t) {
+				terms = append(terms, t)
+			}
+		}
+		if stop || len(terms) == 0 {
+			continue
+		}
+		out = append(out, queryWord{word: w, terms: terms})
+	}
+	return out
+}
