@@ -488,8 +488,8 @@ func (MemgraphDialect) VectorSearch(index, pipeline string, k, fetch int, vec []
 
 // CreateTextIndex implements Dialect: CREATE TEXT INDEX `name` ON
 // :`L`(`p`, …), auto-commit only, with no IF NOT EXISTS (a duplicate name
-// fails before 3.7 and is a notification after; refused in analytical
-// mode; docs/memgraph.md §8, §12).
+// is a notification from 3.6; refused in analytical mode;
+// docs/memgraph-text-search.md).
 func (MemgraphDialect) CreateTextIndex(ti TextIndex) (Statement, error) {
 	if err := validTextIndex(ti); err != nil {
 		return Statement{}, fmt.Errorf("create text index: %w", err)

@@ -55,6 +55,8 @@ type Graph struct {
 	// Notices are the notifications a server would have returned for
 	// statements that did nothing (a duplicate index from 3.8 on).
 	Notices []string
+	// texts are the text indexes created, by name.
+	texts map[string]bool
 }
 
 // VectorIndex is one vector index of a replayed graph.
@@ -122,6 +124,7 @@ var (
 	reIndexDDL   = regexp.MustCompile("^CREATE INDEX ON :" + quoted + `\(` + quoted + `\)$`)
 	reCreateVec  = regexp.MustCompile(`^CREATE VECTOR INDEX ` + quoted + ` ON :` + quoted + `\(` + quoted + `\) WITH CONFIG \{"dimension": (\d+), .*\}$`)
 	reDropVec    = regexp.MustCompile("^DROP VECTOR INDEX " + quoted + "$")
+	reTextDDL    = regexp.MustCompile("^CREATE TEXT INDEX " + quoted + " ON :" + quoted + `\(` + quoted + `(, ` + quoted + `)*\)$`)
 	reRemoveProp = regexp.MustCompile(`^MATCH \(n:` + quoted + `\) WHERE n\._pipeline = ` + strLit + ` AND n\.` + quoted +
 		` IS NOT NULL REMOVE n\.` + quoted + `$`)
 )
@@ -236,6 +239,18 @@ func (g *Graph) ReplayFile(data []byte, st *ReplayStats) (torn bool, err error) 
 // CREATE of a node or edge among them — is an error naming the statement.
 func (g *Graph) Apply(stmt string) (ddl bool, err error) {
 	if reIndexDDL.MatchString(stmt) {
+		return true, nil
+	}
+	if m := reTextDDL.FindStringSubmatch(stmt); m != nil {
+		// From 3.6 a duplicate name is only a notification (docs/memgraph-text-search.md).
+		name := unquote(m[1])
+		if g.texts[name] {
+			g.Notices = append(g.Notices, "Text index with name "+name+" already exists.")
+		}
+		if g.texts == nil {
+			g.texts = map[string]bool{}
+		}
+		g.texts[name] = true
 		return true, nil
 	}
 	if m := reCreateVec.FindStringSubmatch(stmt); m != nil {

@@ -295,8 +295,9 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 
 // ensureText creates the text indexes of want that the SHOW INDEX INFO
 // result (fields, rows) does not list. Memgraph has no CREATE TEXT INDEX
-// IF NOT EXISTS and, before 3.7, fails on a duplicate name: an "already
-// exists" error is taken as the index being there (docs/memgraph.md §8).
+// IF NOT EXISTS; from 3.6 a duplicate name is a notification, before (text
+// search was experimental) an error: an "already exists" error is taken as
+// the index being there (docs/memgraph-text-search.md).
 func (s *Sink) ensureText(ctx context.Context, want []sink.TextIndex, fields []string, rows [][]any,
 	run func(sink.Statement) ([]string, [][]any, error),
 ) error {

@@ -434,8 +434,9 @@ func TestEnsureTextIndexes(t *testing.T) {
 		{Name: "chunk_lex", Label: "Chunk", Properties: []string{"lex"}},
 		{Name: "term_lex", Label: "Term", Properties: []string{"lex"}},
 	}}
-	// chunk_lex is listed; term_lex is not, and its CREATE fails as a
-	// Memgraph before 3.7 fails on a duplicate name: taken as present.
+	// chunk_lex is listed; term_lex is not, and its CREATE fails as an
+	// experimental (pre-3.6) text search fails on a duplicate name: taken
+	// as present.
 	tb.schema.indexes = [][]any{{"label_text (name: chunk_lex)", "Chunk", []any{"lex"}, int64(3)}}
 	tb.srv.FailNext(1, func(text string) bool { return strings.HasPrefix(text, "CREATE TEXT INDEX `term_lex`") },
 		bolttest.Failure{Code: bolttest.CodeClient, Message: "Text index term_lex already exists at path: /var/lib/memgraph/text_index/term_lex."})
