@@ -22,6 +22,7 @@ import (
 	"github.com/kgsync/kgsync/embed"
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/sources/files"
 	"github.com/kgsync/kgsync/state"
 )
 
@@ -157,6 +158,7 @@ func (p *Pipeline) Schema(anchors []string) sink.Schema {
 		sink.TextIndex{Name: ChunkTextIndex, Label: LabelChunk, Properties: []string{PropLex}},
 		sink.TextIndex{Name: ElementTextIndex, Label: LabelElement, Properties: []string{PropLex}},
 		sink.TextIndex{Name: TermTextIndex, Label: LabelTerm, Properties: []string{PropLex}})
+	s.Edges = p.edgeTypes()
 	emb := p.Model.Embeddable()
 	for _, label := range slices.Sorted(maps.Keys(emb)) {
 		s.TextIndexes = append(s.TextIndexes, sink.TextIndex{Name: TextIndexName(label), Label: label, Properties: []string{PropRowLex}})
@@ -168,6 +170,30 @@ func (p *Pipeline) Schema(anchors []string) sink.Schema {
 		}
 	}
 	return s
+}
+
+// edgeTypes are the relationship types whose edges carry properties, as
+// far as the config tells: a document source's cross-references (keyed,
+// with the citing text) and MANDATORY edges (keyed, with a note), and each
+// link table's edges (keyed by the row, with its columns). A sink checks
+// them before the first write (Memgraph needs
+// --storage-properties-on-edges for them); others, such as properties a
+// source puts on its links, are checked when written.
+func (p *Pipeline) edgeTypes() []sink.EdgeType {
+	var out []sink.EdgeType
+	for _, src := range p.Sources {
+		if _, ok := src.(*files.Source); ok {
+			out = append(out, sink.EdgeType{Type: RelCrossRef, Keyed: true, Properties: []string{"text"}},
+				sink.EdgeType{Type: RelMandatory, Keyed: true, Properties: []string{"note"}})
+			break
+		}
+	}
+	if p.Model != nil {
+		for _, lt := range p.Model.cfg.LinkTables {
+			out = append(out, sink.EdgeType{Type: lt.Name, Keyed: true, Properties: slices.Clone(lt.Properties)})
+		}
+	}
+	return out
 }
 
 // Run executes the pipeline once. The run is recorded in state with its

@@ -44,6 +44,10 @@ type Schema struct {
 	Indexes []Index
 	// VectorIndexes are node vector indexes.
 	VectorIndexes []VectorIndex
+	// Edges are the relationship types the pipeline writes with what they
+	// need of the server (a sink checks them before the first write); a
+	// type missing here is checked when a batch writes it.
+	Edges []EdgeType
 	// TextIndexes are node full-text indexes (Memgraph text indexes,
 	// Neo4j full-text indexes) for lexical search.
 	TextIndexes []TextIndex
@@ -58,6 +62,21 @@ type TextIndex struct {
 	Label      string
 	Properties []string
 }
+
+// EdgeType is a relationship type a pipeline writes, with what its edges
+// carry: Memgraph stores edge properties (and so the `_key` of keyed edges)
+// only when started with --storage-properties-on-edges=true
+// (docs/memgraph.md §12).
+type EdgeType struct {
+	Type string
+	// Keyed edges are merged by their `_key` property (EdgeUpsert.Key).
+	Keyed bool
+	// Properties are the edge properties written, e.g. ["text"].
+	Properties []string
+}
+
+// NeedsProperties reports whether the edges need edge properties.
+func (e EdgeType) NeedsProperties() bool { return e.Keyed || len(e.Properties) > 0 }
 
 // Index is a label-property index.
 type Index struct {

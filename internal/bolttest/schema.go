@@ -1,22 +1,47 @@
 package bolttest
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 )
 
+// Memgraph configures EmulateMemgraph: the server version and flags whose
+// answers the emulation gives.
+type Memgraph struct {
+	// Version is what SHOW VERSION answers (default "3.12.0"). Its minor
+	// number selects version-dependent answers: a duplicate CREATE VECTOR
+	// INDEX fails below 3.8 and is a notification from 3.8 on
+	// (docs/memgraph.md §12); SHOW INDEX INFO lists a label-property
+	// index's property as a string below 3.2, as a list from 3.2
+	// (§3); SHOW VECTOR INDEX INFO has scalar_kind and index_type from 3.4
+	// and shows the label as ":L" from 3.11 (§3, §4).
+	Version string
+	// NoEdgeProperties emulates a server started with
+	// --storage-properties-on-edges=false (the binary's default): any query
+	// that writes an edge property (SET e…, a keyed edge MERGE, the
+	// kgsync_probe edge) fails with Memgraph's error (§12).
+	NoEdgeProperties bool
+}
+
 // Schema emulates Memgraph's index bookkeeping for tests that run a whole
 // pipeline: it remembers the label-property and vector indexes created
-// through the server and answers SHOW INDEX INFO and SHOW VECTOR INDEX INFO
-// with the columns of docs/memgraph.md §3 and §4 (label-property rows have
-// `property` as a list of strings, as Memgraph ≥ 3.2 reports it).
+// through the server and answers SHOW VERSION, SHOW INDEX INFO and SHOW
+// VECTOR INDEX INFO with the columns of docs/memgraph.md §3 and §4, index
+// DDL with Memgraph's notifications (or errors), and refuses index DDL
+// inside explicit transactions, as Memgraph does (§2).
 type Schema struct {
 	mu      sync.Mutex
+	cfg     Memgraph
+	minor   int
 	indexes map[[2]string]bool // label, property
-	vectors map[string][]any   // name → row
-	order   []string           // vector index names in creation order
+	order   [][2]string
+	vectors map[string][]any // name → label, property, capacity, dimension, metric
+	vorder  []string         // vector index names in creation order
+	reject  map[string]bool  // vector index names whose CREATE fails quietly
+	counted [][]any          // rows for the vector count statement
 }
 
 var (
@@ -26,44 +51,102 @@ var (
 	reDim    = regexp.MustCompile(`"dimension":\s*(\d+)`)
 	reCap    = regexp.MustCompile(`"capacity":\s*(\d+)`)
 	reMetric = regexp.MustCompile(`"metric":\s*"([^"]*)"`)
+	reMinor  = regexp.MustCompile(`^3\.(\d+)`)
+	// edge property writes: SET e…, a keyed edge pattern in MERGE.
+	reEdgeWrite = regexp.MustCompile("SET e[ .]|MERGE \\(a\\)-\\[e:`(?:[^`]|``)+` \\{|kgsync_probe")
 )
 
 func unquote(s string) string { return strings.ReplaceAll(s, "``", "`") }
 
-// EmulateSchema installs a Respond handler that keeps a Schema; other
+// EmulateSchema is EmulateMemgraph with the defaults (Memgraph 3.12.0,
+// edge properties on).
+func (s *Server) EmulateSchema() *Schema { return s.EmulateMemgraph(Memgraph{}) }
+
+// EmulateMemgraph installs an Answer handler that keeps a Schema; other
 // queries get the default answers. It returns the schema for inspection.
-func (s *Server) EmulateSchema() *Schema {
-	sc := &Schema{indexes: map[[2]string]bool{}, vectors: map[string][]any{}}
-	s.Respond(sc.respond)
+func (s *Server) EmulateMemgraph(cfg Memgraph) *Schema {
+	if cfg.Version == "" {
+		cfg.Version = "3.12.0"
+	}
+	sc := &Schema{cfg: cfg, indexes: map[[2]string]bool{}, vectors: map[string][]any{}, reject: map[string]bool{}, minor: 12}
+	if m := reMinor.FindStringSubmatch(cfg.Version); m != nil {
+		sc.minor, _ = strconv.Atoi(m[1])
+	}
+	s.Answer(sc.answer)
 	return sc
 }
 
-func (sc *Schema) respond(q Query) ([]string, [][]any, bool) {
+func info(code, title string) []Notification {
+	return []Notification{{Severity: "INFO", Code: code, Title: title}}
+}
+
+func clientError(msg string) *Failure {
+	return &Failure{Code: CodeClient, Message: msg, OnPull: true}
+}
+
+func (sc *Schema) answer(q Query) (Answer, bool) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	text := strings.TrimSpace(q.Text)
+	ddl := strings.HasPrefix(text, "CREATE INDEX") || strings.HasPrefix(text, "CREATE VECTOR INDEX") ||
+		strings.HasPrefix(text, "DROP VECTOR INDEX") || strings.HasPrefix(text, "SHOW ")
+	if ddl && q.Tx != 0 {
+		if strings.HasPrefix(text, "SHOW VERSION") {
+			return Answer{Fail: clientError("Version info query not allowed in multicommand transactions.")}, true
+		}
+		return Answer{Fail: clientError("Index manipulation is not allowed in multicommand transactions. Please run it outside a transaction.")}, true
+	}
+	if sc.cfg.NoEdgeProperties && reEdgeWrite.MatchString(text) {
+		return Answer{Fail: clientError("Can't set property because properties on edges are disabled.")}, true
+	}
 	switch {
+	case text == "SHOW VERSION":
+		return Answer{Fields: []string{"version"}, Rows: [][]any{{sc.cfg.Version}}}, true
 	case text == "SHOW INDEX INFO":
 		var rows [][]any
-		for k := range sc.indexes {
-			rows = append(rows, []any{"label+property", k[0], []any{k[1]}, int64(0)})
-		}
-		return []string{"index type", "label", "property", "count"}, rows, true
-	case text == "SHOW VECTOR INDEX INFO":
-		var rows [][]any
-		for _, n := range sc.order {
-			if r, ok := sc.vectors[n]; ok {
-				rows = append(rows, r)
+		for _, k := range sc.order {
+			var prop any = []any{k[1]}
+			if sc.minor < 2 {
+				prop = k[1]
 			}
+			rows = append(rows, []any{"label+property", k[0], prop, int64(0)})
 		}
-		return []string{"index_name", "label", "property", "capacity", "dimension", "metric", "size"}, rows, true
+		return Answer{Fields: []string{"index type", "label", "property", "count"}, Rows: rows}, true
+	case text == "SHOW VECTOR INDEX INFO":
+		fields := []string{"index_name", "label", "property", "capacity", "dimension", "metric", "size"}
+		if sc.minor >= 4 {
+			fields = append(fields, "scalar_kind", "index_type")
+		}
+		var rows [][]any
+		for _, n := range sc.vorder {
+			r := sc.vectors[n]
+			label := r[0].(string)
+			if sc.minor >= 11 {
+				label = ":" + label
+			}
+			row := []any{n, label, r[1], r[2], r[3], r[4], int64(0)}
+			if sc.minor >= 4 {
+				row = append(row, "f32", "label+property_vector")
+			}
+			rows = append(rows, row)
+		}
+		return Answer{Fields: fields, Rows: rows}, true
 	case strings.Contains(text, "RETURN count(n) AS removed"):
-		return []string{"removed"}, [][]any{{int64(0)}}, true
+		return Answer{Fields: []string{"removed"}, Rows: [][]any{{int64(0)}}}, true
+	case strings.Contains(text, "AS pipeline, size("):
+		return Answer{Fields: []string{"pipeline", "dimension", "nodes"}, Rows: sc.counted}, true
 	}
 	if m := reIndex.FindStringSubmatch(text); m != nil {
-		sc.indexes[[2]string{unquote(m[1]), unquote(m[2])}] = true
-	} else if m := reVector.FindStringSubmatch(text); m != nil {
-		name := unquote(m[1])
+		k := [2]string{unquote(m[1]), unquote(m[2])}
+		if sc.indexes[k] {
+			return Answer{Notifications: info("IndexAlreadyExists", fmt.Sprintf("Index on label %s on properties %s already exists.", k[0], k[1]))}, true
+		}
+		sc.indexes[k] = true
+		sc.order = append(sc.order, k)
+		return Answer{Notifications: info("CreateIndex", fmt.Sprintf("Created index on label %s on properties %s.", k[0], k[1]))}, true
+	}
+	if m := reVector.FindStringSubmatch(text); m != nil {
+		name, label, prop := unquote(m[1]), unquote(m[2]), unquote(m[3])
 		dim, capacity, metric := int64(0), int64(0), "l2sq"
 		if d := reDim.FindStringSubmatch(m[4]); d != nil {
 			dim, _ = strconv.ParseInt(d[1], 10, 64)
@@ -74,14 +157,36 @@ func (sc *Schema) respond(q Query) ([]string, [][]any, bool) {
 		if mm := reMetric.FindStringSubmatch(m[4]); mm != nil {
 			metric = mm[1]
 		}
-		if _, ok := sc.vectors[name]; !ok {
-			sc.order = append(sc.order, name)
+		clash := sc.reject[name]
+		for n, r := range sc.vectors {
+			clash = clash || n == name || r[0] == label && r[1] == prop
 		}
-		sc.vectors[name] = []any{name, unquote(m[2]), unquote(m[3]), capacity, dim, metric, int64(0)}
-	} else if m := reDrop.FindStringSubmatch(text); m != nil {
-		delete(sc.vectors, unquote(m[1]))
+		if clash {
+			if sc.minor < 8 && !sc.reject[name] {
+				return Answer{Fail: clientError("Given vector index already exists.")}, true
+			}
+			return Answer{Notifications: info("CreateIndex", fmt.Sprintf(
+				"Error while creating vector index on label %s, property %s, for more information check the logs.", label, prop))}, true
+		}
+		sc.vorder = append(sc.vorder, name)
+		sc.vectors[name] = []any{label, prop, capacity, dim, metric}
+		return Answer{Notifications: info("CreateIndex", fmt.Sprintf("Created vector index on label %s, property %s.", label, prop))}, true
 	}
-	return nil, nil, false
+	if m := reDrop.FindStringSubmatch(text); m != nil {
+		name := unquote(m[1])
+		if _, ok := sc.vectors[name]; !ok {
+			return Answer{Notifications: info("IndexDoesNotExist", fmt.Sprintf("Vector index %s doesn't exist.", name))}, true
+		}
+		delete(sc.vectors, name)
+		for i, n := range sc.vorder {
+			if n == name {
+				sc.vorder = append(sc.vorder[:i:i], sc.vorder[i+1:]...)
+				break
+			}
+		}
+		return Answer{Notifications: info("DropIndex", fmt.Sprintf("Dropped vector index %s.", name))}, true
+	}
+	return Answer{}, false
 }
 
 // Indexes returns the number of label-property indexes created.
@@ -96,7 +201,36 @@ func (sc *Schema) VectorDimension(name string) int {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if r, ok := sc.vectors[name]; ok {
-		return int(r[4].(int64))
+		return int(r[3].(int64))
 	}
 	return 0
+}
+
+// AddVectorIndex records a vector index as if created earlier (by another
+// pipeline, or an earlier run).
+func (sc *Schema) AddVectorIndex(name, label, property string, dimension int) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if _, ok := sc.vectors[name]; !ok {
+		sc.vorder = append(sc.vorder, name)
+	}
+	sc.vectors[name] = []any{label, property, int64(1000), int64(dimension), "cos"}
+}
+
+// RejectVectorIndex makes every CREATE VECTOR INDEX of name fail as
+// Memgraph 3.8+ reports a failed creation (bad existing data, a clash):
+// only an INFO notification "Error while creating vector index …", no error
+// (docs/memgraph.md §12).
+func (sc *Schema) RejectVectorIndex(name string) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.reject[name] = true
+}
+
+// SetVectorCounts sets the rows (pipeline, dimension, nodes) answering the
+// count of other pipelines' vectors (sink.Dialect.CountVectors).
+func (sc *Schema) SetVectorCounts(rows [][]any) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.counted = rows
 }

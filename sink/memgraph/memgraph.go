@@ -20,6 +20,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,6 +38,7 @@ const (
 	DefaultMaxRetries  = 5
 	DefaultTimeout     = 60 * time.Second
 	DefaultRemoveBatch = 10000
+	DefaultDeleteBatch = 10000
 	// Back-off before retry n (0-based) is InitialBackoff·BackoffFactor^n,
 	// ±20 % jitter, at most MaxBackoff (docs/memgraph.md §2: short initial
 	// wait, small factor, jitter).
@@ -77,6 +79,12 @@ type Config struct {
 	// vector index is recreated with another dimension (default
 	// DefaultRemoveBatch).
 	RemoveBatch int
+	// DeleteBatchSize bounds the node deletions (DETACH DELETE) of one
+	// transaction (default DefaultDeleteBatch): a batch that deletes more
+	// runs them first, in transactions of this many rows, and the rest of
+	// the batch with the last of them. Every deletion is idempotent, so a
+	// failure after some of them committed is redone by the retried batch.
+	DeleteBatchSize int
 	// SleepFunc waits d before a retry, returning early with ctx's error.
 	// Default: a timer. Tests replace it to record back-offs without waiting.
 	SleepFunc func(ctx context.Context, d time.Duration) error
@@ -102,6 +110,7 @@ type Sink struct {
 
 	mu      sync.Mutex
 	vectors map[string]sink.VectorIndex // ensured vector indexes by name
+	server  *ServerInfo                 // once Server answered
 }
 
 var _ sink.Sink = (*Sink)(nil)
@@ -130,6 +139,9 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Sink, error) {
 	}
 	if cfg.RemoveBatch <= 0 {
 		cfg.RemoveBatch = DefaultRemoveBatch
+	}
+	if cfg.DeleteBatchSize <= 0 {
+		cfg.DeleteBatchSize = DefaultDeleteBatch
 	}
 	if cfg.SleepFunc == nil {
 		cfg.SleepFunc = sleep
@@ -178,30 +190,46 @@ func (s *Sink) Close(ctx context.Context) error {
 	return nil
 }
 
-// Ensure reads the existing indexes (SHOW INDEX INFO, and SHOW VECTOR INDEX
-// INFO when schema has vector indexes) and creates only what is missing,
-// every statement auto-commit (docs/memgraph.md §2). A vector index is kept
-// when one of the same name exists on the same label and property with the
-// same dimension. Otherwise any index with that name or on that label and
-// property is dropped, its property removed from its nodes in batches of
-// RemoveBatch when the dimension differs (the old vectors could never enter
-// the new index), and the index created. Afterwards Write checks vector
-// lengths against the ensured dimensions. Stats counts every statement run,
-// each its own transaction.
+// Ensure checks the server (Check: version, edge properties for
+// schema.Edges), reads the existing indexes (SHOW INDEX INFO, and SHOW
+// VECTOR INDEX INFO when schema has vector indexes) and creates only what
+// is missing, every statement auto-commit (docs/memgraph.md §2); each
+// creation is confirmed: its notifications are read (from 3.8 a failed
+// CREATE VECTOR INDEX is only an INFO notification "Error while creating
+// vector index …", §12) and the listing is read again, and an index that
+// is not there as asked is an error naming it.
+//
+// A vector index is kept when one of the same name exists on the same
+// label and property with the same dimension and metric. Otherwise any
+// index with that name or on that label and property is dropped and, when
+// the dimension or the label and property differ, the old vectors of this
+// pipeline's nodes are removed in batches of RemoveBatch (other
+// pipelines' nodes are never touched). The index is then created unless
+// other pipelines' nodes still hold vectors of another length under that
+// label and property (the creation would fail on them, §4): it is then
+// left to the last pipeline that changes, with a warning naming them.
+// Afterwards Write checks vector lengths against the ensured dimensions.
+// Stats counts every statement run, each its own transaction.
 func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, error) {
 	if err := schema.Validate(); err != nil {
 		return sink.Stats{}, fmt.Errorf("memgraph ensure: %w", err)
 	}
 	var stats sink.Stats
+	var notes []neo4j.Notification
 	run := func(st sink.Statement) ([]string, [][]any, error) {
-		fields, rows, retries, err := s.runAuto(ctx, st)
+		var res result
+		res, retries, err := s.runAutoResult(ctx, st)
 		stats.Statements++
 		stats.Batches++
 		stats.Retries += retries
 		if err != nil {
 			return nil, nil, fmt.Errorf("memgraph ensure: %s %q: %w", st.Kind, st.Target, err)
 		}
-		return fields, rows, nil
+		notes = res.notes
+		return res.fields, res.rows, nil
+	}
+	if _, err := s.Check(ctx, schema); err != nil {
+		return stats, err
 	}
 
 	fields, rows, err := run(s.d.ShowIndexes())
@@ -212,6 +240,7 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 	if err != nil {
 		return stats, fmt.Errorf("memgraph ensure: %w", err)
 	}
+	var created []sink.Index
 	for _, ix := range schema.Indexes {
 		if containsIndex(have, ix) {
 			continue
@@ -224,7 +253,24 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 			return stats, err
 		}
 		have = append(have, ix)
+		created = append(created, ix)
 		s.logger.InfoContext(ctx, "created index", slog.String("label", ix.Label), slog.String("property", ix.Property))
+	}
+	if len(created) > 0 {
+		fields, rows, err = run(s.d.ShowIndexes())
+		if err != nil {
+			return stats, err
+		}
+		listed, err := s.d.ParseIndexes(fields, rows)
+		if err != nil {
+			return stats, fmt.Errorf("memgraph ensure: %w", err)
+		}
+		for _, ix := range created {
+			if !containsIndex(listed, ix) {
+				return stats, fmt.Errorf("memgraph ensure: index on :%s(%s) was created but %s does not list it",
+					ix.Label, ix.Property, s.d.ShowIndexes().Query)
+			}
+		}
 	}
 	if err := s.ensureText(ctx, schema.TextIndexes, fields, rows, run); err != nil {
 		return stats, err
@@ -241,6 +287,7 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 	if err != nil {
 		return stats, fmt.Errorf("memgraph ensure: %w", err)
 	}
+	var made []sink.VectorIndex
 	for _, vi := range schema.VectorIndexes {
 		if vi.Capacity == 0 {
 			vi.Capacity = s.cfg.VectorCapacity
@@ -252,7 +299,8 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		var stale []sink.VectorIndex
 		for _, old := range existing {
 			switch {
-			case old.Name == vi.Name && old.Label == vi.Label && old.Property == vi.Property && old.Dimension == vi.Dimension:
+			case old.Name == vi.Name && old.Label == vi.Label && old.Property == vi.Property && old.Dimension == vi.Dimension &&
+				(old.Metric == "" || old.Metric == vi.Metric):
 				keep = true
 			case old.Name == vi.Name || old.Label == vi.Label && old.Property == vi.Property:
 				stale = append(stale, old)
@@ -272,13 +320,24 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 			}
 			s.logger.InfoContext(ctx, "dropped vector index", slog.String("index", old.Name),
 				slog.Int("dimension", old.Dimension), slog.Int("want_dimension", vi.Dimension))
-			if old.Dimension != vi.Dimension {
+			if old.Dimension != vi.Dimension || old.Label != vi.Label || old.Property != vi.Property {
 				if err := s.removeProperty(ctx, old.Label, old.Property, run); err != nil {
 					return stats, err
 				}
 			}
 		}
 		if !keep {
+			others, err := s.foreignVectors(vi, run)
+			if err != nil {
+				return stats, err
+			}
+			if others != "" {
+				s.logger.WarnContext(ctx, "vector index not created: other pipelines' vectors under its label and property have another dimension; "+
+					"it is created when they change too", slog.String("index", vi.Name), slog.Int("dimension", vi.Dimension),
+					slog.String("others", others))
+				s.remember(vi)
+				continue
+			}
 			st, err := s.d.CreateVectorIndex(vi)
 			if err != nil {
 				return stats, fmt.Errorf("memgraph ensure: %w", err)
@@ -286,11 +345,72 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 			if _, _, err := run(st); err != nil {
 				return stats, err
 			}
+			for _, n := range notes {
+				if strings.HasPrefix(n.Title(), "Error") || n.Code() == "IndexAlreadyExists" {
+					return stats, fmt.Errorf("memgraph ensure: vector index %q on :%s(%s) was not created: %s",
+						vi.Name, vi.Label, vi.Property, n.Title())
+				}
+			}
+			made = append(made, vi)
 			s.logger.InfoContext(ctx, "created vector index", slog.String("index", vi.Name), slog.Int("dimension", vi.Dimension))
 		}
 		s.remember(vi)
 	}
+	if len(made) == 0 {
+		return stats, nil
+	}
+	fields, rows, err = run(s.d.ShowVectorIndexes())
+	if err != nil {
+		return stats, err
+	}
+	listed, err := s.d.ParseVectorIndexes(fields, rows)
+	if err != nil {
+		return stats, fmt.Errorf("memgraph ensure: %w", err)
+	}
+	for _, vi := range made {
+		i := slices.IndexFunc(listed, func(l sink.VectorIndex) bool { return l.Name == vi.Name })
+		switch {
+		case i < 0:
+			return stats, fmt.Errorf("memgraph ensure: vector index %q was created but %s does not list it",
+				vi.Name, s.d.ShowVectorIndexes().Query)
+		case listed[i].Label != vi.Label || listed[i].Property != vi.Property || listed[i].Dimension != vi.Dimension:
+			return stats, fmt.Errorf("memgraph ensure: vector index %q is listed on :%s(%s) with dimension %d, want :%s(%s) with %d",
+				vi.Name, listed[i].Label, listed[i].Property, listed[i].Dimension, vi.Label, vi.Property, vi.Dimension)
+		}
+	}
 	return stats, nil
+}
+
+// foreignVectors describes the vectors of other pipelines (or of none)
+// under vi's label and property whose length is not vi's dimension, e.g.
+// "tables: 120 nodes of dimension 3"; "" when there are none.
+func (s *Sink) foreignVectors(vi sink.VectorIndex, run func(sink.Statement) ([]string, [][]any, error)) (string, error) {
+	st, err := s.d.CountVectors(vi.Label, vi.Property, s.cfg.Pipeline)
+	if err != nil {
+		return "", fmt.Errorf("memgraph ensure: %w", err)
+	}
+	fields, rows, err := run(st)
+	if err != nil {
+		return "", err
+	}
+	cols := map[string]int{}
+	for i, f := range fields {
+		cols[f] = i
+	}
+	var parts []string
+	for _, r := range rows {
+		dim, _ := r[cols["dimension"]].(int64)
+		if int(dim) == vi.Dimension {
+			continue
+		}
+		owner, _ := r[cols["pipeline"]].(string)
+		if owner == "" {
+			owner = "(no pipeline)"
+		}
+		n, _ := r[cols["nodes"]].(int64)
+		parts = append(parts, fmt.Sprintf("%s: %d nodes of dimension %d", owner, n, dim))
+	}
+	return strings.Join(parts, "; "), nil
 }
 
 // ensureText creates the text indexes of want that the SHOW INDEX INFO
@@ -378,7 +498,9 @@ func (s *Sink) remember(vi sink.VectorIndex) {
 
 // Write applies b in one explicit transaction: the statements of
 // sink.Statements with BatchSize rows each, every result consumed, then
-// COMMIT. Before sending, every vector property covered by an ensured vector
+// COMMIT; only a batch with more than DeleteBatchSize node deletions is
+// split (DeleteBatchSize). A batch writing edge properties to a server
+// known to store none (Server) is refused, naming the flag and the types. Before sending, every vector property covered by an ensured vector
 // index is checked to have the index's dimension (Memgraph would fail the
 // whole transaction; docs/memgraph.md §4); the error names the node id.
 // A write conflict, a storage-access timeout or a lost connection retries
@@ -392,16 +514,39 @@ func (s *Sink) Write(ctx context.Context, b *sink.Batch) (sink.Stats, error) {
 	if err := s.checkVectors(b); err != nil {
 		return sink.Stats{}, fmt.Errorf("memgraph write: %w", err)
 	}
-	sts, err := sink.Statements(s.d, b, sink.Options{Pipeline: s.cfg.Pipeline, RowsPerStatement: s.cfg.BatchSize})
+	if err := s.checkEdgeProperties(b); err != nil {
+		return sink.Stats{}, fmt.Errorf("memgraph write: %w", err)
+	}
+	opts := sink.Options{Pipeline: s.cfg.Pipeline, RowsPerStatement: min(s.cfg.BatchSize, s.cfg.DeleteBatchSize)}
+	// Large deletions first, in bounded transactions; the last part goes
+	// with the rest of the batch.
+	var txs [][]sink.Statement
+	rest := *b
+	for len(rest.DeleteNodes) > s.cfg.DeleteBatchSize {
+		part := &sink.Batch{DeleteNodes: rest.DeleteNodes[:s.cfg.DeleteBatchSize]}
+		rest.DeleteNodes = rest.DeleteNodes[s.cfg.DeleteBatchSize:]
+		sts, err := sink.Statements(s.d, part, opts)
+		if err != nil {
+			return sink.Stats{}, fmt.Errorf("memgraph write: %w", err)
+		}
+		txs = append(txs, sts)
+	}
+	opts.RowsPerStatement = s.cfg.BatchSize
+	sts, err := sink.Statements(s.d, &rest, opts)
 	if err != nil {
 		return sink.Stats{}, fmt.Errorf("memgraph write: %w", err)
 	}
-	var retries int
-	err = s.retry(ctx, &retries, func() error { return s.runTx(ctx, sts) })
-	if err != nil {
-		return sink.Stats{Retries: retries}, fmt.Errorf("memgraph write: %w", err)
+	txs = append(txs, sts)
+	var st sink.Stats
+	for _, sts := range txs {
+		err = s.retry(ctx, &st.Retries, func() error { return s.runTx(ctx, sts) })
+		if err != nil {
+			return st, fmt.Errorf("memgraph write: %w", err)
+		}
+		st.Statements += len(sts)
+		st.Batches++
 	}
-	return sink.Stats{Statements: len(sts), Batches: 1, Retries: retries}, nil
+	return st, nil
 }
 
 // retry runs f until it succeeds, fails with a non-retryable error, or
@@ -457,8 +602,22 @@ func (s *Sink) runTx(ctx context.Context, sts []sink.Statement) error {
 // runAuto runs st as an auto-commit query and collects its rows, retrying
 // like Write.
 func (s *Sink) runAuto(ctx context.Context, st sink.Statement) (fields []string, rows [][]any, retries int, err error) {
+	res, retries, err := s.runAutoResult(ctx, st)
+	return res.fields, res.rows, retries, err
+}
+
+// result is an auto-commit query's answer.
+type result struct {
+	fields []string
+	rows   [][]any
+	// notes are the summary's notifications (Memgraph reports index DDL
+	// outcomes there, docs/memgraph.md §12).
+	notes []neo4j.Notification
+}
+
+func (s *Sink) runAutoResult(ctx context.Context, st sink.Statement) (out result, retries int, err error) {
 	err = s.retry(ctx, &retries, func() error {
-		fields, rows = nil, nil
+		out = result{}
 		session := s.driver.NewSession(ctx, neo4j.SessionConfig{AccessMode: neo4j.AccessModeWrite})
 		defer session.Close(context.WithoutCancel(ctx))
 		res, err := session.Run(ctx, st.Query, st.Params, neo4j.WithTxTimeout(s.cfg.Timeout))
@@ -469,19 +628,27 @@ func (s *Sink) runAuto(ctx context.Context, st sink.Statement) (fields []string,
 		if err != nil {
 			return err
 		}
-		if fields, err = res.Keys(); err != nil {
+		if out.fields, err = res.Keys(); err != nil {
 			return err
 		}
 		for _, r := range records {
-			rows = append(rows, r.Values)
+			out.rows = append(out.rows, r.Values)
 		}
+		sum, err := res.Consume(ctx)
+		if err != nil {
+			return err
+		}
+		out.notes = sum.Notifications()
 		return nil
 	})
-	return fields, rows, retries, err
+	return out, retries, err
 }
 
 // Retryable reports whether err is worth retrying the transaction for: a
-// Memgraph write-write conflict ("Cannot resolve conflicting transactions"),
+// Memgraph write-write conflict ("Cannot resolve conflicting transactions"
+// on the statement, or "Unable to commit due to serialization error" at
+// commit, a ClientError that ON_DISK storage and triggers report;
+// docs/memgraph.md §2),
 // a storage access timeout ("Cannot get … access to the storage"), or a
 // connectivity failure (a dropped or reset connection, a pool timeout).
 // Other Memgraph errors, TransientError or not, are not retried: timeouts,
@@ -494,6 +661,7 @@ func Retryable(err error) bool {
 	var nerr *neo4j.Neo4jError
 	if errors.As(err, &nerr) {
 		return strings.Contains(nerr.Msg, "Cannot resolve conflicting transactions") ||
+			strings.Contains(nerr.Msg, "Unable to commit due to serialization error") ||
 			strings.Contains(nerr.Msg, "Cannot get") && strings.Contains(nerr.Msg, "access to the storage")
 	}
 	var cerr *neo4j.ConnectivityError

@@ -3,6 +3,9 @@ package memgraph
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +35,21 @@ type fakeSchema struct {
 func (f *fakeSchema) respond(q bolttest.Query) ([]string, [][]any, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if m := reCreateIndex.FindStringSubmatch(q.Text); m != nil {
+		f.indexes = append(f.indexes, []any{"label+property", m[1], []any{m[2]}, int64(0)})
+	}
+	if m := reCreateVector.FindStringSubmatch(q.Text); m != nil {
+		dim, _ := strconv.ParseInt(m[4], 10, 64)
+		f.vectors = append(f.vectors, []any{m[1], m[2], m[3], int64(1000), dim, "cos", int64(0)})
+	}
+	if m := reDropVector.FindStringSubmatch(q.Text); m != nil {
+		f.vectors = slices.DeleteFunc(f.vectors, func(r []any) bool { return r[0] == m[1] })
+	}
 	switch {
+	case q.Text == "SHOW VERSION":
+		return []string{"version"}, [][]any{{"3.12.0"}}, true
+	case strings.Contains(q.Text, "AS pipeline, size("):
+		return []string{"pipeline", "dimension", "nodes"}, nil, true
 	case q.Text == "SHOW INDEX INFO":
 		return []string{"index type", "label", "property", "count"}, f.indexes, true
 	case q.Text == "SHOW VECTOR INDEX INFO":
@@ -46,6 +63,12 @@ func (f *fakeSchema) respond(q bolttest.Query) ([]string, [][]any, bool) {
 	}
 	return nil, nil, false
 }
+
+var (
+	reCreateIndex  = regexp.MustCompile("^CREATE INDEX ON :`([^`]+)`\\(`([^`]+)`\\)$")
+	reCreateVector = regexp.MustCompile("^CREATE VECTOR INDEX `([^`]+)` ON :`([^`]+)`\\(`([^`]+)`\\) WITH CONFIG \\{\"dimension\": (\\d+)")
+	reDropVector   = regexp.MustCompile("^DROP VECTOR INDEX `([^`]+)`$")
+)
 
 type testBundle struct {
 	srv    *bolttest.Server
@@ -84,6 +107,8 @@ func setup(t *testing.T, mod func(*Config)) *testBundle {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close(context.Background())) })
 	tb.sink = s
+	_, err = s.Server(t.Context()) // the version and edge-property checks, once per Sink
+	require.NoError(t, err)
 	tb.srv.Reset() // forget connectivity checks
 	return tb
 }
@@ -124,8 +149,10 @@ func TestEnsureThenWrite(t *testing.T) {
 	tb := setup(t, nil)
 	st, err := tb.sink.Ensure(t.Context(), testSchema(3))
 	require.NoError(t, err)
-	// SHOW INDEX INFO, 2 CREATE INDEX, SHOW VECTOR INDEX INFO, CREATE VECTOR INDEX.
-	require.Equal(t, sink.Stats{Statements: 5, Batches: 5}, st)
+	// SHOW INDEX INFO, 2 CREATE INDEX, SHOW INDEX INFO (confirm), SHOW VECTOR
+	// INDEX INFO, count of other pipelines' vectors, CREATE VECTOR INDEX,
+	// SHOW VECTOR INDEX INFO (confirm).
+	require.Equal(t, sink.Stats{Statements: 8, Batches: 8}, st)
 	st, err = tb.sink.Write(t.Context(), testBatch())
 	require.NoError(t, err)
 	// delete Chunk, upsert Chunk, upsert Doc, upsert edges, prune edges.
@@ -136,8 +163,12 @@ func TestEnsureThenWrite(t *testing.T) {
 		"SHOW INDEX INFO",
 		"CREATE INDEX ON :`Doc`(`id`)",
 		"CREATE INDEX ON :`Chunk`(`id`)",
+		"SHOW INDEX INFO",
 		"SHOW VECTOR INDEX INFO",
+		"MATCH (n:`Chunk`) WHERE n.`embedding` IS NOT NULL AND (n._pipeline IS NULL OR n._pipeline <> $pipeline) " +
+			"RETURN n._pipeline AS pipeline, size(n.`embedding`) AS dimension, count(*) AS nodes",
 		"CREATE VECTOR INDEX `chunk_embedding` ON :`Chunk`(`embedding`) WITH CONFIG {\"dimension\": 3, \"capacity\": 1000, \"metric\": \"cos\"}",
+		"SHOW VECTOR INDEX INFO",
 		"UNWIND $rows AS row MATCH (n:`Chunk` {id: row.id, _pipeline: $pipeline}) DETACH DELETE n",
 		"UNWIND $rows AS row MERGE (n:`Chunk` {id: row.id, _pipeline: $pipeline}) SET n += row.props",
 		"UNWIND $rows AS row MERGE (n:`Doc` {id: row.id, _pipeline: $pipeline}) SET n += row.props",
@@ -146,23 +177,23 @@ func TestEnsureThenWrite(t *testing.T) {
 	}, texts(qs))
 	// DDL and SHOW are auto-commit (docs/memgraph.md §2); the batch is one
 	// explicit transaction, committed.
-	for _, q := range qs[:5] {
+	for _, q := range qs[:8] {
 		require.Zero(t, q.Tx, q.Text)
 		require.True(t, q.Committed, q.Text)
 	}
-	tx := qs[5].Tx
+	tx := qs[8].Tx
 	require.NotZero(t, tx)
-	for _, q := range qs[5:] {
+	for _, q := range qs[8:] {
 		require.Equal(t, tx, q.Tx, q.Text)
 		require.True(t, q.Committed, q.Text)
 	}
 	// Parameters as the server decoded them: float32 vectors arrive as
 	// 64-bit floats, keep as a list.
-	rows := qs[6].Params["rows"].([]any)
+	rows := qs[9].Params["rows"].([]any)
 	require.Equal(t, map[string]any{"id": "d1#0", "props": map[string]any{"embedding": []any{0.5, 0.25, -1.0}}}, rows[0])
-	require.Equal(t, []any{map[string]any{"from": "d1", "keep": []any{"d1#0"}}}, qs[9].Params["rows"])
-	require.Equal(t, "docs", qs[9].Params["pipeline"], "every statement names its pipeline")
-	require.Equal(t, int64(5000), qs[5].Meta["tx_timeout"], "Timeout is sent as the tx_timeout in ms")
+	require.Equal(t, []any{map[string]any{"from": "d1", "keep": []any{"d1#0"}}}, qs[12].Params["rows"])
+	require.Equal(t, "docs", qs[12].Params["pipeline"], "every statement names its pipeline")
+	require.Equal(t, int64(5000), qs[8].Meta["tx_timeout"], "Timeout is sent as the tx_timeout in ms")
 }
 
 func TestEnsureIdempotent(t *testing.T) {
@@ -199,7 +230,7 @@ func TestEnsureRecreatesVectorIndex(t *testing.T) {
 	tb.schema.removed = []int64{2, 1} // 3 nodes with old vectors, 2 per statement
 	st, err := tb.sink.Ensure(t.Context(), testSchema(5))
 	require.NoError(t, err)
-	require.Equal(t, 7, st.Statements)
+	require.Equal(t, 9, st.Statements)
 	remove := "MATCH (n:`Chunk`) WHERE n._pipeline = $pipeline AND n.`embedding` IS NOT NULL WITH n LIMIT $limit REMOVE n.`embedding` RETURN count(n) AS removed"
 	qs := tb.srv.Queries()
 	require.Equal(t, []string{
@@ -207,7 +238,10 @@ func TestEnsureRecreatesVectorIndex(t *testing.T) {
 		"SHOW VECTOR INDEX INFO",
 		"DROP VECTOR INDEX `chunk_embedding`",
 		remove, remove, remove, // 2, 1, then 0: done
+		"MATCH (n:`Chunk`) WHERE n.`embedding` IS NOT NULL AND (n._pipeline IS NULL OR n._pipeline <> $pipeline) " +
+			"RETURN n._pipeline AS pipeline, size(n.`embedding`) AS dimension, count(*) AS nodes",
 		"CREATE VECTOR INDEX `chunk_embedding` ON :`Chunk`(`embedding`) WITH CONFIG {\"dimension\": 5, \"capacity\": 1000, \"metric\": \"cos\"}",
+		"SHOW VECTOR INDEX INFO",
 	}, texts(qs))
 	require.Equal(t, int64(2), qs[3].Params["limit"])
 	for _, q := range qs {

@@ -16,11 +16,13 @@ import (
 const (
 	// nodePropsQuery returns id and the requested properties, one column
 	// each (p0, p1, …), of nodes of one label by id.
-	nodePropsQuery = "MATCH (n:%s) WHERE n.id IN $ids RETURN n.id AS id%s"
+	// Every read sees only the Sink's pipeline's nodes (sink.PropPipeline).
+	nodePropsQuery = "MATCH (n:%s) WHERE n.id IN $ids AND n._pipeline = $pipeline RETURN n.id AS id%s"
 	// countByQuery counts nodes whose property is one of $values, by label.
-	countByQuery = "MATCH (n) WHERE n.%s IN $values UNWIND labels(n) AS label RETURN label, count(*) AS n"
+	countByQuery = "MATCH (n) WHERE n.%s IN $values AND n._pipeline = $pipeline UNWIND labels(n) AS label RETURN label, count(*) AS n"
 	// nodesByQuery lists them, label and id.
-	nodesByQuery = "MATCH (n) WHERE n.%s IN $values UNWIND labels(n) AS label RETURN label, n.id AS id ORDER BY label, id"
+	nodesByQuery = "MATCH (n) WHERE n.%s IN $values AND n._pipeline = $pipeline UNWIND labels(n) AS label " +
+		"RETURN label, n.id AS id ORDER BY label, id"
 )
 
 // NodeProps returns the properties props of the nodes labelled label whose
@@ -44,7 +46,7 @@ func (s *Sink) NodeProps(ctx context.Context, label string, ids, props []string)
 		return out, nil
 	}
 	st := sink.Statement{Query: fmt.Sprintf(nodePropsQuery, sink.QuoteName(label), ret.String()),
-		Params: map[string]any{"ids": stringsAny(ids)}, Kind: "read", Target: label}
+		Params: map[string]any{"ids": stringsAny(ids), "pipeline": s.cfg.Pipeline}, Kind: "read", Target: label}
 	_, rows, _, err := s.runAuto(ctx, st)
 	if err != nil {
 		return nil, fmt.Errorf("read %s nodes: %w", label, err)
@@ -122,7 +124,7 @@ func (s *Sink) byProp(ctx context.Context, query, prop string, values []string) 
 		return nil, nil
 	}
 	st := sink.Statement{Query: fmt.Sprintf(query, sink.QuoteName(prop)),
-		Params: map[string]any{"values": stringsAny(values)}, Kind: "read", Target: prop}
+		Params: map[string]any{"values": stringsAny(values), "pipeline": s.cfg.Pipeline}, Kind: "read", Target: prop}
 	_, rows, _, err := s.runAuto(ctx, st)
 	if err != nil {
 		return nil, err

@@ -27,9 +27,9 @@ type modelNode struct {
 }
 
 var (
-	reNodeProps = regexp.MustCompile("^MATCH \\(n:`((?:[^`]|``)+)`\\) WHERE n\\.id IN \\$ids RETURN n\\.id AS id((?:, n\\.`(?:[^`]|``)+` AS p\\d+)*)$")
+	reNodeProps = regexp.MustCompile("^MATCH \\(n:`((?:[^`]|``)+)`\\) WHERE n\\.id IN \\$ids AND n\\._pipeline = \\$pipeline RETURN n\\.id AS id((?:, n\\.`(?:[^`]|``)+` AS p\\d+)*)$")
 	reRetProp   = regexp.MustCompile("n\\.`((?:[^`]|``)+)` AS p\\d+")
-	reByProp    = regexp.MustCompile("^MATCH \\(n\\) WHERE n\\.`((?:[^`]|``)+)` IN \\$values UNWIND labels\\(n\\) AS label RETURN label, (count\\(\\*\\) AS n|n\\.id AS id ORDER BY label, id)$")
+	reByProp    = regexp.MustCompile("^MATCH \\(n\\) WHERE n\\.`((?:[^`]|``)+)` IN \\$values AND n\\._pipeline = \\$pipeline UNWIND labels\\(n\\) AS label RETURN label, (count\\(\\*\\) AS n|n\\.id AS id ORDER BY label, id)$")
 )
 
 func unquote(s string) string { return strings.ReplaceAll(s, "``", "`") }
@@ -131,9 +131,9 @@ func TestNodeProps(t *testing.T) {
 
 	qs := tb.srv.Queries()
 	require.Len(t, qs, 2)
-	require.Equal(t, "MATCH (n:`Doc`) WHERE n.id IN $ids RETURN n.id AS id, n.`_hash` AS p0, n.`title` AS p1", qs[0].Text)
+	require.Equal(t, "MATCH (n:`Doc`) WHERE n.id IN $ids AND n._pipeline = $pipeline RETURN n.id AS id, n.`_hash` AS p0, n.`title` AS p1", qs[0].Text)
 	require.Equal(t, []any{"d1", "d2", "gone"}, qs[0].Params["ids"])
-	require.Equal(t, "MATCH (n:`Odd``Label`) WHERE n.id IN $ids RETURN n.id AS id, n.`_pipeline` AS p0", qs[1].Text)
+	require.Equal(t, "MATCH (n:`Odd``Label`) WHERE n.id IN $ids AND n._pipeline = $pipeline RETURN n.id AS id, n.`_pipeline` AS p0", qs[1].Text)
 }
 
 func TestCountAndListByProperty(t *testing.T) {
