@@ -158,7 +158,7 @@ func (p *Pipeline) Schema(anchors []string) sink.Schema {
 		sink.TextIndex{Name: ChunkTextIndex, Label: LabelChunk, Properties: []string{PropLex}},
 		sink.TextIndex{Name: ElementTextIndex, Label: LabelElement, Properties: []string{PropLex}},
 		sink.TextIndex{Name: TermTextIndex, Label: LabelTerm, Properties: []string{PropLex}})
-	s.Edges = p.edgeTypes()
+	s.Edges = edgeTypes(p.hasDocuments(), p.Model)
 	emb := p.Model.Embeddable()
 	for _, label := range slices.Sorted(maps.Keys(emb)) {
 		s.TextIndexes = append(s.TextIndexes, sink.TextIndex{Name: TextIndexName(label), Label: label, Properties: []string{PropRowLex}})
@@ -179,21 +179,28 @@ func (p *Pipeline) Schema(anchors []string) sink.Schema {
 // them before the first write (Memgraph needs
 // --storage-properties-on-edges for them); others, such as properties a
 // source puts on its links, are checked when written.
-func (p *Pipeline) edgeTypes() []sink.EdgeType {
+func edgeTypes(documents bool, m *Model) []sink.EdgeType {
 	var out []sink.EdgeType
-	for _, src := range p.Sources {
-		if _, ok := src.(*files.Source); ok {
-			out = append(out, sink.EdgeType{Type: RelCrossRef, Keyed: true, Properties: []string{"text"}},
-				sink.EdgeType{Type: RelMandatory, Keyed: true, Properties: []string{"note"}})
-			break
-		}
+	if documents {
+		out = append(out, sink.EdgeType{Type: RelCrossRef, Keyed: true, Properties: []string{"text"}},
+			sink.EdgeType{Type: RelMandatory, Keyed: true, Properties: []string{"note"}})
 	}
-	if p.Model != nil {
-		for _, lt := range p.Model.cfg.LinkTables {
+	if m != nil {
+		for _, lt := range m.cfg.LinkTables {
 			out = append(out, sink.EdgeType{Type: lt.Name, Keyed: true, Properties: slices.Clone(lt.Properties)})
 		}
 	}
 	return out
+}
+
+// hasDocuments reports whether a source is a folder of documents.
+func (p *Pipeline) hasDocuments() bool {
+	for _, src := range p.Sources {
+		if _, ok := src.(*files.Source); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Run executes the pipeline once. The run is recorded in state with its

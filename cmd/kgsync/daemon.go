@@ -93,7 +93,11 @@ func runDaemon(ctx context.Context, g *globals, listen string, insecure bool) er
 		if pc.Sink == nil || pc.Sink.Type != "memgraph" {
 			continue
 		}
-		c := newSinkCheck(*pc.Sink, pc.Name, log)
+		schema, err := pipeline.SchemaOf(pc)
+		if err != nil {
+			return err
+		}
+		c := newSinkCheck(*pc.Sink, pc.Name, schema, log)
 		defer func() { _ = c.Close(context.WithoutCancel(ctx)) }()
 		checks["sink of "+pc.Name] = c
 	}

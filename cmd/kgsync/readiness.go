@@ -16,19 +16,24 @@ import (
 // It connects on the first Ping rather than at start, so a daemon whose
 // Memgraph is down still starts, serves /healthz and reports the sink in
 // /readyz's "failed" map until the server answers; once connected it
-// pings through the sink (memgraph.Sink.Ping: a Bolt handshake, no query).
+// pings through the sink (memgraph.Sink.Ping: a Bolt handshake, no query)
+// and checks the server against the pipeline's schema
+// (memgraph.Sink.Check: version, edge properties; asked once per
+// connection).
 type sinkCheck struct {
 	cfg      config.Sink
 	pipeline string
+	schema   sink.Schema
 	log      *slog.Logger
 
 	mu sync.Mutex
 	s  sink.Sink // nil until a connection succeeded
 }
 
-// newSinkCheck returns the check for pipeline name's sink configuration.
-func newSinkCheck(cfg config.Sink, name string, log *slog.Logger) *sinkCheck {
-	return &sinkCheck{cfg: cfg, pipeline: name, log: log}
+// newSinkCheck returns the check for pipeline name's sink configuration
+// and the schema its graph needs (pipeline.SchemaOf).
+func newSinkCheck(cfg config.Sink, name string, schema sink.Schema, log *slog.Logger) *sinkCheck {
+	return &sinkCheck{cfg: cfg, pipeline: name, schema: schema, log: log}
 }
 
 var _ daemon.Pinger = (*sinkCheck)(nil)
@@ -43,11 +48,16 @@ func (c *sinkCheck) Ping(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("pipeline %q: %w", c.pipeline, err)
 		}
-		c.s = s
-		return nil // New verified the connection
+		c.s = s // New verified the connection
+	} else if p, ok := c.s.(daemon.Pinger); ok {
+		if err := p.Ping(ctx); err != nil {
+			return err
+		}
 	}
-	if p, ok := c.s.(daemon.Pinger); ok {
-		return p.Ping(ctx)
+	if ck, ok := c.s.(serverChecker); ok {
+		if _, err := ck.Check(ctx, c.schema); err != nil {
+			return fmt.Errorf("pipeline %q: %w", c.pipeline, err)
+		}
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kgsync/kgsync/daemon"
 	"github.com/kgsync/kgsync/internal/bolttest"
 	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sink"
 )
 
 // refusedURI returns a bolt:// URI on a loopback port nothing listens on.
@@ -36,14 +37,15 @@ func memgraphSinkConfig(uri string) config.Sink {
 func TestSinkCheckConnectsLazilyAndPings(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	down := newSinkCheck(memgraphSinkConfig(refusedURI(t)), "kb", nil)
+	down := newSinkCheck(memgraphSinkConfig(refusedURI(t)), "kb", sink.Schema{}, nil)
 	err := down.Ping(ctx)
 	require.Error(t, err, "nothing listens: the check fails instead of the daemon")
 	require.Contains(t, err.Error(), `pipeline "kb"`)
 	require.NoError(t, down.Close(ctx), "never connected: nothing to close")
 
 	srv := bolttest.Start(t)
-	up := newSinkCheck(memgraphSinkConfig(srv.URI()), "kb", nil)
+	srv.EmulateSchema()
+	up := newSinkCheck(memgraphSinkConfig(srv.URI()), "kb", sink.Schema{}, nil)
 	require.NoError(t, up.Ping(ctx), "first ping connects")
 	require.NoError(t, up.Ping(ctx), "second ping goes through memgraph.Sink.Ping")
 	srv.Close()
@@ -71,16 +73,31 @@ func TestReadyzReportsSink(t *testing.T) {
 		return rec.Code, body
 	}
 
-	down := newSinkCheck(memgraphSinkConfig(refusedURI(t)), "kb", nil)
+	down := newSinkCheck(memgraphSinkConfig(refusedURI(t)), "kb", sink.Schema{}, nil)
 	code, body := ready(map[string]any{"sink of kb": down})
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Contains(t, body["failed"], "sink of kb")
 
 	srv := bolttest.Start(t)
-	up := newSinkCheck(memgraphSinkConfig(srv.URI()), "kb", nil)
+	srv.EmulateSchema()
+	up := newSinkCheck(memgraphSinkConfig(srv.URI()), "kb", sink.Schema{}, nil)
 	defer func() { require.NoError(t, up.Close(context.Background())) }()
 	code, body = ready(map[string]any{"sink of kb": up})
 	require.Equal(t, http.StatusOK, code, body)
+
+	// A Memgraph without edge properties is not ready for a pipeline of
+	// documents (their cross-references carry properties); /readyz names
+	// the flag.
+	bare := bolttest.Start(t)
+	bare.EmulateMemgraph(bolttest.Memgraph{NoEdgeProperties: true})
+	docs, err := pipeline.SchemaOf(&config.Pipeline{Name: "kb", Embedder: &config.Embedder{Provider: "hashing", Dimensions: 8},
+		Sources: []config.Source{{Name: "d", Files: &config.FilesSource{Root: "."}}}})
+	require.NoError(t, err)
+	noProps := newSinkCheck(memgraphSinkConfig(bare.URI()), "kb", docs, nil)
+	defer func() { require.NoError(t, noProps.Close(context.Background())) }()
+	code, body = ready(map[string]any{"sink of kb": noProps})
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body["failed"].(map[string]any)["sink of kb"], "--storage-properties-on-edges=true")
 }
 
 func TestPipelineModeAllowMassDelete(t *testing.T) {

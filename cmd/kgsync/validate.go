@@ -1,29 +1,115 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/sink/memgraph"
 )
 
+// serverChecker is a sink that can check its server against a schema
+// (memgraph.Sink.Check).
+type serverChecker interface {
+	Check(ctx context.Context, schema sink.Schema) (memgraph.ServerInfo, error)
+}
+
 func newValidateCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var online bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Load and check the config; print every problem (exit 3 when there are any)",
+		Long: "Load and check the config, and that pipelines writing to one graph agree on the indexes they share. " +
+			"With --online, also connect to each Memgraph sink and check the server: its version (3.1 or later) and, " +
+			"when the pipeline writes edge properties, that it stores them (--storage-properties-on-edges=true).",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load()
 			if err != nil {
 				return err
 			}
+			if err := pipeline.CheckShared(cfg); err != nil {
+				return &exitError{code: 3, err: err}
+			}
 			fmt.Fprintf(g.stdout, "%s: ok, %d pipeline(s)\n", g.configPath, len(cfg.Pipelines))
-			for _, p := range cfg.Pipelines {
+			var problems []error
+			for i := range cfg.Pipelines {
+				p := &cfg.Pipelines[i]
 				sched := p.Schedule
 				if sched == "" {
 					sched = "no schedule"
 				}
 				fmt.Fprintf(g.stdout, "  %s: %d source(s), sink %s, embedder %s, %s\n", p.Name, len(p.Sources), p.Sink.Type, p.Embedder.Provider, sched)
+				if online {
+					line, err := checkOnline(cmd.Context(), p, timeout)
+					if err != nil {
+						problems = append(problems, fmt.Errorf("pipeline %q: %w", p.Name, err))
+						fmt.Fprintf(g.stdout, "    server: FAILED: %v\n", err)
+						continue
+					}
+					fmt.Fprintf(g.stdout, "    server: %s\n", line)
+				}
+			}
+			if len(problems) > 0 {
+				return &exitError{code: 3, err: errors.Join(problems...)}
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&online, "online", false, "also connect to each Memgraph sink and check the server's version and flags")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "bound on each --online check")
+	return cmd
+}
+
+// checkOnline checks pipeline p's server and describes it; a CYPHERL sink
+// has no server to ask, so the line says what loading the files needs.
+func checkOnline(ctx context.Context, p *config.Pipeline, timeout time.Duration) (string, error) {
+	schema, err := pipeline.SchemaOf(p)
+	if err != nil {
+		return "", err
+	}
+	if p.Sink.Type != "memgraph" {
+		var need []string
+		for _, e := range schema.Edges {
+			if e.NeedsProperties() {
+				need = append(need, e.Type)
+			}
+		}
+		line := "CYPHERL files: load them into Memgraph " + memgraph.MinVersion + " or later"
+		if len(need) > 0 {
+			line += " started with " + memgraph.FlagEdgeProperties + " (edges " + strings.Join(need, ", ") + " carry properties)"
+		}
+		return line, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sk, err := pipeline.NewSink(ctx, *p.Sink, p.Name, nil)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = sk.Close(context.WithoutCancel(ctx)) }()
+	c, ok := sk.(serverChecker)
+	if !ok {
+		return "connected", nil
+	}
+	info, err := c.Check(ctx, schema)
+	if err != nil {
+		return "", err
+	}
+	props := "off"
+	if info.EdgeProperties {
+		props = "on"
+	}
+	server := "Memgraph"
+	if p.Sink.Memgraph.Dialect == "neo4j" {
+		server = "Neo4j"
+	}
+	return fmt.Sprintf("%s %s, edge properties %s", server, info.Version, props), nil
 }
