@@ -231,6 +231,9 @@ type MemgraphSink struct {
 	Dialect string `yaml:"dialect,omitempty"`
 	// BatchSize is the number of rows per UNWIND statement (default 1000).
 	BatchSize int `yaml:"batch_size,omitempty"`
+	// DeleteBatchSize bounds the node deletions of one transaction (default
+	// 10000); a batch deleting more commits them in several.
+	DeleteBatchSize int `yaml:"delete_batch_size,omitempty"`
 	// MaxRetries bounds retries of transient errors per transaction (default 8).
 	MaxRetries *int `yaml:"max_retries,omitempty"`
 	// VectorCapacity is the initial capacity of created vector indexes (default 10000).

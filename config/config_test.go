@@ -252,7 +252,7 @@ func TestDefaults(t *testing.T) {
 	require.NoError(t, err)
 	eight := 8
 	require.Equal(t, &config.Sink{Type: "memgraph", Memgraph: &config.MemgraphSink{
-		URI: "bolt://m:7687", Dialect: "memgraph", BatchSize: 1000, MaxRetries: &eight,
+		URI: "bolt://m:7687", Dialect: "memgraph", BatchSize: 1000, DeleteBatchSize: 10000, MaxRetries: &eight,
 		VectorCapacity: 10000, VectorMetric: "cos", Timeout: 60 * time.Second,
 	}}, c.Sink)
 

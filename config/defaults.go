@@ -21,6 +21,7 @@ const (
 	DefaultOverlapTokens      = 64
 	DefaultTokenizer          = "cl100k_base"
 	DefaultMemgraphBatchSize  = 1000
+	DefaultDeleteBatchSize    = 10000
 	DefaultMemgraphMaxRetries = 8
 	DefaultVectorCapacity     = 10000
 	DefaultVectorMetric       = "cos"
@@ -101,6 +102,7 @@ func (c *CypherlSink) setDefaults() {
 func (m *MemgraphSink) setDefaults() {
 	setZero(&m.Dialect, DefaultDialect)
 	setZero(&m.BatchSize, DefaultMemgraphBatchSize)
+	setZero(&m.DeleteBatchSize, DefaultDeleteBatchSize)
 	setZero(&m.VectorCapacity, DefaultVectorCapacity)
 	setZero(&m.VectorMetric, DefaultVectorMetric)
 	setZero(&m.Timeout, DefaultMemgraphTimeout)

@@ -390,6 +390,7 @@ func (ck *checker) memgraph(at string, m *MemgraphSink) {
 		}
 	}
 	ck.positive(at+".batch_size", int64(m.BatchSize))
+	ck.positive(at+".delete_batch_size", int64(m.DeleteBatchSize))
 	if m.MaxRetries != nil && *m.MaxRetries < 0 {
 		ck.add(at+".max_retries", "must be >= 0, got %d", *m.MaxRetries)
 	}

@@ -88,7 +88,7 @@ func NewSink(ctx context.Context, cfg config.Sink, pipeline string, logger *slog
 		}
 		return memgraph.New(ctx, memgraph.Config{
 			URI: m.URI, Username: m.Username, Password: m.Password, Pipeline: pipeline, Dialect: d,
-			BatchSize: m.BatchSize, MaxRetries: retries, Timeout: m.Timeout, VectorCapacity: m.VectorCapacity,
+			BatchSize: m.BatchSize, DeleteBatchSize: m.DeleteBatchSize, MaxRetries: retries, Timeout: m.Timeout, VectorCapacity: m.VectorCapacity,
 		}, logger)
 	}
 	return nil, fmt.Errorf("sink.type: unknown sink %q", cfg.Type)

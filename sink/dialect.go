@@ -71,12 +71,13 @@ type Dialect interface {
 	// DropVectorIndex drops the vector index called name.
 	DropVectorIndex(name string) (Statement, error)
 	// RemoveVectorProperty removes property from every label node of
-	// pipeline (PropPipeline) that has it; other pipelines' nodes keep
-	// theirs. With limit > 0 it touches at most limit nodes, takes $limit
+	// pipeline (PropPipeline) that has it — with keep > 0, only where it is
+	// not a list of keep values (the vectors a new index of dimension keep
+	// would refuse); other pipelines' nodes keep theirs. With limit > 0 it touches at most limit nodes, takes $limit
 	// and returns one row with column "removed" (the number of nodes
 	// changed), so a caller repeats it until removed is 0; with limit <= 0
 	// it is one statement for all nodes (for files).
-	RemoveVectorProperty(label, property, pipeline string, limit int) (Statement, error)
+	RemoveVectorProperty(label, property, pipeline string, keep, limit int) (Statement, error)
 	// CountVectors counts the label nodes of other pipelines than pipeline
 	// (or of none) that have property, by owner and vector length: rows
 	// with columns "pipeline" (a string, or null), "dimension" (integer)
@@ -244,13 +245,17 @@ func textSearch(query, index, property string, terms []string, limit int, clause
 	}, nil
 }
 
-func removeProperty(label, property, pipeline string, limit int) (Statement, error) {
+func removeProperty(label, property, pipeline string, keep, limit int) (Statement, error) {
 	if err := validNames(label, property, pipeline); err != nil {
 		return Statement{}, fmt.Errorf("remove property: %w", err)
 	}
 	l, p := QuoteName(label), QuoteName(property)
 	st := Statement{Kind: KindRemoveProperty, Target: label, Params: map[string]any{"pipeline": pipeline}}
 	match := "MATCH (n:" + l + ") WHERE n." + PropPipeline + " = $pipeline AND n." + p + " IS NOT NULL "
+	if keep > 0 {
+		match += "AND size(n." + p + ") <> $dimension "
+		st.Params["dimension"] = int64(keep)
+	}
 	if limit <= 0 {
 		st.Query = match + "REMOVE n." + p
 		return st, nil
@@ -345,8 +350,8 @@ func (MemgraphDialect) DropVectorIndex(name string) (Statement, error) {
 }
 
 // RemoveVectorProperty implements Dialect.
-func (MemgraphDialect) RemoveVectorProperty(label, property, pipeline string, limit int) (Statement, error) {
-	return removeProperty(label, property, pipeline, limit)
+func (MemgraphDialect) RemoveVectorProperty(label, property, pipeline string, keep, limit int) (Statement, error) {
+	return removeProperty(label, property, pipeline, keep, limit)
 }
 
 // CountVectors implements Dialect.
@@ -661,8 +666,8 @@ func (Neo4jDialect) DropVectorIndex(name string) (Statement, error) {
 }
 
 // RemoveVectorProperty implements Dialect.
-func (Neo4jDialect) RemoveVectorProperty(label, property, pipeline string, limit int) (Statement, error) {
-	return removeProperty(label, property, pipeline, limit)
+func (Neo4jDialect) RemoveVectorProperty(label, property, pipeline string, keep, limit int) (Statement, error) {
+	return removeProperty(label, property, pipeline, keep, limit)
 }
 
 // CountVectors implements Dialect.

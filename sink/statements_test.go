@@ -105,9 +105,9 @@ func dialectStatements(t *testing.T, d Dialect) []Statement {
 	}
 	drop, err := d.DropVectorIndex("chunk_embedding")
 	require.NoError(t, err)
-	removeAll, err := d.RemoveVectorProperty("Chunk", "embedding", "docs", 0)
+	removeAll, err := d.RemoveVectorProperty("Chunk", "embedding", "docs", 0, 0)
 	require.NoError(t, err)
-	removeSome, err := d.RemoveVectorProperty("Chunk", "embedding", "docs", 10000)
+	removeSome, err := d.RemoveVectorProperty("Chunk", "embedding", "docs", 5, 10000)
 	require.NoError(t, err)
 	count, err := d.CountVectors("Chunk", "embedding", "docs")
 	require.NoError(t, err)
@@ -333,9 +333,9 @@ func TestStatementsOwnership(t *testing.T) {
 	for _, d := range []Dialect{Memgraph, Neo4j} {
 		sts, err := Statements(d, representativeBatch(), Options{Pipeline: "docs"})
 		require.NoError(t, err)
-		rm, err := d.RemoveVectorProperty("Chunk", "embedding", "docs", 0)
+		rm, err := d.RemoveVectorProperty("Chunk", "embedding", "docs", 0, 0)
 		require.NoError(t, err)
-		rmSome, err := d.RemoveVectorProperty("Chunk", "embedding", "docs", 100)
+		rmSome, err := d.RemoveVectorProperty("Chunk", "embedding", "docs", 4, 100)
 		require.NoError(t, err)
 		for _, st := range append(sts, rm, rmSome) {
 			require.Equal(t, "docs", st.Params["pipeline"], st.Query)

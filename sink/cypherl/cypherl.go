@@ -300,7 +300,7 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 			}
 			stream = append(stream, drop)
 			if old.Label != vi.Label || old.Property != vi.Property || old.Dimension != vi.Dimension {
-				rm, err := s.d.RemoveVectorProperty(old.Label, old.Property, s.pipeline, 0)
+				rm, err := s.d.RemoveVectorProperty(old.Label, old.Property, s.pipeline, 0, 0)
 				if err != nil {
 					return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,10 +24,17 @@ func TestLive(t *testing.T) {
 		t.Skip("set KGSYNC_TEST_MEMGRAPH_URI=bolt://host:7687 to run the live Memgraph suite")
 	}
 	ctx := t.Context()
-	s, err := New(ctx, Config{URI: uri, Pipeline: "live", Username: os.Getenv("KGSYNC_TEST_MEMGRAPH_USER"),
-		Password: os.Getenv("KGSYNC_TEST_MEMGRAPH_PASSWORD"), BatchSize: 7}, nil)
+	open := func(pipeline string) *Sink {
+		s, err := New(ctx, Config{URI: uri, Pipeline: pipeline, Username: os.Getenv("KGSYNC_TEST_MEMGRAPH_USER"),
+			Password: os.Getenv("KGSYNC_TEST_MEMGRAPH_PASSWORD"), BatchSize: 7, DeleteBatchSize: 2}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, s.Close(context.Background())) })
+		return s
+	}
+	s, other := open("live"), open("live_other")
+	info, err := s.Server(ctx)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close(context.Background())) })
+	t.Logf("Memgraph %s, edge properties %v", info.Version, info.EdgeProperties)
 
 	prefix := fmt.Sprintf("KgTest%d", time.Now().UnixNano())
 	doc, chunk := prefix+"_Doc", prefix+"_Chunk"
@@ -41,6 +49,7 @@ func TestLive(t *testing.T) {
 			"MATCH (n:" + sink.QuoteName(doc) + ") DETACH DELETE n",
 			"MATCH (n:" + sink.QuoteName(chunk) + ") DETACH DELETE n",
 			"DROP VECTOR INDEX " + sink.QuoteName(vindex),
+			"DROP VECTOR INDEX " + sink.QuoteName(vindex+"_bad"),
 			"DROP INDEX ON :" + sink.QuoteName(doc) + "(id)",
 			"DROP INDEX ON :" + sink.QuoteName(chunk) + "(id)",
 		} {
@@ -106,9 +115,60 @@ func TestLive(t *testing.T) {
 	require.Equal(t, int64(2), count("MATCH (n:"+sink.QuoteName(doc)+") RETURN count(n)"))
 	require.Equal(t, int64(11), count("MATCH (:"+sink.QuoteName(doc)+")-[e:HAS_CHUNK]->() RETURN count(e)"))
 
-	// A dimension change recreates the index and clears the old vectors.
+	// Item 1: edge properties need --storage-properties-on-edges; Ensure
+	// says so for a schema that needs them, and keyed edges work when on.
+	keyed := schema
+	keyed.Edges = []sink.EdgeType{{Type: "CITES", Keyed: true, Properties: []string{"text"}}}
+	_, err = s.Ensure(ctx, keyed)
+	cites := &sink.Batch{EdgeUpserts: []sink.EdgeUpsert{{Type: "CITES", From: sink.NodeRef{Label: doc, ID: "doc0"},
+		To: sink.NodeRef{Label: doc, ID: "doc1"}, Key: "k1", Props: map[string]any{"text": "see doc1"}}}}
+	if info.EdgeProperties {
+		require.NoError(t, err)
+		_, err = s.Write(ctx, cites)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), count("MATCH ()-[e:CITES {_key: 'k1'}]->() RETURN count(e)"))
+	} else {
+		require.ErrorContains(t, err, FlagEdgeProperties)
+		_, err = s.Write(ctx, cites)
+		require.ErrorContains(t, err, FlagEdgeProperties)
+	}
+
+	// Item 3: another pipeline's nodes with the same label and ids are
+	// other nodes, and a dimension change of one pipeline removes only its
+	// own vectors.
+	_, err = other.Ensure(ctx, schema)
+	require.NoError(t, err)
+	_, err = other.Write(ctx, b)
+	require.NoError(t, err)
+	require.Equal(t, int64(60), count("MATCH (n:"+sink.QuoteName(chunk)+") RETURN count(n)"))
+	_, err = s.Write(ctx, &sink.Batch{DeleteNodes: []sink.NodeRef{{Label: doc, ID: "doc1"}}})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), count("MATCH (n:"+sink.QuoteName(doc)+" {_pipeline: 'live_other'}) RETURN count(n)"))
+
 	schema.VectorIndexes[0].Dimension = 4
 	_, err = s.Ensure(ctx, schema)
 	require.NoError(t, err)
-	require.Equal(t, int64(0), count("MATCH (n:"+sink.QuoteName(chunk)+") WHERE n.embedding IS NOT NULL RETURN count(n)"))
+	require.Equal(t, int64(0), count("MATCH (n:"+sink.QuoteName(chunk)+" {_pipeline: 'live'}) WHERE n.embedding IS NOT NULL RETURN count(n)"))
+	require.Equal(t, int64(30), count("MATCH (n:"+sink.QuoteName(chunk)+" {_pipeline: 'live_other'}) WHERE n.embedding IS NOT NULL RETURN count(n)"),
+		"the other pipeline keeps its vectors")
+	indexes, err := s.VectorIndexes(ctx)
+	require.NoError(t, err)
+	for _, vi := range indexes {
+		require.NotEqual(t, vindex, vi.Name, "not created while the other pipeline's 3-dimension vectors are there")
+	}
+	_, err = other.Ensure(ctx, schema) // the other pipeline moves too: now it is created
+	require.NoError(t, err)
+	indexes, err = s.VectorIndexes(ctx)
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(indexes, func(vi sink.VectorIndex) bool { return vi.Name == vindex && vi.Dimension == 4 }))
+
+	// Item 4: a creation the server refuses (existing values that are no
+	// vectors) is an error naming the index, whether the server reports it
+	// as an error (3.0–3.7) or as a notification (3.8+).
+	_, err = s.Write(ctx, &sink.Batch{NodeUpserts: []sink.NodeUpsert{{Label: chunk, ID: "bad", Props: map[string]any{"bad": "not a vector"}}}})
+	require.NoError(t, err)
+	bad := schema
+	bad.VectorIndexes = []sink.VectorIndex{{Name: vindex + "_bad", Label: chunk, Property: "bad", Dimension: 3, Capacity: 10}}
+	_, err = s.Ensure(ctx, bad)
+	require.ErrorContains(t, err, vindex+"_bad")
 }

@@ -320,13 +320,19 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 			}
 			s.logger.InfoContext(ctx, "dropped vector index", slog.String("index", old.Name),
 				slog.Int("dimension", old.Dimension), slog.Int("want_dimension", vi.Dimension))
-			if old.Dimension != vi.Dimension || old.Label != vi.Label || old.Property != vi.Property {
-				if err := s.removeProperty(ctx, old.Label, old.Property, run); err != nil {
+			if old.Label != vi.Label || old.Property != vi.Property {
+				if err := s.removeProperty(ctx, old.Label, old.Property, 0, run); err != nil {
 					return stats, err
 				}
 			}
 		}
 		if !keep {
+			// This pipeline's vectors of another length go first (left by
+			// the old index, or by a dimension change whose index another
+			// pipeline already dropped): the new index would refuse them.
+			if err := s.removeProperty(ctx, vi.Label, vi.Property, vi.Dimension, run); err != nil {
+				return stats, err
+			}
 			others, err := s.foreignVectors(vi, run)
 			if err != nil {
 				return stats, err
@@ -452,10 +458,10 @@ func (s *Sink) ensureText(ctx context.Context, want []sink.TextIndex, fields []s
 }
 
 // removeProperty repeats the batched REMOVE until it reports 0 nodes.
-func (s *Sink) removeProperty(ctx context.Context, label, property string,
+func (s *Sink) removeProperty(ctx context.Context, label, property string, keep int,
 	run func(sink.Statement) ([]string, [][]any, error),
 ) error {
-	st, err := s.d.RemoveVectorProperty(label, property, s.cfg.Pipeline, s.cfg.RemoveBatch)
+	st, err := s.d.RemoveVectorProperty(label, property, s.cfg.Pipeline, keep, s.cfg.RemoveBatch)
 	if err != nil {
 		return fmt.Errorf("memgraph ensure: %w", err)
 	}

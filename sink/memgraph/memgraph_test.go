@@ -150,9 +150,10 @@ func TestEnsureThenWrite(t *testing.T) {
 	st, err := tb.sink.Ensure(t.Context(), testSchema(3))
 	require.NoError(t, err)
 	// SHOW INDEX INFO, 2 CREATE INDEX, SHOW INDEX INFO (confirm), SHOW VECTOR
-	// INDEX INFO, count of other pipelines' vectors, CREATE VECTOR INDEX,
-	// SHOW VECTOR INDEX INFO (confirm).
-	require.Equal(t, sink.Stats{Statements: 8, Batches: 8}, st)
+	// INDEX INFO, removal of this pipeline's vectors of another length,
+	// count of other pipelines' vectors, CREATE VECTOR INDEX, SHOW VECTOR
+	// INDEX INFO (confirm).
+	require.Equal(t, sink.Stats{Statements: 9, Batches: 9}, st)
 	st, err = tb.sink.Write(t.Context(), testBatch())
 	require.NoError(t, err)
 	// delete Chunk, upsert Chunk, upsert Doc, upsert edges, prune edges.
@@ -165,6 +166,8 @@ func TestEnsureThenWrite(t *testing.T) {
 		"CREATE INDEX ON :`Chunk`(`id`)",
 		"SHOW INDEX INFO",
 		"SHOW VECTOR INDEX INFO",
+		"MATCH (n:`Chunk`) WHERE n._pipeline = $pipeline AND n.`embedding` IS NOT NULL AND size(n.`embedding`) <> $dimension " +
+			"WITH n LIMIT $limit REMOVE n.`embedding` RETURN count(n) AS removed",
 		"MATCH (n:`Chunk`) WHERE n.`embedding` IS NOT NULL AND (n._pipeline IS NULL OR n._pipeline <> $pipeline) " +
 			"RETURN n._pipeline AS pipeline, size(n.`embedding`) AS dimension, count(*) AS nodes",
 		"CREATE VECTOR INDEX `chunk_embedding` ON :`Chunk`(`embedding`) WITH CONFIG {\"dimension\": 3, \"capacity\": 1000, \"metric\": \"cos\"}",
@@ -177,23 +180,23 @@ func TestEnsureThenWrite(t *testing.T) {
 	}, texts(qs))
 	// DDL and SHOW are auto-commit (docs/memgraph.md §2); the batch is one
 	// explicit transaction, committed.
-	for _, q := range qs[:8] {
+	for _, q := range qs[:9] {
 		require.Zero(t, q.Tx, q.Text)
 		require.True(t, q.Committed, q.Text)
 	}
-	tx := qs[8].Tx
+	tx := qs[9].Tx
 	require.NotZero(t, tx)
-	for _, q := range qs[8:] {
+	for _, q := range qs[9:] {
 		require.Equal(t, tx, q.Tx, q.Text)
 		require.True(t, q.Committed, q.Text)
 	}
 	// Parameters as the server decoded them: float32 vectors arrive as
 	// 64-bit floats, keep as a list.
-	rows := qs[9].Params["rows"].([]any)
+	rows := qs[10].Params["rows"].([]any)
 	require.Equal(t, map[string]any{"id": "d1#0", "props": map[string]any{"embedding": []any{0.5, 0.25, -1.0}}}, rows[0])
-	require.Equal(t, []any{map[string]any{"from": "d1", "keep": []any{"d1#0"}}}, qs[12].Params["rows"])
-	require.Equal(t, "docs", qs[12].Params["pipeline"], "every statement names its pipeline")
-	require.Equal(t, int64(5000), qs[8].Meta["tx_timeout"], "Timeout is sent as the tx_timeout in ms")
+	require.Equal(t, []any{map[string]any{"from": "d1", "keep": []any{"d1#0"}}}, qs[13].Params["rows"])
+	require.Equal(t, "docs", qs[13].Params["pipeline"], "every statement names its pipeline")
+	require.Equal(t, int64(5000), qs[9].Meta["tx_timeout"], "Timeout is sent as the tx_timeout in ms")
 }
 
 func TestEnsureIdempotent(t *testing.T) {
@@ -231,7 +234,7 @@ func TestEnsureRecreatesVectorIndex(t *testing.T) {
 	st, err := tb.sink.Ensure(t.Context(), testSchema(5))
 	require.NoError(t, err)
 	require.Equal(t, 9, st.Statements)
-	remove := "MATCH (n:`Chunk`) WHERE n._pipeline = $pipeline AND n.`embedding` IS NOT NULL WITH n LIMIT $limit REMOVE n.`embedding` RETURN count(n) AS removed"
+	remove := "MATCH (n:`Chunk`) WHERE n._pipeline = $pipeline AND n.`embedding` IS NOT NULL AND size(n.`embedding`) <> $dimension WITH n LIMIT $limit REMOVE n.`embedding` RETURN count(n) AS removed"
 	qs := tb.srv.Queries()
 	require.Equal(t, []string{
 		"SHOW INDEX INFO",
