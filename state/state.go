@@ -69,6 +69,10 @@ type Run struct {
 	FinishedAt time.Time `json:"finished_at"` // zero while running
 	Counts     Counts    `json:"counts"`
 	Error      string    `json:"error,omitempty"` // failure message, "" on success
+	// Warnings are what the run asks the user to act on (a table or column
+	// renamed upstream whose old name the config still uses, with the
+	// config lines to change); a run with warnings still succeeds.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Record is the stored state of one source record.
@@ -86,12 +90,34 @@ type Record struct {
 	// Props is the node's property map as JSON, enough to rewrite the node
 	// from state (resync --rebuild-graph).
 	Props []byte
+	// Origin is the record's upstream row (a Grist tableRef and row id),
+	// zero when the source has none.
+	Origin Origin
+}
+
+// Origin names a record's upstream row by ids that outlive renames and key
+// changes (sources.Origin): Scope "" means none.
+type Origin struct {
+	Scope string
+	ID    int64
+}
+
+// OriginIndex looks stored records up by origin. state/sqlite and
+// state/postgres implement it (the pipeline checks for it by type
+// assertion); a source reads it through sources.RowIndex.
+type OriginIndex interface {
+	// RecordOrigins returns origin id -> record key of the records of a
+	// pipeline's source whose Origin.Scope is scope (empty when none; of
+	// two records with one origin, either).
+	RecordOrigins(ctx context.Context, pipeline, source, scope string) (map[int64]string, error)
 }
 
 // RecordSummary is a stored record's hash and config fingerprint.
 type RecordSummary struct {
 	Hash        uint64
 	Fingerprint uint64
+	// Origin is the record's stored origin.
+	Origin Origin
 }
 
 // Chunk is the stored state of one chunk of a record.
@@ -129,6 +155,10 @@ type Commit struct {
 	// in proportion to the edit.
 	LexicalDeletes []LexicalRef
 	LexicalUpserts []LexicalRow
+	// SetOrigins sets the origin of stored records, leaving the rest of
+	// them as they are (records stored before origins were kept); refs not
+	// stored are ignored.
+	SetOrigins map[RecordRef]Origin
 }
 
 // Kinds of lexical index rows.

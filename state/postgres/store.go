@@ -47,9 +47,13 @@ func (s *Store) RunClose(ctx context.Context, run state.Run) error {
 	if err != nil {
 		return fmt.Errorf("close run %d: encode counts: %w", run.ID, err)
 	}
+	warnings, err := json.Marshal(nonNil(run.Warnings))
+	if err != nil {
+		return fmt.Errorf("close run %d: encode warnings: %w", run.ID, err)
+	}
 	tag, err := s.pool.Exec(ctx,
-		`UPDATE runs SET status = $1, finished_at = $2, counts = $3, error = $4 WHERE id = $5`,
-		string(run.Status), finished, counts, run.Error, run.ID)
+		`UPDATE runs SET status = $1, finished_at = $2, counts = $3, error = $4, warnings = $5 WHERE id = $6`,
+		string(run.Status), finished, counts, run.Error, warnings, run.ID)
 	if err != nil {
 		return fmt.Errorf("close run %d: %w", run.ID, err)
 	}
@@ -59,7 +63,15 @@ func (s *Store) RunClose(ctx context.Context, run state.Run) error {
 	return nil
 }
 
-const runColumns = `id, pipeline, trigger, status, started_at, finished_at, counts, error`
+const runColumns = `id, pipeline, trigger, status, started_at, finished_at, counts, error, warnings`
+
+// nonNil is s, or an empty list for nil (stored as [] rather than null).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
 
 // scanRun reads one row of runColumns.
 func scanRun(row pgx.Row) (state.Run, error) {
@@ -68,8 +80,9 @@ func scanRun(row pgx.Row) (state.Run, error) {
 		trigger, status string
 		finished        *time.Time
 		counts          []byte
+		warnings        []byte
 	)
-	if err := row.Scan(&r.ID, &r.Pipeline, &trigger, &status, &r.StartedAt, &finished, &counts, &r.Error); err != nil {
+	if err := row.Scan(&r.ID, &r.Pipeline, &trigger, &status, &r.StartedAt, &finished, &counts, &r.Error, &warnings); err != nil {
 		return state.Run{}, err
 	}
 	r.Trigger, r.Status, r.StartedAt = state.Trigger(trigger), state.Status(status), r.StartedAt.UTC()
@@ -78,6 +91,12 @@ func scanRun(row pgx.Row) (state.Run, error) {
 	}
 	if err := json.Unmarshal(counts, &r.Counts); err != nil {
 		return state.Run{}, fmt.Errorf("run %d: decode counts: %w", r.ID, err)
+	}
+	if err := json.Unmarshal(warnings, &r.Warnings); err != nil {
+		return state.Run{}, fmt.Errorf("run %d: decode warnings: %w", r.ID, err)
+	}
+	if len(r.Warnings) == 0 {
+		r.Warnings = nil
 	}
 	return r, nil
 }
@@ -130,7 +149,7 @@ func (s *Store) RecordList(ctx context.Context, pipeline, source string) (map[st
 }
 
 // recordColumns are the columns readRecords scans, in its order.
-const recordColumns = `key, hash, fingerprint, anchor, props`
+const recordColumns = `key, hash, fingerprint, anchor, props, origin_scope, origin_id`
 
 // readRecords adds the rows of a records query selecting recordColumns to
 // out by key, and closes rows.
@@ -139,7 +158,7 @@ func readRecords(rows pgx.Rows, pipeline, source string, out map[string]state.Re
 	for rows.Next() {
 		r := state.Record{Pipeline: pipeline, Source: source}
 		var hash, fp int64
-		if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props); err != nil {
+		if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props, &r.Origin.Scope, &r.Origin.ID); err != nil {
 			return err
 		}
 		r.Hash, r.Fingerprint = uint64(hash), uint64(fp)
@@ -152,7 +171,7 @@ func readRecords(rows pgx.Rows, pipeline, source string, out map[string]state.Re
 // record of a source.
 func (s *Store) RecordIndex(ctx context.Context, pipeline, source string, fn func(key string, sum state.RecordSummary)) error {
 	rows, err := s.pool.Query(ctx,
-		`SELECT key, hash, fingerprint FROM records WHERE pipeline = $1 AND source = $2`, pipeline, source)
+		`SELECT key, hash, fingerprint, origin_scope, origin_id FROM records WHERE pipeline = $1 AND source = $2`, pipeline, source)
 	if err != nil {
 		return fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
 	}
@@ -160,10 +179,11 @@ func (s *Store) RecordIndex(ctx context.Context, pipeline, source string, fn fun
 	for rows.Next() {
 		var key string
 		var hash, fp int64
-		if err := rows.Scan(&key, &hash, &fp); err != nil {
+		var o state.Origin
+		if err := rows.Scan(&key, &hash, &fp, &o.Scope, &o.ID); err != nil {
 			return fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
 		}
-		fn(key, state.RecordSummary{Hash: uint64(hash), Fingerprint: uint64(fp)})
+		fn(key, state.RecordSummary{Hash: uint64(hash), Fingerprint: uint64(fp), Origin: o})
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
@@ -227,6 +247,31 @@ func readChunks(rows pgx.Rows, pipeline, source string, out map[string][]state.C
 		out[c.RecordKey] = append(out[c.RecordKey], c)
 	}
 	return rows.Err()
+}
+
+// RecordOrigins returns origin id -> key of a source's records in scope
+// (state.OriginIndex), from the records_origin index.
+func (s *Store) RecordOrigins(ctx context.Context, pipeline, source, scope string) (map[int64]string, error) {
+	out := map[int64]string{}
+	rows, err := s.pool.Query(ctx,
+		`SELECT origin_id, key FROM records WHERE pipeline = $1 AND source = $2 AND origin_scope = $3 AND origin_scope <> ''`,
+		pipeline, source, scope)
+	if err != nil {
+		return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var key string
+		if err := rows.Scan(&id, &key); err != nil {
+			return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
+		}
+		out[id] = key
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
+	}
+	return out, nil
 }
 
 // ChunkCount counts the chunks of pipeline.
@@ -296,18 +341,32 @@ func queueCommit(b *pgx.Batch, c state.Commit, now time.Time) {
 			sources, keys, anchors = make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs))
 			hashes, fps            = make([]int64, len(recs)), make([]int64, len(recs))
 			props                  = make([][]byte, len(recs))
+			scopes, ids            = make([]string, len(recs)), make([]int64, len(recs))
 		)
 		for i, r := range recs {
 			sources[i], keys[i], anchors[i] = r.Source, r.Key, r.Anchor
 			hashes[i], fps[i], props[i] = int64(r.Hash), int64(r.Fingerprint), nullBytes(r.Props)
+			scopes[i], ids[i] = r.Origin.Scope, r.Origin.ID
 		}
-		b.Queue(`INSERT INTO records (pipeline, source, key, hash, fingerprint, anchor, props, updated_at)
-			SELECT $1, u.source, u.key, u.hash, u.fingerprint, u.anchor, u.props, $8
-			FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bytea[])
-				AS u(source, key, hash, fingerprint, anchor, props)
+		b.Queue(`INSERT INTO records (pipeline, source, key, hash, fingerprint, anchor, props, updated_at, origin_scope, origin_id)
+			SELECT $1, u.source, u.key, u.hash, u.fingerprint, u.anchor, u.props, $8, u.origin_scope, u.origin_id
+			FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bytea[], $9::text[], $10::bigint[])
+				AS u(source, key, hash, fingerprint, anchor, props, origin_scope, origin_id)
 			ON CONFLICT (pipeline, source, key) DO UPDATE SET hash = EXCLUDED.hash, fingerprint = EXCLUDED.fingerprint,
-				anchor = EXCLUDED.anchor, props = EXCLUDED.props, updated_at = EXCLUDED.updated_at`,
-			p, sources, keys, hashes, fps, anchors, props, now)
+				anchor = EXCLUDED.anchor, props = EXCLUDED.props, updated_at = EXCLUDED.updated_at,
+				origin_scope = EXCLUDED.origin_scope, origin_id = EXCLUDED.origin_id`,
+			p, sources, keys, hashes, fps, anchors, props, now, scopes, ids)
+	}
+	if len(c.SetOrigins) > 0 {
+		refs := state.SortedRefs(c.SetOrigins)
+		rs, rk := refColumns(refs)
+		scopes, ids := make([]string, len(refs)), make([]int64, len(refs))
+		for i, ref := range refs {
+			scopes[i], ids[i] = c.SetOrigins[ref].Scope, c.SetOrigins[ref].ID
+		}
+		b.Queue(`UPDATE records r SET origin_scope = u.origin_scope, origin_id = u.origin_id
+			FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(source, key, origin_scope, origin_id)
+			WHERE r.pipeline = $1 AND r.source = u.source AND r.key = u.key`, p, rs, rk, scopes, ids)
 	}
 	if len(c.ReplaceChunks) > 0 {
 		refs := state.SortedRefs(c.ReplaceChunks)

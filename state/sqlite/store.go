@@ -45,9 +45,13 @@ func (s *Store) RunClose(ctx context.Context, run state.Run) error {
 	if err != nil {
 		return fmt.Errorf("close run %d: encode counts: %w", run.ID, err)
 	}
+	warnings, err := json.Marshal(nonNil(run.Warnings))
+	if err != nil {
+		return fmt.Errorf("close run %d: encode warnings: %w", run.ID, err)
+	}
 	res, err := s.db.ExecContext(ctx,
-		`UPDATE runs SET status = ?, finished_at = ?, counts = ?, error = ? WHERE id = ?`,
-		string(run.Status), micros(finished), string(counts), run.Error, run.ID)
+		`UPDATE runs SET status = ?, finished_at = ?, counts = ?, error = ?, warnings = ? WHERE id = ?`,
+		string(run.Status), micros(finished), string(counts), run.Error, string(warnings), run.ID)
 	if err != nil {
 		return fmt.Errorf("close run %d: %w", run.ID, err)
 	}
@@ -61,7 +65,15 @@ func (s *Store) RunClose(ctx context.Context, run state.Run) error {
 	return nil
 }
 
-const runColumns = `id, pipeline, "trigger", status, started_at, finished_at, counts, error`
+const runColumns = `id, pipeline, "trigger", status, started_at, finished_at, counts, error, warnings`
+
+// nonNil is s, or an empty list for nil (stored as [] rather than null).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
 
 // scanRun reads one row of runColumns.
 func scanRun(row interface{ Scan(...any) error }) (state.Run, error) {
@@ -71,8 +83,9 @@ func scanRun(row interface{ Scan(...any) error }) (state.Run, error) {
 		started         int64
 		finished        sql.NullInt64
 		counts          string
+		warnings        string
 	)
-	if err := row.Scan(&r.ID, &r.Pipeline, &trigger, &status, &started, &finished, &counts, &r.Error); err != nil {
+	if err := row.Scan(&r.ID, &r.Pipeline, &trigger, &status, &started, &finished, &counts, &r.Error, &warnings); err != nil {
 		return state.Run{}, err
 	}
 	r.Trigger, r.Status, r.StartedAt = state.Trigger(trigger), state.Status(status), fromMicros(started)
@@ -81,6 +94,12 @@ func scanRun(row interface{ Scan(...any) error }) (state.Run, error) {
 	}
 	if err := json.Unmarshal([]byte(counts), &r.Counts); err != nil {
 		return state.Run{}, fmt.Errorf("run %d: decode counts: %w", r.ID, err)
+	}
+	if err := json.Unmarshal([]byte(warnings), &r.Warnings); err != nil {
+		return state.Run{}, fmt.Errorf("run %d: decode warnings: %w", r.ID, err)
+	}
+	if len(r.Warnings) == 0 {
+		r.Warnings = nil
 	}
 	return r, nil
 }
@@ -140,7 +159,7 @@ func (s *Store) RecordList(ctx context.Context, pipeline, source string) (map[st
 }
 
 // recordColumns are the columns readRecords scans, in its order.
-const recordColumns = `"key", hash, fingerprint, anchor, props`
+const recordColumns = `"key", hash, fingerprint, anchor, props, origin_scope, origin_id`
 
 // readRecords adds the rows of a records query selecting recordColumns to
 // out by key, and closes rows.
@@ -149,7 +168,7 @@ func readRecords(rows *sql.Rows, pipeline, source string, out map[string]state.R
 	for rows.Next() {
 		r := state.Record{Pipeline: pipeline, Source: source}
 		var hash, fp int64
-		if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props); err != nil {
+		if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props, &r.Origin.Scope, &r.Origin.ID); err != nil {
 			return err
 		}
 		r.Hash, r.Fingerprint = uint64(hash), uint64(fp)
@@ -162,7 +181,7 @@ func readRecords(rows *sql.Rows, pipeline, source string, out map[string]state.R
 // record of a source.
 func (s *Store) RecordIndex(ctx context.Context, pipeline, source string, fn func(key string, sum state.RecordSummary)) error {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT "key", hash, fingerprint FROM records WHERE pipeline = ? AND source = ?`, pipeline, source)
+		`SELECT "key", hash, fingerprint, origin_scope, origin_id FROM records WHERE pipeline = ? AND source = ?`, pipeline, source)
 	if err != nil {
 		return fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
 	}
@@ -170,10 +189,11 @@ func (s *Store) RecordIndex(ctx context.Context, pipeline, source string, fn fun
 	for rows.Next() {
 		var key string
 		var hash, fp int64
-		if err := rows.Scan(&key, &hash, &fp); err != nil {
+		var o state.Origin
+		if err := rows.Scan(&key, &hash, &fp, &o.Scope, &o.ID); err != nil {
 			return fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
 		}
-		fn(key, state.RecordSummary{Hash: uint64(hash), Fingerprint: uint64(fp)})
+		fn(key, state.RecordSummary{Hash: uint64(hash), Fingerprint: uint64(fp), Origin: o})
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
@@ -247,6 +267,31 @@ func readChunks(rows *sql.Rows, pipeline, source string, out map[string][]state.
 	return rows.Err()
 }
 
+// RecordOrigins returns origin id -> key of a source's records in scope
+// (state.OriginIndex), from the records_origin index.
+func (s *Store) RecordOrigins(ctx context.Context, pipeline, source, scope string) (map[int64]string, error) {
+	out := map[int64]string{}
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT origin_id, "key" FROM records WHERE pipeline = ? AND source = ? AND origin_scope = ? AND origin_scope <> ''`,
+		pipeline, source, scope)
+	if err != nil {
+		return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var key string
+		if err := rows.Scan(&id, &key); err != nil {
+			return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
+		}
+		out[id] = key
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
+	}
+	return out, nil
+}
+
 // ChunkCount counts the chunks of pipeline.
 func (s *Store) ChunkCount(ctx context.Context, pipeline string) (int, error) {
 	var n int
@@ -299,12 +344,26 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 	if len(c.Records) > 0 {
 		rows := make([][]any, len(c.Records))
 		for i, r := range c.Records {
-			rows[i] = []any{p, r.Source, r.Key, int64(r.Hash), int64(r.Fingerprint), r.Anchor, nullBytes(r.Props), now}
+			rows[i] = []any{p, r.Source, r.Key, int64(r.Hash), int64(r.Fingerprint), r.Anchor, nullBytes(r.Props), now, r.Origin.Scope, r.Origin.ID}
 		}
-		if err := execRows(ctx, tx, `INSERT INTO records (pipeline, source, "key", hash, fingerprint, anchor, props, updated_at) VALUES `,
+		if err := execRows(ctx, tx, `INSERT INTO records (pipeline, source, "key", hash, fingerprint, anchor, props, updated_at, origin_scope, origin_id) VALUES `,
 			`ON CONFLICT (pipeline, source, "key") DO UPDATE SET hash = excluded.hash, fingerprint = excluded.fingerprint,
-				anchor = excluded.anchor, props = excluded.props, updated_at = excluded.updated_at`, rows); err != nil {
+				anchor = excluded.anchor, props = excluded.props, updated_at = excluded.updated_at,
+				origin_scope = excluded.origin_scope, origin_id = excluded.origin_id`, rows); err != nil {
 			return fmt.Errorf("upsert records: %w", err)
+		}
+	}
+	if len(c.SetOrigins) > 0 {
+		set, err := tx.PrepareContext(ctx, `UPDATE records SET origin_scope = ?, origin_id = ? WHERE pipeline = ? AND source = ? AND "key" = ?`)
+		if err != nil {
+			return fmt.Errorf("prepare origin update: %w", err)
+		}
+		defer set.Close()
+		for _, ref := range state.SortedRefs(c.SetOrigins) {
+			o := c.SetOrigins[ref]
+			if _, err := set.ExecContext(ctx, o.Scope, o.ID, p, ref.Source, ref.Key); err != nil {
+				return fmt.Errorf("set origin of %s/%s: %w", ref.Source, ref.Key, err)
+			}
 		}
 	}
 	delChunks, err := tx.PrepareContext(ctx, `DELETE FROM chunks WHERE pipeline = ? AND source = ? AND record_key = ?`)
@@ -505,7 +564,7 @@ func (s *Store) LexicalCount(ctx context.Context, pipeline, kind string) (int, e
 }
 
 // rowsPerStatement is how many rows execRows writes with one statement;
-// times the widest row (8 columns) it stays below SQLite's default limit of
+// times the widest row (10 columns) it stays below SQLite's default limit of
 // 32766 bound parameters.
 const rowsPerStatement = 100
 

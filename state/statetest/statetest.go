@@ -49,6 +49,8 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 		{"LexicalCommitRejected", testLexicalCommitRejected},
 		{"TriggerQueue", testTriggerQueue},
 		{"TriggerClaimConcurrent", testTriggerClaimConcurrent},
+		{"Origins", testOrigins},
+		{"RunWarnings", testRunWarnings},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -896,4 +898,70 @@ func testLexicalCommitRejected(t *testing.T, s state.Store) {
 	n, err := s.LexicalCount(t.Context(), "p", "")
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+// testOrigins: a record's origin round-trips through Commit, RecordGet,
+// RecordList and RecordIndex; RecordOrigins finds a scope's records by
+// origin id, and forgets deleted ones; SetOrigins sets the origin of a
+// stored record only.
+func testOrigins(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	oi, ok := s.(state.OriginIndex)
+	require.True(t, ok, "%T implements state.OriginIndex", s)
+	commit(t, s, state.Commit{Pipeline: "p", Records: []state.Record{
+		{Source: "g", Key: "HSCodes:0101", Hash: 1, Origin: state.Origin{Scope: "2", ID: 5}},
+		{Source: "g", Key: "HSCodes:0102", Hash: 2, Origin: state.Origin{Scope: "2", ID: 6}},
+		{Source: "g", Key: "FAQ:1", Hash: 3, Origin: state.Origin{Scope: "5", ID: 1}},
+		{Source: "g", Key: "plain", Hash: 4},
+		{Source: "other", Key: "HSCodes:0101", Hash: 5, Origin: state.Origin{Scope: "2", ID: 5}},
+	}})
+	got, err := oi.RecordOrigins(ctx, "p", "g", "2")
+	require.NoError(t, err)
+	require.Equal(t, map[int64]string{5: "HSCodes:0101", 6: "HSCodes:0102"}, got)
+	none, err := oi.RecordOrigins(ctx, "p", "g", "")
+	require.NoError(t, err)
+	require.Empty(t, none, "scope \"\" is no origin")
+	recs, err := s.RecordGet(ctx, "p", "g", []string{"HSCodes:0101", "plain"})
+	require.NoError(t, err)
+	require.Equal(t, state.Origin{Scope: "2", ID: 5}, recs["HSCodes:0101"].Origin)
+	require.Equal(t, state.Origin{}, recs["plain"].Origin)
+	require.Equal(t, state.Origin{Scope: "5", ID: 1}, records(t, s, "p", "g")["FAQ:1"].Origin)
+	idx := map[string]state.RecordSummary{}
+	require.NoError(t, s.RecordIndex(ctx, "p", "g", func(k string, sum state.RecordSummary) { idx[k] = sum }))
+	require.Equal(t, state.Origin{Scope: "2", ID: 6}, idx["HSCodes:0102"].Origin)
+
+	commit(t, s, state.Commit{Pipeline: "p",
+		DeleteRecords: []state.RecordRef{{Source: "g", Key: "HSCodes:0102"}},
+		SetOrigins: map[state.RecordRef]state.Origin{
+			{Source: "g", Key: "plain"}:   {Scope: "2", ID: 7},
+			{Source: "g", Key: "missing"}: {Scope: "2", ID: 8},
+		}})
+	got, err = oi.RecordOrigins(ctx, "p", "g", "2")
+	require.NoError(t, err)
+	require.Equal(t, map[int64]string{5: "HSCodes:0101", 7: "plain"}, got)
+	plain := records(t, s, "p", "g")["plain"]
+	require.Equal(t, uint64(4), plain.Hash, "SetOrigins leaves the rest of the record")
+	_, ok = records(t, s, "p", "g")["missing"]
+	require.False(t, ok, "SetOrigins creates no record")
+}
+
+// testRunWarnings: a closed run's warnings read back in order; none reads
+// back as nil.
+func testRunWarnings(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	r, err := s.RunOpen(ctx, "p", state.TriggerManual)
+	require.NoError(t, err)
+	r.Status = state.StatusSucceeded
+	r.Warnings = []string{"table \"FAQ\" was renamed to \"FAQs\"", "second"}
+	require.NoError(t, s.RunClose(ctx, r))
+	got, err := s.RunGet(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, r.Warnings, got.Warnings)
+	r2, err := s.RunOpen(ctx, "p", state.TriggerManual)
+	require.NoError(t, err)
+	r2.Status = state.StatusSucceeded
+	require.NoError(t, s.RunClose(ctx, r2))
+	list, err := s.RunList(ctx, "p", 1)
+	require.NoError(t, err)
+	require.Nil(t, list[0].Warnings)
 }
