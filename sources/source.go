@@ -44,6 +44,17 @@ type Page struct {
 	// cursor (incremental listings only); the pipeline deletes them when the
 	// page's batch is committed, even though the listing is partial.
 	Deleted []string
+	// Renamed maps the key of a record of this page to the key the same
+	// upstream record had before (its table was renamed, or its key
+	// column's value changed): the pipeline moves the stored record and its
+	// node to the new key instead of deleting one and adding the other, so
+	// nothing is counted as deleted and no text is embedded again.
+	Renamed map[string]string
+	// Warnings are upstream changes the user should act on (a renamed table
+	// or column whose old name the config still uses), each naming the
+	// config lines to change. The pipeline logs them and keeps them with
+	// the run.
+	Warnings []string
 }
 
 // ChildMarker separates a parent record's key from a child's suffix: a
@@ -76,6 +87,9 @@ type Record struct {
 	Links []Link
 	// Document is set when the record is a document to chunk.
 	Document *Document
+	// Origin is the record's upstream row, when the source has stable row
+	// ids (a Grist row).
+	Origin Origin
 }
 
 // Link is an edge from a record's node to another record's node.
@@ -114,4 +128,30 @@ func FullCursor(src Source, cursor string) string {
 		return cr.ResetCursor(cursor)
 	}
 	return ""
+}
+
+// Origin names a record's upstream row where the source has ids that
+// outlive renames and key changes: a Grist row is (tableRef, row id).
+// State keeps it with the record (sources that have none leave it zero).
+type Origin struct {
+	// Scope is the row's table as the source identifies it for good (a
+	// Grist tableRef), "" for none.
+	Scope string
+	// ID is the row's id within Scope.
+	ID int64
+}
+
+// RowIndex is what state remembers of a source's records by origin.
+type RowIndex interface {
+	// RowKeys returns row id -> record key of the stored records whose
+	// Origin.Scope is scope (empty when none).
+	RowKeys(ctx context.Context, scope string) (map[int64]string, error)
+}
+
+// IndexedReader is a Source that reads better knowing what state
+// remembers of its rows: it resolves references and notices changed keys
+// from idx. The pipeline calls ReadIndexed instead of Read when the state
+// store can answer (idx is never nil then).
+type IndexedReader interface {
+	ReadIndexed(ctx context.Context, cursor string, idx RowIndex) iter.Seq2[*Page, error]
 }

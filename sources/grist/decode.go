@@ -12,21 +12,26 @@ import (
 // column is one visible column of a table, from GET /tables/{t}/columns
 // (grist-api.md §2).
 type column struct {
-	ID        string
-	Type      string // full type, e.g. "Ref:HSCodes", "DateTime:Europe/London"
-	Base      string // type before ':' ("Ref", "DateTime", ...)
-	Target    string // referenced table for Ref/RefList
-	IsFormula bool
-	ParentPos float64
-	ColRef    int64
+	ID string // current colId (API fields, SQL)
+	// Name is the attribute name records use: the colId, or the name the
+	// column was synced under while the config uses that (names.go).
+	Name   string
+	Type   string // full type, e.g. "Ref:HSCodes", "DateTime:Europe/London"
+	Base   string // type before ':' ("Ref", "DateTime", ...)
+	Target string // referenced table for Ref/RefList (its current tableId)
+	// TargetName is the name the referenced table's records use.
+	TargetName string
+	IsFormula  bool
+	ParentPos  float64
+	ColRef     int64
 }
 
 func newColumn(id, typ string, isFormula bool, pos float64, ref int64) column {
-	c := column{ID: id, Type: typ, IsFormula: isFormula, ParentPos: pos, ColRef: ref}
+	c := column{ID: id, Name: id, Type: typ, IsFormula: isFormula, ParentPos: pos, ColRef: ref}
 	base, arg, _ := strings.Cut(typ, ":")
 	c.Base = base
 	if base == "Ref" || base == "RefList" {
-		c.Target = arg
+		c.Target, c.TargetName = arg, arg
 	}
 	return c
 }

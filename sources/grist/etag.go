@@ -92,11 +92,17 @@ func (e *etagSet) complete(s *Source) map[string]string {
 // the records (tables, key columns, attachment formats), so that a changed
 // configuration is listed in full rather than answered "not modified".
 func (s *Source) configPrint() string {
+	var used []string
+	for _, n := range s.cfg.Names {
+		used = append(used, n.Table+"."+n.Column)
+	}
+	slices.Sort(used)
 	b, _ := json.Marshal(struct {
 		Tables      []string
 		KeyColumns  map[string]string
 		Attachments map[string]string
-	}{s.cfg.Tables, s.cfg.KeyColumns, s.cfg.AttachmentFormats})
+		Names       []string
+	}{s.cfg.Tables, s.cfg.KeyColumns, s.cfg.AttachmentFormats, slices.Compact(used)})
 	sum := sha1.Sum(b)
 	return hex.EncodeToString(sum[:])[:16]
 }
@@ -175,7 +181,7 @@ func (s *Source) poll(ctx context.Context, old map[string]string, fresh map[stri
 // for the current configuration and no full listing due (FullEvery), it
 // polls; all 304 yields sources.ErrNotModified. Otherwise it lists every
 // table and stores the probes' tags in the new cursor.
-func (s *Source) readETag(ctx context.Context, cursor string, old cursorState, yield yieldFunc) error {
+func (s *Source) readETag(ctx context.Context, cursor string, old cursorState, idx sources.RowIndex, yield yieldFunc) error {
 	now := s.cfg.Now()
 	cfg := s.configPrint()
 	fresh := map[string]string{}
@@ -199,10 +205,12 @@ func (s *Source) readETag(ctx context.Context, cursor string, old cursorState, y
 		}
 		fresh[metaProbe] = tag
 	}
-	tables, err := s.schema(ctx)
+	si, err := s.schema(ctx, old.Tables)
 	if err != nil {
 		return err
 	}
+	s.warn(si)
+	tables := si.tables
 	set := &etagSet{probes: []string{metaProbe}, tags: fresh}
 	selected := map[string]bool{}
 	for _, t := range tables {
@@ -217,7 +225,7 @@ func (s *Source) readETag(ctx context.Context, cursor string, old cursorState, y
 			before = append(before, recordsProbe(t.ID))
 		}
 	}
-	for _, dep := range s.dependencies(tables, selected) {
+	for _, dep := range s.dependencies(si, selected) {
 		set.probes = append(set.probes, dep)
 		before = append(before, dep)
 	}
@@ -234,27 +242,32 @@ func (s *Source) readETag(ctx context.Context, cursor string, old cursorState, y
 		}
 	}
 	s.stats.FullScans.Add(1)
-	next := cursorState{Full: now.Unix(), Schema: fingerprint(tables), Config: cfg}
-	return s.readFull(ctx, tables, cursor, next, set, yield)
+	next := cursorState{Full: now.Unix(), Schema: fingerprint(tables), Config: cfg, Tables: si.memory}
+	return s.readFull(ctx, si, idx, cursor, next, set, yield)
 }
 
 // dependencies are the probes of what records of tables depend on outside
 // their own rows: Ref targets keyed by a column and not selected, and
 // _grist_Attachments when a table has an Attachments column.
-func (s *Source) dependencies(tables []*table, selected map[string]bool) []string {
+func (s *Source) dependencies(si *schemaInfo, selected map[string]bool) []string {
 	keyed := map[string]bool{}
-	for k := range s.cfg.KeyColumns {
-		keyed[s.current(k)] = true
+	for id, name := range si.names {
+		if _, ok := s.cfg.KeyColumns[name]; ok {
+			keyed[id] = true
+		}
+		if _, ok := s.cfg.KeyColumns[id]; ok {
+			keyed[id] = true
+		}
 	}
 	var deps []string
 	att := false
-	for _, t := range tables {
+	for _, t := range si.tables {
 		att = att || t.HasAtt
 		for _, c := range t.Cols {
 			if c.Base != "Ref" && c.Base != "RefList" {
 				continue
 			}
-			target := s.current(c.Target)
+			target := c.Target
 			if keyed[target] && !selected[target] {
 				deps = append(deps, recordsProbe(target))
 			}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -73,6 +74,15 @@ type Config struct {
 	// attributes carry fileIdent (the content's SHA-1), so a changed file
 	// changes the record.
 	AttachmentFormats map[string]string
+	// Names are the table and column names the pipeline's config uses for
+	// this document beyond Tables and KeyColumns (the data model's), with
+	// their config paths: a table or column renamed in Grist keeps the name
+	// the config uses, with a warning naming the lines to change, and a
+	// column the config uses that is gone stops the read (names.go).
+	Names []Name
+	// Path is the source's config path, e.g. "pipelines[0].sources[0].grist",
+	// used to name Tables and KeyColumns entries in warnings and errors.
+	Path string
 	// Now returns the current time; default time.Now (tests inject a clock).
 	Now func() time.Time
 }
@@ -108,6 +118,18 @@ func (c *Config) withDefaults() error {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	prefix := c.Path
+	if prefix != "" {
+		prefix += "."
+	}
+	own := make([]Name, 0, len(c.Tables)+len(c.KeyColumns))
+	for i, t := range c.Tables {
+		own = append(own, Name{Table: t, Path: fmt.Sprintf("%stables[%d]", prefix, i)})
+	}
+	for _, t := range slices.Sorted(maps.Keys(c.KeyColumns)) {
+		own = append(own, Name{Table: t, Column: c.KeyColumns[t], Path: prefix + "key_columns." + t})
+	}
+	c.Names = append(own, c.Names...)
 	return nil
 }
 
@@ -147,9 +169,8 @@ type Source struct {
 	stats  counters
 
 	mu       sync.Mutex
-	noSQL    bool              // /sql refused (403/404): use /records
-	renames  map[string]string // configured tableId -> current tableId
-	pageSize int               // current SQL page size (shrinks on timeout)
+	noSQL    bool // /sql refused (403/404): use /records
+	pageSize int  // current SQL page size (shrinks on timeout)
 }
 
 // New returns a Source for cfg. It does no I/O. Errors name the invalid field.
@@ -160,7 +181,7 @@ func New(name string, cfg Config, logger *slog.Logger) (*Source, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Source{name: name, cfg: cfg, logger: logger.With("source", name, "doc", cfg.DocID), renames: map[string]string{}, pageSize: cfg.PageSize}
+	s := &Source{name: name, cfg: cfg, logger: logger.With("source", name, "doc", cfg.DocID), pageSize: cfg.PageSize}
 	c, err := newClient(cfg, &s.stats, s.logger)
 	if err != nil {
 		return nil, err
@@ -199,6 +220,9 @@ type cursorState struct {
 	// Config fingerprints the configured selection the probes were
 	// chosen for (configPrint).
 	Config string `json:"cfg,omitempty"`
+	// Tables remembers, by tableRef and colRef, the names the tables and
+	// columns read were synced under (names.go).
+	Tables []memTable `json:"tables,omitempty"`
 }
 
 func (c cursorState) String() string {
@@ -208,10 +232,17 @@ func (c cursorState) String() string {
 
 // table is one table to read, with its visible columns in parentPos order.
 type table struct {
-	ID     string // current tableId
+	ID   string // current tableId (API paths, SQL)
+	Ref  int64  // tableRef, stable across renames
+	Name string // the name records use: key prefix and anchor (names.go)
+	// Prev is the name the table's records were synced under when it
+	// differs from Name (a rename the config followed): their keys move.
+	Prev   string
 	Cols   []column
-	KeyCol string // "" = key by row id
-	HasAtt bool
+	KeyCol string // attribute name of the key column; "" = key by row id
+	// KeyColID is the key column's current colId.
+	KeyColID string
+	HasAtt   bool
 }
 
 // Read yields pages of records (sources.Source). With cursor "" or when a
@@ -225,8 +256,19 @@ type table struct {
 // anything else a full listing. Only the last page carries the new cursor,
 // so a listing that fails midway is read again next time.
 func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Page, error] {
+	return s.ReadIndexed(ctx, cursor, nil)
+}
+
+// ReadIndexed is Read with what state remembers of the source's rows
+// (sources.IndexedReader): records carry their Grist row as Origin (scope
+// the tableRef), and with idx an incremental read takes the keys of
+// referenced rows from it instead of reading key columns, notices a row
+// whose key changed (its record moves: Page.Renamed) and reads again the
+// rows that refer to it, so that their edges follow. idx nil reads key
+// columns from Grist as needed.
+func (s *Source) ReadIndexed(ctx context.Context, cursor string, idx sources.RowIndex) iter.Seq2[*sources.Page, error] {
 	return func(yield func(*sources.Page, error) bool) {
-		if err := s.read(ctx, cursor, yield); err != nil && !errors.Is(err, errStopped) {
+		if err := s.read(ctx, cursor, idx, yield); err != nil && !errors.Is(err, errStopped) {
 			yield(nil, err)
 		}
 	}
@@ -236,7 +278,7 @@ var errStopped = errors.New("consumer stopped")
 
 type yieldFunc = func(*sources.Page, error) bool
 
-func (s *Source) read(ctx context.Context, cursor string, yield yieldFunc) error {
+func (s *Source) read(ctx context.Context, cursor string, idx sources.RowIndex, yield yieldFunc) error {
 	var old cursorState
 	if cursor != "" {
 		if err := json.Unmarshal([]byte(cursor), &old); err != nil {
@@ -249,10 +291,13 @@ func (s *Source) read(ctx context.Context, cursor string, yield yieldFunc) error
 		return err
 	}
 	if head == "" {
-		return s.readETag(ctx, cursor, old, yield)
+		return s.readETag(ctx, cursor, old, idx, yield)
 	}
 	now := s.cfg.Now()
-	fullDue := old.Hash == "" || now.Sub(time.Unix(old.Full, 0)) >= s.cfg.FullEvery
+	cfg := s.configPrint()
+	// A changed selection (tables, key columns, names the config uses)
+	// lists everything: records change although the document did not.
+	fullDue := old.Hash == "" || now.Sub(time.Unix(old.Full, 0)) >= s.cfg.FullEvery || old.Config != "" && old.Config != cfg
 	if !fullDue && head != "" && head == old.Hash {
 		s.stats.NotModified.Add(1)
 		yield(nil, sources.ErrNotModified)
@@ -268,22 +313,30 @@ func (s *Source) read(ctx context.Context, cursor string, yield yieldFunc) error
 			s.stats.Fallbacks.Add(1)
 		}
 	}
-	tables, err := s.schema(ctx)
+	si, err := s.schema(ctx, old.Tables)
 	if err != nil {
 		return err
 	}
-	fp := fingerprint(tables)
-	next := cursorState{Hash: head, Full: old.Full, Schema: fp}
-	if delta != nil && fp == old.Schema && !delta.touchesSchema(tables) {
+	s.warn(si)
+	fp := fingerprint(si.tables)
+	next := cursorState{Hash: head, Full: old.Full, Schema: fp, Tables: si.memory, Config: cfg}
+	if delta != nil && fp == old.Schema && !delta.touchesSchema(si.tables) {
 		s.stats.Incremental.Add(1)
-		return s.readIncremental(ctx, tables, delta, cursor, next, yield)
+		return s.readIncremental(ctx, si, delta, idx, cursor, next, yield)
 	}
 	if delta != nil {
 		s.stats.Fallbacks.Add(1)
 	}
 	s.stats.FullScans.Add(1)
 	next.Full = now.Unix()
-	return s.readFull(ctx, tables, cursor, next, nil, yield)
+	return s.readFull(ctx, si, idx, cursor, next, nil, yield)
+}
+
+// warn logs the schema's warnings; the read's first page carries them.
+func (s *Source) warn(si *schemaInfo) {
+	for _, w := range si.warnings {
+		s.logger.Warn(w)
+	}
 }
 
 // headHash returns the newest action hash from GET /states, or "" when the
@@ -327,23 +380,19 @@ type tableDelta struct {
 	RemoveRows    []int64                     `json:"removeRows"`
 	ColumnDeltas  map[string]map[string][]any `json:"columnDeltas"`
 	ColumnRenames [][]any                     `json:"columnRenames"`
+	// MayBeIncomplete: a bulk change dropped cell values from
+	// ColumnDeltas (grist-core keeps those of 10 rows per action).
+	MayBeIncomplete bool `json:"mayBeIncomplete"`
 }
 
 // touchesSchema reports a change /compare cannot express row by row: a
-// renamed or removed table or a renamed column among the tables read.
+// table of ours removed. Every other schema change that reaches records
+// (a column added, removed or renamed under a new name, a table renamed
+// under a new name, a type change) changes the schema fingerprint, and a
+// rename the config keeps the old name of changes no record.
 func (d *compareResult) touchesSchema(tables []*table) bool {
-	ours := map[string]bool{}
 	for _, t := range tables {
-		ours[t.ID] = true
-	}
-	if len(d.Renames) > 0 {
-		return true
-	}
-	for name, td := range d.Deltas {
-		if strings.HasPrefix(name, "-") && ours[name[1:]] {
-			return true
-		}
-		if ours[name] && len(td.ColumnRenames) > 0 {
+		if _, ok := d.Deltas["-"+t.ID]; ok {
 			return true
 		}
 	}
@@ -353,7 +402,7 @@ func (d *compareResult) touchesSchema(tables []*table) bool {
 // compare asks /compare for the changes since hash. It returns nil when the
 // hash is unknown or pruned (500 "Cannot read hash") or the answer lacks
 // "left" (the HEAD~N trap, grist-api.md "Observed" §8), meaning: list
-// everything. Table renames are recorded so configured names follow them.
+// everything.
 func (s *Source) compare(ctx context.Context, hash string) (*compareResult, error) {
 	var raw struct {
 		Left    *struct{ H string } `json:"left"`
@@ -384,45 +433,8 @@ func (s *Source) compare(ctx context.Context, hash string) (*compareResult, erro
 		from, _ := r[0].(string)
 		to, _ := r[1].(string)
 		res.Renames = append(res.Renames, [2]string{from, to})
-		s.followRename(from, to)
 	}
 	return res, nil
-}
-
-func (s *Source) followRename(from, to string) {
-	if from == "" || to == "" {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, v := range s.renames {
-		if v == from {
-			s.renames[k] = to
-		}
-	}
-	if slices.Contains(s.cfg.Tables, from) {
-		s.renames[from] = to
-	}
-	s.logger.Info("table renamed upstream", "from", from, "to", to)
-}
-
-func (s *Source) current(id string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if to, ok := s.renames[id]; ok {
-		return to
-	}
-	return id
-}
-
-// tableList is the answer of GET /docs/{docId}/tables (grist-api.md §2).
-type tableList struct {
-	Tables []struct {
-		ID     string `json:"id"`
-		Fields struct {
-			SummarySourceTable int64 `json:"summarySourceTable"`
-		} `json:"fields"`
-	} `json:"tables"`
 }
 
 // UserTable reports whether a table of GET /docs/{docId}/tables (its id
@@ -432,55 +444,6 @@ type tableList struct {
 // tables configured reads exactly these.
 func UserTable(id string, summarySourceTable int64) bool {
 	return summarySourceTable == 0 && !strings.HasPrefix(id, "_grist") && !strings.HasPrefix(id, "GristHidden_")
-}
-
-// schema reads /tables and the columns of every selected table.
-func (s *Source) schema(ctx context.Context) ([]*table, error) {
-	var tl tableList
-	if err := s.c.getJSON(ctx, http.MethodGet, "/tables", nil, nil, "", "list tables", &tl); err != nil {
-		return nil, err
-	}
-	exists := map[string]bool{}
-	var ids []string
-	for _, t := range tl.Tables {
-		exists[t.ID] = true
-		if len(s.cfg.Tables) == 0 && UserTable(t.ID, t.Fields.SummarySourceTable) {
-			ids = append(ids, t.ID)
-		}
-	}
-	keyCols := map[string]string{}
-	if len(s.cfg.Tables) > 0 {
-		for _, want := range s.cfg.Tables {
-			cur := s.current(want)
-			if !exists[cur] {
-				return nil, &APIError{Status: http.StatusNotFound, Doc: s.cfg.DocID, Table: want, Op: "list tables", Message: fmt.Sprintf("Table not found %q", cur)}
-			}
-			ids = append(ids, cur)
-			if kc, ok := s.cfg.KeyColumns[want]; ok {
-				keyCols[cur] = kc
-			}
-		}
-	} else {
-		sort.Strings(ids)
-	}
-	for k, v := range s.cfg.KeyColumns {
-		if _, ok := keyCols[s.current(k)]; !ok {
-			keyCols[s.current(k)] = v
-		}
-	}
-	out := make([]*table, 0, len(ids))
-	for _, id := range ids {
-		t, err := s.columns(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		t.KeyCol = keyCols[id]
-		if t.KeyCol != "" && !slices.ContainsFunc(t.Cols, func(c column) bool { return c.ID == t.KeyCol }) {
-			return nil, fmt.Errorf("grist document %s table %s: key column %q not found", s.cfg.DocID, id, t.KeyCol)
-		}
-		out = append(out, t)
-	}
-	return out, nil
 }
 
 func (s *Source) columns(ctx context.Context, id string) (*table, error) {
@@ -520,12 +483,15 @@ func (s *Source) columns(ctx context.Context, id string) (*table, error) {
 	return t, nil
 }
 
+// fingerprint hashes the shape of the records the tables yield: the names
+// they use, key columns, types. A rename the config follows under the old
+// name leaves it as it was.
 func fingerprint(tables []*table) string {
 	h := sha1.New()
 	for _, t := range tables {
-		fmt.Fprintf(h, "%s|%s\n", t.ID, t.KeyCol)
+		fmt.Fprintf(h, "%s|%s\n", t.Name, t.KeyCol)
 		for _, c := range t.Cols {
-			fmt.Fprintf(h, " %s:%s:%v\n", c.ID, c.Type, c.IsFormula)
+			fmt.Fprintf(h, " %s:%s:%v:%s\n", c.Name, c.Type, c.IsFormula, c.TargetName)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -454,20 +455,48 @@ func TestSQLTimeoutShrinksPages(t *testing.T) {
 	require.Equal(t, int64(2), src.Stats().PageShrinks)
 }
 
+// TestTableRenameFollowed: a table renamed in Grist while the config names
+// it by its old name is followed by its tableRef: records keep the old name
+// (no key changes), and the read warns with the config line to change. Once
+// the config says the new name, the records take it and each says the key
+// it had before.
 func TestTableRenameFollowed(t *testing.T) {
 	s := gristtest.New(t)
 	s.LoadCSV("Guides", corpus(t, "uk-tariff-guides.csv"), nil)
-	src := newSource(t, s, func(c *grist.Config) { c.Tables = []string{"Guides"} })
+	src := newSource(t, s, func(c *grist.Config) { c.Tables = []string{"Guides"}; c.Path = "pipelines[0].sources[0].grist" })
 	l := readAll(t, src, "")
 	require.NoError(t, l.err)
 	s.RenameTable("Guides", "Manuals")
 	l2 := readAll(t, src, l.cursor)
 	require.NoError(t, l2.err)
-	require.False(t, l2.partial, "a rename changes every key: full listing")
-	require.Len(t, l2.records, 19)
-	require.Contains(t, l2.records, "Manuals:1")
+	require.True(t, l2.partial, "records do not change: an incremental read")
+	require.Empty(t, l2.records)
+	require.Len(t, l2.pages[0].Warnings, 1)
+	require.Contains(t, l2.pages[0].Warnings[0], `table "Guides" was renamed to "Manuals"`)
+	require.Contains(t, l2.pages[0].Warnings[0], `pipelines[0].sources[0].grist.tables[0]`)
+
+	// An edit after the rename: read under the old name.
+	s.UpdateRows("Manuals", map[int64]map[string]any{1: {"title": "edited"}})
 	l3 := readAll(t, src, l2.cursor)
-	require.ErrorIs(t, l3.err, sources.ErrNotModified)
+	require.NoError(t, l3.err)
+	require.Contains(t, l3.records, "Guides:1")
+	require.Equal(t, "Guides", l3.records["Guides:1"].Anchor)
+	require.ErrorIs(t, readAll(t, src, l3.cursor).err, sources.ErrNotModified)
+
+	// The config takes the new name: every key moves.
+	renamed := newSource(t, s, func(c *grist.Config) { c.Tables = []string{"Manuals"} })
+	l4 := readAll(t, renamed, l3.cursor)
+	require.NoError(t, l4.err)
+	require.False(t, l4.partial)
+	require.Len(t, l4.records, 19)
+	require.Contains(t, l4.records, "Manuals:1")
+	moved := map[string]string{}
+	for _, pg := range l4.pages {
+		maps.Copy(moved, pg.Renamed)
+	}
+	require.Len(t, moved, 19)
+	require.Equal(t, "Guides:1", moved["Manuals:1"])
+	require.ErrorIs(t, readAll(t, renamed, l4.cursor).err, sources.ErrNotModified)
 }
 
 func TestRemovedColumnFullListing(t *testing.T) {

@@ -3,8 +3,8 @@ package grist
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
@@ -21,23 +21,173 @@ type row struct {
 	attrs map[string]any
 }
 
-// run holds what one Read learns lazily: attachment metadata and the
-// row id -> key maps of tables keyed by a column.
+// run holds what one Read learns lazily: attachment metadata, the keys of
+// rows of tables keyed by a column, and what state remembers of the rows.
 type run struct {
-	s       *Source
-	keyCols map[string]string // current tableId -> key column, every keyed table
-	keyMaps map[string]map[int64]string
-	att     map[int64]map[string]any
-	seen    map[string]map[string]bool // full listings: keys seen per keyed table
+	s   *Source
+	si  *schemaInfo
+	idx sources.RowIndex
+	// full is set for a full listing: the key column of a keyed Ref target
+	// is read whole once; an incremental read asks for the ids it needs.
+	full   bool
+	keys   map[string]*keyTable // by current tableId
+	stored map[int64]map[int64]string
+	att    map[int64]map[string]any
+	seen   map[string]map[string]bool // full listings: keys seen per keyed table
 }
 
-func (s *Source) newRun() *run {
-	r := &run{s: s, keyCols: map[string]string{}, keyMaps: map[string]map[int64]string{}, seen: map[string]map[string]bool{}}
-	for k, v := range s.cfg.KeyColumns {
-		r.keyCols[s.current(k)] = v
-	}
-	return r
+// keyTable resolves the row ids of a table keyed by a column to key values.
+type keyTable struct {
+	t    *table // the table with its key column only
+	col  column
+	vals map[int64]string
+	// complete: vals holds every row (the key column was read whole);
+	// otherwise ids not in vals or absent are asked for.
+	complete bool
+	absent   map[int64]bool
 }
+
+func (s *Source) newRun(si *schemaInfo, idx sources.RowIndex, full bool) *run {
+	return &run{s: s, si: si, idx: idx, full: full, keys: map[string]*keyTable{}, stored: map[int64]map[int64]string{},
+		seen: map[string]map[string]bool{}}
+}
+
+// keyColumnOf returns the key column name configured for the table whose
+// tableId is id ("" when it is keyed by row id).
+func (r *run) keyColumnOf(id string) string {
+	for _, t := range r.si.tables {
+		if t.ID == id {
+			return t.KeyCol
+		}
+	}
+	if kc, ok := r.s.cfg.KeyColumns[r.si.nameOf(id)]; ok {
+		return kc
+	}
+	return r.s.cfg.KeyColumns[id]
+}
+
+// keyTableOf returns the resolver of table id, nil when it is keyed by row
+// id. In an incremental read of a table the source syncs, it starts from
+// the keys state remembers.
+func (r *run) keyTableOf(ctx context.Context, id string) (*keyTable, error) {
+	if kt, ok := r.keys[id]; ok {
+		return kt, nil
+	}
+	kc := r.keyColumnOf(id)
+	if kc == "" {
+		r.keys[id] = nil
+		return nil, nil
+	}
+	var src *table
+	for _, t := range r.si.tables {
+		if t.ID == id {
+			src = t
+		}
+	}
+	if src == nil {
+		t, err := r.s.columns(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		t.Name = r.si.nameOf(id)
+		src = t
+	}
+	i := slices.IndexFunc(src.Cols, func(c column) bool { return c.Name == kc })
+	if i < 0 {
+		return nil, fmt.Errorf("grist document %s table %s: key column %q not found", r.s.cfg.DocID, id, kc)
+	}
+	kt := &keyTable{t: &table{ID: src.ID, Ref: src.Ref, Name: src.Name, Cols: []column{src.Cols[i]}}, col: src.Cols[i],
+		vals: map[int64]string{}, absent: map[int64]bool{}}
+	r.keys[id] = kt
+	if r.full {
+		m := kt.vals
+		if _, err := r.s.scanTable(ctx, kt.t, func(rows []row) error {
+			for _, rw := range rows {
+				if k, ok := keyString(rw.attrs[kt.col.Name]); ok {
+					m[rw.id] = k
+				}
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		kt.complete = true
+		return kt, nil
+	}
+	if src.Ref != 0 && src != nil && slices.Contains(r.si.tables, src) {
+		stored, err := r.storedKeys(ctx, src)
+		if err != nil {
+			return nil, err
+		}
+		for id, key := range stored {
+			if _, v, ok := strings.Cut(key, ":"); ok {
+				kt.vals[id] = v
+			}
+		}
+	}
+	return kt, nil
+}
+
+// fetchKeys reads the current key values of ids (all of them when force,
+// else only those not known yet).
+func (r *run) fetchKeys(ctx context.Context, kt *keyTable, ids []int64, force bool) error {
+	var need []int64
+	for _, id := range ids {
+		if _, ok := kt.vals[id]; force || !ok && !kt.absent[id] && !kt.complete {
+			need = append(need, id)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	slices.Sort(need)
+	need = slices.Compact(need)
+	found := map[int64]bool{}
+	err := r.s.rowsByID(ctx, kt.t, kt.t.Cols, need, func(rows []row) error {
+		for _, rw := range rows {
+			found[rw.id] = true
+			if k, ok := keyString(rw.attrs[kt.col.Name]); ok {
+				kt.vals[rw.id] = k
+			} else {
+				delete(kt.vals, rw.id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range need {
+		if !found[id] {
+			delete(kt.vals, id)
+			kt.absent[id] = true
+		}
+	}
+	return nil
+}
+
+// storedKeys returns row id -> stored record key of t's rows (nil without
+// a RowIndex).
+func (r *run) storedKeys(ctx context.Context, t *table) (map[int64]string, error) {
+	if r.idx == nil || t.Ref == 0 {
+		return nil, nil
+	}
+	if m, ok := r.stored[t.Ref]; ok {
+		return m, nil
+	}
+	m, err := r.idx.RowKeys(ctx, scopeOf(t))
+	if err != nil {
+		return nil, fmt.Errorf("stored row keys of table %s: %w", t.ID, err)
+	}
+	if m == nil {
+		m = map[int64]string{}
+	}
+	r.stored[t.Ref] = m
+	return m, nil
+}
+
+// scopeOf is the Origin scope of t's rows: its tableRef.
+func scopeOf(t *table) string { return strconv.FormatInt(t.Ref, 10) }
 
 // pager holds back one page so that only the last page carries the new
 // cursor; every earlier page carries the old one.
@@ -45,10 +195,15 @@ type pager struct {
 	yield   yieldFunc
 	pending *sources.Page
 	old     string
+	// warnings go with the first page.
+	warnings []string
 }
 
 func (p *pager) emit(pg *sources.Page) error {
 	pg.Cursor = p.old
+	if p.warnings != nil {
+		pg.Warnings, p.warnings = append(pg.Warnings, p.warnings...), nil
+	}
 	if p.pending != nil {
 		if !p.yield(p.pending, nil) {
 			return errStopped
@@ -60,7 +215,7 @@ func (p *pager) emit(pg *sources.Page) error {
 
 func (p *pager) finish(cursor string, partial bool) error {
 	if p.pending == nil {
-		p.pending = &sources.Page{Partial: partial}
+		p.pending = &sources.Page{Partial: partial, Warnings: p.warnings}
 	}
 	p.pending.Cursor = cursor
 	if !p.yield(p.pending, nil) {
@@ -73,10 +228,10 @@ func (p *pager) finish(cursor string, partial bool) error {
 // etag.go) it records the ETag of each table read through /records, taken
 // from the very response listed, and the new cursor carries the tags if
 // they cover every probe.
-func (s *Source) readFull(ctx context.Context, tables []*table, old string, next cursorState, tags *etagSet, yield yieldFunc) error {
-	r := s.newRun()
-	p := &pager{yield: yield, old: old}
-	for _, t := range tables {
+func (s *Source) readFull(ctx context.Context, si *schemaInfo, idx sources.RowIndex, old string, next cursorState, tags *etagSet, yield yieldFunc) error {
+	r := s.newRun(si, idx, true)
+	p := &pager{yield: yield, old: old, warnings: si.warnings}
+	for _, t := range si.tables {
 		if t.KeyCol != "" {
 			r.seen[t.ID] = map[string]bool{}
 		}
@@ -227,7 +382,7 @@ func (s *Source) sql(ctx context.Context, t *table, cols []column, stmt string, 
 			if err != nil {
 				return nil, fmt.Errorf("grist document %s table %s row %d: %w", s.cfg.DocID, t.ID, id, err)
 			}
-			attrs[c.ID] = v
+			attrs[c.Name] = v
 		}
 		rows = append(rows, row{id: id, attrs: attrs})
 	}
@@ -310,10 +465,10 @@ func recordsAttrs(cols []column, fields map[string]any, errs map[string]string) 
 	for ci := range cols {
 		c := &cols[ci]
 		if name, ok := errs[c.ID]; ok {
-			attrs[c.ID] = errorCell(name)
+			attrs[c.Name] = errorCell(name)
 			continue
 		}
-		attrs[c.ID] = decodeRecordsCell(c, fields[c.ID])
+		attrs[c.Name] = decodeRecordsCell(c, fields[c.ID])
 	}
 	return attrs
 }
@@ -370,67 +525,149 @@ func (s *Source) rowsByID(ctx context.Context, t *table, cols []column, ids []in
 	return nil
 }
 
-var errNeedFull = errors.New("incremental read needs a full listing")
-
-func (s *Source) readIncremental(ctx context.Context, tables []*table, d *compareResult, old string, next cursorState, yield yieldFunc) error {
-	type work struct {
-		t   *table
-		ids []int64
-	}
-	var todo []work
+// readIncremental yields the rows /compare reports changed, as a partial
+// listing: removed rows' keys first (Page.Deleted), then the added and
+// updated rows, then the rows that refer to a keyed row whose key changed,
+// was removed or is new (their edges follow the key). A removed row's
+// key, and a row's key before a change, come from state (idx) and, without
+// it, from /compare's columnDeltas; when neither has it (a bulk change
+// keeps the values of 10 rows only) the read falls back to a full listing.
+func (s *Source) readIncremental(ctx context.Context, si *schemaInfo, d *compareResult, idx sources.RowIndex, old string, next cursorState, yield yieldFunc) error {
+	r := s.newRun(si, idx, false)
+	todo := map[string]map[int64]bool{} // tableId -> row ids to read
+	var order []*table
 	var deleted []string
-	for _, t := range tables {
+	relink := map[string][]int64{} // keyed tableId -> ids whose key mapping changed
+	add := func(t *table, ids ...int64) {
+		if len(ids) == 0 {
+			return
+		}
+		m := todo[t.ID]
+		if m == nil {
+			m = map[int64]bool{}
+			todo[t.ID] = m
+			order = append(order, t)
+		}
+		for _, id := range ids {
+			m[id] = true
+		}
+	}
+	for _, t := range si.tables {
 		td := d.Deltas[t.ID]
 		if td == nil {
 			continue
 		}
-		ids := slices.Concat(td.AddRows, td.UpdateRows, td.RemoveRows)
-		slices.Sort(ids)
-		ids = slices.Compact(ids)
-		if len(ids) > 0 {
-			todo = append(todo, work{t: t, ids: ids})
+		stored, err := r.storedKeys(ctx, t)
+		if err != nil {
+			return err
 		}
-		// Keys that stop existing: removed rows, and rows whose key value
-		// changed. Both come from columnDeltas ([old, new], each a
-		// one-element list or null; grist-api.md "Observed" §8).
+		removed := map[int64]bool{}
 		for _, id := range td.RemoveRows {
-			if t.KeyCol == "" {
-				deleted = append(deleted, rowKey(t.ID, id))
+			removed[id] = true
+		}
+		var live []int64
+		for _, id := range slices.Concat(td.AddRows, td.UpdateRows) {
+			if !removed[id] || slices.Contains(td.AddRows, id) {
+				live = append(live, id)
+			}
+		}
+		add(t, live...)
+		// Keys that stop existing: the removed rows'.
+		for _, id := range td.RemoveRows {
+			if k, ok := stored[id]; ok {
+				deleted = append(deleted, k)
 				continue
 			}
-			oldV, _, ok := cellDelta(td, t.KeyCol, id)
+			if t.KeyCol == "" {
+				deleted = append(deleted, rowKey(t.Name, id))
+				continue
+			}
+			oldV, _, ok := cellDelta(td, t.KeyColID, id)
 			k, kok := keyString(normJSON(oldV))
 			if !ok || !kok {
-				return s.fallbackFull(ctx, tables, old, next, yield)
+				return s.fallbackFull(ctx, si, idx, old, next, yield)
 			}
-			deleted = append(deleted, t.ID+":"+k)
+			deleted = append(deleted, t.Name+":"+k)
 		}
-		if t.KeyCol != "" {
-			for _, id := range td.UpdateRows {
-				oldV, newV, ok := cellDelta(td, t.KeyCol, id)
-				if !ok || oldV == nil {
+		if t.KeyCol == "" {
+			continue
+		}
+		// The current keys of the listed rows, before any row is mapped:
+		// Refs to them resolve to their new keys.
+		kt, err := r.keyTableOf(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		if err := r.fetchKeys(ctx, kt, live, true); err != nil {
+			return err
+		}
+		for id := range removed {
+			if !slices.Contains(live, id) {
+				delete(kt.vals, id)
+				kt.absent[id] = true
+				relink[t.ID] = append(relink[t.ID], id)
+			}
+		}
+		for _, id := range live {
+			cur, ok := kt.vals[id]
+			if !ok {
+				continue
+			}
+			if stored != nil {
+				prev, had := stored[id]
+				if !had || prev != t.Name+":"+cur {
+					relink[t.ID] = append(relink[t.ID], id)
+				}
+				if had || slices.Contains(td.AddRows, id) {
 					continue
 				}
-				ko, _ := keyString(normJSON(oldV))
-				kn, _ := keyString(normJSON(newV))
-				if ko != "" && ko != kn {
-					deleted = append(deleted, t.ID+":"+ko)
+			}
+			// Not in state (no index, or a record stored before rows had
+			// origins): the old key from columnDeltas.
+			oldV, _, ok := cellDelta(td, t.KeyColID, id)
+			if !ok {
+				if td.MayBeIncomplete && !slices.Contains(td.AddRows, id) {
+					return s.fallbackFull(ctx, si, idx, old, next, yield)
 				}
+				continue
+			}
+			if ko, _ := keyString(normJSON(oldV)); ko != "" && ko != cur {
+				deleted = append(deleted, t.Name+":"+ko)
+				relink[t.ID] = append(relink[t.ID], id)
 			}
 		}
 	}
-	r := s.newRun()
-	p := &pager{yield: yield, old: old}
+	// Rows referring to a row whose key mapping changed are listed again.
+	for target, ids := range relink {
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		for _, t := range si.tables {
+			for _, c := range t.Cols {
+				if c.Target != target || c.Base != "Ref" && c.Base != "RefList" {
+					continue
+				}
+				refs, err := s.referencing(ctx, t, c, ids)
+				if err != nil {
+					return err
+				}
+				add(t, refs...)
+			}
+		}
+	}
+	p := &pager{yield: yield, old: old, warnings: si.warnings}
 	// Deletions first: a key freed by one row may be taken by another.
+	slices.Sort(deleted)
+	deleted = slices.Compact(deleted)
 	for start := 0; start < len(deleted); start += s.cfg.PageSize {
 		end := min(len(deleted), start+s.cfg.PageSize)
 		if err := p.emit(&sources.Page{Partial: true, Deleted: deleted[start:end]}); err != nil {
 			return err
 		}
 	}
-	for _, w := range todo {
-		err := s.rowsByID(ctx, w.t, w.t.Cols, w.ids, func(rows []row) error {
-			pg, err := r.page(ctx, w.t, rows)
+	for _, t := range order {
+		ids := slices.Sorted(maps.Keys(todo[t.ID]))
+		err := s.rowsByID(ctx, t, t.Cols, ids, func(rows []row) error {
+			pg, err := r.page(ctx, t, rows)
 			if err != nil {
 				return err
 			}
@@ -444,12 +681,74 @@ func (s *Source) readIncremental(ctx context.Context, tables []*table, d *compar
 	return p.finish(next.String(), true)
 }
 
-func (s *Source) fallbackFull(ctx context.Context, tables []*table, old string, next cursorState, yield yieldFunc) error {
+// referencing returns the ids of t's rows whose Ref or RefList column c
+// holds one of ids: for a Ref, a query filtered on the column (/sql, or
+// /records with a filter); for a RefList, whose cells no filter matches
+// (grist-api.md "Observed" §3), a read of the column.
+func (s *Source) referencing(ctx context.Context, t *table, c column, ids []int64) ([]int64, error) {
+	want := map[int64]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var out []int64
+	collect := func(rows []row) error {
+		for _, rw := range rows {
+			v := rw.attrs[c.Name]
+			if l, ok := v.([]any); ok {
+				for _, e := range l {
+					if id, ok := e.(int64); ok && want[id] {
+						out = append(out, rw.id)
+						break
+					}
+				}
+			} else if id, ok := v.(int64); ok && want[id] {
+				out = append(out, rw.id)
+			}
+		}
+		return nil
+	}
+	only := &table{ID: t.ID, Ref: t.Ref, Name: t.Name, Cols: []column{c}}
+	if c.Base == "RefList" {
+		_, err := s.scanTable(ctx, only, collect)
+		return out, err
+	}
+	for start := 0; start < len(ids); start += s.cfg.PageSize {
+		chunk := ids[start:min(len(ids), start+s.cfg.PageSize)]
+		if !s.sqlOff() {
+			sel, from, err := selectList(only, only.Cols)
+			if err != nil {
+				return nil, err
+			}
+			col, _ := quoteIdent(c.ID)
+			args := make([]any, len(chunk))
+			for i, id := range chunk {
+				args[i] = id
+			}
+			stmt := fmt.Sprintf(`SELECT %s FROM %s WHERE %s IN (%s) ORDER BY "id"`, sel, from, col,
+				strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ","))
+			rows, err := s.sql(ctx, only, only.Cols, stmt, args)
+			if err == nil {
+				_ = collect(rows)
+				continue
+			}
+			if !s.refusesSQL(err) {
+				return nil, err
+			}
+		}
+		filter, _ := json.Marshal(map[string][]int64{c.ID: chunk})
+		if _, err := s.streamRecords(ctx, only, url.Values{"filter": {string(filter)}, "sort": {"id"}}, collect); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Source) fallbackFull(ctx context.Context, si *schemaInfo, idx sources.RowIndex, old string, next cursorState, yield yieldFunc) error {
 	s.stats.Incremental.Add(-1)
 	s.stats.Fallbacks.Add(1)
 	s.stats.FullScans.Add(1)
 	next.Full = s.cfg.Now().Unix()
-	return s.readFull(ctx, tables, old, next, nil, yield)
+	return s.readFull(ctx, si, idx, old, next, nil, yield)
 }
 
 // cellDelta returns the old and new value of column col for row id from
@@ -474,12 +773,33 @@ func cellDelta(td *tableDelta, col string, id int64) (oldV, newV any, ok bool) {
 
 func rowKey(table string, id int64) string { return table + ":" + strconv.FormatInt(id, 10) }
 
-// page turns decoded rows into a Page: keys, links, attachment metadata.
+// page turns decoded rows into a Page: keys, links, attachment metadata,
+// origins, and the keys records had before (Page.Renamed).
 func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, error) {
 	s := r.s
 	for _, c := range t.Cols {
-		if c.Base == "Ref" || c.Base == "RefList" {
-			if _, err := r.keyMap(ctx, s.current(c.Target)); err != nil {
+		if c.Base != "Ref" && c.Base != "RefList" {
+			continue
+		}
+		kt, err := r.keyTableOf(ctx, c.Target)
+		if err != nil {
+			return nil, err
+		}
+		if kt != nil && !kt.complete {
+			var ids []int64
+			for _, rw := range rows {
+				switch v := rw.attrs[c.Name].(type) {
+				case int64:
+					ids = append(ids, v)
+				case []any:
+					for _, e := range v {
+						if id, ok := e.(int64); ok {
+							ids = append(ids, id)
+						}
+					}
+				}
+			}
+			if err := r.fetchKeys(ctx, kt, ids, false); err != nil {
 				return nil, err
 			}
 		}
@@ -489,28 +809,45 @@ func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, er
 			return nil, err
 		}
 	}
+	stored, err := r.storedKeys(ctx, t)
+	if err != nil {
+		return nil, err
+	}
 	pg := &sources.Page{Records: make([]sources.Record, 0, len(rows))}
 	for _, rw := range rows {
-		key := rowKey(t.ID, rw.id)
+		key := rowKey(t.Name, rw.id)
 		if t.KeyCol != "" {
 			k, ok := keyString(rw.attrs[t.KeyCol])
 			if !ok {
-				pg.Skipped = append(pg.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s row %d: key column %s is empty or not a scalar", s.cfg.DocID, t.ID, rw.id, t.KeyCol)})
+				pg.Skipped = append(pg.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s row %d: key column %s is empty or not a scalar", s.cfg.DocID, t.ID, rw.id, t.KeyColID)})
 				continue
 			}
-			key = t.ID + ":" + k
+			key = t.Name + ":" + k
 			if seen := r.seen[t.ID]; seen != nil {
 				if seen[key] {
 					s.stats.DuplicateKeys.Add(1)
-					pg.Skipped = append(pg.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s row %d: key %q in column %s repeats an earlier row", s.cfg.DocID, t.ID, rw.id, k, t.KeyCol)})
+					pg.Skipped = append(pg.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s row %d: key %q in column %s repeats an earlier row", s.cfg.DocID, t.ID, rw.id, k, t.KeyColID)})
 					continue
 				}
 				seen[key] = true
 			}
 		}
-		rec := sources.Record{Key: key, Anchor: t.ID, Attributes: rw.attrs}
+		rec := sources.Record{Key: key, Anchor: t.Name, Attributes: rw.attrs, Origin: sources.Origin{Scope: scopeOf(t), ID: rw.id}}
+		// The key the row's record had: state's, or the same key under the
+		// name the table was synced under before.
+		prev, ok := stored[rw.id]
+		if !ok && t.Prev != "" {
+			_, v, _ := strings.Cut(key, ":")
+			prev = t.Prev + ":" + v
+		}
+		if prev != "" && prev != key {
+			if pg.Renamed == nil {
+				pg.Renamed = map[string]string{}
+			}
+			pg.Renamed[key] = prev
+		}
 		for _, c := range t.Cols {
-			v := rw.attrs[c.ID]
+			v := rw.attrs[c.Name]
 			switch c.Base {
 			case "Ref":
 				r.link(&rec, c, v)
@@ -533,7 +870,7 @@ func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, er
 							out = append(out, map[string]any{"id": e})
 						}
 					}
-					rw.attrs[c.ID] = out
+					rw.attrs[c.Name] = out
 				}
 			}
 		}
@@ -541,7 +878,7 @@ func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, er
 		s.stats.Links.Add(int64(len(rec.Links)))
 		pg.Records = append(pg.Records, rec)
 		if len(s.cfg.AttachmentFormats) > 0 {
-			r.attachmentRecords(ctx, pg, t, rec)
+			r.attachmentRecords(ctx, pg, t, rec, pg.Renamed[key])
 		}
 	}
 	return pg, nil
@@ -554,12 +891,12 @@ const AttachmentMarker = sources.ChildMarker + "attachment:"
 // attachmentRecords appends a document record per attachment of rec whose
 // file extension has a format. A download that fails is a Skip: the
 // attachment's document is kept as it is, never deleted.
-func (r *run) attachmentRecords(ctx context.Context, pg *sources.Page, t *table, rec sources.Record) {
+func (r *run) attachmentRecords(ctx context.Context, pg *sources.Page, t *table, rec sources.Record, prevRow string) {
 	for _, c := range t.Cols {
 		if c.Base != "Attachments" {
 			continue
 		}
-		list, _ := rec.Attributes[c.ID].([]any)
+		list, _ := rec.Attributes[c.Name].([]any)
 		for _, e := range list {
 			m, _ := e.(map[string]any)
 			id, _ := m["id"].(int64)
@@ -569,6 +906,9 @@ func (r *run) attachmentRecords(ctx context.Context, pg *sources.Page, t *table,
 				continue
 			}
 			key := rec.Key + AttachmentMarker + strconv.FormatInt(id, 10)
+			if prevRow != "" {
+				pg.Renamed[key] = prevRow + AttachmentMarker + strconv.FormatInt(id, 10)
+			}
 			content, err := r.s.Attachment(ctx, id)
 			if err != nil {
 				pg.Skipped = append(pg.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s: attachment %d (%s): %w", r.s.cfg.DocID, t.ID, id, name, err)})
@@ -579,9 +919,9 @@ func (r *run) attachmentRecords(ctx context.Context, pg *sources.Page, t *table,
 				Anchor: "Document",
 				Attributes: map[string]any{
 					"name": name, "format": format, "fileIdent": m["fileIdent"], "size": int64(len(content)),
-					"row": rec.Key, "column": c.ID,
+					"row": rec.Key, "column": c.Name,
 				},
-				Links:    []sources.Link{{Type: "ATTACHED_TO", ToAnchor: t.ID, ToKey: rec.Key}},
+				Links:    []sources.Link{{Type: "ATTACHED_TO", ToAnchor: t.Name, ToKey: rec.Key}},
 				Document: &sources.Document{Format: format, Content: content},
 			})
 		}
@@ -590,67 +930,27 @@ func (r *run) attachmentRecords(ctx context.Context, pg *sources.Page, t *table,
 
 // link adds a Link for one Ref value: a row id > 0. Text (an unmatched
 // lookup, grist-api.md "Observed" §3) stays a property and is counted; 0 is
-// an empty Ref.
+// an empty Ref. The target's key is its key column's value when it is keyed
+// by one (a row id with no key, or no row, makes no link).
 func (r *run) link(rec *sources.Record, c column, v any) {
 	switch x := v.(type) {
 	case int64:
 		if x <= 0 {
 			return
 		}
-		target := r.s.current(c.Target)
-		key := rowKey(target, x)
-		if m := r.keyMaps[target]; m != nil {
-			k, ok := m[x]
+		key := rowKey(c.TargetName, x)
+		if kt := r.keys[c.Target]; kt != nil {
+			k, ok := kt.vals[x]
 			if !ok {
 				r.s.stats.RefDangling.Add(1)
 				return
 			}
-			key = target + ":" + k
+			key = c.TargetName + ":" + k
 		}
-		rec.Links = append(rec.Links, sources.Link{Type: strings.ToUpper(c.ID), ToAnchor: target, ToKey: key})
+		rec.Links = append(rec.Links, sources.Link{Type: strings.ToUpper(c.Name), ToAnchor: c.TargetName, ToKey: key})
 	case string:
 		r.s.stats.RefUnmatched.Add(1)
 	}
-}
-
-// keyMap returns row id -> key value for a table keyed by a column (nil
-// for tables keyed by row id), reading the id and key column once per Read.
-func (r *run) keyMap(ctx context.Context, tableID string) (map[int64]string, error) {
-	col, ok := r.keyCols[tableID]
-	if !ok {
-		return nil, nil
-	}
-	if m, ok := r.keyMaps[tableID]; ok {
-		return m, nil
-	}
-	t, err := r.s.columns(ctx, tableID)
-	if err != nil {
-		return nil, err
-	}
-	var kc []column
-	for _, c := range t.Cols {
-		if c.ID == col {
-			kc = append(kc, c)
-		}
-	}
-	if len(kc) == 0 {
-		return nil, fmt.Errorf("grist document %s table %s: key column %q not found", r.s.cfg.DocID, tableID, col)
-	}
-	t.Cols = kc
-	m := map[int64]string{}
-	_, err = r.s.scanTable(ctx, t, func(rows []row) error {
-		for _, rw := range rows {
-			if k, ok := keyString(rw.attrs[col]); ok {
-				m[rw.id] = k
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	r.keyMaps[tableID] = m
-	return m, nil
 }
 
 // loadAttachments reads _grist_Attachments (fileIdent is the SHA-1 of the

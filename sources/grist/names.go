@@ -1,0 +1,386 @@
+package grist
+
+// Following renames.
+//
+// Grist identifies tables and columns by stable numbers, tableRef and colRef
+// (rows of _grist_Tables and _grist_Tables_column, grist-api.md §1 and
+// "Observed in December 2026"), while the API and the config use tableIds
+// and colIds, which change when a user renames a table or a column
+// (RenameTable, RenameColumn; renaming a column's label renames its colId
+// unless untieColIdFromLabel is set; setting a table's title renames its
+// tableId, grist-samples/real/probes/rename-*). The cursor remembers, by
+// tableRef and colRef, the name each table and column was synced under
+// (memTable). A table or column renamed upstream whose old name the config
+// uses and whose new name it does not keeps its old name in records (keys,
+// anchor, attribute names), so that the graph keeps its node ids, labels,
+// properties and vectors, and the read yields a warning naming the new name
+// and every config line to change. Once the config uses the new name, the
+// records take it: their keys change, and each page says which key each
+// record had before (sources.Page.Renamed), so that the pipeline moves
+// them rather than deleting and adding them.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Name is one table or column name the pipeline's config uses for this
+// document, with the config path that says it. Build fills Config.Names
+// from the source's tables and key_columns and the data model's anchors,
+// link tables and mandatory tables.
+type Name struct {
+	// Table is the tableId the config uses.
+	Table string
+	// Column is the colId the config uses; "" names the table itself.
+	Column string
+	// Path is where the config says it, e.g.
+	// "pipelines[0].model.anchors[1].attributes[0].column".
+	Path string
+}
+
+// memTable is what the cursor remembers of one table: the name its records
+// were synced under and, by colRef, the name of each column's attribute.
+type memTable struct {
+	Ref  int64             `json:"ref"`
+	Name string            `json:"name"`
+	Cols map[string]string `json:"cols,omitempty"`
+}
+
+// SchemaError says that the config and the document disagree on a table or
+// column the config uses: it was removed or renamed upstream, or never
+// existed. A Read that finds one yields it before reading any row, so
+// nothing is written for the source.
+type SchemaError struct {
+	Doc, Table, Column string
+	// Paths are the config lines that use the name.
+	Paths []string
+	// Problem says what is wrong and what to do.
+	Problem string
+}
+
+func (e *SchemaError) Error() string {
+	what := fmt.Sprintf("table %q", e.Table)
+	if e.Column != "" {
+		what = fmt.Sprintf("table %q column %q", e.Table, e.Column)
+	}
+	return fmt.Sprintf("grist document %s: %s (used by %s): %s", e.Doc, what, strings.Join(e.Paths, ", "), e.Problem)
+}
+
+// names indexes Config.Names.
+type names struct {
+	tables map[string][]string            // table → paths naming it
+	cols   map[string]map[string][]string // table → column → paths
+}
+
+func indexNames(ns []Name) names {
+	out := names{tables: map[string][]string{}, cols: map[string]map[string][]string{}}
+	for _, n := range ns {
+		if n.Column == "" {
+			out.tables[n.Table] = append(out.tables[n.Table], n.Path)
+			continue
+		}
+		if out.cols[n.Table] == nil {
+			out.cols[n.Table] = map[string][]string{}
+		}
+		out.cols[n.Table][n.Column] = append(out.cols[n.Table][n.Column], n.Path)
+	}
+	return out
+}
+
+// tablePaths are the config paths naming any of the table's names.
+func (n names) tablePaths(ids ...string) []string {
+	var out []string
+	for _, id := range ids {
+		out = append(out, n.tables[id]...)
+		for _, ps := range n.cols[id] {
+			out = append(out, ps...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// colPaths are the config paths naming column col of the table known by
+// any of ids.
+func (n names) colPaths(col string, ids ...string) []string {
+	var out []string
+	for _, id := range ids {
+		out = append(out, n.cols[id][col]...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// tableList is the answer of GET /docs/{docId}/tables (grist-api.md §2).
+type tableList struct {
+	Tables []struct {
+		ID     string `json:"id"`
+		Fields struct {
+			TableRef           int64 `json:"tableRef"`
+			SummarySourceTable int64 `json:"summarySourceTable"`
+		} `json:"fields"`
+	} `json:"tables"`
+}
+
+// docTable is one table of GET /tables.
+type docTable struct {
+	id      string
+	ref     int64
+	summary int64
+}
+
+// schemaInfo is the outcome of reading the document's schema against the
+// config and the remembered names.
+type schemaInfo struct {
+	// tables are the tables to read.
+	tables []*table
+	// names maps every current tableId to the name records use for it
+	// (the remembered name of an aliased table, else the tableId).
+	names map[string]string
+	// warnings are renames the config should follow.
+	warnings []string
+	// memory is what the next cursor remembers.
+	memory []memTable
+}
+
+// nameOf is the name records use for the table whose tableId is now id.
+func (si *schemaInfo) nameOf(id string) string {
+	if n, ok := si.names[id]; ok {
+		return n
+	}
+	return id
+}
+
+// schema reads /tables and the columns of every selected table, and
+// resolves each against the config's names and mem (the cursor's memory).
+func (s *Source) schema(ctx context.Context, mem []memTable) (*schemaInfo, error) {
+	var tl tableList
+	if err := s.c.getJSON(ctx, http.MethodGet, "/tables", nil, nil, "", "list tables", &tl); err != nil {
+		return nil, err
+	}
+	byID := map[string]docTable{}
+	byRef := map[int64]docTable{}
+	for _, t := range tl.Tables {
+		d := docTable{id: t.ID, ref: t.Fields.TableRef, summary: t.Fields.SummarySourceTable}
+		byID[d.id] = d
+		if d.ref != 0 {
+			byRef[d.ref] = d
+		}
+	}
+	memByRef := map[int64]memTable{}
+	memByName := map[string]memTable{}
+	for _, m := range mem {
+		memByRef[m.Ref] = m
+		memByName[m.Name] = m
+	}
+	nm := indexNames(s.cfg.Names)
+	si := &schemaInfo{names: map[string]string{}}
+
+	// The tables to read, by current tableId.
+	var selected []docTable
+	if len(s.cfg.Tables) > 0 {
+		for i, want := range s.cfg.Tables {
+			d, ok := byID[want]
+			if !ok {
+				m, known := memByName[want]
+				if cur, still := byRef[m.Ref]; known && m.Ref != 0 && still {
+					d, ok = cur, true
+				} else if known {
+					return nil, &SchemaError{Doc: s.cfg.DocID, Table: want, Paths: pathsOr(nm.tablePaths(want), fmt.Sprintf("tables[%d]", i)),
+						Problem: fmt.Sprintf("the table (tableRef %d) was removed from the Grist document; nothing was read or deleted; remove it from the config, or restore it in Grist (document history)", m.Ref)}
+				}
+			}
+			if !ok {
+				return nil, &APIError{Status: http.StatusNotFound, Doc: s.cfg.DocID, Table: want, Op: "list tables", Message: fmt.Sprintf("Table not found %q", want)}
+			}
+			if !slices.ContainsFunc(selected, func(x docTable) bool { return x.ref == d.ref && x.id == d.id }) {
+				selected = append(selected, d)
+			}
+		}
+	} else {
+		for _, t := range tl.Tables {
+			if UserTable(t.ID, t.Fields.SummarySourceTable) {
+				selected = append(selected, byID[t.ID])
+			}
+		}
+		sort.Slice(selected, func(i, j int) bool { return selected[i].id < selected[j].id })
+		// A remembered table no longer in the document was removed: its
+		// records go with the full listing that follows (within the
+		// mass-delete guard); the config may still name it.
+		for _, m := range mem {
+			if _, ok := byRef[m.Ref]; !ok {
+				if ps := nm.tablePaths(m.Name); len(ps) > 0 {
+					si.warnings = append(si.warnings, fmt.Sprintf("grist document %s: table %q (tableRef %d) was removed from the document; remove it from %s",
+						s.cfg.DocID, m.Name, m.Ref, strings.Join(ps, ", ")))
+				}
+			}
+		}
+	}
+
+	// Each table's name: the remembered one while the config uses it and
+	// not the new one (and no other table took it).
+	for _, d := range selected {
+		name := d.id
+		if m, ok := memByRef[d.ref]; ok && m.Name != d.id {
+			_, taken := byID[m.Name]
+			old, cur := nm.tablePaths(m.Name), nm.tablePaths(d.id)
+			if len(old) > 0 && len(cur) == 0 && !taken {
+				name = m.Name
+			}
+			if len(old) > 0 {
+				si.warnings = append(si.warnings, renameWarning(s.cfg.DocID, fmt.Sprintf("table %q", m.Name), d.id,
+					fmt.Sprintf("tableRef %d", d.ref), name == m.Name, old))
+			} else {
+				s.logger.Info("table renamed upstream; its records take the new name", "from", m.Name, "to", d.id, "tableRef", d.ref)
+			}
+		}
+		si.names[d.id] = name
+	}
+	for _, d := range byID {
+		if _, ok := si.names[d.id]; !ok {
+			si.names[d.id] = d.id
+		}
+	}
+
+	for _, d := range selected {
+		t, err := s.columns(ctx, d.id)
+		if err != nil {
+			return nil, err
+		}
+		t.Ref = d.ref
+		t.Name = si.names[d.id]
+		m := memByRef[d.ref]
+		if m.Name != "" && m.Name != t.Name {
+			t.Prev = m.Name
+		}
+		ids := []string{t.Name, d.id}
+		if m.Name != "" {
+			ids = append(ids, m.Name)
+		}
+		if err := s.nameColumns(t, m, nm, ids, si); err != nil {
+			return nil, err
+		}
+		kc := ""
+		for _, id := range ids {
+			if k, ok := s.cfg.KeyColumns[id]; ok {
+				kc = k
+				break
+			}
+		}
+		if kc != "" {
+			i := slices.IndexFunc(t.Cols, func(c column) bool { return c.Name == kc })
+			if i < 0 {
+				return nil, fmt.Errorf("grist document %s table %s: key column %q not found", s.cfg.DocID, d.id, kc)
+			}
+			t.KeyCol, t.KeyColID = kc, t.Cols[i].ID
+		}
+		mt := memTable{Ref: d.ref, Name: t.Name, Cols: map[string]string{}}
+		for _, c := range t.Cols {
+			mt.Cols[strconv.FormatInt(c.ColRef, 10)] = c.Name
+		}
+		si.memory = append(si.memory, mt)
+		si.tables = append(si.tables, t)
+	}
+	for _, t := range si.tables {
+		for i := range t.Cols {
+			if c := &t.Cols[i]; c.Target != "" {
+				c.TargetName = si.nameOf(c.Target)
+			}
+		}
+	}
+	return si, nil
+}
+
+// nameColumns gives each column of t the name its attribute has (the
+// remembered one while the config uses it and not the new colId) and checks
+// that every column the config uses for the table exists.
+func (s *Source) nameColumns(t *table, m memTable, nm names, ids []string, si *schemaInfo) error {
+	present := map[string]bool{}
+	for _, c := range t.Cols {
+		present[c.ID] = true
+	}
+	for i := range t.Cols {
+		c := &t.Cols[i]
+		c.Name = c.ID
+		old, ok := m.Cols[strconv.FormatInt(c.ColRef, 10)]
+		if !ok || old == c.ID {
+			continue
+		}
+		oldPaths, curPaths := nm.colPaths(old, ids...), nm.colPaths(c.ID, ids...)
+		if len(oldPaths) > 0 && len(curPaths) == 0 && !present[old] {
+			c.Name = old
+		}
+		if len(oldPaths) > 0 {
+			si.warnings = append(si.warnings, renameWarning(s.cfg.DocID, fmt.Sprintf("table %q column %q", t.Name, old), c.ID,
+				fmt.Sprintf("colRef %d", c.ColRef), c.Name == old, oldPaths))
+		}
+	}
+	// Every column the config uses must be there under its name.
+	have := map[string]bool{}
+	for _, c := range t.Cols {
+		have[c.Name] = true
+	}
+	wanted := map[string]bool{}
+	for _, id := range ids {
+		for col := range nm.cols[id] {
+			wanted[col] = true
+		}
+	}
+	for _, col := range slices.Sorted(maps.Keys(wanted)) {
+		if have[col] {
+			continue
+		}
+		e := &SchemaError{Doc: s.cfg.DocID, Table: t.Name, Column: col, Paths: nm.colPaths(col, ids...)}
+		renamedTo, removed := "", false
+		for ref, name := range m.Cols {
+			if name != col {
+				continue
+			}
+			removed = true
+			for _, c := range t.Cols {
+				if strconv.FormatInt(c.ColRef, 10) == ref {
+					renamedTo, removed = c.ID, false
+				}
+			}
+		}
+		switch {
+		case renamedTo != "":
+			e.Problem = fmt.Sprintf("the column was renamed to %q in Grist; nothing was written for the source; change these config lines to %q", renamedTo, renamedTo)
+		case removed:
+			e.Problem = "the column was removed from the Grist document; nothing was written for the source; remove it from the config (and the attribute's property and vector go from the nodes on the next run), or restore the column in Grist (document history)"
+		default:
+			e.Problem = fmt.Sprintf("the table has no such column (it has %s); nothing was written for the source; fix the config", strings.Join(columnIDs(t), ", "))
+		}
+		return e
+	}
+	return nil
+}
+
+func renameWarning(doc, what, to, ref string, kept bool, paths []string) string {
+	if kept {
+		return fmt.Sprintf("grist document %s: %s was renamed to %q in Grist (%s); kgsync follows it by its id and keeps the old name in the graph until the config says %q: change %s to %q",
+			doc, what, to, ref, to, strings.Join(paths, ", "), to)
+	}
+	return fmt.Sprintf("grist document %s: %s was renamed to %q in Grist (%s); change %s to %q", doc, what, to, ref, strings.Join(paths, ", "), to)
+}
+
+func pathsOr(ps []string, def string) []string {
+	if len(ps) == 0 {
+		return []string{def}
+	}
+	return ps
+}
+
+func columnIDs(t *table) []string {
+	out := make([]string, 0, len(t.Cols))
+	for _, c := range t.Cols {
+		out = append(out, c.ID)
+	}
+	return out
+}
