@@ -223,6 +223,9 @@ const (
 	ReasonInterrupted Reason = "interrupted write"
 	ReasonDeleted     Reason = "gone from source"
 	ReasonRebuildOnly Reason = "rebuild graph"
+	// ReasonRenamed: the record had another key upstream before (its table
+	// was renamed, or its key column's value changed); it moves.
+	ReasonRenamed Reason = "renamed"
 )
 
 // Classify compares a record's hash and config fingerprint with its stored

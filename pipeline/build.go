@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/config"
@@ -141,7 +143,7 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 			}
 			srcs = append(srcs, s)
 		case sc.Grist != nil:
-			s, err := grist.New(sc.Name, gristConfig(sc.Grist), logger)
+			s, err := grist.New(sc.Name, GristConfig(sc.Grist, pc.Model, fmt.Sprintf("%s.sources[%d].grist", pipelinePath(cfg, pc), i)), logger)
 			if err != nil {
 				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
 			}
@@ -191,6 +193,18 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 		VectorCapacity: capacity,
 		Logger:         logger,
 	}, nil
+}
+
+// pipelinePath is pc's config path, "pipelines[i]".
+func pipelinePath(cfg *config.Config, pc *config.Pipeline) string {
+	if cfg != nil {
+		for i := range cfg.Pipelines {
+			if cfg.Pipelines[i].Name == pc.Name {
+				return fmt.Sprintf("pipelines[%d]", i)
+			}
+		}
+	}
+	return "pipelines[?]"
 }
 
 func gristConfig(c *config.GristSource) grist.Config {
@@ -267,7 +281,76 @@ func mandatoryLinks(ms []config.Mandatory) []MandatoryLink {
 	return out
 }
 
-// GristConfig is the Grist source configuration of c.
+// GristConfig is the Grist source configuration of c, a source at config
+// path path (e.g. "pipelines[0].sources[1].grist") of a pipeline whose data
+// model is m: the tables and columns m maps become the source's Names,
+// each with its config path, so that the source follows their renames and
+// stops on a mapped column that is gone.
 func GristConfig(c *config.GristSource, m *config.Model, path string) grist.Config {
-	return gristConfig(c)
+	out := gristConfig(c)
+	out.Path = path
+	out.Names = ModelNames(m, modelPath(path))
+	return out
+}
+
+// modelPath is the config path of the model of the pipeline a source path
+// belongs to: "pipelines[0].sources[1].grist" → "pipelines[0].model".
+func modelPath(sourcePath string) string {
+	if i := strings.Index(sourcePath, ".sources["); i >= 0 {
+		return sourcePath[:i] + ".model"
+	}
+	return "model"
+}
+
+// ModelNames lists the table and column names a data model uses, with
+// their config paths under prefix (e.g. "pipelines[0].model"): anchors'
+// tables, attribute and link columns, link tables' tables, ends and
+// properties, mandatory tables' tables and columns.
+func ModelNames(m *config.Model, prefix string) []grist.Name {
+	if m == nil {
+		return nil
+	}
+	var out []grist.Name
+	or := func(a, b string) (string, string) {
+		if a != "" {
+			return a, "column"
+		}
+		return b, "name"
+	}
+	for i, a := range m.Anchors {
+		at := fmt.Sprintf("%s.anchors[%d]", prefix, i)
+		table, field := a.Table, "table"
+		if table == "" {
+			table, field = a.Name, "name"
+		}
+		out = append(out, grist.Name{Table: table, Path: at + "." + field})
+		for j, attr := range a.Attributes {
+			col, f := or(attr.Column, attr.Name)
+			out = append(out, grist.Name{Table: table, Column: col, Path: fmt.Sprintf("%s.attributes[%d].%s", at, j, f)})
+		}
+		for j, l := range a.Links {
+			col, f := or(l.Column, l.Name)
+			out = append(out, grist.Name{Table: table, Column: col, Path: fmt.Sprintf("%s.links[%d].%s", at, j, f)})
+		}
+	}
+	for i, lt := range m.LinkTables {
+		at := fmt.Sprintf("%s.link_tables[%d]", prefix, i)
+		out = append(out, grist.Name{Table: lt.Table, Path: at + ".table"},
+			grist.Name{Table: lt.Table, Column: lt.From.Column, Path: at + ".from.column"},
+			grist.Name{Table: lt.Table, Column: lt.To.Column, Path: at + ".to.column"})
+		for j, p := range lt.Properties {
+			out = append(out, grist.Name{Table: lt.Table, Column: p, Path: fmt.Sprintf("%s.properties[%d]", at, j)})
+		}
+	}
+	for i, mt := range m.MandatoryTables {
+		at := fmt.Sprintf("%s.mandatory_tables[%d]", prefix, i)
+		out = append(out, grist.Name{Table: mt.Table, Path: at + ".table"})
+		for f, col := range map[string]string{"from": mt.From, "to": mt.To, "note": mt.Note} {
+			if col != "" {
+				out = append(out, grist.Name{Table: mt.Table, Column: col, Path: at + "." + f})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b grist.Name) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }

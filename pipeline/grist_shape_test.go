@@ -6,7 +6,6 @@ package pipeline_test
 // counts the embedding calls a fresh sync would not need.
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -190,8 +189,6 @@ func hasLog(logs *testlog.Buffer, parts ...string) bool {
 	return false
 }
 
-var _ = bytes.NewBuffer
-
 // TestGristResyncReadsEverything: resync --full and --reembed on an
 // unchanged document read every row and do what they say, although
 // /states answers that nothing changed; plan --full lists every row.
@@ -272,5 +269,220 @@ func TestGristAddedThenRemovedColumn(t *testing.T) {
 	require.NotContains(t, n, "answer_embedding")
 	require.Contains(t, n, "answer")
 	require.Zero(t, r.graph.Count(pipeline.LabelChunk))
+	requireFresh(t, r, sc, m)
+}
+
+// TestGristRenamedEmbeddableColumn: a mapped embeddable column renamed in
+// Grist (description → desc_text) keeps every node, property and vector as
+// it was (0 statements, 0 embedding calls), and the run warns with the
+// config line to change; edits after the rename still reach the graph.
+// Once the config says desc_text, a run embeds nothing and the graph is
+// that of a fresh sync.
+func TestGristRenamedEmbeddableColumn(t *testing.T) {
+	t.Parallel()
+	srv := shapeDoc(t)
+	sc, m := shapeSource(srv), shapeModel()
+	r := newShapeRig(t, sc, m)
+	r.sync(t, pipeline.Mode{})
+	before := r.graph.Snapshot("_synced_at")
+
+	srv.RenameColumn("HSCodes", "description", "desc_text")
+	r.emb.reset()
+	run := r.sync(t, pipeline.Mode{})
+	calls, _ := r.emb.reset()
+	require.Zero(t, calls)
+	require.Zero(t, run.Counts.SinkStatements)
+	require.Equal(t, before, r.graph.Snapshot("_synced_at"))
+	require.Len(t, run.Warnings, 1)
+	require.Contains(t, run.Warnings[0], `table "HSCodes" column "description" was renamed to "desc_text"`)
+	require.Contains(t, run.Warnings[0], "pipelines[0].model.anchors[0].attributes[1].name")
+	require.True(t, hasLog(r.logs, "WARN", "desc_text"))
+	plan, err := r.p.Plan(t.Context(), pipeline.Mode{})
+	require.NoError(t, err)
+	require.Equal(t, run.Warnings, plan.Warnings, "plan says it too")
+
+	srv.UpdateRows("HSCodes", map[int64]map[string]any{4: {"desc_text": "Horses, live (edited)"}})
+	run = r.sync(t, pipeline.Mode{})
+	require.Equal(t, 1, run.Counts.RecordsChanged)
+	n, _ := r.graph.Node("cn_code", "HSCodes:0101")
+	require.Equal(t, "Horses, live (edited)", n["description"])
+	_, texts := r.emb.reset()
+	require.Equal(t, []string{"Horses, live (edited)"}, texts)
+
+	m.Anchors[0].Attributes[1].Column = "desc_text"
+	r.configure(t, sc, m)
+	run = r.sync(t, pipeline.Mode{})
+	calls, _ = r.emb.reset()
+	require.Zero(t, calls, "the texts are the same")
+	require.Zero(t, run.Counts.RecordsDeleted)
+	require.Empty(t, run.Warnings)
+	requireFresh(t, r, sc, m)
+	t.Logf("config follows the rename: %d records rewritten, %d statements, %d texts embedded",
+		run.Counts.RecordsChanged, run.Counts.SinkStatements, run.Counts.ChunksEmbedded)
+}
+
+// TestGristRemovedMappedColumn: a column the model maps that is removed in
+// Grist stops the run before anything is written, naming the table, the
+// column and the config line; plan says so too. Once the attribute is out
+// of the config, its property and vector leave every node.
+func TestGristRemovedMappedColumn(t *testing.T) {
+	t.Parallel()
+	srv := shapeDoc(t)
+	sc, m := shapeSource(srv), shapeModel()
+	r := newShapeRig(t, sc, m)
+	r.sync(t, pipeline.Mode{})
+	before := r.graph.Snapshot("_synced_at")
+	writes := r.graph.Writes
+
+	srv.RemoveColumn("Guides", "title")
+	_, err := r.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.Error(t, err)
+	var se *grist.SchemaError
+	require.ErrorAs(t, err, &se)
+	for _, want := range []string{`table "Guides" column "title"`, "pipelines[0].model.anchors[1].attributes[0].name", "removed from the Grist document"} {
+		require.Contains(t, err.Error(), want)
+	}
+	require.Equal(t, writes, r.graph.Writes, "nothing written")
+	require.Equal(t, before, r.graph.Snapshot("_synced_at"))
+	plan, err := r.p.Plan(t.Context(), pipeline.Mode{})
+	require.NoError(t, err)
+	require.Len(t, plan.Incomplete, 1)
+	require.Contains(t, plan.Incomplete[0], `column "title"`)
+
+	m.Anchors[1].Attributes = nil
+	r.configure(t, sc, m)
+	r.emb.reset()
+	r.sync(t, pipeline.Mode{})
+	calls, _ := r.emb.reset()
+	require.Zero(t, calls)
+	for _, id := range r.graph.Nodes("guide") {
+		n, _ := r.graph.Node("guide", id)
+		require.NotContains(t, n, "title")
+		require.NotContains(t, n, "title_embedding")
+	}
+	requireFresh(t, r, sc, m)
+}
+
+// TestGristRenamedTable: a table renamed in Grist (FAQ → FAQs) while the
+// config names FAQ keeps its nodes, chunks and vectors (0 deletions, 0
+// statements, 0 embedding calls) and warns; later edits are read under the
+// old name (no "Table not found"). Once the config says FAQs, the records
+// move to their new keys: nothing is deleted or embedded, the mass-delete
+// guard stays out of it, and the graph is that of a fresh sync.
+func TestGristRenamedTable(t *testing.T) {
+	t.Parallel()
+	srv := shapeDoc(t)
+	sc, m := shapeSource(srv), shapeModel()
+	r := newShapeRig(t, sc, m)
+	r.p.MaxDeleteRatio = 0.1 // the 8 FAQ rows are a quarter of the document
+	first := r.sync(t, pipeline.Mode{})
+	require.Positive(t, first.Counts.ChunksEmbedded)
+	chunks := r.graph.Count(pipeline.LabelChunk)
+	require.Positive(t, chunks, "long answers are chunked")
+	before := r.graph.Snapshot("_synced_at")
+
+	srv.RenameTable("FAQ", "FAQs")
+	r.emb.reset()
+	run := r.sync(t, pipeline.Mode{})
+	calls, _ := r.emb.reset()
+	require.Zero(t, calls)
+	require.Zero(t, run.Counts.RecordsDeleted+run.Counts.SinkStatements)
+	require.Equal(t, before, r.graph.Snapshot("_synced_at"))
+	require.Len(t, run.Warnings, 1)
+	for _, want := range []string{`table "FAQ" was renamed to "FAQs"`, "pipelines[0].sources[0].grist.tables[3]", "pipelines[0].model.anchors[2].table"} {
+		require.Contains(t, run.Warnings[0], want)
+	}
+
+	srv.UpdateRows("FAQs", map[int64]map[string]any{2: {"category": "transit"}})
+	run = r.sync(t, pipeline.Mode{})
+	require.Equal(t, 1, run.Counts.RecordsChanged)
+	n, _ := r.graph.Node("faq", "FAQ:2")
+	require.Equal(t, "transit", n["category"])
+
+	sc.Tables[3] = "FAQs"
+	m.Anchors[2].Table = "FAQs"
+	r.configure(t, sc, m)
+	run = r.sync(t, pipeline.Mode{})
+	calls, _ = r.emb.reset()
+	require.Zero(t, calls)
+	require.Zero(t, run.Counts.RecordsDeleted)
+	require.Zero(t, run.Counts.ChunksEmbedded)
+	require.Equal(t, 8, run.Counts.RecordsRenamed)
+	require.Empty(t, run.Warnings)
+	require.Equal(t, chunks, r.graph.Count(pipeline.LabelChunk))
+	requireFresh(t, r, sc, m)
+	t.Logf("config follows the rename: %d renamed, %d statements, %d chunks embedded", run.Counts.RecordsRenamed, run.Counts.SinkStatements, run.Counts.ChunksEmbedded)
+	require.Zero(t, r.sync(t, pipeline.Mode{}).Counts.RecordsRead)
+}
+
+// TestGristKeyChangeRelinks: a key value changed in Grist (0101 → 0101Z)
+// moves its node and re-links, in the same run, every edge that points at
+// the row — the children's PARENT edges and the link table's edge — with no
+// placeholder left behind and nothing embedded. A bulk change of more keys
+// than /compare keeps values of (10) works the same.
+func TestGristKeyChangeRelinks(t *testing.T) {
+	t.Parallel()
+	srv := shapeDoc(t)
+	sc, m := shapeSource(srv), shapeModel()
+	r := newShapeRig(t, sc, m)
+	r.sync(t, pipeline.Mode{})
+
+	srv.UpdateRows("HSCodes", map[int64]map[string]any{4: {"hscode": "0101Z"}})
+	r.emb.reset()
+	run := r.sync(t, pipeline.Mode{})
+	calls, _ := r.emb.reset()
+	require.Zero(t, calls)
+	require.Equal(t, 1, run.Counts.RecordsRenamed)
+	require.Zero(t, run.Counts.RecordsDeleted)
+	_, ok := r.graph.Node("cn_code", "HSCodes:0101")
+	require.False(t, ok, "no placeholder left for the old key")
+	noPlaceholders(t, r.graph, "cn_code", "guide")
+	parents := 0
+	for _, e := range r.graph.Edges() {
+		if e.To.ID == "HSCodes:0101Z" && e.Type == "PARENT" {
+			parents++
+		}
+	}
+	require.Equal(t, 12, parents, "the 12 subheadings point at the new key")
+	requireFresh(t, r, sc, m)
+	t.Logf("key change: %d records read, %d statements, %d texts embedded", run.Counts.RecordsRead, run.Counts.SinkStatements, run.Counts.ChunksEmbedded)
+
+	// Every subheading's key at once: more rows than /compare keeps values of.
+	up := map[int64]map[string]any{}
+	for id := int64(7); id <= 18; id++ {
+		up[id] = map[string]any{"hscode": fmt.Sprintf("X%d", id)}
+	}
+	srv.UpdateRows("HSCodes", up)
+	run = r.sync(t, pipeline.Mode{})
+	require.Equal(t, 12, run.Counts.RecordsRenamed)
+	require.Zero(t, run.Counts.RecordsDeleted+run.Counts.ChunksEmbedded)
+	requireFresh(t, r, sc, m)
+
+	// A referenced row removed, then its id reused by a new row.
+	srv.DeleteRows("HSCodes", 19) // 010221, the last row
+	r.sync(t, pipeline.Mode{})
+	requireFresh(t, r, sc, m)
+	srv.AddRows("HSCodes", map[string]any{"hscode": "010229", "description": "Cattle, other", "parent": 5, "level": 6})
+	r.sync(t, pipeline.Mode{})
+	requireFresh(t, r, sc, m)
+}
+
+// TestGristEditReadsNoKeyColumn: editing one row of a table that others
+// reference reads that row (and the keys of the rows it refers to, which
+// state has), not the key columns of the referenced tables.
+func TestGristEditReadsNoKeyColumn(t *testing.T) {
+	t.Parallel()
+	srv := shapeDoc(t)
+	sc, m := shapeSource(srv), shapeModel()
+	r := newShapeRig(t, sc, m)
+	r.sync(t, pipeline.Mode{})
+	srv.ResetCounts()
+	srv.UpdateRows("HeadingGuides", map[int64]map[string]any{1: {"note": "horses and mules"}})
+	srv.UpdateRows("HSCodes", map[int64]map[string]any{10: {"description": "Horses of kind 4, live (edited)"}})
+	run := r.sync(t, pipeline.Mode{})
+	require.Equal(t, 2, run.Counts.RecordsChanged)
+	// One SQL page per edited table's rows; HSCodes (19 rows) and Guides
+	// keyed by a column are not read (PageSize 7 would take 3 + 1 pages).
+	require.Equal(t, 2, srv.Requests("POST", "/sql"), "SQL requests")
 	requireFresh(t, r, sc, m)
 }

@@ -48,6 +48,7 @@ func (r *runner) intent(source string, outs []*recordOutput, commit state.Commit
 			if !seen[c.ID] {
 				seen[c.ID] = true
 				c.Hash = 0
+				c.RecordKey = rec.Key // a moved record's old chunks too
 				chunks = append(chunks, c)
 			}
 		}

@@ -497,6 +497,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 	for _, o := range outs {
 		rec := o.it.rec
 		ref := state.RecordRef{Source: source, Key: rec.Key}
+		r.moveOps(b, &commit, source, o)
 		if o.oldNode != nil {
 			b.DeleteNodes = append(b.DeleteNodes, *o.oldNode)
 		}
@@ -519,7 +520,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			rp, _ := json.Marshal(recordProps{Mandatory: o.mandatory})
 			commit.Records = append(commit.Records, state.Record{
 				Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
-				Fingerprint: r.fingerprint(rec), Props: rp,
+				Fingerprint: r.fingerprint(rec), Props: rp, Origin: stateOrigin(rec.Origin),
 			})
 			continue
 		}
@@ -528,7 +529,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			rp, _ := json.Marshal(recordProps{Edge: o.edge})
 			commit.Records = append(commit.Records, state.Record{
 				Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
-				Fingerprint: r.fingerprint(rec), Props: rp,
+				Fingerprint: r.fingerprint(rec), Props: rp, Origin: stateOrigin(rec.Origin),
 			})
 			continue
 		}
@@ -615,7 +616,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			Elements: o.elements, Terms: o.terms, XRefs: o.xrefs, Ext: o.ext, ExtEdges: o.oldExtEdges, DocIDs: o.docIDs})
 		commit.Records = append(commit.Records, state.Record{
 			Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
-			Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp,
+			Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp, Origin: stateOrigin(rec.Origin),
 		})
 		commit.ReplaceChunks[ref] = o.states
 	}
@@ -624,6 +625,41 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		commit.LexicalUpserts = append(commit.LexicalUpserts, o.lexRows...)
 	}
 	return b, commit
+}
+
+// moveOps handles a record that moves from another key (item.from): the
+// old record leaves state in the same commit, and its node goes — a table
+// row's node as a placeholder (retireRow) that is deleted once nothing
+// points to it, so that edges from records not read again follow when
+// those are (the rows referring to a changed key are listed with it).
+func (r *runner) moveOps(b *sink.Batch, commit *state.Commit, source string, o *recordOutput) {
+	it := o.it
+	if it.from == "" {
+		return
+	}
+	commit.DeleteRecords = append(commit.DeleteRecords, state.RecordRef{Source: source, Key: it.from})
+	if it.fromRec == nil || it.fromRec.Anchor == "" {
+		return
+	}
+	sp, err := decodeRecordProps(it.fromRec.Props)
+	if err != nil || sp.Edge != nil || sp.Mandatory != nil {
+		if err == nil && sp.Edge != nil && (o.edge == nil || sp.Edge.ref() != o.edge.ref()) {
+			b.DeleteEdges = append(b.DeleteEdges, sp.Edge.ref())
+		}
+		return
+	}
+	old := sink.NodeRef{Label: it.fromRec.Anchor, ID: nodeIDOf(source, it.from, sp)}
+	if o.edge == nil && o.mandatory == nil && old == (sink.NodeRef{Label: o.label, ID: o.nodeID}) {
+		return
+	}
+	if o.oldNode != nil && *o.oldNode == old {
+		o.oldNode = nil
+	}
+	if isRow(sp) {
+		r.retireRow(b, old, sp)
+		return
+	}
+	b.DeleteNodes = append(b.DeleteNodes, old)
 }
 
 // edgeOps writes a link-table row's edge, deleting its old edge when the row

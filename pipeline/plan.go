@@ -34,6 +34,9 @@ type Plan struct {
 	Incomplete []string
 	// GuardError is set when the deletions would trip the mass-delete guard.
 	GuardError string
+	// Warnings are the sources' warnings (renamed tables or columns whose
+	// old names the config still uses).
+	Warnings []string
 }
 
 // PlanItem is one record that would be processed.
@@ -82,8 +85,13 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 			cursor = sources.FullCursor(src, cursor)
 		}
 		complete := true
-		for page, err := range src.Read(ctx, cursor) {
+		for page, err := range p.read(ctx, src, cursor) {
 			if errors.Is(err, sources.ErrNotModified) {
+				for _, w := range sources.NotModifiedWarnings(err) {
+					if !slices.Contains(plan.Warnings, w) {
+						plan.Warnings = append(plan.Warnings, w)
+					}
+				}
 				complete = false
 				break
 			}
@@ -95,6 +103,11 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 			if page.Partial {
 				complete = false // an incremental listing: absent keys are not deletions
 			}
+			for _, w := range page.Warnings {
+				if !slices.Contains(plan.Warnings, w) {
+					plan.Warnings = append(plan.Warnings, w)
+				}
+			}
 			for _, k := range page.Deleted {
 				if _, ok := stored.get(k); ok {
 					plan.Items = append(plan.Items, PlanItem{Source: name, Key: k, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
@@ -105,7 +118,7 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 				if stored.markSeen(rec.Key) {
 					continue
 				}
-				it, err := r.classify(name, rec, stored)
+				it, err := r.classify(name, rec, stored, page.Renamed[rec.Key])
 				if err != nil {
 					return nil, err
 				}

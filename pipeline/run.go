@@ -37,12 +37,28 @@ type item struct {
 	hash   uint64
 	class  diff.Class
 	reason diff.Reason
+	// foundOwn says the record is in state under its own key.
+	foundOwn bool
 	// found says the record is in state; stored is its stored version and
 	// storedChunks its stored chunks by position, loaded for the batch (nil
 	// when new).
 	found        bool
 	stored       *state.Record
 	storedChunks []state.Chunk
+	// from is the key the record had before (sources.Page.Renamed) when
+	// that record is stored: it moves to the new key. fromRec is its stored
+	// version (loaded for the batch).
+	from    string
+	fromRec *state.Record
+}
+
+// storedKey is the key the item's stored version is under: its own, or
+// the key it moves from.
+func (it *item) storedKey() string {
+	if it.from != "" && !it.foundOwn {
+		return it.from
+	}
+	return it.rec.Key
 }
 
 func (r *runner) counts() *state.Counts { return &r.run.Counts }
@@ -136,7 +152,19 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 	partial := false
 	batchSize := max(r.p.BatchSize, 1)
 
+	// moving are the keys records of the pending batch move from;
+	// origins the origins of unchanged records that state lacks.
+	moving := map[string]bool{}
+	origins := map[state.RecordRef]state.Origin{}
 	flush := func() error {
+		if len(origins) > 0 {
+			// Records stored before their origin was kept get it, without
+			// being rewritten.
+			if err := r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, SetOrigins: origins}); err != nil {
+				return fmt.Errorf("commit origins: %w", err)
+			}
+			origins = map[state.RecordRef]state.Origin{}
+		}
 		if len(pending) == 0 {
 			return nil
 		}
@@ -157,9 +185,10 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		// upstream must be mapped anew.
 		from = sources.FullCursor(src, cursor)
 	}
-	read := func(c context.Context) iter.Seq2[*sources.Page, error] { return src.Read(c, from) }
+	read := func(c context.Context) iter.Seq2[*sources.Page, error] { return r.p.read(c, src, from) }
 	for page, err := range prefetch(ctx, read, 2) {
 		if errors.Is(err, sources.ErrNotModified) {
+			r.warn(sources.NotModifiedWarnings(err))
 			r.log.Info("source not modified", slog.String("source", name))
 			cancelIndex()
 			return flush()
@@ -188,24 +217,39 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 				return err
 			}
 		}
+		r.warn(page.Warnings)
 		for _, rec := range page.Records {
+			if moving[rec.Key] {
+				// A record moved in this batch comes back under its old key:
+				// the move is written first.
+				if err := flush(); err != nil {
+					return err
+				}
+				clear(moving)
+			}
 			if stored.markSeen(rec.Key) {
 				r.counts().RecordsSkipped++
 				r.log.Warn("duplicate record key in one listing; keeping the first", slog.String("source", name), slog.String("key", rec.Key))
 				continue
 			}
 			r.counts().RecordsRead++
-			it, err := r.classify(name, rec, stored)
+			it, err := r.classify(name, rec, stored, page.Renamed[rec.Key])
 			if err != nil {
 				return err
 			}
-			switch it.class {
-			case diff.ClassNew:
+			switch {
+			case it.from != "":
+				r.counts().RecordsRenamed++
+				moving[it.from] = true
+			case it.class == diff.ClassNew:
 				r.counts().RecordsNew++
-			case diff.ClassChanged:
+			case it.class == diff.ClassChanged:
 				r.counts().RecordsChanged++
-			case diff.ClassUnchanged:
+			case it.class == diff.ClassUnchanged:
 				r.counts().RecordsUnchanged++
+				if sum, _ := stored.get(rec.Key); sum.Origin != stateOrigin(rec.Origin) {
+					origins[state.RecordRef{Source: name, Key: rec.Key}] = stateOrigin(rec.Origin)
+				}
 				if !r.mode.Full && !r.mode.Reembed {
 					continue
 				}
@@ -339,14 +383,38 @@ func (r *runner) deleteStored(ctx context.Context, source string, keys []string)
 	return nil
 }
 
-func (r *runner) classify(source string, rec sources.Record, stored *recordIndex) (item, error) {
+// classify compares a record with state. from is the key the record had
+// before (sources.Page.Renamed): when that record is stored and not listed
+// yet, the record moves from it (it leaves the index, so that it is not
+// deleted as missing) and is compared with it unless the new key is stored
+// too (the intent of an interrupted move).
+func (r *runner) classify(source string, rec sources.Record, stored *recordIndex, from string) (item, error) {
 	h, err := recordHash(rec)
 	if err != nil {
 		return item{}, fmt.Errorf("record %q: hash: %w", rec.Key, err)
 	}
 	st, found := stored.get(rec.Key)
+	foundOwn := found
+	if from != "" && from != rec.Key && !stored.isSeen(from) {
+		if fs, ok := stored.get(from); ok {
+			if !found {
+				st, found = fs, true
+			}
+			stored.remove(from)
+		} else {
+			from = ""
+		}
+	} else {
+		from = ""
+	}
 	class, reason := diff.Classify(found, st.Hash, st.Fingerprint, h, r.fingerprint(rec))
-	it := item{source: source, rec: rec, hash: h, class: class, reason: reason, found: found}
+	it := item{source: source, rec: rec, hash: h, class: class, reason: reason, found: found, foundOwn: foundOwn, from: from}
+	if from != "" {
+		it.reason = diff.ReasonRenamed
+		if it.class == diff.ClassUnchanged {
+			it.class = diff.ClassChanged
+		}
+	}
 	if class == diff.ClassUnchanged && (r.mode.Full || r.mode.Reembed) {
 		it.reason = diff.ReasonForced
 		if r.mode.Reembed {
@@ -381,12 +449,16 @@ func (r *runner) deleteMissing(ctx context.Context, source string, stored *recor
 	return r.deleteStored(ctx, source, gone)
 }
 
-// loadStored fills in the stored version of the batch's known records.
+// loadStored fills in the stored version of the batch's known records (and
+// of the records they move from).
 func (r *runner) loadStored(ctx context.Context, source string, items []item) error {
 	var keys []string
 	for _, it := range items {
 		if it.found && it.stored == nil {
-			keys = append(keys, it.rec.Key)
+			keys = append(keys, it.storedKey())
+		}
+		if it.from != "" && it.fromRec == nil {
+			keys = append(keys, it.from)
 		}
 	}
 	if len(keys) == 0 {
@@ -401,12 +473,55 @@ func (r *runner) loadStored(ctx context.Context, source string, items []item) er
 		return fmt.Errorf("get stored chunks: %w", err)
 	}
 	for i := range items {
-		if rec, ok := recs[items[i].rec.Key]; ok && items[i].found {
-			items[i].stored = &rec
-			items[i].storedChunks = chunks[rec.Key]
+		it := &items[i]
+		if rec, ok := recs[it.storedKey()]; ok && it.found && it.stored == nil {
+			it.stored = &rec
+			it.storedChunks = chunks[rec.Key]
+			if it.from != "" && it.foundOwn {
+				// The new key holds an interrupted move's intent: the old
+				// key's chunks go too.
+				it.storedChunks = append(slices.Clone(it.storedChunks), chunks[it.from]...)
+			}
+		}
+		if rec, ok := recs[it.from]; ok && it.from != "" {
+			it.fromRec = &rec
 		}
 	}
 	return nil
+}
+
+// read reads src from cursor, through state's row index when both the
+// source and the store have one (sources.IndexedReader, state.OriginIndex).
+func (p *Pipeline) read(ctx context.Context, src sources.Source, cursor string) iter.Seq2[*sources.Page, error] {
+	if ir, ok := src.(sources.IndexedReader); ok {
+		if oi, ok := p.Store.(state.OriginIndex); ok {
+			return ir.ReadIndexed(ctx, cursor, rowIndex{oi: oi, pipeline: p.Name, source: src.Name()})
+		}
+	}
+	return src.Read(ctx, cursor)
+}
+
+// rowIndex is sources.RowIndex over state.
+type rowIndex struct {
+	oi               state.OriginIndex
+	pipeline, source string
+}
+
+func (x rowIndex) RowKeys(ctx context.Context, scope string) (map[int64]string, error) {
+	return x.oi.RecordOrigins(ctx, x.pipeline, x.source, scope)
+}
+
+func stateOrigin(o sources.Origin) state.Origin { return state.Origin{Scope: o.Scope, ID: o.ID} }
+
+// warn logs a source's warnings and keeps them with the run, once each.
+func (r *runner) warn(ws []string) {
+	for _, w := range ws {
+		if slices.Contains(r.run.Warnings, w) {
+			continue
+		}
+		r.run.Warnings = append(r.run.Warnings, w)
+		r.log.Warn("source warning", slog.String("warning", w))
+	}
 }
 
 // guard is the mass-delete guard: deleting more than MaxDeleteRatio of a

@@ -14,6 +14,27 @@ import (
 // cursor (for example HTTP 304). It ends the listing without deleting anything.
 var ErrNotModified = errors.New("sources: not modified")
 
+// NotModifiedError is ErrNotModified with the warnings the source still
+// has for the user (errors.Is(err, ErrNotModified) holds): an unchanged
+// upstream whose renamed table the config still names keeps saying so.
+type NotModifiedError struct {
+	Warnings []string
+}
+
+func (e *NotModifiedError) Error() string { return ErrNotModified.Error() }
+
+// Is makes errors.Is(e, ErrNotModified) true.
+func (e *NotModifiedError) Is(target error) bool { return target == ErrNotModified }
+
+// NotModifiedWarnings returns the warnings a not-modified answer carries.
+func NotModifiedWarnings(err error) []string {
+	var nm *NotModifiedError
+	if errors.As(err, &nm) {
+		return nm.Warnings
+	}
+	return nil
+}
+
 // Source reads one upstream dataset as pages of records in a stable order.
 type Source interface {
 	// Name is the source's name within its pipeline.

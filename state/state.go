@@ -44,13 +44,16 @@ type Counts struct {
 	RecordsChanged   int `json:"changed"`
 	RecordsUnchanged int `json:"unchanged"`
 	RecordsDeleted   int `json:"deleted"`
-	RecordsSkipped   int `json:"skipped"`
-	ChunksTotal      int `json:"chunks_total"`
-	ChunksEmbedded   int `json:"chunks_embedded"`
-	ChunksReused     int `json:"chunks_reused"`
-	ChunksDeleted    int `json:"chunks_deleted"`
-	SinkStatements   int `json:"sink_statements"`
-	SinkBatches      int `json:"sink_batches"`
+	// RecordsRenamed counts records moved to a new key (a renamed table or
+	// a changed key value): neither new nor deleted.
+	RecordsRenamed int `json:"renamed"`
+	RecordsSkipped int `json:"skipped"`
+	ChunksTotal    int `json:"chunks_total"`
+	ChunksEmbedded int `json:"chunks_embedded"`
+	ChunksReused   int `json:"chunks_reused"`
+	ChunksDeleted  int `json:"chunks_deleted"`
+	SinkStatements int `json:"sink_statements"`
+	SinkBatches    int `json:"sink_batches"`
 	// SinkRetries counts transient-error retries of sink calls (sink.Stats.Retries).
 	SinkRetries int `json:"sink_retries"`
 	// EmbedRequests counts calls to the embedding provider (embed.Stats.Calls).

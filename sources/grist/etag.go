@@ -193,7 +193,7 @@ func (s *Source) readETag(ctx context.Context, cursor string, old cursorState, i
 		}
 		if same {
 			s.stats.NotModified.Add(1)
-			yield(nil, sources.ErrNotModified)
+			yield(nil, notModified(old))
 			return errStopped
 		}
 	}
@@ -242,7 +242,7 @@ func (s *Source) readETag(ctx context.Context, cursor string, old cursorState, i
 		}
 	}
 	s.stats.FullScans.Add(1)
-	next := cursorState{Full: now.Unix(), Schema: fingerprint(tables), Config: cfg, Tables: si.memory}
+	next := cursorState{Full: now.Unix(), Schema: fingerprint(tables), Config: cfg, Tables: si.memory, Warnings: si.warnings}
 	return s.readFull(ctx, si, idx, cursor, next, set, yield)
 }
 

@@ -223,6 +223,17 @@ type cursorState struct {
 	// Tables remembers, by tableRef and colRef, the names the tables and
 	// columns read were synced under (names.go).
 	Tables []memTable `json:"tables,omitempty"`
+	// Warnings are the schema's warnings when it was read, repeated while
+	// the document is not modified.
+	Warnings []string `json:"warn,omitempty"`
+}
+
+// notModified is sources.ErrNotModified with the cursor's warnings.
+func notModified(c cursorState) error {
+	if len(c.Warnings) == 0 {
+		return sources.ErrNotModified
+	}
+	return &sources.NotModifiedError{Warnings: c.Warnings}
 }
 
 func (c cursorState) String() string {
@@ -300,7 +311,7 @@ func (s *Source) read(ctx context.Context, cursor string, idx sources.RowIndex, 
 	fullDue := old.Hash == "" || now.Sub(time.Unix(old.Full, 0)) >= s.cfg.FullEvery || old.Config != "" && old.Config != cfg
 	if !fullDue && head != "" && head == old.Hash {
 		s.stats.NotModified.Add(1)
-		yield(nil, sources.ErrNotModified)
+		yield(nil, notModified(old))
 		return errStopped
 	}
 	var delta *compareResult
@@ -319,7 +330,7 @@ func (s *Source) read(ctx context.Context, cursor string, idx sources.RowIndex, 
 	}
 	s.warn(si)
 	fp := fingerprint(si.tables)
-	next := cursorState{Hash: head, Full: old.Full, Schema: fp, Tables: si.memory, Config: cfg}
+	next := cursorState{Hash: head, Full: old.Full, Schema: fp, Tables: si.memory, Config: cfg, Warnings: si.warnings}
 	if delta != nil && fp == old.Schema && !delta.touchesSchema(si.tables) {
 		s.stats.Incremental.Add(1)
 		return s.readIncremental(ctx, si, delta, idx, cursor, next, yield)

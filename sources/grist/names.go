@@ -321,10 +321,12 @@ func (s *Source) nameColumns(t *table, m memTable, nm names, ids []string, si *s
 				fmt.Sprintf("colRef %d", c.ColRef), c.Name == old, oldPaths))
 		}
 	}
-	// Every column the config uses must be there under its name.
+	// Every column the config uses must be there under its name (links
+	// match their column ignoring case, as the model does).
 	have := map[string]bool{}
 	for _, c := range t.Cols {
 		have[c.Name] = true
+		have[strings.ToLower(c.Name)] = true
 	}
 	wanted := map[string]bool{}
 	for _, id := range ids {
@@ -333,7 +335,7 @@ func (s *Source) nameColumns(t *table, m memTable, nm names, ids []string, si *s
 		}
 	}
 	for _, col := range slices.Sorted(maps.Keys(wanted)) {
-		if have[col] {
+		if have[col] || have[strings.ToLower(col)] {
 			continue
 		}
 		e := &SchemaError{Doc: s.cfg.DocID, Table: t.Name, Column: col, Paths: nm.colPaths(col, ids...)}

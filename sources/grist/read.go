@@ -598,7 +598,18 @@ func (s *Source) readIncremental(ctx context.Context, si *schemaInfo, d *compare
 		if err != nil {
 			return err
 		}
-		if err := r.fetchKeys(ctx, kt, live, true); err != nil {
+		// Rows whose key may have changed: every listed row when the key
+		// column has deltas or the deltas are incomplete, else the added
+		// ones and those state has no key for.
+		_, keyTouched := td.ColumnDeltas[t.KeyColID]
+		keyTouched = keyTouched || td.MayBeIncomplete
+		var fetch []int64
+		for _, id := range live {
+			if _, had := stored[id]; keyTouched || !had || slices.Contains(td.AddRows, id) {
+				fetch = append(fetch, id)
+			}
+		}
+		if err := r.fetchKeys(ctx, kt, fetch, true); err != nil {
 			return err
 		}
 		for id := range removed {
