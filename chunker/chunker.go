@@ -45,10 +45,21 @@ type Link struct {
 type Element struct {
 	// Kind says what the element is.
 	Kind Kind
-	// Address is the element's own structural address within its parent:
-	// a section number ("6.5.1", "A.1", "Статья 71") or, where the document
-	// numbers nothing, a heading slug or an ordinal ("p3").
+	// Address is the element's own segment of its address path, unique
+	// among its siblings: a unit of the document's numbering ("Article 7",
+	// "(3)", "6.5.1", "A.1", "Annex II", "Статья 71", "часть 2", "Table
+	// 1") or, where the document numbers nothing, a heading slug or id
+	// ("method-sets", "Method_sets") or a leaf key: a kind letter and a
+	// hash of the leaf's text ("p-3fa2c1"), so that inserting a paragraph
+	// renames nothing else.
 	Address string
+	// Citation is the element's address in full as the document and its
+	// readers cite it ("Article 7(3)(a)", "Annex II 6.3", "Chapter V
+	// Section 2", "Статья 81 часть 3", "6.5.1", "Table 1", "Method sets"),
+	// set by Parse (see assignCitations for the rules); "" for a leaf
+	// without a number of its own. ParseAddress turns what a user types
+	// into the same form; compare with AddressKey.
+	Citation string
 	// Title is the heading text of a section or annex, the caption of a
 	// table ("Table 13 — Metadata for the package name field"), "" for
 	// other kinds.
@@ -91,6 +102,11 @@ type Chunk struct {
 	Tokens int
 	// Parent is the address path of the parent element the chunk's elements share.
 	Parent string
+	// Citation is the address, as cited, of the chunk's first element or,
+	// when that has none of its own (an unnumbered paragraph), of the
+	// nearest element above it that has one ("Article 7(3)", "6.5.1"); ""
+	// when nothing above the chunk is cited.
+	Citation string
 	// Elements are the address paths of the elements the chunk covers.
 	Elements []string
 }
@@ -111,4 +127,9 @@ func (c Chunk) EmbedText() string {
 // Version 2: table captions became table titles and addresses ("Table 13"),
 // figure captions and notes became their own kinds, md/html/txt input is
 // decoded from UTF-16 and Windows-1251, docx and pdf were added.
-const Version = 2
+//
+// Version 3: element citations; leaves keyed by a hash of their text
+// instead of their ordinal; structure read from EUR-Lex HTML, PDF
+// conversions and numbered plain text; running headers, page markers and
+// footnote blocks kept out of the text.
+const Version = 3

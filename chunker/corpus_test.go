@@ -44,6 +44,8 @@ var corpusDocs = []string{
 	"openchain-security-specification-1.1.docx",
 	"openchain-security-specification-1.1.pdf",
 	"OpenChainSpec-2.0-Translation-ru.docx",
+	"eu-mdr-2017-745-oj.html",
+	"mdcg-2019-9-rev1-sscp.md",
 }
 
 // visit calls f for every element under root with its address path

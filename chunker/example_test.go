@@ -31,6 +31,19 @@ Identify the version of the package.
 		fmt.Printf("%s | %s | %d tokens | %q\n", c.Address, c.Context, c.Tokens, c.Text)
 	}
 	// Output:
-	// spdx.md › 7 › 7.1 › p1 | 7 Package information › 7.1 Package name field | 14 tokens | "Identify the full name of the package.\n\nThe name is mandatory."
-	// spdx.md › 7 › 7.2 › p1 | 7 Package information › 7.2 Package version field | 8 tokens | "Identify the version of the package."
+	// spdx.md › 7 › 7.1 › p-4a3f3a | 7 Package information › 7.1 Package name field | 14 tokens | "Identify the full name of the package.\n\nThe name is mandatory."
+	// spdx.md › 7 › 7.2 › p-86f7a7 | 7 Package information › 7.2 Package version field | 8 tokens | "Identify the version of the package."
+}
+
+func ExampleParseAddress() {
+	for _, s := range []string{"point (a) of Article 7(3)", "Section 6.3 of Annex II", "RFC 7231 section 4.2.2", "ч. 3 ст. 81", "MDR, Article 2 (71)"} {
+		a, _ := chunker.ParseAddress(s)
+		fmt.Printf("%s → doc %q, %q\n", s, a.Doc, a.Citation)
+	}
+	// Output:
+	// point (a) of Article 7(3) → doc "", "Article 7(3)(a)"
+	// Section 6.3 of Annex II → doc "", "Annex II 6.3"
+	// RFC 7231 section 4.2.2 → doc "RFC 7231", "4.2.2"
+	// ч. 3 ст. 81 → doc "", "Статья 81 часть 3"
+	// MDR, Article 2 (71) → doc "MDR", "Article 2(71)"
 }

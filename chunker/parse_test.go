@@ -152,12 +152,17 @@ func TestParseConstitution(t *testing.T) {
 	require.NotNil(t, g1)
 	require.Equal(t, "ГЛАВА 1. ОСНОВЫ КОНСТИТУЦИОННОГО СТРОЯ", g1.Title)
 	require.Equal(t, "РАЗДЕЛ ВТОРОЙ ЗАКЛЮЧИТЕЛЬНЫЕ И ПЕРЕХОДНЫЕ ПОЛОЖЕНИЯ", secs["Раздел второй"].Title)
-	// BOM stripped; the numbered parts of an article are paragraphs.
+	// BOM stripped; the numbered parts of an article are its parts,
+	// addressed as cited ("Статья 1 часть 2").
 	require.Equal(t, "КОНСТИТУЦИЯ РОССИЙСКОЙ ФЕДЕРАЦИИ", root.Children[0].Text)
 	a1 := secs["Раздел первый › Глава 1 › Статья 1"]
 	require.Len(t, a1.Children, 2)
 	require.Equal(t, "2. Наименования Российская Федерация и Россия равнозначны.", a1.Children[1].Text)
-	require.Equal(t, "p2", a1.Children[1].Address)
+	require.Equal(t, chunker.KindClause, a1.Children[1].Kind)
+	require.Equal(t, "часть 2", a1.Children[1].Address)
+	require.Equal(t, "Статья 1 часть 2", a1.Children[1].Citation)
+	require.Equal(t, "Статья 1", a1.Citation)
+	require.Equal(t, "Глава 1", secs["Раздел первый › Глава 1"].Citation)
 }
 
 func TestParseSPDX(t *testing.T) {

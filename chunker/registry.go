@@ -122,7 +122,7 @@ func Formats() map[string]string {
 // Parse parses content in the named format into its element tree and
 // returns the KindDocument root. Sibling addresses are made unique (a
 // repeated address gets a "~2", "~3" suffix) so that every element has a
-// distinct address path. It returns an error for an unknown format (the
+// distinct address path, and every element gets its Citation. It returns an error for an unknown format (the
 // message lists the known ones) or content the parser rejects.
 func Parse(format string, content []byte) (*Element, error) {
 	formats.mu.RLock()
@@ -143,7 +143,9 @@ func Parse(format string, content []byte) (*Element, error) {
 	if root == nil || root.Kind != KindDocument {
 		return nil, fmt.Errorf("parse %s: parser returned no document root", format)
 	}
+	structureParts(root)
 	dedupeAddresses(root)
+	assignCitations(root)
 	return root, nil
 }
 

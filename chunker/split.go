@@ -51,7 +51,7 @@ type Options struct {
 // word window) of a leaf longer than MaxTokens.
 type unit struct {
 	elem   string // address path of the leaf
-	key    string // leaf address, "#k" appended for the k-th piece (k >= 2)
+	key    string // leaf address, "#" and a piece key appended for later pieces
 	text   string
 	tokens int
 	join   string // separator before this unit inside one chunk
@@ -60,6 +60,8 @@ type unit struct {
 	// table in every chunk; headerTokens is its token count.
 	header       string
 	headerTokens int
+	// cite is the leaf's own citation ("" for most paragraphs).
+	cite string
 }
 
 // Split groups the leaves of root into chunks, walking the tree in
@@ -82,11 +84,12 @@ type unit struct {
 // are grouped like leaves: text is never truncated or dropped.
 //
 // Addresses and ids. Chunk.Address is the parent's address path plus the
-// key of the chunk's first unit ("rfc7231.txt › 6 › 6.5 › 6.5.1 › p2",
-// "… › p4#3" for the third piece of p4); Chunk.ID is the hex xxhash64 of
-// that address, so ids do not depend on text and an edit keeps them.
-// Leaf addresses are ordinals within their parent, so inserting or
-// deleting a leaf renumbers only the later leaves of that parent.
+// key of the chunk's first unit ("rfc7231.txt › 6 › 6.5 › 6.5.1 ›
+// p-3fa2c1", "… › p-3fa2c1#9b0e" for a later piece of a long leaf, named
+// by a hash of the piece's text); Chunk.ID is the hex xxhash64 of that
+// address. Leaf keys hash the start of the leaf's text (see leafAddress),
+// so inserting or deleting a leaf, or editing a paragraph past its first
+// words, keeps every other chunk's id.
 //
 // Overlap. Every chunk after the first of a run starts with the last
 // OverlapTokens tokens of the previous chunk's own text (cut forward to a
@@ -118,7 +121,7 @@ func Split(docKey string, root *Element, opts Options) ([]Chunk, error) {
 		opts.Tokenizer = DefaultTokenizer()
 	}
 	s := &splitter{opts: opts, tok: opts.Tokenizer, seen: map[string]int{}}
-	s.walk(root, docKey, nil)
+	s.walk(root, docKey, nil, "")
 	return s.out, nil
 }
 
@@ -129,14 +132,17 @@ type splitter struct {
 	seen map[string]int // chunk addresses, to keep them unique
 }
 
-func (s *splitter) walk(e *Element, path string, headings []string) {
+func (s *splitter) walk(e *Element, path string, headings []string, cite string) {
 	if (e.Kind == KindSection || e.Kind == KindAnnex) && e.Title != "" {
 		headings = append(headings[:len(headings):len(headings)], e.Title)
+	}
+	if e.Citation != "" {
+		cite = e.Citation
 	}
 	var run []*Element
 	flush := func() {
 		if len(run) > 0 {
-			s.run(path, headings, run)
+			s.run(path, headings, cite, run)
 			run = nil
 		}
 	}
@@ -146,13 +152,13 @@ func (s *splitter) walk(e *Element, path string, headings []string) {
 			continue
 		}
 		flush()
-		s.walk(c, path+PathSep+c.Address, headings)
+		s.walk(c, path+PathSep+c.Address, headings, cite)
 	}
 	flush()
 }
 
 // run chunks one run of neighbouring leaves under the parent at path.
-func (s *splitter) run(path string, headings []string, leaves []*Element) {
+func (s *splitter) run(path string, headings []string, cite string, leaves []*Element) {
 	var units []unit
 	for _, l := range leaves {
 		text := strings.TrimSpace(l.Text)
@@ -165,7 +171,7 @@ func (s *splitter) run(path string, headings []string, leaves []*Element) {
 		elem := path + PathSep + l.Address
 		n := s.tok.Count(text)
 		if n <= s.opts.MaxTokens {
-			units = append(units, unit{elem: elem, key: l.Address, text: text, tokens: n, join: "\n\n"})
+			units = append(units, unit{elem: elem, key: l.Address, text: text, tokens: n, join: "\n\n", cite: l.Citation})
 			continue
 		}
 		if rows, ok := s.tableRows(l, elem); ok {
@@ -175,10 +181,10 @@ func (s *splitter) run(path string, headings []string, leaves []*Element) {
 		for k, p := range s.pieces(text) {
 			key, join := l.Address, "\n\n"
 			if k > 0 {
-				key = l.Address + "#" + strconv.Itoa(k+1)
+				key = l.Address + "#" + pieceKey(p.text)
 				join = p.join
 			}
-			units = append(units, unit{elem: elem, key: key, text: p.text, tokens: s.tok.Count(p.text), join: join})
+			units = append(units, unit{elem: elem, key: key, text: p.text, tokens: s.tok.Count(p.text), join: join, cite: l.Citation})
 		}
 	}
 	context := strings.Join(headings, PathSep)
@@ -218,6 +224,10 @@ func (s *splitter) run(path string, headings []string, leaves []*Element) {
 				elems = append(elems, u.elem)
 			}
 		}
+		citation := units[i].cite
+		if citation == "" {
+			citation = cite
+		}
 		s.out = append(s.out, Chunk{
 			ID:       fmt.Sprintf("%016x", xxhash.Sum64String(address)),
 			Address:  address,
@@ -227,6 +237,7 @@ func (s *splitter) run(path string, headings []string, leaves []*Element) {
 			Tokens:   tokens,
 			Parent:   path,
 			Elements: elems,
+			Citation: citation,
 		})
 		prevBody = body
 		i = j
@@ -261,16 +272,23 @@ func (s *splitter) tableRows(l *Element, elem string) ([]unit, bool) {
 		for _, p := range s.fitLimit(row, "\n", s.opts.MaxTokens-ht-1) {
 			key := l.Address
 			if len(out) > 0 {
-				key += "#" + strconv.Itoa(len(out)+1)
+				key += "#" + pieceKey(p.text)
 			}
 			join := p.join
 			if len(out) == 0 {
 				join = "\n\n"
 			}
-			out = append(out, unit{elem: elem, key: key, text: p.text, tokens: s.tok.Count(p.text), join: join, header: header, headerTokens: ht})
+			out = append(out, unit{elem: elem, key: key, text: p.text, tokens: s.tok.Count(p.text), join: join, header: header, headerTokens: ht, cite: l.Citation})
 		}
 	}
 	return out, len(out) > 0
+}
+
+// pieceKey names a piece of a long leaf (a sentence, a table row) by four
+// hex digits of the xxhash64 of its text, so that a sentence inserted into
+// a long paragraph renames no other piece.
+func pieceKey(text string) string {
+	return fmt.Sprintf("%04x", xxhash.Sum64String(text)>>48)
 }
 
 // startsTable reports whether us[k] is the first row unit of its table

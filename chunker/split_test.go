@@ -139,9 +139,9 @@ func TestSplitAddresses(t *testing.T) {
 			break
 		}
 	}
-	require.Equal(t, "rfc7231.txt › 6 › 6.5 › 6.5.1 › p1", c.Address)
+	require.Regexp(t, `^rfc7231.txt › 6 › 6.5 › 6.5.1 › p-[0-9a-f]{6}$`, c.Address)
 	require.Equal(t, "6. Response Status Codes › 6.5. Client Error 4xx › 6.5.1. 400 Bad Request", c.Context)
-	require.Equal(t, []string{"rfc7231.txt › 6 › 6.5 › 6.5.1 › p1"}, c.Elements)
+	require.Equal(t, []string{c.Address}, c.Elements)
 	require.True(t, strings.HasPrefix(c.Text, "The 400 (Bad Request) status code indicates"))
 	require.Equal(t, c.Context+"\n\n"+c.Text, c.EmbedText())
 	require.Regexp(t, `^[0-9a-f]{16}$`, c.ID)
@@ -151,7 +151,7 @@ func TestSplitAddresses(t *testing.T) {
 	require.NoError(t, err)
 	found := false
 	for _, x := range chunks {
-		if x.Address == "constitutionrf.txt › Раздел первый › Глава 3 › Статья 67.1 › p1" {
+		if x.Parent == "constitutionrf.txt › Раздел первый › Глава 3 › Статья 67.1" && !found {
 			found = true
 			require.Equal(t, "РАЗДЕЛ ПЕРВЫЙ › ГЛАВА 3. ФЕДЕРАТИВНОЕ УСТРОЙСТВО › Статья 67.1 <*>", x.Context)
 		}
@@ -189,9 +189,9 @@ func TestSplitLongParagraph(t *testing.T) {
 	}
 	require.Equal(t, long, strings.Join(p1, " "))
 	require.Equal(t, word, strings.Join(p2, ""))
-	// Pieces are addressed p1, p1#2, …; ids stay unique.
+	// Pieces are addressed p1, p1#<piece key>, …; ids stay unique.
 	require.Equal(t, "d › 1 › p1", chunks[0].Address)
-	require.Regexp(t, `^d › 1 › p1#\d+$`, chunks[1].Address)
+	require.Regexp(t, `^d › 1 › p1#[0-9a-f]{4}$`, chunks[1].Address)
 
 	// With overlap, texts grow by at most OverlapTokens.
 	opts.OverlapTokens = 16
@@ -322,12 +322,13 @@ func TestStableIDsAfterEdit(t *testing.T) {
 	require.Equal(t, len(before), len(after))
 	diff := 0
 	for i := range before {
-		require.Equal(t, before[i].ID, after[i].ID, "ids do not depend on text")
-		if before[i].Text != after[i].Text {
+		if before[i].Text != after[i].Text || before[i].ID != after[i].ID {
 			diff++
 			require.Equal(t, "rfc7231.txt › 6 › 6.5 › 6.5.2", after[i].Parent)
 		}
 	}
+	// Only the chunk holding the edited paragraph changes (its id too, as
+	// the paragraph is shorter than a leaf key's reach).
 	require.Equal(t, 1, diff)
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // builder assembles an element tree from a flat stream of headings and
@@ -89,13 +91,7 @@ func (b *builder) leaf(kind Kind, text string) *Element {
 		}
 	}
 	if el.Address == "" {
-		n := 1
-		for _, c := range parent.Children {
-			if !isContainer(c.Kind) {
-				n++
-			}
-		}
-		el.Address = leafAddress(el.Kind, n)
+		el.Address = leafAddress(el.Kind, el.Text)
 	}
 	parent.Children = append(parent.Children, el)
 	return el
@@ -136,12 +132,18 @@ func (b *builder) openLevel(addr string) (int, bool) {
 	return 0, false
 }
 
-// leafAddress names a leaf by its ordinal within its parent, prefixed by a
-// letter of its kind (p paragraph, l list, t table, c code). Ordinals, not
-// content hashes, are used because they are readable and citable
-// ("§6.5.1 p2"); inserting a leaf renumbers only its later siblings under the
-// same parent (see Split for how chunk boundaries stay put regardless).
-func leafAddress(kind Kind, n int) string {
+// leafAddress names a leaf by a letter of its kind (p paragraph, l list,
+// t table, c code, n note, k clause, f caption) and six hex digits of the
+// xxhash64 of the start of its text (white space collapsed, the first
+// leafKeyBytes bytes): "p-3fa2c1". Content keys, not ordinals: inserting or
+// deleting a leaf renames no other leaf, so the element ids, chunk ids and
+// chunk properties of the rest of the document stay as they were
+// (ordinals renumbered every later leaf of a parent, which in a text
+// without headings is every later leaf of the document); and only the
+// start of the text, so an edit further into a paragraph keeps its key.
+// Leaves that start alike under one parent are told apart by
+// dedupeAddresses ("~2").
+func leafAddress(kind Kind, text string) string {
 	prefix := "p"
 	switch kind {
 	case KindNote:
@@ -157,7 +159,44 @@ func leafAddress(kind Kind, n int) string {
 	case KindCode:
 		prefix = "c"
 	}
-	return prefix + strconv.Itoa(n)
+	const hexdigits = "0123456789abcdef"
+	h := xxhash.Sum64String(textKey(text, leafKeyBytes))
+	var b [8]byte
+	b[0], b[1] = prefix[0], '-'
+	for i := 0; i < 6; i++ {
+		b[2+i] = hexdigits[(h>>(60-4*uint(i)))&0xf]
+	}
+	return string(b[:])
+}
+
+// leafKeyBytes is how much of a leaf's text its key hashes.
+const leafKeyBytes = 96
+
+// textKey is the first n bytes of s with white space collapsed (as
+// normalizeSpace does), cut at a character boundary; it reads no more of
+// s than it needs.
+func textKey(s string, n int) string {
+	var sb strings.Builder
+	sb.Grow(min(n, len(s)))
+	space := false
+	for _, r := range s {
+		if unicode.IsSpace(r) || r == '\u00a0' {
+			space = sb.Len() > 0
+			continue
+		}
+		if space {
+			if sb.Len()+1 > n {
+				break
+			}
+			sb.WriteByte(' ')
+			space = false
+		}
+		if sb.Len()+utf8.RuneLen(r) > n {
+			break
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
 }
 
 // dedupeAddresses makes sibling addresses unique: the second and later
