@@ -97,7 +97,7 @@ func buildDocGraph(docID, docLabel, key string, root *chunker.Element) docGraph 
 	walk = func(e *chunker.Element, path, parentLabel string, level int) {
 		for _, c := range e.Children {
 			id := path + PathSep + c.Address
-			n := elementNode{ID: id, Kind: string(c.Kind), Address: c.Address, Title: c.Title, Level: level, Parent: path, ParentLabel: parentLabel}
+			n := elementNode{ID: id, Kind: string(c.Kind), Address: c.Address, Citation: c.Citation, Title: c.Title, Level: level, Parent: path, ParentLabel: parentLabel}
 			if len(c.Children) > 0 || c.Kind == chunker.KindSection || c.Kind == chunker.KindAnnex {
 				labelOf[id] = LabelSection
 				g.sections = append(g.sections, n)
@@ -202,6 +202,11 @@ func nodeHash(props map[string]any) uint64 {
 
 func (s elementNode) props(docID string) map[string]any {
 	p := map[string]any{"kind": s.Kind, "address": s.Address, "title": s.Title, "level": int64(s.Level), "document": docID}
+	if s.Citation != "" {
+		// The element's address as cited ("Article 7(3)", "6.5.1"): what
+		// address look-ups match, with chunker.ParseAddress and AddressKey.
+		p["citation"] = s.Citation
+	}
 	if s.Text != "" {
 		p["text"] = s.Text
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 
+	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/state"
 )
@@ -62,18 +62,10 @@ type indexedDoc struct {
 // graphRef is a node by label and id.
 type graphRef struct{ Label, ID string }
 
-// addressKey normalizes an element address or reference target: "Section
-// 6.5.1", "6.5.1." and "6.5.1" are one key; "Table 7.1" keeps its word.
-func addressKey(s string) string {
-	s = strings.ToLower(strings.Join(strings.Fields(s), " "))
-	s = strings.TrimSuffix(s, ".")
-	for _, p := range []string{"section ", "clause ", "раздел ", "пункт ", "appendix ", "annex "} {
-		if rest, ok := strings.CutPrefix(s, p); ok && rest != "" && (unicode.IsDigit(rune(rest[0])) || len(rest) <= 2) {
-			s = rest
-		}
-	}
-	return s
-}
+// addressKey normalizes an element address or reference target for
+// look-up: chunker.AddressKey, so that "Section 6.5.1", "6.5.1." and
+// "6.5.1" are one key, "Article 7 (3)" and "Art. 7(3)" too.
+func addressKey(s string) string { return chunker.AddressKey(s) }
 
 // loadCorpusIndex reads every document of the pipeline from state, 200
 // records at a time, keeping only what resolving references needs (ids,
@@ -117,6 +109,9 @@ func (p *Pipeline) loadCorpusIndex(ctx context.Context) (*corpusIndex, error) {
 				}
 			}
 			for _, s := range rp.Sections {
+				if s.Citation != "" {
+					add(s.Citation, graphRef{LabelSection, s.ID})
+				}
 				add(s.Address, graphRef{LabelSection, s.ID})
 				for _, w := range []string{"appendix ", "annex ", "приложение "} {
 					if t := strings.ToLower(s.Title); strings.HasPrefix(t, w) {
@@ -127,6 +122,9 @@ func (p *Pipeline) loadCorpusIndex(ctx context.Context) (*corpusIndex, error) {
 				}
 			}
 			for _, e := range rp.Elements {
+				if e.Citation != "" {
+					add(e.Citation, graphRef{LabelElement, e.ID})
+				}
 				if e.Kind == "clause" || e.Kind == "table" || e.Kind == "caption" {
 					add(e.Address, graphRef{LabelElement, e.ID})
 				}
@@ -157,8 +155,27 @@ func (idx *corpusIndex) resolve(doc, target string) (graphRef, bool) {
 }
 
 // lookup resolves an address such as "RFC 7231 6.5.1": the longest document
-// identifier that prefixes it, then the rest as an element address.
+// identifier that prefixes it, then the rest as an element address; failing
+// that, the document and address chunker.ParseAddress reads ("Article 7 of
+// Regulation (EU) 2017/745", "6.5.1 RFC 7231").
 func (idx *corpusIndex) lookup(address string) (graphRef, *indexedDoc, bool) {
+	ref, d, ok := idx.lookupPrefix(address)
+	if d != nil {
+		return ref, d, ok
+	}
+	if a, parsed := chunker.ParseAddress(address); parsed && a.Doc != "" {
+		if d, found := idx.docs[normalizeDocID(a.Doc)]; found {
+			if a.Citation == "" {
+				return graphRef{d.label, d.id}, d, true
+			}
+			ref, ok := d.byAddress[addressKey(a.Citation)]
+			return ref, d, ok
+		}
+	}
+	return graphRef{}, nil, false
+}
+
+func (idx *corpusIndex) lookupPrefix(address string) (graphRef, *indexedDoc, bool) {
 	norm := strings.Join(strings.Fields(address), " ")
 	var best *indexedDoc
 	var rest string
@@ -369,7 +386,7 @@ func lightProps(rp recordProps) recordProps {
 	strip := func(ns []elementNode) []elementNode {
 		out := make([]elementNode, len(ns))
 		for i, n := range ns {
-			out[i] = elementNode{ID: n.ID, Kind: n.Kind, Address: n.Address, Title: n.Title}
+			out[i] = elementNode{ID: n.ID, Kind: n.Kind, Address: n.Address, Citation: n.Citation, Title: n.Title}
 		}
 		return out
 	}

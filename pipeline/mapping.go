@@ -79,6 +79,7 @@ type elementNode struct {
 	ID          string   `json:"id"`
 	Kind        string   `json:"kind,omitempty"`
 	Address     string   `json:"address"`
+	Citation    string   `json:"citation,omitempty"`
 	Title       string   `json:"title"`
 	Text        string   `json:"text,omitempty"`
 	Level       int      `json:"level"`
@@ -437,6 +438,7 @@ func chunkProps(c chunker.Chunk, docID, next string, position int) map[string]an
 		"text":     c.Text,
 		"context":  c.Context,
 		"address":  c.Address,
+		"citation": c.Citation,
 		"parent":   c.Parent,
 		"position": int64(position),
 		"tokens":   int64(c.Tokens),
