@@ -49,9 +49,10 @@ type Element struct {
 	// among its siblings: a unit of the document's numbering ("Article 7",
 	// "(3)", "6.5.1", "A.1", "Annex II", "Статья 71", "часть 2", "Table
 	// 1") or, where the document numbers nothing, a heading slug or id
-	// ("method-sets", "Method_sets") or a leaf key: a kind letter and a
-	// hash of the leaf's text ("p-3fa2c1"), so that inserting a paragraph
-	// renames nothing else.
+	// ("method-sets", "Method_sets") or a leaf name: a kind letter and an
+	// ordinal ("p2") under a parent of few leaves, else a hash of the
+	// start of the leaf's text ("p-3fa2c1"), so that inserting a paragraph
+	// renames nothing else (see assignLeafAddresses).
 	Address string
 	// Citation is the element's address in full as the document and its
 	// readers cite it ("Article 7(3)(a)", "Annex II 6.3", "Chapter V
@@ -128,8 +129,8 @@ func (c Chunk) EmbedText() string {
 // figure captions and notes became their own kinds, md/html/txt input is
 // decoded from UTF-16 and Windows-1251, docx and pdf were added.
 //
-// Version 3: element citations; leaves keyed by a hash of their text
-// instead of their ordinal; structure read from EUR-Lex HTML, PDF
+// Version 3: element citations; leaves of large parents keyed by a hash
+// of their text instead of their ordinal; structure read from EUR-Lex HTML, PDF
 // conversions and numbered plain text; running headers, page markers and
 // footnote blocks kept out of the text.
 const Version = 3

@@ -104,7 +104,6 @@ func nestArticle(a *Element, russian bool) {
 func adopt(part, c *Element) {
 	if len(part.Children) == 0 {
 		own := &Element{Kind: KindParagraph, Text: part.Text, Links: part.Links}
-		own.Address = leafAddress(KindParagraph, own.Text)
 		part.Text, part.Links = "", nil
 		part.Children = []*Element{own}
 	}

@@ -84,12 +84,12 @@ type unit struct {
 // are grouped like leaves: text is never truncated or dropped.
 //
 // Addresses and ids. Chunk.Address is the parent's address path plus the
-// key of the chunk's first unit ("rfc7231.txt › 6 › 6.5 › 6.5.1 ›
-// p-3fa2c1", "… › p-3fa2c1#9b0e" for a later piece of a long leaf, named
-// by a hash of the piece's text); Chunk.ID is the hex xxhash64 of that
-// address. Leaf keys hash the start of the leaf's text (see leafAddress),
-// so inserting or deleting a leaf, or editing a paragraph past its first
-// words, keeps every other chunk's id.
+// key of the chunk's first unit ("rfc7231.txt › 6 › 6.5 › 6.5.1 › p2",
+// "… › p2#9b0e" for a later piece of a long leaf, named by a hash of the
+// piece's text); Chunk.ID is the hex xxhash64 of that address. Leaves are
+// named by ordinal in small parents and by a hash of the start of their
+// text in large ones (see assignLeafAddresses), so inserting or deleting
+// a leaf renames at most the later leaves of one small parent.
 //
 // Overlap. Every chunk after the first of a run starts with the last
 // OverlapTokens tokens of the previous chunk's own text (cut forward to a

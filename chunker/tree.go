@@ -63,9 +63,8 @@ func (b *builder) annex(level int, address, title string) *Element {
 }
 
 // leaf appends a leaf of kind to the innermost open element and returns it
-// (nil for whitespace-only text, which is dropped). The leaf's address is a
-// kind letter and its 1-based ordinal among the parent's leaves ("p1",
-// "t2", "p3"): see leafAddress. A paragraph that is a figure caption
+// (nil for whitespace-only text, which is dropped). A leaf without an
+// address of its own is named after parsing (assignLeafAddresses). A paragraph that is a figure caption
 // ("Figure 3 — Flow", "Рисунок 2") becomes a KindCaption addressed by the
 // figure; a table right after a table caption paragraph ("Table 13 — …",
 // "Таблица 7.1") takes the caption as its Title and its label as its
@@ -89,9 +88,6 @@ func (b *builder) leaf(kind Kind, text string) *Element {
 				el.Address, el.Title = label, normalizeSpace(last.Text)
 			}
 		}
-	}
-	if el.Address == "" {
-		el.Address = leafAddress(el.Kind, el.Text)
 	}
 	parent.Children = append(parent.Children, el)
 	return el
@@ -132,37 +128,79 @@ func (b *builder) openLevel(addr string) (int, bool) {
 	return 0, false
 }
 
-// leafAddress names a leaf by a letter of its kind (p paragraph, l list,
-// t table, c code, n note, k clause, f caption) and six hex digits of the
-// xxhash64 of the start of its text (white space collapsed, the first
-// leafKeyBytes bytes): "p-3fa2c1". Content keys, not ordinals: inserting or
-// deleting a leaf renames no other leaf, so the element ids, chunk ids and
-// chunk properties of the rest of the document stay as they were
-// (ordinals renumbered every later leaf of a parent, which in a text
-// without headings is every later leaf of the document); and only the
-// start of the text, so an edit further into a paragraph keeps its key.
-// Leaves that start alike under one parent are told apart by
-// dedupeAddresses ("~2").
-func leafAddress(kind Kind, text string) string {
-	prefix := "p"
+// maxOrdinalLeaves is the most leaves a parent may have for them to be
+// named by ordinal (see assignLeafAddresses).
+const maxOrdinalLeaves = 16
+
+// assignLeafAddresses names the leaves that have no address of their own
+// (paragraphs, lists, unlabelled tables, code). Under a parent with at most
+// maxOrdinalLeaves leaves, a leaf is named by a letter of its kind (p
+// paragraph, l list, t table, c code, n note, k clause, f caption) and its
+// 1-based ordinal among the parent's leaves ("p1", "t2", "p3"): readable,
+// and stable when a paragraph is edited; inserting one renumbers only the
+// later leaves of that one small parent. Under a larger parent (a long
+// section, or a text without headings, where an ordinal would renumber
+// every later leaf of the document) a leaf is named by its kind letter and
+// a hash of the start of its text (leafAddress, "p-3fa2c1"), so that
+// inserting or deleting a leaf renames no other leaf and the element ids,
+// chunk ids and chunk properties of the rest of the document stay as they
+// were.
+func assignLeafAddresses(e *Element) {
+	leaves := 0
+	for _, c := range e.Children {
+		if !isContainer(c.Kind) && len(c.Children) == 0 {
+			leaves++
+		}
+	}
+	n := 0
+	for _, c := range e.Children {
+		if isContainer(c.Kind) || len(c.Children) > 0 {
+			if c.Address == "" && !isContainer(c.Kind) {
+				c.Address = leafAddress(c.Kind, firstText(c))
+			}
+			assignLeafAddresses(c)
+			continue
+		}
+		n++
+		if c.Address != "" {
+			continue
+		}
+		if leaves <= maxOrdinalLeaves {
+			c.Address = string(kindLetter(c.Kind)) + strconv.Itoa(n)
+		} else {
+			c.Address = leafAddress(c.Kind, c.Text)
+		}
+	}
+}
+
+func kindLetter(kind Kind) byte {
 	switch kind {
 	case KindNote:
-		prefix = "n"
+		return 'n'
 	case KindClause:
-		prefix = "k"
+		return 'k'
 	case KindCaption:
-		prefix = "f"
+		return 'f'
 	case KindList:
-		prefix = "l"
+		return 'l'
 	case KindTable:
-		prefix = "t"
+		return 't'
 	case KindCode:
-		prefix = "c"
+		return 'c'
 	}
+	return 'p'
+}
+
+// leafAddress is a content key for a leaf: its kind letter and six hex
+// digits of the xxhash64 of the start of its text (white space collapsed,
+// the first leafKeyBytes bytes), "p-3fa2c1". Only the start, so that an
+// edit further into a paragraph keeps its key. Leaves that start alike
+// under one parent are told apart by dedupeAddresses ("~2").
+func leafAddress(kind Kind, text string) string {
 	const hexdigits = "0123456789abcdef"
 	h := xxhash.Sum64String(textKey(text, leafKeyBytes))
 	var b [8]byte
-	b[0], b[1] = prefix[0], '-'
+	b[0], b[1] = kindLetter(kind), '-'
 	for i := 0; i < 6; i++ {
 		b[2+i] = hexdigits[(h>>(60-4*uint(i)))&0xf]
 	}
