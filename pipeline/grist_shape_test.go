@@ -486,3 +486,77 @@ func TestGristEditReadsNoKeyColumn(t *testing.T) {
 	require.Equal(t, 2, srv.Requests("POST", "/sql"), "SQL requests")
 	requireFresh(t, r, sc, m)
 }
+
+// TestGristRenamesOfEveryKind: renames a real server can produce beyond
+// the table — a referenced, keyed table; a key column; a Ref
+// column; a column no config line names; a renamed column whose old name a
+// new column takes — each followed (or kept under the name the config
+// uses) with the graph of a fresh sync at the end and nothing embedded.
+func TestGristRenamesOfEveryKind(t *testing.T) {
+	t.Parallel()
+	srv := shapeDoc(t)
+	sc, m := shapeSource(srv), shapeModel()
+	r := newShapeRig(t, sc, m)
+	r.sync(t, pipeline.Mode{})
+	before := r.graph.Snapshot("_synced_at")
+
+	// The key column and the Ref column of the referenced table, and the
+	// table itself: the config names all three, so nothing changes.
+	srv.RenameColumn("HSCodes", "hscode", "code")
+	srv.RenameColumn("HSCodes", "parent", "parent_code")
+	srv.RenameTable("HSCodes", "HS")
+	r.emb.reset()
+	run := r.sync(t, pipeline.Mode{})
+	require.Zero(t, run.Counts.SinkStatements)
+	require.Equal(t, before, r.graph.Snapshot("_synced_at"))
+	require.Len(t, run.Warnings, 3, "%q", run.Warnings)
+	srv.UpdateRows("HeadingGuides", map[int64]map[string]any{1: {"heading": 5}})
+	run = r.sync(t, pipeline.Mode{})
+	require.Equal(t, 1, run.Counts.RecordsChanged, "a Ref to the renamed table resolves under its old name")
+
+	// The config follows all three.
+	sc.Tables[0], sc.KeyColumns = "HS", map[string]string{"HS": "code", "Guides": "guide_id"}
+	m.Anchors[0].Table = "HS"
+	m.Anchors[0].Attributes[0].Column = "code"
+	m.Anchors[0].Links[0].Column = "parent_code"
+	m.Anchors[0].Links[0].Name = "PARENT"
+	r.configure(t, sc, m)
+	run = r.sync(t, pipeline.Mode{})
+	require.Equal(t, 19, run.Counts.RecordsRenamed)
+	require.Zero(t, run.Counts.RecordsDeleted)
+	require.Empty(t, run.Warnings)
+	requireFresh(t, r, sc, m)
+
+	// A column no config line names is followed at once (the default
+	// mapping names properties after columns); a new column taking a
+	// renamed column's old name is a new column.
+	srv.RenameColumn("FAQ", "category", "topic")
+	srv.AddColumn("FAQ", gristtest.Column{ID: "category"}, map[int64]any{3: "new"})
+	run = r.sync(t, pipeline.Mode{})
+	require.Empty(t, run.Warnings)
+	n, _ := r.graph.Node("faq", "FAQ:3")
+	require.Equal(t, "new", n["category"])
+	require.Contains(t, n, "topic")
+	requireFresh(t, r, sc, m)
+	calls, _ := r.emb.reset()
+	require.Zero(t, calls)
+}
+
+// TestGristRemovedTable: a table the config names, removed in Grist, stops
+// the run before anything is deleted; with every table read (no tables
+// configured) its records go, within the mass-delete guard.
+func TestGristRemovedTable(t *testing.T) {
+	t.Parallel()
+	srv := shapeDoc(t)
+	sc, m := shapeSource(srv), shapeModel()
+	r := newShapeRig(t, sc, m)
+	r.sync(t, pipeline.Mode{})
+	before := r.graph.Snapshot("_synced_at")
+	srv.RemoveTable("FAQ")
+	_, err := r.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	var se *grist.SchemaError
+	require.ErrorAs(t, err, &se)
+	require.Contains(t, err.Error(), "pipelines[0].sources[0].grist.tables[3]")
+	require.Contains(t, err.Error(), "removed from the Grist document")
+	require.Equal(t, before, r.graph.Snapshot("_synced_at"))
+}
