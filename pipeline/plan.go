@@ -48,6 +48,8 @@ type PlanItem struct {
 	// Chunks is the record's chunk count after the run; Write and Misses how
 	// many would be written and embedded.
 	Chunks, Write, Misses int
+	// From is the key the record would move from (Reason renamed).
+	From string
 }
 
 // Count returns how many items have the class.
@@ -189,7 +191,7 @@ func (p *Pipeline) planRecord(ctx context.Context, r *runner, plan *Plan, it ite
 		plan.Skipped++
 		return nil
 	}
-	pi := PlanItem{Source: it.source, Key: it.rec.Key, Class: it.class, Reason: it.reason, Chunks: len(out.chunks)}
+	pi := PlanItem{Source: it.source, Key: it.rec.Key, Class: it.class, Reason: it.reason, Chunks: len(out.chunks), From: it.from}
 	if it.class == diff.ClassUnchanged {
 		pi.Class = diff.ClassChanged
 	}

@@ -45,7 +45,11 @@ func printPlan(g *globals, p *pipeline.Plan) {
 			fmt.Fprintf(w, "  %s %s:%s (%s)\n", mark, it.Source, it.Key, it.Reason)
 			continue
 		}
-		fmt.Fprintf(w, "  %s %s:%s (%s): %d chunks, %d to write, %d to embed\n", mark, it.Source, it.Key, it.Reason, it.Chunks, it.Write, it.Misses)
+		reason := string(it.Reason)
+		if it.From != "" {
+			reason += " from " + it.From
+		}
+		fmt.Fprintf(w, "  %s %s:%s (%s): %d chunks, %d to write, %d to embed\n", mark, it.Source, it.Key, reason, it.Chunks, it.Write, it.Misses)
 	}
 	fmt.Fprintf(w, "  chunks: %d to write, %d to delete; embedding: %d texts not in the cache, ~%d tokens\n",
 		p.ChunksToWrite, p.ChunksToDelete, p.EmbedMisses, p.EmbedTokens)
@@ -54,5 +58,8 @@ func printPlan(g *globals, p *pipeline.Plan) {
 	}
 	if p.GuardError != "" {
 		fmt.Fprintf(w, "  the run would stop: %s\n", p.GuardError)
+	}
+	for _, s := range p.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", s)
 	}
 }

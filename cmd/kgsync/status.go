@@ -49,9 +49,13 @@ func newStatusCmd(g *globals) *cobra.Command {
 						dur = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
 					}
 					c := r.Counts
+					note := r.Error
+					if note == "" && len(r.Warnings) > 0 {
+						note = fmt.Sprintf("%d warning(s): %s", len(r.Warnings), r.Warnings[0])
+					}
 					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n",
 						pc.Name, r.ID, r.Trigger, r.Status, r.StartedAt.Local().Format(time.DateTime), dur,
-						c.RecordsRead, c.RecordsNew, c.RecordsChanged, c.RecordsDeleted, c.ChunksEmbedded, c.ChunksReused, c.SinkStatements, oneLine(r.Error, 80))
+						c.RecordsRead, c.RecordsNew, c.RecordsChanged, c.RecordsDeleted, c.ChunksEmbedded, c.ChunksReused, c.SinkStatements, oneLine(note, 80))
 				}
 			}
 			return tw.Flush()

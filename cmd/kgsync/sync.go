@@ -58,6 +58,7 @@ type runJSON struct {
 		Unchanged int `json:"unchanged"`
 		Deleted   int `json:"deleted"`
 		Skipped   int `json:"skipped"`
+		Renamed   int `json:"renamed"`
 	} `json:"records"`
 	Chunks struct {
 		Total    int `json:"total"`
@@ -69,8 +70,9 @@ type runJSON struct {
 		Statements int `json:"statements"`
 		Batches    int `json:"batches"`
 	} `json:"sink"`
-	DurationMS int64  `json:"duration_ms"`
-	Error      string `json:"error,omitempty"`
+	DurationMS int64    `json:"duration_ms"`
+	Error      string   `json:"error,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 }
 
 func toJSON(name string, res pipeline.Result) runJSON {
@@ -83,6 +85,8 @@ func toJSON(name string, res pipeline.Result) runJSON {
 	j.Sink.Statements, j.Sink.Batches = c.SinkStatements, c.SinkBatches
 	j.DurationMS = res.Duration.Milliseconds()
 	j.Error = res.Run.Error
+	j.Records.Renamed = c.RecordsRenamed
+	j.Warnings = res.Run.Warnings
 	return j
 }
 
@@ -139,11 +143,18 @@ func printSummary(w io.Writer, name string, res pipeline.Result, err error) {
 	} else {
 		fmt.Fprintf(w, "%s: %s\n", name, status)
 	}
-	fmt.Fprintf(w, "  records: %d read, %d new, %d changed, %d unchanged, %d deleted, %d skipped\n",
+	fmt.Fprintf(w, "  records: %d read, %d new, %d changed, %d unchanged, %d deleted, %d skipped",
 		c.RecordsRead, c.RecordsNew, c.RecordsChanged, c.RecordsUnchanged, c.RecordsDeleted, c.RecordsSkipped)
+	if c.RecordsRenamed > 0 {
+		fmt.Fprintf(w, ", %d renamed", c.RecordsRenamed)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  chunks:  %d total; texts: %d embedded, %d reused from cache; %d chunks deleted\n",
 		c.ChunksTotal, c.ChunksEmbedded, c.ChunksReused, c.ChunksDeleted)
 	fmt.Fprintf(w, "  sink:    %d statements in %d batches\n", c.SinkStatements, c.SinkBatches)
+	for _, s := range res.Run.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", s)
+	}
 	if err != nil {
 		fmt.Fprintf(w, "  error:   %v\n", err)
 	}
