@@ -89,6 +89,11 @@ type Daemon struct {
 	// MaxBodyBytes caps a webhook delivery's body; larger ones get 413
 	// (default 1 MiB).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// WebhookBufferRows bounds, per pipeline, the webhook rows kept between
+	// a delivery and the end of the run it triggers (default 10000); rows
+	// beyond it are dropped and counted, never the run they trigger (the
+	// run reads what changed from Grist, the rows are hints).
+	WebhookBufferRows int `yaml:"webhook_buffer_rows"`
 	// PollInterval is how often the daemon looks for triggers queued in
 	// state by other replicas or left by a stopped one (default 10s).
 	PollInterval time.Duration `yaml:"poll_interval"`

@@ -36,6 +36,8 @@ const (
 	DefaultDaemonDebounce     = 2 * time.Second
 	DefaultDaemonGracePeriod  = 30 * time.Second
 	DefaultDaemonMaxBodyBytes = 1 << 20 // 1 MiB
+	// DefaultDaemonWebhookBufferRows bounds the webhook rows kept per pipeline.
+	DefaultDaemonWebhookBufferRows = 10000
 	DefaultDaemonPollInterval = 10 * time.Second
 	DefaultDaemonVerify       = time.Hour
 )
@@ -57,6 +59,7 @@ func (d *Daemon) setDefaults() {
 	setZero(&d.Debounce, DefaultDaemonDebounce)
 	setZero(&d.GracePeriod, DefaultDaemonGracePeriod)
 	setZero(&d.MaxBodyBytes, DefaultDaemonMaxBodyBytes)
+	setZero(&d.WebhookBufferRows, DefaultDaemonWebhookBufferRows)
 	setZero(&d.PollInterval, DefaultDaemonPollInterval)
 	setZero(&d.VerifyInterval, DefaultDaemonVerify)
 }

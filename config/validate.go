@@ -128,6 +128,9 @@ func (ck *checker) daemon(d *Daemon) {
 			ck.add(f.key, "must be >= 0, got %s", f.v)
 		}
 	}
+	if d.WebhookBufferRows < 0 {
+		ck.add("daemon.webhook_buffer_rows", "must be >= 0, got %d", d.WebhookBufferRows)
+	}
 	if d.MaxBodyBytes < 0 {
 		ck.add("daemon.max_body_bytes", "must be >= 0, got %d", d.MaxBodyBytes)
 	}

@@ -111,6 +111,7 @@ type Daemon struct {
 	names   []string // pipeline names in config order
 
 	mu       sync.Mutex
+	dropped  map[string]int64   // RowBuffer.Dropped last observed, by pipeline
 	stopping bool               // no new triggers
 	runCtx   context.Context    // runs' context, set by Run
 	abort    context.CancelFunc // cancels runCtx
@@ -125,6 +126,7 @@ type worker struct {
 	loc      *time.Location
 	kick     chan struct{} // capacity 1: pending kicks coalesce
 	hooks    *collector
+	tables   hookTables // the Grist tables whose deliveries it accepts
 
 	mu      sync.Mutex
 	running bool
@@ -144,7 +146,7 @@ func New(opts Options) (*Daemon, error) {
 	d := &Daemon{
 		cfg: opts.Config.Daemon, store: opts.Store, queue: q, runner: opts.Runner,
 		checks: map[string]Pinger{}, rowSink: opts.RowSink, log: opts.Logger, clock: opts.Clock,
-		workers: map[string]*worker{}, limits: opts.HTTP.withDefaults(), insecure: opts.InsecureNoAuth,
+		workers: map[string]*worker{}, limits: opts.HTTP.withDefaults(), insecure: opts.InsecureNoAuth, dropped: map[string]int64{},
 	}
 	if d.cfg.PollInterval <= 0 {
 		d.cfg.PollInterval = config.DefaultDaemonPollInterval
@@ -159,7 +161,7 @@ func New(opts Options) (*Daemon, error) {
 		d.clock = SystemClock{}
 	}
 	if d.rowSink == nil {
-		d.rows = NewRowBuffer()
+		d.rows = NewBoundedRowBuffer(d.cfg.WebhookBufferRows)
 		d.rowSink = d.rows
 	}
 	for name, c := range opts.Checks {
@@ -205,7 +207,8 @@ func New(opts Options) (*Daemon, error) {
 			}
 			w.sched = s
 		}
-		w.hooks = newCollector()
+		w.hooks = newCollector(d.cfg.WebhookBufferRows)
+		w.tables = newHookTables(pc)
 		d.workers[pc.Name] = w
 		d.names = append(d.names, pc.Name)
 	}
@@ -491,6 +494,12 @@ func (d *Daemon) runOnce(runCtx context.Context, w *worker, ts []state.QueuedTri
 	w.running = true
 	w.mu.Unlock()
 	d.m.running.WithLabelValues(w.name).Set(1)
+	// The webhook rows kept so far are the run's: released when it
+	// succeeds, kept (bounded) for the next run when it fails.
+	var gen uint64
+	if d.rows != nil {
+		gen = d.rows.Mark(w.name)
+	}
 	start := d.clock.Now()
 	log.Info("run starting", slog.String("mode", string(mode)), slog.String("trigger", string(reason)),
 		slog.Int("triggers", len(ts)), slog.Int64("first_trigger_id", ids[0]))
@@ -511,6 +520,10 @@ func (d *Daemon) runOnce(runCtx context.Context, w *worker, ts []state.QueuedTri
 		outcome = "failed"
 	}
 	d.m.observeRun(w.name, outcome, run, elapsed.Seconds())
+	if err == nil && d.rows != nil {
+		d.rows.Release(w.name, gen)
+		d.observeBuffer(w.name)
+	}
 	if err == nil {
 		d.m.lastSuccess.WithLabelValues(w.name).Set(float64(d.clock.Now().UnixNano()) / 1e9)
 		rlog.Info("run succeeded", slog.Duration("duration", elapsed))

@@ -75,6 +75,12 @@ func (f *fakeRunner) Run(ctx context.Context, name string, trigger state.Trigger
 	return run, err
 }
 
+// gristSources is a pipeline's Grist source reading every table: webhook
+// deliveries for any table are its.
+func gristSources(tables ...string) []config.Source {
+	return []config.Source{{Name: "grist", Grist: &config.GristSource{Server: "https://grist.example", DocID: "doc", APIKey: "k", Tables: tables}}}
+}
+
 type testBundle struct {
 	d      *Daemon
 	store  *sqlite.Store
@@ -98,7 +104,7 @@ type setupOpts struct {
 func setup(t *testing.T, o setupOpts) *testBundle {
 	t.Helper()
 	if o.pipelines == nil {
-		o.pipelines = []config.Pipeline{{Name: "p", TimeZone: "UTC"}}
+		o.pipelines = []config.Pipeline{{Name: "p", TimeZone: "UTC", Sources: gristSources()}}
 	}
 	if o.daemon.PollInterval == 0 {
 		o.daemon.PollInterval = time.Hour
@@ -302,7 +308,10 @@ func sharedDoc(t *testing.T, rel string) []byte {
 
 func TestWebhookAuthLimitsAndSecretsNotLogged(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{daemon: config.Daemon{WebhookSecret: testSecret, APIToken: testToken, MaxBodyBytes: 64 << 10, Debounce: time.Second}})
+	var b *testBundle
+	inRun := make(chan []int64, 10)
+	b = setup(t, setupOpts{daemon: config.Daemon{WebhookSecret: testSecret, APIToken: testToken, MaxBodyBytes: 64 << 10, Debounce: time.Second},
+		block: func(context.Context, string) error { inRun <- b.d.Rows().IDs("p", "Guides"); return nil }})
 	row := `[{"id": 20, "manualSort": 20, "title": "x"}]`
 	tests := []struct {
 		name, auth, body string
@@ -339,7 +348,8 @@ func TestWebhookAuthLimitsAndSecretsNotLogged(t *testing.T) {
 	b.clock.Advance(time.Second)
 	require.Equal(t, state.TriggerWebhook, b.nextCall(t).trigger)
 	b.settled(t)
-	require.Equal(t, []int64{20, 21}, b.d.Rows().IDs("p", "Guides"))
+	require.Equal(t, []int64{20, 21}, <-inRun, "the run finds the rows delivered before it")
+	require.Empty(t, b.d.Rows().IDs("p", "Guides"), "and they are released when it succeeds")
 
 	// The API wants the token.
 	code, _ = b.do(t, "GET", "/api/pipelines", "", nil)
@@ -381,7 +391,10 @@ func TestWebhookDisabledWithoutSecret(t *testing.T) {
 // deliveries within one debounce window: one run serves them all.
 func TestWebhookBurstAndRealDeliveries(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{daemon: config.Daemon{WebhookSecret: testSecret, Debounce: 2 * time.Second}})
+	var b *testBundle
+	inRun := make(chan []map[string]any, 10)
+	b = setup(t, setupOpts{daemon: config.Daemon{WebhookSecret: testSecret, Debounce: 2 * time.Second},
+		block: func(context.Context, string) error { inRun <- b.d.Rows().Take("p", "HSCodes"); return nil }})
 	dup := sharedDoc(t, "grist-samples/real/webhooks/deliveries/022-same-row-5-rapid-updates.hscodes.json")
 	code, _ := b.do(t, "POST", "/hooks/grist/p/HSCodes", "Bearer "+testSecret, bytes.NewReader(dup))
 	require.Equal(t, http.StatusAccepted, code)
@@ -396,7 +409,7 @@ func TestWebhookBurstAndRealDeliveries(t *testing.T) {
 	b.settled(t)
 	b.noCall(t, 50*time.Millisecond)
 
-	rows := b.d.Rows().Take("p", "HSCodes")
+	rows := <-inRun
 	require.Len(t, rows, 11, "row 3000 of the capture and ids 5000..5009")
 	require.Equal(t, json.Number("3000"), rows[0]["id"])
 	require.True(t, strings.HasSuffix(rows[0]["description"].(string), "[dup test v5]"), "the last of five copies wins: %v", rows[0]["description"])

@@ -13,8 +13,10 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
+	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/state"
 )
 
@@ -30,53 +32,142 @@ type RowSink interface {
 }
 
 // RowBuffer is the default RowSink: it keeps the last delivered copy of
-// each row by (pipeline, table, row id) until Take. Safe for concurrent
-// use.
+// each row by (pipeline, table, row id), at most max rows per pipeline
+// (rows of new ids beyond it are dropped and counted: the run reads every
+// change from Grist anyway), until Release says the run that consumed them
+// succeeded. Safe for concurrent use.
 type RowBuffer struct {
-	mu   sync.Mutex
-	rows map[[2]string]map[int64]map[string]any
+	mu    sync.Mutex
+	max   int
+	pipes map[string]*bufferedRows
 }
 
-// NewRowBuffer returns an empty RowBuffer.
-func NewRowBuffer() *RowBuffer {
-	return &RowBuffer{rows: map[[2]string]map[int64]map[string]any{}}
+// bufferedRows are one pipeline's rows, each with the generation it was
+// kept in (Mark starts a new one).
+type bufferedRows struct {
+	tables  map[string]map[int64]bufferedRow
+	n       int
+	gen     uint64
+	dropped int64
 }
 
-// ApplyRows keeps rows, replacing earlier copies of the same row id.
+type bufferedRow struct {
+	row map[string]any
+	gen uint64
+}
+
+// NewRowBuffer returns an empty RowBuffer keeping at most
+// config.DefaultDaemonWebhookBufferRows rows per pipeline.
+func NewRowBuffer() *RowBuffer { return NewBoundedRowBuffer(config.DefaultDaemonWebhookBufferRows) }
+
+// NewBoundedRowBuffer returns an empty RowBuffer keeping at most max rows
+// per pipeline (max <= 0: the default).
+func NewBoundedRowBuffer(max int) *RowBuffer {
+	if max <= 0 {
+		max = config.DefaultDaemonWebhookBufferRows
+	}
+	return &RowBuffer{max: max, pipes: map[string]*bufferedRows{}}
+}
+
+func (b *RowBuffer) pipe(pipeline string) *bufferedRows {
+	p := b.pipes[pipeline]
+	if p == nil {
+		p = &bufferedRows{tables: map[string]map[int64]bufferedRow{}}
+		b.pipes[pipeline] = p
+	}
+	return p
+}
+
+// ApplyRows keeps rows, replacing earlier copies of the same row id; a row
+// of a new id is dropped when the pipeline's buffer is full.
 func (b *RowBuffer) ApplyRows(_ context.Context, pipeline, table string, rows []map[string]any) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	k := [2]string{pipeline, table}
-	m := b.rows[k]
+	p := b.pipe(pipeline)
+	m := p.tables[table]
 	if m == nil {
-		m = map[int64]map[string]any{}
-		b.rows[k] = m
+		m = map[int64]bufferedRow{}
+		p.tables[table] = m
 	}
 	for _, r := range rows {
-		if id, ok := rowID(r); ok {
-			m[id] = r
+		id, ok := rowID(r)
+		if !ok {
+			continue
 		}
+		if _, had := m[id]; !had {
+			if p.n >= b.max {
+				p.dropped++
+				continue
+			}
+			p.n++
+		}
+		m[id] = bufferedRow{row: r, gen: p.gen}
 	}
 	return nil
+}
+
+// Mark starts a new generation of pipeline's rows and returns the one
+// before: the rows a run starting now consumes.
+func (b *RowBuffer) Mark(pipeline string) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.pipe(pipeline)
+	p.gen++
+	return p.gen - 1
+}
+
+// Release forgets pipeline's rows kept up to generation gen (Mark's),
+// those the run that succeeded consumed; later ones stay.
+func (b *RowBuffer) Release(pipeline string, gen uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.pipe(pipeline)
+	for t, m := range p.tables {
+		for id, r := range m {
+			if r.gen <= gen {
+				delete(m, id)
+				p.n--
+			}
+		}
+		if len(m) == 0 {
+			delete(p.tables, t)
+		}
+	}
+}
+
+// Len returns how many rows are kept for pipeline; Dropped how many were
+// not kept because the buffer was full.
+func (b *RowBuffer) Len(pipeline string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pipe(pipeline).n
+}
+
+// Dropped returns how many rows of pipeline were not kept (buffer full).
+func (b *RowBuffer) Dropped(pipeline string) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pipe(pipeline).dropped
 }
 
 // IDs returns the row ids kept for (pipeline, table), ascending.
 func (b *RowBuffer) IDs(pipeline, table string) []int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return slices.Sorted(maps.Keys(b.rows[[2]string{pipeline, table}]))
+	return slices.Sorted(maps.Keys(b.pipe(pipeline).tables[table]))
 }
 
 // Take returns and forgets the rows kept for (pipeline, table), by id.
 func (b *RowBuffer) Take(pipeline, table string) []map[string]any {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	k := [2]string{pipeline, table}
-	m := b.rows[k]
-	delete(b.rows, k)
+	p := b.pipe(pipeline)
+	m := p.tables[table]
+	delete(p.tables, table)
+	p.n -= len(m)
 	out := make([]map[string]any, 0, len(m))
 	for _, id := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, m[id])
+		out = append(out, m[id].row)
 	}
 	return out
 }
@@ -92,20 +183,26 @@ func rowID(r map[string]any) (int64, bool) {
 }
 
 // collector gathers one pipeline's accepted deliveries until its debounce
-// window ends.
+// window ends, at most max rows (rows of new ids beyond it are dropped).
 type collector struct {
 	signal chan struct{} // capacity 1
 	mu     sync.Mutex
+	max    int
+	n      int
 	rows   map[string]map[int64]map[string]any // table → id → row
 }
 
-func newCollector() *collector {
-	return &collector{signal: make(chan struct{}, 1), rows: map[string]map[int64]map[string]any{}}
+func newCollector(max int) *collector {
+	if max <= 0 {
+		max = config.DefaultDaemonWebhookBufferRows
+	}
+	return &collector{signal: make(chan struct{}, 1), max: max, rows: map[string]map[int64]map[string]any{}}
 }
 
-// add keeps rows (by id, the last wins) and reports whether a flush was
-// already waiting (the delivery is coalesced into it).
-func (c *collector) add(table string, rows map[int64]map[string]any) (coalesced bool) {
+// add keeps rows (by id, the last wins), reports whether a flush was
+// already waiting (the delivery is coalesced into it) and how many rows it
+// dropped for want of room.
+func (c *collector) add(table string, rows map[int64]map[string]any) (coalesced bool, dropped int) {
 	c.mu.Lock()
 	coalesced = len(c.rows) > 0
 	m := c.rows[table]
@@ -113,13 +210,22 @@ func (c *collector) add(table string, rows map[int64]map[string]any) (coalesced 
 		m = map[int64]map[string]any{}
 		c.rows[table] = m
 	}
-	maps.Copy(m, rows)
+	for id, r := range rows {
+		if _, had := m[id]; !had {
+			if c.n >= c.max {
+				dropped++
+				continue
+			}
+			c.n++
+		}
+		m[id] = r
+	}
 	c.mu.Unlock()
 	select {
 	case c.signal <- struct{}{}:
 	default:
 	}
-	return coalesced
+	return coalesced, dropped
 }
 
 // take returns and clears the gathered rows.
@@ -128,6 +234,7 @@ func (c *collector) take() map[string]map[int64]map[string]any {
 	defer c.mu.Unlock()
 	out := c.rows
 	c.rows = map[string]map[int64]map[string]any{}
+	c.n = 0
 	return out
 }
 
@@ -173,9 +280,59 @@ func (d *Daemon) flush(ctx context.Context, w *worker) {
 				slog.Int("rows", len(rows)), slog.String("err", err.Error()))
 		}
 	}
+	d.observeBuffer(w.name)
 	if _, err := d.enqueue(ctx, w, ModeIncremental, state.TriggerWebhook); err != nil {
 		d.log.Error("queue webhook run", slog.String("pipeline", w.name), slog.String("err", err.Error()))
 	}
+}
+
+// observeBuffer updates the buffered and dropped row metrics of the
+// default RowBuffer.
+func (d *Daemon) observeBuffer(pipeline string) {
+	if d.rows == nil {
+		return
+	}
+	d.m.rowsBuffered.WithLabelValues(pipeline).Set(float64(d.rows.Len(pipeline)))
+	dropped := d.rows.Dropped(pipeline)
+	d.mu.Lock()
+	delta := dropped - d.dropped[pipeline]
+	d.dropped[pipeline] = dropped
+	d.mu.Unlock()
+	if delta > 0 {
+		d.m.rowsDropped.WithLabelValues(pipeline).Add(float64(delta))
+	}
+}
+
+// hookTables are the Grist tables whose deliveries a pipeline accepts: the
+// tables its Grist sources read (any table id when a source reads every
+// table). A pipeline without a Grist source accepts none.
+type hookTables struct {
+	grist bool
+	any   bool
+	names map[string]bool
+}
+
+func newHookTables(pc *config.Pipeline) hookTables {
+	h := hookTables{names: map[string]bool{}}
+	for _, sc := range pc.Sources {
+		if sc.Grist == nil {
+			continue
+		}
+		h.grist = true
+		if len(sc.Grist.Tables) == 0 {
+			h.any = true
+		}
+		for _, t := range sc.Grist.Tables {
+			h.names[t] = true
+		}
+	}
+	return h
+}
+
+// accepts reports whether a delivery for table (""= none named) is the
+// pipeline's.
+func (h hookTables) accepts(table string) bool {
+	return h.grist && (h.any || table == "" || h.names[table])
 }
 
 // tablePattern is a Grist table id.
@@ -224,6 +381,15 @@ func (d *Daemon) handleHook(rw http.ResponseWriter, r *http.Request) {
 		reject(deliveryMalformed, http.StatusBadRequest, "table %q is not a Grist table id", table)
 		return
 	}
+	if !w.tables.accepts(table) {
+		if table == "" || !w.tables.grist {
+			reject(deliveryUnknownTable, http.StatusNotFound, "pipeline %q has no Grist source", name)
+		} else {
+			reject(deliveryUnknownTable, http.StatusNotFound, "pipeline %q syncs no Grist table %q (its sources' tables: %s); after renaming a table in the config, run `kgsync grist webhooks install` again",
+				name, table, strings.Join(slices.Sorted(maps.Keys(w.tables.names)), ", "))
+		}
+		return
+	}
 	if d.isStopping() {
 		reject(deliveryStopping, http.StatusServiceUnavailable, "daemon is shutting down")
 		return
@@ -243,8 +409,12 @@ func (d *Daemon) handleHook(rw http.ResponseWriter, r *http.Request) {
 		reject(deliveryMalformed, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if w.hooks.add(table, rows) {
+	coalesced, dropped := w.hooks.add(table, rows)
+	if coalesced {
 		d.m.coalesced.WithLabelValues(name).Inc()
+	}
+	if dropped > 0 {
+		d.m.rowsDropped.WithLabelValues(name).Add(float64(dropped))
 	}
 	d.m.deliveries.WithLabelValues(name, deliveryAccepted).Inc()
 	d.m.webhookRows.WithLabelValues(name).Add(float64(len(rows)))

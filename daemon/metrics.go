@@ -27,6 +27,8 @@ type metrics struct {
 	webhookRows   *prometheus.CounterVec   // pipeline
 	coalesced     *prometheus.CounterVec   // pipeline
 	rowSinkErrors *prometheus.CounterVec   // pipeline
+	rowsDropped   *prometheus.CounterVec   // pipeline
+	rowsBuffered  *prometheus.GaugeVec     // pipeline
 }
 
 // Webhook delivery outcomes (kgsync_webhook_deliveries_total{outcome}).
@@ -37,6 +39,7 @@ const (
 	deliveryTooLarge     = "too_large"
 	deliveryMalformed    = "malformed"
 	deliveryUnknown      = "unknown_pipeline"
+	deliveryUnknownTable = "unknown_table"
 	deliveryStopping     = "stopping"
 )
 
@@ -64,13 +67,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		lastSuccess:   gauge("last_success_timestamp_seconds", "Unix time of the last successful run's end.", "pipeline"),
 		triggers:      counter("triggers_total", "Triggers queued, by reason (cron, webhook, manual).", "pipeline", "reason"),
 		lockBusy:      counter("lock_busy_total", "Times this replica found the pipeline locked by another process.", "pipeline"),
-		deliveries:    counter("webhook_deliveries_total", "Webhook deliveries by outcome (accepted, unauthorized, disabled, too_large, malformed, unknown_pipeline, stopping).", "pipeline", "outcome"),
+		deliveries:    counter("webhook_deliveries_total", "Webhook deliveries by outcome (accepted, unauthorized, disabled, too_large, malformed, unknown_pipeline, unknown_table, stopping).", "pipeline", "outcome"),
 		webhookRows:   counter("webhook_rows_total", "Distinct rows received in accepted webhook deliveries.", "pipeline"),
 		coalesced:     counter("webhook_coalesced_total", "Accepted deliveries merged into a trigger already waiting in the debounce window.", "pipeline"),
 		rowSinkErrors: counter("webhook_row_sink_errors_total", "Errors of the row sink receiving webhook rows.", "pipeline"),
+		rowsDropped:   counter("webhook_rows_dropped_total", "Webhook rows not kept because the pipeline's buffer was full (daemon.webhook_buffer_rows); their run still reads every change from Grist.", "pipeline"),
+		rowsBuffered:  gauge("webhook_rows_buffered", "Webhook rows kept for the pipeline until the run they trigger succeeds.", "pipeline"),
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.runDuration, m.running, m.records, m.chunks, m.sinkStmts,
-		m.sinkBatches, m.sinkRetries, m.embedRequests, m.embedErrors, m.lastSuccess, m.triggers, m.lockBusy, m.deliveries, m.webhookRows, m.coalesced, m.rowSinkErrors} {
+		m.sinkBatches, m.sinkRetries, m.embedRequests, m.embedErrors, m.lastSuccess, m.triggers, m.lockBusy, m.deliveries, m.webhookRows, m.coalesced, m.rowSinkErrors, m.rowsDropped, m.rowsBuffered} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
