@@ -38,8 +38,8 @@ const (
 	DefaultDaemonMaxBodyBytes = 1 << 20 // 1 MiB
 	// DefaultDaemonWebhookBufferRows bounds the webhook rows kept per pipeline.
 	DefaultDaemonWebhookBufferRows = 10000
-	DefaultDaemonPollInterval = 10 * time.Second
-	DefaultDaemonVerify       = time.Hour
+	DefaultDaemonPollInterval      = 10 * time.Second
+	DefaultDaemonVerify            = time.Hour
 )
 
 // The setDefaults methods fill the defaults that do not depend on other
