@@ -91,6 +91,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET "+p+"/attachments", s.getAttachments)
 	mux.HandleFunc("GET "+p+"/attachments/{id}/download", s.download)
 	s.webhookRoutes(mux, p)
+	s.writeRoutes(mux, p)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 404, "not found: "+r.URL.Path)
 	})
@@ -116,6 +117,7 @@ func (s *Server) handler() http.Handler {
 			s.fail429--
 		}
 		fault, latency, parallel := s.fault, s.latency, s.parallel
+		_, known := s.users[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
 		s.mu.Unlock()
 		if latency > 0 {
 			select {
@@ -132,7 +134,7 @@ func (s *Server) handler() http.Handler {
 		case !strings.HasPrefix(auth, "Bearer "):
 			writeErr(w, r, 401, "Bad request: unsupported Authorization scheme, expected 'Bearer'")
 			return
-		case strings.TrimPrefix(auth, "Bearer ") != APIKey:
+		case !known:
 			writeErr(w, r, 401, "Bad request: invalid API key")
 			return
 		}
@@ -200,10 +202,10 @@ func (s *Server) getColumns(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		out = append(out, map[string]any{"id": c.ID, "fields": map[string]any{
-			"colRef": c.colRef, "label": c.ID, "isFormula": c.IsFormula, "type": c.Type, "parentId": t.ref,
+			"colRef": c.colRef, "label": c.label(), "isFormula": c.IsFormula, "type": c.Type, "parentId": t.ref,
 			"parentPos": c.pos, "widgetOptions": "", "formula": c.Formula, "description": "",
 			"untieColIdFromLabel": false, "summarySourceCol": 0, "displayCol": 0, "visibleCol": 0,
-			"rules": nil, "reverseCol": 0, "recalcWhen": 0, "recalcDeps": nil,
+			"rules": nil, "reverseCol": 0, "recalcWhen": c.RecalcWhen, "recalcDeps": c.recalcDeps(),
 		}})
 	}
 	writeJSON(w, r, 200, map[string]any{"columns": out})
@@ -458,9 +460,9 @@ func (s *Server) columnRecordsLocked() []map[string]any {
 		for _, c := range t.cols {
 			out = append(out, map[string]any{"id": c.colRef, "fields": map[string]any{
 				"parentId": t.ref, "parentPos": c.pos, "colId": c.ID, "type": c.Type, "widgetOptions": "",
-				"isFormula": c.IsFormula, "formula": c.Formula, "label": c.ID, "description": "",
+				"isFormula": c.IsFormula, "formula": c.Formula, "label": c.label(), "description": "",
 				"untieColIdFromLabel": false, "summarySourceCol": 0, "displayCol": 0, "visibleCol": 0,
-				"rules": nil, "reverseCol": 0, "recalcWhen": 0, "recalcDeps": nil,
+				"rules": nil, "reverseCol": 0, "recalcWhen": c.RecalcWhen, "recalcDeps": c.recalcDeps(),
 			}})
 		}
 	}

@@ -12,7 +12,10 @@
 // /compare as grist-core's ActionSummary has them (tableRenames,
 // columnRenames, "-name" for removed tables and columns), and a change to
 // more than 10 rows keeps the cell values of 10 of them only
-// (mayBeIncomplete), as /compare without maxRows does.
+// (mayBeIncomplete), as /compare without maxRows does. Writes (POST
+// /tables and /columns, POST and PATCH /records, /records/delete, /apply)
+// follow the real server's answers and limits, trigger formulas included
+// (write.go).
 package gristtest
 
 import (
@@ -48,6 +51,16 @@ type Column struct {
 	IsFormula bool
 	Formula   string
 	Hidden    bool // manualSort / gristHelper_* style columns
+	// Label is the column's label ("" = its id).
+	Label string
+	// RecalcWhen and RecalcDeps make a data column with a Formula a
+	// trigger formula column (grist-core schema.RecalcWhen): 0 computes it
+	// on new records and when a column whose colRef is in RecalcDeps
+	// changes, 2 on new records and on any update, 1 never. The server
+	// evaluates the few formulas write.go knows (NOW(), user.Email,
+	// user.Name, $col, "x if $a or $b else y").
+	RecalcWhen int
+	RecalcDeps []int
 
 	colRef int
 	pos    int
@@ -115,6 +128,9 @@ type Server struct {
 	nextAtt     int64
 	hooks       webhookStore
 
+	users map[string]User // API key -> the user it acts as
+	now   func() time.Time
+
 	fail429     int
 	fault       func(*http.Request) (int, string)
 	sqlMaxRows  int
@@ -135,7 +151,8 @@ type attachment struct {
 // New starts a server with an empty document; it is closed by t.Cleanup.
 func New(t testing.TB) *Server {
 	s := &Server{t: t, tables: map[string]*table{}, nextTabRef: 1, nextColRef: 1,
-		attachments: map[int64]*attachment{}, nextAtt: 1, parallel: 10, counts: map[string]int{}, statuses: map[int]int{}}
+		attachments: map[int64]*attachment{}, nextAtt: 1, parallel: 10, counts: map[string]int{}, statuses: map[int]int{},
+		users: map[string]User{APIKey: Owner}, now: time.Now}
 	s.Server = httptest.NewServer(s.handler())
 	t.Cleanup(s.Server.Close)
 	s.record(&action{deltas: map[string]map[int64]*rowChange{}}) // document creation
@@ -289,6 +306,24 @@ func (s *Server) AddRows(tableID string, rows ...map[string]any) []int64 {
 }
 
 func (s *Server) addRowsLocked(t *table, rows []map[string]any) []int64 {
+	ids, err := s.insertLocked(t, rows, Owner)
+	if err != nil {
+		s.t.Fatalf("gristtest: %v", err)
+	}
+	return ids
+}
+
+// insertLocked adds rows as user u: every column gets its type's empty
+// value, then the given cells, then trigger formulas of columns not given
+// are computed (new records). An unknown column fails before any change.
+func (s *Server) insertLocked(t *table, rows []map[string]any, u User) ([]int64, error) {
+	for _, in := range rows {
+		for k := range in {
+			if t.col(k) == nil {
+				return nil, &apiErr{400, fmt.Sprintf("Invalid column %q", k)}
+			}
+		}
+	}
 	ids := make([]int64, 0, len(rows))
 	for _, in := range rows {
 		id := t.nextID
@@ -299,38 +334,59 @@ func (s *Server) addRowsLocked(t *table, rows []map[string]any) []int64 {
 		}
 		r["manualSort"] = id
 		for k, v := range in {
-			if t.col(k) == nil {
-				s.t.Fatalf("gristtest: table %s has no column %q", t.id, k)
-			}
 			r[k] = normValue(v)
 		}
+		s.triggersLocked(t, r, nil, in, u)
 		t.rows[id] = r
 		ids = append(ids, id)
 	}
-	return ids
+	return ids, nil
 }
 
-// UpdateRows sets the given cells of existing rows.
+// UpdateRows sets the given cells of existing rows, as the owner.
 func (s *Server) UpdateRows(tableID string, updates map[int64]map[string]any) {
+	s.UpdateRowsAs(Owner, tableID, updates)
+}
+
+// UpdateRowsAs sets the given cells of existing rows as user u: what an
+// expert's edit in the Grist UI does, trigger formulas (user.Email, NOW())
+// included.
+func (s *Server) UpdateRowsAs(u User, tableID string, updates map[int64]map[string]any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.mustTable(tableID)
-	delta := map[int64]*rowChange{}
-	for id, u := range updates {
-		r, ok := t.rows[id]
-		if !ok {
-			s.t.Fatalf("gristtest: table %s: Invalid row id %d", t.id, id)
-		}
-		before := maps.Clone(r)
-		for k, v := range u {
-			if t.col(k) == nil {
-				s.t.Fatalf("gristtest: table %s has no column %q", t.id, k)
-			}
-			r[k] = normValue(v)
-		}
-		delta[id] = &rowChange{before: before, after: maps.Clone(r)}
+	delta, err := s.updateLocked(t, updates, u)
+	if err != nil {
+		s.t.Fatalf("gristtest: table %s: %v", t.id, err)
 	}
 	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta}})
+}
+
+// updateLocked sets cells of existing rows as user u and computes the
+// trigger formulas the changes call for. An unknown row or column fails
+// before any change.
+func (s *Server) updateLocked(t *table, updates map[int64]map[string]any, u User) (map[int64]*rowChange, error) {
+	for _, id := range slices.Sorted(maps.Keys(updates)) {
+		if _, ok := t.rows[id]; !ok {
+			return nil, &apiErr{400, fmt.Sprintf("Invalid row id %d", id)}
+		}
+		for k := range updates[id] {
+			if t.col(k) == nil {
+				return nil, &apiErr{400, fmt.Sprintf("Invalid column %q", k)}
+			}
+		}
+	}
+	delta := map[int64]*rowChange{}
+	for id, upd := range updates {
+		r := t.rows[id]
+		before := maps.Clone(r)
+		for k, v := range upd {
+			r[k] = normValue(v)
+		}
+		s.triggersLocked(t, r, before, upd, u)
+		delta[id] = &rowChange{before: before, after: maps.Clone(r)}
+	}
+	return delta, nil
 }
 
 // DeleteRows removes rows. As in Grist, a later AddRows may reuse the

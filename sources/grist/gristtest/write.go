@@ -1,0 +1,712 @@
+package gristtest
+
+// Writes: the calls a client makes to create tables and columns and to
+// add, update and delete rows, with the shapes and limits of a real
+// grist-core 1.7.17 (grist-api.md §2, §3, §7 and "Observed"; captures in
+// grist-samples/real/setup and errors):
+//
+//   - POST /tables {"tables":[{"id","columns":[{"id","fields"}]}]} →
+//     {"tables":[{"id"}]}; POST /tables/{t}/columns {"columns":[…]} →
+//     {"columns":[{"id"}]}. A taken id gets a number appended ("Notes2"),
+//     as Grist's AddTable and AddColumn do.
+//   - POST /tables/{t}/records {"records":[{"fields"}]} →
+//     {"records":[{"id"}]}; an unknown column is 400 `Invalid column "x"`.
+//   - PATCH /tables/{t}/records {"records":[{"id","fields"}]} → null; every
+//     record must have the same fields (400 `PATCH requires all records to
+//     have same fields`), an unknown row is 400 `Invalid row id N`.
+//   - POST /tables/{t}/records/delete [ids] → null.
+//   - POST /apply [[action, …], …] → {actionNum, actionHash, retValues,
+//     isModification} for the user actions AddColumn, RemoveTable,
+//     BulkAddRecord, BulkUpdateRecord and BulkRemoveRecord.
+//   - A JSON body over 1 MiB is 413 {"error":"request entity too large"}
+//     (1,048,576 bytes accepted, one more refused).
+//
+// Each write is one action of the document's history (/states, /compare).
+// Rows are written as the user of the request's API key (AddAPIKey), which
+// is what trigger formulas see as `user`.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxBodyBytes is the largest JSON body Grist accepts (express.json
+// "1mb" = 1 MiB, grist-api.md "Observed" §7).
+const MaxBodyBytes = 1 << 20
+
+// User is the person an API key belongs to: `user.Email` and `user.Name`
+// in trigger formulas.
+type User struct{ Email, Name string }
+
+// Owner is the user of APIKey.
+var Owner = User{Email: "owner@example.com", Name: "Owner"}
+
+func (e *apiErr) Error() string { return e.msg }
+
+// AddAPIKey makes key a valid API key acting as u (an expert editing
+// through the API, as in the UI).
+func (s *Server) AddAPIKey(key string, u User) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users[key] = u
+}
+
+// SetNow sets the clock NOW() reads in trigger formulas.
+func (s *Server) SetNow(now func() time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = now
+}
+
+// Table returns a copy of a table's rows by id (cells in /records normal
+// encoding, hidden columns included), nil when there is no such table.
+func (s *Server) Table(tableID string) map[int64]map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tables[tableID]
+	if !ok {
+		return nil
+	}
+	out := make(map[int64]map[string]any, len(t.rows))
+	for id, r := range t.rows {
+		out[id] = maps.Clone(r)
+	}
+	return out
+}
+
+// Columns returns a copy of a table's columns in position order, nil when
+// there is no such table.
+func (s *Server) Columns(tableID string) []Column {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tables[tableID]
+	if !ok {
+		return nil
+	}
+	out := make([]Column, 0, len(t.cols))
+	for _, c := range t.cols {
+		cc := *c
+		cc.RecalcDeps = slices.Clone(c.RecalcDeps)
+		out = append(out, cc)
+	}
+	return out
+}
+
+func (s *Server) writeRoutes(mux *http.ServeMux, p string) {
+	mux.HandleFunc("POST "+p+"/tables", s.postTables)
+	mux.HandleFunc("POST "+p+"/tables/{table}/columns", s.postColumns)
+	mux.HandleFunc("POST "+p+"/tables/{table}/records", s.postRecords)
+	mux.HandleFunc("PATCH "+p+"/tables/{table}/records", s.patchRecords)
+	mux.HandleFunc("POST "+p+"/tables/{table}/records/delete", s.deleteRecords)
+	mux.HandleFunc("POST "+p+"/apply", s.apply)
+}
+
+// userOf returns the user of the request's API key (the auth check has
+// passed).
+func (s *Server) userOf(r *http.Request) User {
+	return s.users[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+}
+
+// readBody decodes a JSON body of at most MaxBodyBytes into v, numbers as
+// json.Number; it writes the error answer and returns false on failure.
+func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		writeErr(w, r, 400, "Invalid payload")
+		return false
+	}
+	if len(b) > MaxBodyBytes {
+		writeErr(w, r, 413, "request entity too large")
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		writeJSON(w, r, 400, map[string]any{"error": "Invalid payload", "details": map[string]any{"userError": err.Error()}})
+		return false
+	}
+	return true
+}
+
+// cellValue turns a decoded JSON cell into the stored form: json.Number
+// to int64 or float64, recursively in lists.
+func cellValue(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cellValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = cellValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+type colSpec struct {
+	ID     string         `json:"id"`
+	Fields map[string]any `json:"fields"`
+}
+
+// newColumn builds a column from REST fields or an AddColumn colInfo.
+func newColumn(id string, f map[string]any) Column {
+	c := Column{ID: id, Type: "Any"}
+	if v, ok := f["type"].(string); ok && v != "" {
+		c.Type = v
+	}
+	c.IsFormula, _ = f["isFormula"].(bool)
+	c.Formula, _ = f["formula"].(string)
+	c.Label, _ = f["label"].(string)
+	if n, ok := cellValue(f["recalcWhen"]).(int64); ok {
+		c.RecalcWhen = int(n)
+	}
+	if l, ok := cellValue(f["recalcDeps"]).([]any); ok && len(l) > 0 && l[0] == "L" {
+		for _, e := range l[1:] {
+			if n, ok := e.(int64); ok {
+				c.RecalcDeps = append(c.RecalcDeps, int(n))
+			}
+		}
+	}
+	return c
+}
+
+// uniqueID appends 2, 3, … to id until taken (ignoring case, as Grist
+// compares table and column ids) returns false.
+func uniqueID(id string, taken func(string) bool) string {
+	if !taken(id) {
+		return id
+	}
+	for n := 2; ; n++ {
+		if c := id + strconv.Itoa(n); !taken(c) {
+			return c
+		}
+	}
+}
+
+func (s *Server) tableTaken(id string) bool {
+	for k := range s.tables {
+		if strings.EqualFold(k, id) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *table) colTaken(id string) bool {
+	return slices.ContainsFunc(t.cols, func(c *Column) bool { return strings.EqualFold(c.ID, id) })
+}
+
+func (s *Server) postTables(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Tables []struct {
+			ID      string    `json:"id"`
+			Columns []colSpec `json:"columns"`
+		} `json:"tables"`
+	}
+	if !readBody(w, r, &body) {
+		return
+	}
+	if len(body.Tables) == 0 {
+		writeErr(w, r, 400, "Invalid payload")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []map[string]any{}
+	for _, tb := range body.Tables {
+		id := uniqueID(tb.ID, s.tableTaken)
+		cols := make([]Column, 0, len(tb.Columns))
+		for _, cs := range tb.Columns {
+			cols = append(cols, newColumn(cs.ID, cs.Fields))
+		}
+		t := s.addTableLocked(id, cols)
+		s.record(&action{deltas: map[string]map[int64]*rowChange{}, renames: [][2]string{{"", id}},
+			colRenames: map[string][][2]string{id: addedColumns(t)}})
+		out = append(out, map[string]any{"id": id})
+	}
+	writeJSON(w, r, 200, map[string]any{"tables": out})
+}
+
+// addColumnLocked appends a column with its type's empty value in every
+// row and returns it; the caller records the action.
+func (s *Server) addColumnLocked(t *table, c Column) *Column {
+	c.ID = uniqueID(c.ID, t.colTaken)
+	c.colRef = s.nextColRef
+	c.pos = s.nextColRef
+	s.nextColRef++
+	if c.Type == "" {
+		c.Type = "Any"
+	}
+	t.cols = append(t.cols, &c)
+	for _, row := range t.rows {
+		row[c.ID] = emptyValue(c.Type)
+	}
+	return &c
+}
+
+func (s *Server) postColumns(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Columns []colSpec `json:"columns"`
+	}
+	if !readBody(w, r, &body) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tableOr404(w, r)
+	if t == nil {
+		return
+	}
+	out := []map[string]any{}
+	var added [][2]string
+	for _, cs := range body.Columns {
+		c := s.addColumnLocked(t, newColumn(cs.ID, cs.Fields))
+		added = append(added, [2]string{"", c.ID})
+		out = append(out, map[string]any{"id": c.ID})
+	}
+	s.record(&action{deltas: map[string]map[int64]*rowChange{}, colRenames: map[string][][2]string{t.id: added}})
+	writeJSON(w, r, 200, map[string]any{"columns": out})
+}
+
+func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Records []struct {
+			Fields map[string]any `json:"fields"`
+		} `json:"records"`
+	}
+	if !readBody(w, r, &body) {
+		return
+	}
+	if len(body.Records) == 0 {
+		writeErr(w, r, 400, "Invalid payload")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tableOr404(w, r)
+	if t == nil {
+		return
+	}
+	rows := make([]map[string]any, len(body.Records))
+	for i, rec := range body.Records {
+		rows[i] = map[string]any{}
+		for k, v := range rec.Fields {
+			rows[i][k] = cellValue(v)
+		}
+	}
+	ids, err := s.insertLocked(t, rows, s.userOf(r))
+	if err != nil {
+		writeAPIErr(w, r, err)
+		return
+	}
+	delta := map[int64]*rowChange{}
+	out := make([]map[string]any, len(ids))
+	for i, id := range ids {
+		delta[id] = &rowChange{after: maps.Clone(t.rows[id])}
+		out[i] = map[string]any{"id": id}
+	}
+	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta}})
+	writeJSON(w, r, 200, map[string]any{"records": out})
+}
+
+func writeAPIErr(w http.ResponseWriter, r *http.Request, err error) {
+	if ae, ok := err.(*apiErr); ok {
+		writeErr(w, r, ae.status, ae.msg)
+		return
+	}
+	writeErr(w, r, 500, err.Error())
+}
+
+func (s *Server) patchRecords(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Records []struct {
+			ID     int64          `json:"id"`
+			Fields map[string]any `json:"fields"`
+		} `json:"records"`
+	}
+	if !readBody(w, r, &body) {
+		return
+	}
+	if len(body.Records) == 0 {
+		writeErr(w, r, 400, "Invalid payload")
+		return
+	}
+	first := slices.Sorted(maps.Keys(body.Records[0].Fields))
+	updates := map[int64]map[string]any{}
+	for _, rec := range body.Records {
+		if !slices.Equal(slices.Sorted(maps.Keys(rec.Fields)), first) {
+			writeErr(w, r, 400, "PATCH requires all records to have same fields")
+			return
+		}
+		u := map[string]any{}
+		for k, v := range rec.Fields {
+			u[k] = cellValue(v)
+		}
+		updates[rec.ID] = u
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tableOr404(w, r)
+	if t == nil {
+		return
+	}
+	delta, err := s.updateLocked(t, updates, s.userOf(r))
+	if err != nil {
+		writeAPIErr(w, r, err)
+		return
+	}
+	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta}})
+	writeJSON(w, r, 200, nil)
+}
+
+func (s *Server) deleteRecords(w http.ResponseWriter, r *http.Request) {
+	var ids []int64
+	if !readBody(w, r, &ids) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tableOr404(w, r)
+	if t == nil {
+		return
+	}
+	delta, err := s.removeLocked(t, ids)
+	if err != nil {
+		writeAPIErr(w, r, err)
+		return
+	}
+	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta}})
+	writeJSON(w, r, 200, nil)
+}
+
+// removeLocked deletes rows; as in Grist a later add may reuse the highest
+// ids. An unknown row fails before any change.
+func (s *Server) removeLocked(t *table, ids []int64) (map[int64]*rowChange, error) {
+	for _, id := range ids {
+		if _, ok := t.rows[id]; !ok {
+			return nil, &apiErr{400, fmt.Sprintf("Invalid row id %d", id)}
+		}
+	}
+	delta := map[int64]*rowChange{}
+	for _, id := range ids {
+		delta[id] = &rowChange{before: t.rows[id]}
+		delete(t.rows, id)
+	}
+	maxID := int64(0)
+	for id := range t.rows {
+		maxID = max(maxID, id)
+	}
+	t.nextID = maxID + 1
+	return delta, nil
+}
+
+// apply runs user actions (POST /apply): all of them or, on the first
+// error, none.
+func (s *Server) apply(w http.ResponseWriter, r *http.Request) {
+	var actions [][]any
+	if !readBody(w, r, &actions) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Check everything first: the real server applies a bundle atomically.
+	for i, a := range actions {
+		if err := s.checkAction(a); err != nil {
+			writeErr(w, r, 400, fmt.Sprintf("action %d: %v", i, err))
+			return
+		}
+	}
+	u := s.userOf(r)
+	ret := make([]any, 0, len(actions))
+	act := &action{deltas: map[string]map[int64]*rowChange{}, colRenames: map[string][][2]string{}}
+	for _, a := range actions {
+		v, err := s.applyOne(act, a, u)
+		if err != nil {
+			writeErr(w, r, 400, err.Error())
+			return
+		}
+		ret = append(ret, v)
+	}
+	s.record(act)
+	head := s.history[len(s.history)-1]
+	writeJSON(w, r, 200, map[string]any{"actionNum": head.n, "actionHash": head.h, "retValues": ret, "isModification": true})
+}
+
+func argString(a []any, i int) string {
+	if i < len(a) {
+		s, _ := a[i].(string)
+		return s
+	}
+	return ""
+}
+
+func (s *Server) checkAction(a []any) error {
+	name := argString(a, 0)
+	tid := argString(a, 1)
+	switch name {
+	case "AddColumn", "RemoveTable", "BulkAddRecord", "BulkUpdateRecord", "BulkRemoveRecord":
+	default:
+		return fmt.Errorf("gristtest does not emulate the user action %q", name)
+	}
+	if _, ok := s.tables[tid]; !ok {
+		return fmt.Errorf("Table not found %q", tid)
+	}
+	return nil
+}
+
+// bulkRows reads BulkAddRecord/BulkUpdateRecord's column-oriented values
+// {col: [v…]} into one map per row.
+func bulkRows(n int, cols any) ([]map[string]any, error) {
+	m, _ := cols.(map[string]any)
+	rows := make([]map[string]any, n)
+	for i := range rows {
+		rows[i] = map[string]any{}
+	}
+	for k, v := range m {
+		l, ok := v.([]any)
+		if !ok || len(l) != n {
+			return nil, fmt.Errorf("column %q needs %d values", k, n)
+		}
+		for i, e := range l {
+			rows[i][k] = cellValue(e)
+		}
+	}
+	return rows, nil
+}
+
+func rowIDs(v any) []int64 {
+	l, _ := cellValue(v).([]any)
+	out := make([]int64, 0, len(l))
+	for _, e := range l {
+		if n, ok := e.(int64); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (s *Server) applyOne(act *action, a []any, u User) (any, error) {
+	tid := argString(a, 1)
+	t := s.tables[tid]
+	merge := func(delta map[int64]*rowChange) {
+		if act.deltas[t.id] == nil {
+			act.deltas[t.id] = map[int64]*rowChange{}
+		}
+		for id, ch := range delta {
+			if old, ok := act.deltas[t.id][id]; ok {
+				ch.before = old.before
+			}
+			act.deltas[t.id][id] = ch
+		}
+	}
+	switch argString(a, 0) {
+	case "AddColumn":
+		// ["AddColumn", tableId, colId, colInfo]
+		info, _ := cellValue(a[min(3, len(a)-1)]).(map[string]any)
+		c := s.addColumnLocked(t, newColumn(argString(a, 2), info))
+		act.colRenames[t.id] = append(act.colRenames[t.id], [2]string{"", c.ID})
+		return map[string]any{"colId": c.ID, "colRef": c.colRef}, nil
+	case "RemoveTable":
+		delete(s.tables, tid)
+		delta := map[int64]*rowChange{}
+		for id, row := range t.rows {
+			delta[id] = &rowChange{before: row}
+		}
+		merge(delta)
+		for _, c := range t.cols {
+			act.colRenames[t.id] = append(act.colRenames[t.id], [2]string{c.ID, ""})
+		}
+		act.renames = append(act.renames, [2]string{tid, ""})
+		return nil, nil
+	case "BulkAddRecord":
+		// ["BulkAddRecord", tableId, [null…], {col: [v…]}]
+		l, _ := a[min(2, len(a)-1)].([]any)
+		rows, err := bulkRows(len(l), a[min(3, len(a)-1)])
+		if err != nil {
+			return nil, err
+		}
+		ids, err := s.insertLocked(t, rows, u)
+		if err != nil {
+			return nil, err
+		}
+		delta := map[int64]*rowChange{}
+		ret := make([]any, len(ids))
+		for i, id := range ids {
+			delta[id] = &rowChange{after: maps.Clone(t.rows[id])}
+			ret[i] = id
+		}
+		merge(delta)
+		return ret, nil
+	case "BulkUpdateRecord":
+		ids := rowIDs(a[min(2, len(a)-1)])
+		rows, err := bulkRows(len(ids), a[min(3, len(a)-1)])
+		if err != nil {
+			return nil, err
+		}
+		updates := map[int64]map[string]any{}
+		for i, id := range ids {
+			updates[id] = rows[i]
+		}
+		delta, err := s.updateLocked(t, updates, u)
+		if err != nil {
+			return nil, err
+		}
+		merge(delta)
+		return nil, nil
+	case "BulkRemoveRecord":
+		delta, err := s.removeLocked(t, rowIDs(a[min(2, len(a)-1)]))
+		if err != nil {
+			return nil, err
+		}
+		merge(delta)
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unsupported action %v", a[0])
+}
+
+// triggersLocked computes the trigger formula columns of row r (after the
+// change) as grist-core does (sandbox/grist/schema.py RecalcWhen): on a new
+// record (before == nil) every trigger column not given; on an update,
+// those with RecalcWhen 2, and those with RecalcWhen 0 one of whose
+// RecalcDeps columns changed value. A column set by the change itself is
+// left as given.
+func (s *Server) triggersLocked(t *table, r, before, given map[string]any, u User) {
+	byRef := map[int]string{}
+	for _, c := range t.cols {
+		byRef[c.colRef] = c.ID
+	}
+	for _, c := range t.cols {
+		if c.IsFormula || c.Formula == "" || c.RecalcWhen == 1 {
+			continue
+		}
+		if _, set := given[c.ID]; set {
+			continue
+		}
+		due := before == nil || c.RecalcWhen == 2
+		for _, ref := range c.RecalcDeps {
+			if col := byRef[ref]; col != "" && before != nil && !sameCell(before[col], r[col]) {
+				due = true
+			}
+		}
+		if !due {
+			continue
+		}
+		v, err := evalTrigger(c.Formula, r, u, s.now())
+		if err != nil {
+			s.t.Errorf("gristtest: table %s column %s: %v", t.id, c.ID, err)
+			continue
+		}
+		r[c.ID] = v
+	}
+}
+
+func sameCell(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}
+
+// evalTrigger evaluates the small subset of Python formulas the server
+// knows: an atom (NOW(), user.Email, user.Name, None, "", ”, $col), or
+// "A if C1 or C2 … else B" with atoms. NOW() is seconds since the epoch,
+// as a DateTime cell holds it.
+func evalTrigger(formula string, r map[string]any, u User, now time.Time) (any, error) {
+	f := strings.TrimSpace(formula)
+	f = strings.TrimSpace(strings.TrimPrefix(f, "return "))
+	atom := func(a string) (any, error) {
+		switch a = strings.TrimSpace(a); {
+		case a == "NOW()":
+			return float64(now.UnixMilli()) / 1000, nil
+		case a == "user.Email":
+			return u.Email, nil
+		case a == "user.Name":
+			return u.Name, nil
+		case a == "None":
+			return nil, nil
+		case a == `""` || a == "''":
+			return "", nil
+		case strings.HasPrefix(a, "$"):
+			return r[a[1:]], nil
+		}
+		return nil, fmt.Errorf("formula %q: gristtest cannot evaluate %q", formula, a)
+	}
+	then, rest, ok := strings.Cut(f, " if ")
+	if !ok {
+		return atom(f)
+	}
+	cond, alt, ok := strings.Cut(rest, " else ")
+	if !ok {
+		return nil, fmt.Errorf("formula %q: if without else", formula)
+	}
+	truth := false
+	for _, c := range strings.Split(cond, " or ") {
+		v, err := atom(strings.Trim(strings.TrimSpace(c), "()"))
+		if err != nil {
+			return nil, err
+		}
+		truth = truth || truthy(v)
+	}
+	if truth {
+		return atom(then)
+	}
+	return atom(alt)
+}
+
+// truthy is Python truthiness of a cell: None, False, 0, "" and an empty
+// list (["L"] or null) are false.
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case int64:
+		return x != 0
+	case float64:
+		return x != 0
+	case []any:
+		return len(x) > 1 || (len(x) == 1 && x[0] != "L")
+	}
+	return true
+}
+
+func (c *Column) label() string {
+	if c.Label != "" {
+		return c.Label
+	}
+	return c.ID
+}
+
+// recalcDeps is the column's recalcDeps as the API shows it: ["L", colRef…]
+// or null.
+func (c *Column) recalcDeps() any {
+	if len(c.RecalcDeps) == 0 {
+		return nil
+	}
+	out := []any{"L"}
+	for _, r := range c.RecalcDeps {
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,133 @@
+package gristtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestWritesFollowRealCaptures creates a table and columns, adds, updates
+// and deletes rows over HTTP, with the answers of
+// grist-samples/real/setup/04, 14, 09, 10 and errors/*.
+func TestWritesFollowRealCaptures(t *testing.T) {
+	s := New(t)
+	code, body, _ := call(t, s, "POST", "/tables", `{"tables":[{"id":"Docs","columns":[{"id":"path","fields":{"type":"Text","label":"Path"}}]},
+		{"id":"Els","columns":[{"id":"doc","fields":{"type":"Ref:Docs"}},{"id":"text","fields":{"type":"Text"}},{"id":"with","fields":{"type":"RefList:Els"}}]}]}`, nil)
+	require.Equal(t, 200, code, body)
+	require.JSONEq(t, `{"tables":[{"id":"Docs"},{"id":"Els"}]}`, body)
+	// A taken id gets a number, as AddTable does.
+	code, body, _ = call(t, s, "POST", "/tables", `{"tables":[{"id":"docs","columns":[]}]}`, nil)
+	require.Equal(t, 200, code)
+	require.JSONEq(t, `{"tables":[{"id":"docs2"}]}`, body)
+	code, body, _ = call(t, s, "POST", "/tables/Els/columns", `{"columns":[{"id":"note","fields":{"type":"Text"}},{"id":"text","fields":{"type":"Text"}}]}`, nil)
+	require.Equal(t, 200, code)
+	require.JSONEq(t, `{"columns":[{"id":"note"},{"id":"text2"}]}`, body)
+
+	code, body, _ = call(t, s, "POST", "/tables/Docs/records", `{"records":[{"fields":{"path":"a.md"}}]}`, nil)
+	require.Equal(t, 200, code)
+	require.JSONEq(t, `{"records":[{"id":1}]}`, body)
+	code, body, _ = call(t, s, "POST", "/tables/Els/records", `{"records":[{"fields":{"doc":1,"text":"x"}},{"fields":{"doc":1,"text":"y","with":["L",1]}}]}`, nil)
+	require.Equal(t, 200, code)
+	require.JSONEq(t, `{"records":[{"id":1},{"id":2}]}`, body)
+	require.Equal(t, []any{"L", int64(1)}, s.Table("Els")[2]["with"])
+
+	code, body, _ = call(t, s, "POST", "/tables/Els/records", `{"records":[{"fields":{"nope":1}}]}`, nil)
+	require.Equal(t, 400, code)
+	require.JSONEq(t, `{"error":"Invalid column \"nope\""}`, body)
+	code, body, _ = call(t, s, "PATCH", "/tables/Els/records", `{"records":[{"id":1,"fields":{"text":"a"}},{"id":2,"fields":{"note":"b"}}]}`, nil)
+	require.Equal(t, 400, code)
+	require.JSONEq(t, `{"error":"PATCH requires all records to have same fields"}`, body)
+	code, body, _ = call(t, s, "PATCH", "/tables/Els/records", `{"records":[{"id":9999,"fields":{"text":"x"}}]}`, nil)
+	require.Equal(t, 400, code)
+	require.JSONEq(t, `{"error":"Invalid row id 9999"}`, body)
+	code, body, _ = call(t, s, "PATCH", "/tables/Els/records", `{"records":[{"id":1,"fields":{"text":"a"}},{"id":2,"fields":{"text":"b"}}]}`, nil)
+	require.Equal(t, 200, code)
+	require.Equal(t, "null", body)
+	require.Equal(t, "b", s.Table("Els")[2]["text"])
+
+	// /compare lists the rows written over HTTP like any change.
+	before := s.Head()
+	code, body, _ = call(t, s, "POST", "/tables/Els/records/delete", `[1]`, nil)
+	require.Equal(t, 200, code)
+	require.Equal(t, "null", body)
+	_, body, _ = call(t, s, "GET", "/compare?left="+before+"&right=HEAD", "", nil)
+	require.Contains(t, body, `"removeRows":[1]`)
+
+	// The body cap is exactly 1 MiB.
+	pad := func(n int) string {
+		head := `{"records":[{"id":2,"fields":{"text":"`
+		tail := `"}}]}`
+		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+	}
+	code, _, _ = call(t, s, "PATCH", "/tables/Els/records", pad(MaxBodyBytes), nil)
+	require.Equal(t, 200, code)
+	code, body, _ = call(t, s, "PATCH", "/tables/Els/records", pad(MaxBodyBytes+1), nil)
+	require.Equal(t, 413, code)
+	require.JSONEq(t, `{"error":"request entity too large"}`, body)
+}
+
+// TestTriggerFormulas adds authorship columns through /apply AddColumn
+// (recalcWhen 0, recalcDeps = the watched column): new records compute
+// them, an edit of the watched column recomputes them as the editing
+// user, an edit elsewhere does not.
+func TestTriggerFormulas(t *testing.T) {
+	s := New(t)
+	s.AddTable("T", Column{ID: "text", Type: "Text"}, Column{ID: "other", Type: "Text"})
+	clock := time.Unix(1800000000, 0)
+	s.SetNow(func() time.Time { return clock })
+	s.AddAPIKey("expert-key", User{Email: "ann@example.com", Name: "Ann"})
+	textRef := 0
+	for _, c := range s.Columns("T") {
+		if c.ID == "text" {
+			textRef = c.colRef
+		}
+	}
+	by := fmt.Sprintf(`["AddColumn","T","by",{"type":"Text","isFormula":false,"formula":"user.Email if $text else \"\"","recalcWhen":0,"recalcDeps":["L",%d]}]`, textRef)
+	at := fmt.Sprintf(`["AddColumn","T","at",{"type":"DateTime:UTC","isFormula":false,"formula":"NOW()","recalcWhen":0,"recalcDeps":["L",%d]}]`, textRef)
+	code, body, _ := call(t, s, "POST", "/apply", "["+by+","+at+"]", nil)
+	require.Equal(t, 200, code, body)
+	var res struct {
+		RetValues []map[string]any `json:"retValues"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &res))
+	require.Equal(t, "by", res.RetValues[0]["colId"])
+	_, body, _ = call(t, s, "GET", "/tables/T/columns", "", nil)
+	require.Contains(t, body, fmt.Sprintf(`"recalcDeps":["L",%d]`, textRef))
+
+	id := s.AddRows("T", map[string]any{"other": "o"})[0]
+	require.Equal(t, "", s.Table("T")[id]["by"])
+	require.Equal(t, float64(1800000000), s.Table("T")[id]["at"])
+
+	clock = clock.Add(time.Hour)
+	s.UpdateRowsAs(User{Email: "bob@example.com"}, "T", map[int64]map[string]any{id: {"other": "p"}})
+	require.Equal(t, "", s.Table("T")[id]["by"], "an edit of another column does not recompute")
+	require.Equal(t, float64(1800000000), s.Table("T")[id]["at"])
+
+	req := fmt.Sprintf(`{"records":[{"id":%d,"fields":{"text":"corrected"}}]}`, id)
+	code, body = callAs(t, s, "expert-key", "PATCH", "/tables/T/records", req)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, "ann@example.com", s.Table("T")[id]["by"])
+	require.Equal(t, float64(1800003600), s.Table("T")[id]["at"])
+
+	code, _ = callAs(t, s, "unknown-key", "GET", "/tables/T/records", "")
+	require.Equal(t, 401, code)
+}
+
+func callAs(t *testing.T, s *Server, key, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.URL+"/api/docs/"+DocID+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
