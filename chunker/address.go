@@ -615,6 +615,7 @@ var docRes = []*regexp.Regexp{
 	regexp.MustCompile(`^СП\s+\d{1,3}\.\d{3,6}(?:\.\d{4})?`),
 	regexp.MustCompile(`^\d{1,4}-ФЗ`),
 	regexp.MustCompile(`^(?:CTE\s+)?DB[\s-](?:SI|SUA|HE|HR|HS|SE(?:-[A-Z]{1,2})?)`),
+	regexp.MustCompile(`^(?:the\s+)?(?:Treaty on (?:the )?Functioning of the European Union|Treaty on European Union|Charter of Fundamental Rights of the European Union|TFEU|TEU)`),
 }
 
 // matchDoc returns the document identifier at s[i:] in canonical form
@@ -630,6 +631,14 @@ func matchDoc(s string, i int) (string, int, bool) {
 		}
 		text := s[i : i+m[1]]
 		switch k {
+		case 7:
+			switch t := strings.ToLower(text); {
+			case strings.Contains(t, "functioning") || strings.HasSuffix(t, "tfeu"):
+				return "TFEU", i + m[1], true
+			case strings.Contains(t, "charter"):
+				return "Charter of Fundamental Rights", i + m[1], true
+			}
+			return "TEU", i + m[1], true
 		case 0:
 			return "RFC " + s[i+m[2]:i+m[3]], i + m[1], true
 		case 1:
@@ -870,4 +879,43 @@ func quotePunkt(s string) string {
 		return s
 	}
 	return barePunkt.ReplaceAllString(s, "пункт «$1»$2")
+}
+
+// headingUnit reads a heading that starts with a keyword unit ("Article 5",
+// "CHAPTER I", "ANNEX II", "SECTION 1", "Статья 5.", "Anejo SI A
+// Terminología") and returns the unit and the rest of the heading (its
+// title, without a separating full stop, colon or dash). Articles and
+// recitals need the unit to stand first; "Section N" is a division here.
+func headingUnit(text string) (addrUnit, string, bool) {
+	t := normalizeSpace(text)
+	c, ok := parseComp(t, 0)
+	if !ok || len(c.units) != 1 {
+		return addrUnit{}, "", false
+	}
+	u := c.units[0]
+	switch u.kind {
+	case unitAnnex, unitPart, unitTitle, unitChapter, unitArticle:
+	case unitSection:
+	case unitNumber:
+		if c.locator != "section" || !isDigits(u.id) {
+			return addrUnit{}, "", false
+		}
+		u = addrUnit{kind: unitSection, word: c.word, id: u.id}
+	default:
+		return addrUnit{}, "", false
+	}
+	rest := strings.TrimLeft(t[c.end:], " ")
+	if rest != "" {
+		r, _ := utf8.DecodeRuneInString(rest)
+		switch {
+		case strings.ContainsRune(".:—–-", r):
+			rest = strings.TrimSpace(rest[utf8.RuneLen(r):])
+		case c.end < len(t) && t[c.end] != ' ':
+			return addrUnit{}, "", false // "Article 5(2)" is a reference, not a heading
+		}
+	}
+	if u.kind == unitAnnex && u.id == "" {
+		return addrUnit{}, "", false
+	}
+	return u, rest, true
 }

@@ -77,6 +77,24 @@ type Element struct {
 	// Links are the hyperlinks in the element's own text (md, html, docx),
 	// in document order; CrossRefs reads them.
 	Links []Link
+	// Noise, on the document root only, is the text the parser left out
+	// of the tree because it is not the document's body: running headers
+	// and footers, page numbers and page markers, a journal's page header,
+	// amendment markers, front matter. Everything else is in exactly one
+	// element.
+	Noise []Noise
+}
+
+// Noise is one piece of text a parser dropped (see Element.Noise).
+type Noise struct {
+	// Text is what was dropped, white space collapsed.
+	Text string
+	// Reason says why: "running header", "page number", "page marker",
+	// "page header or marker", "amendment marker", "front matter".
+	Reason string
+	// Line is the 1-based line of the source it was on, 0 where the
+	// format has no lines (html, docx, pdf).
+	Line int
 }
 
 // isContainer reports whether elements of kind hold children rather than

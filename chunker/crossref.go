@@ -100,6 +100,9 @@ func elementRefs(e *Element, from string, acr map[string]bool) []Ref {
 	return out
 }
 
+// footnoteMark is the visible text of a footnote call or back-link.
+var footnoteMark = regexp.MustCompile(`^(?:\(\s*\*?\d{1,3}\s*\)|\[\s*\d{1,3}\s*\]|\d{1,3}|\*{1,3}|[↩↑†‡])$`)
+
 // linkRef turns a hyperlink into a Ref; ok is false for links that point
 // nowhere useful (empty, mailto:, javascript:).
 func linkRef(l Link, from string) (Ref, bool) {
@@ -110,6 +113,10 @@ func linkRef(l Link, from string) (Ref, bool) {
 	}
 	switch {
 	case h == "" || h == "#":
+		return Ref{}, false
+	case strings.HasPrefix(h, "#") && footnoteMark.MatchString(strings.TrimSpace(l.Text)):
+		// A footnote call or its back-link: the note sits after the
+		// element that calls it; no cross-reference.
 		return Ref{}, false
 	case strings.HasPrefix(h, "#"):
 		frag, err := url.PathUnescape(h[1:])

@@ -58,7 +58,16 @@ var (
 )
 
 // nestArticle finds the numbered paragraphs and the points of an article.
+// An article whose parser already made its paragraphs elements (the
+// Official Journal's numbered paragraph blocks) is left as it is.
 func nestArticle(a *Element, russian bool) {
+	for _, c := range a.Children {
+		if c.Kind == KindClause {
+			if u, ok := unitOf(c.Address); ok && (u.kind == unitChast || u.kind == unitParen && isDigits(u.id)) {
+				return
+			}
+		}
+	}
 	var out []*Element
 	var part *Element // the open numbered paragraph
 	next := 1
@@ -110,10 +119,19 @@ func adopt(part, c *Element) {
 	part.Children = append(part.Children, c)
 }
 
-// nestPoints turns the point paragraphs among e's children into points.
+// nestPoints turns the point paragraphs among e's children into points;
+// it leaves e alone when its parser made points of it already, and never
+// takes e's own first paragraph ("(a) …" of point (a)) for a point.
 func nestPoints(e *Element, russian bool) {
 	if len(e.Children) == 0 {
 		return
+	}
+	for _, c := range e.Children {
+		if c.Kind == KindClause {
+			if u, ok := unitOf(c.Address); ok && (u.kind == unitParen || u.kind == unitPunkt) {
+				return
+			}
+		}
 	}
 	var out []*Element
 	var point, sub *Element
@@ -129,6 +147,9 @@ func nestPoints(e *Element, russian bool) {
 			continue
 		}
 		label, paren := pointLabel(c.Text)
+		if len(out) == 0 && label != "" && (e.Address == "("+label+")" || e.Address == "пункт "+label) {
+			label = ""
+		}
 		switch {
 		case label == "":
 		case isRomanLabel(label) && !(last != 0 && nextLetter(last, label)) && point != nil:

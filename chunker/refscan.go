@@ -170,8 +170,46 @@ func (sc *refScanner) at(i int) ([]AddressMatch, int) {
 	if len(ts) == 0 {
 		return nil, i
 	}
+	sc.sharedTail(ts, end)
 	doc, dend := sc.docAfter(end)
 	return sc.matches(ts, doc, i, dend), dend
+}
+
+// andNext joins two references that share what follows the second
+// ("Section 2.8 of Chapter I and Section 7 of Chapter III of Annex XV").
+var andNext = regexp.MustCompile(`^(?:\s*,\s*|\s+)(?:and|or|и|y)\s+`)
+
+// sharedTail gives the targets of a reference to a division (a chapter or
+// part, no annex) the annex the next reference names, when the two are
+// joined by "and".
+func (sc *refScanner) sharedTail(ts []target, end int) {
+	for _, tg := range ts {
+		for _, c := range tg.comps {
+			if k := c.units[0].kind; k == unitAnnex || k == unitArticle {
+				return
+			}
+		}
+	}
+	hasDivision := false
+	for _, c := range ts[0].comps {
+		hasDivision = hasDivision || c.units[0].isDivision()
+	}
+	m := andNext.FindStringIndex(sc.text[end:])
+	if !hasDivision || m == nil {
+		return
+	}
+	next, _ := sc.cluster(end + m[1])
+	if len(next) == 0 {
+		return
+	}
+	for _, c := range next[0].comps {
+		if c.units[0].kind == unitAnnex {
+			for k := range ts {
+				ts[k].comps = append(ts[k].comps, c)
+			}
+			return
+		}
+	}
 }
 
 func (sc *refScanner) matches(ts []target, doc string, start, end int) []AddressMatch {
@@ -200,12 +238,19 @@ func (sc *refScanner) docAt(i int) (string, int, bool) {
 // document the text does not name here.
 var otherDoc = regexp.MustCompile(`^(?i)(?:\s*,\s*|\s+)(?:of|to|in|under|de|del)\s+(?:that|the said|those|the same|dicha|dicho|dichos|la citada|el citado|указанн\p{L}*)\s+(regulation|directive|decision|act|reglamento|directiva|decisión|регламент\p{L}*|директив\p{L}*|закон\p{L}*)`)
 
+// thereof: "Article 114 and Article 168(4)(c) thereof", an act named
+// earlier in the sentence.
+var thereof = regexp.MustCompile(`^(?i)\s+(?:thereof|of the said act|de (?:dicho|dicha|este|esta) (?:tratado|acto))\b`)
+
 // docAfter reads a document named after a cluster ending at end ("… of
 // Regulation (EU) 2017/745", "… of the MDR", "… of that Directive").
 func (sc *refScanner) docAfter(end int) (string, int) {
 	t := sc.text
 	if m := otherDoc.FindStringSubmatchIndex(t[end:]); m != nil {
 		return strings.ToLower(t[end+m[2]:end+m[3]]) + " (not named)", end + m[1]
+	}
+	if m := thereof.FindStringIndex(t[end:]); m != nil {
+		return "the act named before (not named)", end + m[1]
 	}
 	m := docSep.FindStringIndex(t[end:])
 	if m == nil {
@@ -222,7 +267,7 @@ func (sc *refScanner) docAfter(end int) (string, int) {
 var docSep = regexp.MustCompile(`^(?i)(?:\s*,\s*|\s+)(?:(?:of|in|to|under|from|de|del|de la|du|des|der|von)\s+)?(?:(?:the|el|la|le|die|des)\s+)?`)
 
 // listNextRe joins the items of a list or range.
-var listNextRe = regexp.MustCompile(`^(?i)(?:\s*,\s*(?:and\s+|or\s+|y\s+|и\s+)?|\s+(?:and|or|and/or|и|или|y|o|e|et|und|ou)\s+|\s*(?:to|through|–|—|-|до|al|a)\s*)`)
+var listNextRe = regexp.MustCompile(`^(?i)(?:\s*,\s*(?:and\s+|or\s+|y\s+|и\s+)?|\s+(?:and|or|and/or|и|или|y|o|e|et|und|ou|to|through|до|al|a)\s+|\s*[–—-]\s*)`)
 
 // rangeWords are the separators of a range ("52 to 56", "(a)–(d)").
 func isRangeSep(s string) bool {
@@ -238,15 +283,14 @@ func isRangeSep(s string) bool {
 // targets (one for each item of a list) and the end of the text read.
 func (sc *refScanner) cluster(i int) ([]target, int) {
 	t := sc.text
-	type group struct{ alts []comp }
-	var groups []group
+	var groups []struct{ alts []comp }
 	j := i
 	for {
 		c, ok := parseCompAt(t, j)
 		if !ok {
 			break
 		}
-		g := group{alts: []comp{c}}
+		g := struct{ alts []comp }{alts: []comp{c}}
 		j = c.end
 		// List items of the same kind.
 		for {
@@ -283,7 +327,7 @@ func (sc *refScanner) cluster(i int) ([]target, int) {
 			connector = hasConnector(t[j:k])
 		}
 		nc, ok := parseCompAt(t, k)
-		if !ok {
+		if !ok || hasKind(groups, nc.units[0].kind) {
 			break
 		}
 		prev := c.rank()
@@ -332,6 +376,22 @@ var connectorRe = regexp.MustCompile(`(?i)(?:^|\s)(?:of|in|to|under|from|de|del|
 
 func hasConnector(sep string) bool { return connectorRe.MatchString(sep) }
 
+// hasKind reports whether a keyword unit of kind is in the groups already
+// ("Section 3 of Annex IX, Section 3 of Annex X" is two references).
+func hasKind(groups []struct{ alts []comp }, kind unitKind) bool {
+	if kind == unitParen || kind == unitNumber {
+		return false
+	}
+	for _, g := range groups {
+		for _, u := range g.alts[0].units {
+			if u.kind == kind {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // parseCompAt is parseComp where a component may start: at a word start,
 // or at a parenthesis.
 func parseCompAt(t string, j int) (comp, bool) {
@@ -355,6 +415,10 @@ func listItem(t string, k int, first comp) (comp, bool) {
 		return comp{}, false
 	}
 	if c, ok := parseCompAt(t, k); ok {
+		if c.locator != "" && c.locator != first.locator {
+			// "Article 78(14) and point (h) of …": a new reference.
+			return comp{}, false
+		}
 		if first.units[0].kind == unitParen && c.units[0].kind == unitParen {
 			// "(9)(b) and (c)": (c) replaces the last label only.
 			if len(c.units) < len(first.units) {
@@ -382,7 +446,7 @@ func listItem(t string, k int, first comp) (comp, bool) {
 			return c, true
 		}
 	case unitAnnex, unitChapter, unitPart, unitTitle:
-		if id, end, ok := divisionID(t, k, first.units[0].kind); ok {
+		if id, end, ok := divisionID(t, k, first.units[0].kind); ok && t[k] >= 'A' && t[k] <= 'Z' {
 			return comp{units: []addrUnit{{kind: first.units[0].kind, word: first.units[0].word, id: id}}, start: k, end: end}, true
 		}
 	case unitRecital, unitChast:

@@ -143,6 +143,7 @@ func Parse(format string, content []byte) (*Element, error) {
 	if root == nil || root.Kind != KindDocument {
 		return nil, fmt.Errorf("parse %s: parser returned no document root", format)
 	}
+	collapseClauses(root)
 	structureParts(root)
 	assignLeafAddresses(root)
 	dedupeAddresses(root)

@@ -43,6 +43,26 @@ func (b *builder) section(level int, address, title string) *Element {
 	return s
 }
 
+// clause opens a numbered clause of level that holds the paragraphs,
+// points and notes after it (a container of kind KindClause with no title;
+// see collapseClauses) and returns it.
+func (b *builder) clause(level int, address string) *Element {
+	s := b.section(level, address, "")
+	s.Kind = KindClause
+	return s
+}
+
+// push opens an element of kind under the innermost open element without
+// closing anything (points of a list, paragraphs of an article); the
+// caller closes it by truncating b.stack.
+func (b *builder) push(kind Kind, address string) *Element {
+	parent := b.current()
+	el := &Element{Kind: kind, Address: address}
+	parent.Children = append(parent.Children, el)
+	b.stack = append(b.stack, frame{el: el, level: b.stack[len(b.stack)-1].level + 1})
+	return el
+}
+
 // current is the innermost open element (the root before any heading).
 func (b *builder) current() *Element { return b.stack[len(b.stack)-1].el }
 
@@ -293,4 +313,24 @@ func normalizeSpace(s string) string {
 	return strings.Join(strings.FieldsFunc(s, func(r rune) bool {
 		return unicode.IsSpace(r) || r == '\u00a0'
 	}), " ")
+}
+
+// collapseClauses turns a clause that holds nothing but its own paragraph
+// into a leaf clause with that text, and drops clauses left empty.
+func collapseClauses(e *Element) {
+	out := e.Children[:0]
+	for _, c := range e.Children {
+		collapseClauses(c)
+		if c.Kind == KindClause && len(c.Children) == 1 && c.Text == "" {
+			only := c.Children[0]
+			if only.Kind == KindParagraph && len(only.Children) == 0 {
+				c.Text, c.Links, c.Children = only.Text, only.Links, nil
+			}
+		}
+		if c.Kind == KindClause && len(c.Children) == 0 && strings.TrimSpace(c.Text) == "" {
+			continue
+		}
+		out = append(out, c)
+	}
+	e.Children = out
 }
