@@ -97,8 +97,8 @@ type htmlWalker struct {
 	// fresh is set after a division heading, where numbering may start
 	// again at 1.
 	fresh bool
-	notes   []htmlNote
-	noise   []Noise
+	notes []htmlNote
+	noise []Noise
 }
 
 type htmlNote struct {
