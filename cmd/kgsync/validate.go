@@ -29,7 +29,9 @@ func newValidateCmd(g *globals) *cobra.Command {
 		Short: "Load and check the config; print every problem (exit 3 when there are any)",
 		Long: "Load and check the config, and that pipelines writing to one graph agree on the indexes they share. " +
 			"With --online, also connect to each Memgraph sink and check the server: its version (3.1 or later) and, " +
-			"when the pipeline writes edge properties, that it stores them (--storage-properties-on-edges=true).",
+			"when the pipeline writes edge properties, that it stores them (--storage-properties-on-edges=true). " +
+			"The data model is checked against the CSV headers, and with --online against each live Grist document: " +
+			"tables, columns, column types against each attribute's use (embeddable text, Ref links and their targets, single-value keys).",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load()
 			if err != nil {
@@ -47,6 +49,9 @@ func newValidateCmd(g *globals) *cobra.Command {
 					sched = "no schedule"
 				}
 				fmt.Fprintf(g.stdout, "  %s: %d source(s), sink %s, embedder %s, %s\n", p.Name, len(p.Sources), p.Sink.Type, p.Embedder.Provider, sched)
+				if err := checkSources(cmd.Context(), g.stdout, p, i, online, timeout); err != nil {
+					problems = append(problems, fmt.Errorf("pipeline %q: %w", p.Name, err))
+				}
 				if online {
 					line, err := checkOnline(cmd.Context(), p, timeout)
 					if err != nil {
@@ -63,7 +68,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&online, "online", false, "also connect to each Memgraph sink and check the server's version and flags")
+	cmd.Flags().BoolVar(&online, "online", false, "also check each Memgraph sink's server and each Grist document's tables and columns")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "bound on each --online check")
 	return cmd
 }

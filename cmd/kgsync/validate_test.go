@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/internal/bolttest"
+	"github.com/kgsync/kgsync/sources/grist/gristtest"
 )
 
 func writeFile(t *testing.T, path, text string) string {
@@ -64,4 +65,83 @@ pipelines:
 	code, _, errOut := kgsync(t, "validate", "--config", path)
 	require.Equal(t, 3, code)
 	require.Contains(t, errOut, `pipelines "docs" and "more" share vector index name chunk_embedding`)
+}
+
+// TestValidateModelAgainstSources: validate checks the data model against
+// the CSV headers offline, and with --online against the live Grist
+// document: missing columns, an embeddable number, a link column that is no
+// Ref or refers to another anchor's table, and a key column that holds
+// lists are each reported with their config path (exit 3).
+func TestValidateModelAgainstSources(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "faq.csv"), "id,question,answer\n1,Q?,A.\n")
+	csvCfg := writeFile(t, filepath.Join(dir, "csv.yaml"), `
+state: {driver: sqlite, path: state.db}
+embedder: {provider: hashing, dimensions: 16}
+pipelines:
+  - name: faq
+    sources: [{csv: {tables: [{path: faq.csv, table: faq, key: id}]}}]
+    model:
+      anchors:
+        - name: faq
+          attributes:
+            - {name: question, embeddable: true}
+            - {name: answer_text, embeddable: true}
+`)
+	code, out, errOut := kgsync(t, "validate", "--config", csvCfg)
+	require.Equal(t, 3, code, out)
+	require.Contains(t, out, `pipelines[0].model.anchors[0].attributes[1]: table "faq" has no column "answer_text" (columns: answer, id, question)`)
+	require.Contains(t, errOut, "answer_text")
+
+	srv := gristtest.New(t)
+	srv.AddTable("HSCodes", gristtest.Column{ID: "hscode"}, gristtest.Column{ID: "description"},
+		gristtest.Column{ID: "parent", Type: "Ref:HSCodes"}, gristtest.Column{ID: "level", Type: "Int"}, gristtest.Column{ID: "tags", Type: "ChoiceList"})
+	srv.AddTable("Guides", gristtest.Column{ID: "guide_id", Type: "Int"}, gristtest.Column{ID: "title"})
+	grist := func(model string) string {
+		return writeFile(t, filepath.Join(dir, "grist.yaml"), `
+state: {driver: sqlite, path: state.db}
+embedder: {provider: hashing, dimensions: 16}
+pipelines:
+  - name: tariff
+    sources:
+      - grist: {server: "`+srv.URL+`", doc_id: `+gristtest.DocID+`, api_key: `+gristtest.APIKey+`, tables: [HSCodes, Guides], key_columns: {HSCodes: tags}}
+    model:
+`+model)
+	}
+	bad := grist(`      anchors:
+        - name: cn_code
+          table: HSCodes
+          attributes:
+            - {name: description, embeddable: true}
+            - {name: level, embeddable: true}
+            - {name: desc_text}
+          links:
+            - {name: PARENT, column: hscode, to: cn_code}
+            - {name: UP, column: parent, to: guide}
+        - name: guide
+          table: Guides
+`)
+	code, out, _ = kgsync(t, "validate", "--config", bad)
+	require.Equal(t, 0, code, "offline, a Grist document's columns are not known: %s", out)
+	code, out, _ = kgsync(t, "validate", "--online", "--config", bad)
+	require.Equal(t, 3, code, out)
+	for _, want := range []string{
+		`pipelines[0].model.anchors[0].attributes[1]: embeddable, but column "level" of table "HSCodes" is number: only text is embedded`,
+		`pipelines[0].model.anchors[0].attributes[2]: table "HSCodes" has no column "desc_text"`,
+		`pipelines[0].model.anchors[0].links[0]: column "hscode" of table "HSCodes" is text, not a Ref or RefList: no edge is made`,
+		`pipelines[0].model.anchors[0].links[1]: links to anchor "guide" (table "Guides"), but column "parent" refers to table "HSCodes"`,
+		`pipelines[0].sources[0].grist.key_columns.HSCodes: key column "tags" of table "HSCodes" is list: a key must be a single value`,
+	} {
+		require.Contains(t, out, want)
+	}
+	good := grist(`      anchors:
+        - name: cn_code
+          table: HSCodes
+          attributes: [{name: description, embeddable: true}]
+          links: [{name: PARENT, column: parent, to: cn_code}]
+`)
+	code, out, _ = kgsync(t, "validate", "--online", "--config", good)
+	require.Equal(t, 3, code, "the key column is still a list: %s", out)
+	require.NotContains(t, out, "anchors[0]")
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 )
 
 // Admin makes the calls that manage a document rather than read it (its
@@ -62,4 +64,66 @@ func (a *Admin) UserTables(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// Describe returns the document's user tables (UserTable) with their
+// visible columns and each column's kind: text (Text, Choice), number
+// (Numeric, Int), bool, date (Date, DateTime), list (ChoiceList),
+// ref:<table>, reflist:<table>, attachments, any (Any, e.g. an untyped
+// formula) or the Grist type itself for others. It is what `kgsync validate
+// --online` checks the config against.
+func (a *Admin) Describe(ctx context.Context) (map[string]map[string]string, error) {
+	ids, err := a.UserTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]string, len(ids))
+	for _, id := range ids {
+		var cl struct {
+			Columns []struct {
+				ID     string `json:"id"`
+				Fields struct {
+					Type string `json:"type"`
+				} `json:"fields"`
+			} `json:"columns"`
+		}
+		if err := a.Call(ctx, http.MethodGet, "/tables/"+url.PathEscape(id)+"/columns", nil, &cl); err != nil {
+			return nil, err
+		}
+		cols := map[string]string{}
+		for _, c := range cl.Columns {
+			if !hiddenColumn(c.ID, c.Fields.Type) {
+				cols[c.ID] = Kind(c.Fields.Type)
+			}
+		}
+		out[id] = cols
+	}
+	return out, nil
+}
+
+// Kind maps a Grist column type (grist-api.md §2) to the kind validate
+// compares attribute uses with (see Describe).
+func Kind(typ string) string {
+	base, arg, _ := strings.Cut(typ, ":")
+	switch base {
+	case "Text", "Choice":
+		return "text"
+	case "Numeric", "Int":
+		return "number"
+	case "Bool":
+		return "bool"
+	case "Date", "DateTime":
+		return "date"
+	case "ChoiceList":
+		return "list"
+	case "Ref":
+		return "ref:" + arg
+	case "RefList":
+		return "reflist:" + arg
+	case "Attachments":
+		return "attachments"
+	case "Any", "":
+		return "any"
+	}
+	return typ
 }
