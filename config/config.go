@@ -22,6 +22,8 @@ type Config struct {
 	Embedder *Embedder `yaml:"embedder,omitempty"`
 	// Chunking is the default chunking for pipelines that set none.
 	Chunking *Chunking `yaml:"chunking,omitempty"`
+	// Search is the default search tuning for pipelines that set none.
+	Search *Search `yaml:"search,omitempty"`
 	// Log configures logging.
 	Log Log `yaml:"log"`
 	// Daemon configures `kgsync daemon`: its HTTP server, webhooks, API and
@@ -123,6 +125,8 @@ type Pipeline struct {
 	Mandatory []Mandatory `yaml:"mandatory,omitempty"`
 	// Chunking overrides the top-level chunking.
 	Chunking *Chunking `yaml:"chunking,omitempty"`
+	// Search overrides the top-level search tuning.
+	Search *Search `yaml:"search,omitempty"`
 	// Embedder overrides the top-level embedder.
 	Embedder *Embedder `yaml:"embedder,omitempty"`
 	// Sink overrides the top-level sink.
@@ -164,6 +168,49 @@ type FilesSource struct {
 	MaxFileBytes int64 `yaml:"max_file_bytes,omitempty"`
 	// Anchor is the node label of documents (default "Document").
 	Anchor string `yaml:"anchor,omitempty"`
+}
+
+// Search tunes `kgsync search` and `kgsync eval` (docs/retrieval.md). Unset
+// keys take retrieval's defaults, measured on the golden set.
+type Search struct {
+	// K is the number of hits (default 5).
+	K int `yaml:"k,omitempty"`
+	// Budget is the token budget of an expanded context (default 2500).
+	Budget int `yaml:"budget,omitempty"`
+	// RRFK is the rank constant of reciprocal rank fusion (default 60).
+	RRFK float64 `yaml:"rrf_k,omitempty"`
+	// OverFetch is how many candidates each signal ranks per hit asked for
+	// (default 10, at least 50 in all).
+	OverFetch int `yaml:"over_fetch,omitempty"`
+	// Weights are the fusion weights of the signals; 0 turns one off.
+	Weights *SearchWeights `yaml:"weights,omitempty"`
+	// Floor is the relevance floor.
+	Floor *SearchFloor `yaml:"floor,omitempty"`
+}
+
+// SearchWeights are the reciprocal rank fusion weights; unset keys keep
+// their defaults.
+type SearchWeights struct {
+	Vector  *float64 `yaml:"vector,omitempty"`
+	Lexical *float64 `yaml:"lexical,omitempty"`
+	Element *float64 `yaml:"element,omitempty"`
+	Term    *float64 `yaml:"term,omitempty"`
+	Address *float64 `yaml:"address,omitempty"`
+}
+
+// SearchFloor is the relevance floor: a search whose best hits hold less
+// than MinCoverage of the query's weight of words answers "nothing
+// relevant" (unless an address or a defined term matched).
+type SearchFloor struct {
+	// Disabled turns the floor off.
+	Disabled bool `yaml:"disabled,omitempty"`
+	// MinCoverage is the least coverage, in [0, 1]; calibrate it with
+	// `kgsync eval --calibrate` for the pipeline's embedder.
+	MinCoverage *float64 `yaml:"min_coverage,omitempty"`
+	// MinScore is the least fused score of the best hit, in [0, 1].
+	MinScore *float64 `yaml:"min_score,omitempty"`
+	// Hits is how many of the best hits the coverage reads (default 3).
+	Hits int `yaml:"hits,omitempty"`
 }
 
 // Chunking configures the structural chunker.

@@ -217,6 +217,10 @@ func (p *Pipeline) complete(c *Config) {
 		p.Embedder.setDefaults()
 		p.Embedder.complete()
 	}
+	if p.Search == nil && c.Search != nil {
+		sc := *c.Search
+		p.Search = &sc
+	}
 	switch {
 	case p.Chunking != nil:
 	case c.Chunking != nil:

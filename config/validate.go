@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"reflect"
@@ -88,6 +89,9 @@ func (c *Config) Validate() error {
 	if c.Chunking != nil {
 		ck.chunking("chunking", c.Chunking)
 	}
+	if c.Search != nil {
+		ck.search("search", c.Search)
+	}
 
 	names := map[string]int{}
 	for i := range c.Pipelines {
@@ -109,6 +113,9 @@ func (c *Config) Validate() error {
 		}
 		if p.Chunking != nil && !(c.Chunking != nil && *p.Chunking == *c.Chunking) {
 			ck.chunking(at+".chunking", p.Chunking)
+		}
+		if p.Search != nil && !(c.Search != nil && reflect.DeepEqual(p.Search, c.Search)) {
+			ck.search(at+".search", p.Search)
 		}
 	}
 	return errors.Join(ck.errs...)
@@ -301,6 +308,43 @@ func (ck *checker) glob(at, g string) {
 		ck.add(at, "%q is not a valid glob pattern (see docs/config.md, files)", g)
 	case strings.HasPrefix(g, "/"):
 		ck.add(at, "%q must be relative to root: patterns match slash-separated paths such as \"guides/intro.md\"", g)
+	}
+}
+
+func (ck *checker) search(at string, s *Search) {
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"k", s.K}, {"budget", s.Budget}, {"over_fetch", s.OverFetch}} {
+		if f.v < 0 {
+			ck.add(at+"."+f.key, "must be >= 0, got %d", f.v)
+		}
+	}
+	if s.RRFK < 0 {
+		ck.add(at+".rrf_k", "must be >= 0, got %g", s.RRFK)
+	}
+	if w := s.Weights; w != nil {
+		for _, f := range []struct {
+			key string
+			v   *float64
+		}{{"vector", w.Vector}, {"lexical", w.Lexical}, {"element", w.Element}, {"term", w.Term}, {"address", w.Address}} {
+			if f.v != nil && (*f.v < 0 || math.IsNaN(*f.v)) {
+				ck.add(at+".weights."+f.key, "must be >= 0, got %g", *f.v)
+			}
+		}
+	}
+	if f := s.Floor; f != nil {
+		for _, v := range []struct {
+			key string
+			v   *float64
+		}{{"min_coverage", f.MinCoverage}, {"min_score", f.MinScore}} {
+			if v.v != nil && !(*v.v >= 0 && *v.v <= 1) {
+				ck.add(at+".floor."+v.key, "must be in [0, 1], got %g", *v.v)
+			}
+		}
+		if f.Hits < 0 {
+			ck.add(at+".floor.hits", "must be >= 0, got %d", f.Hits)
+		}
 	}
 }
 

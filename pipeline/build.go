@@ -191,6 +191,7 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 		MaxDeleteRatio: ratio,
 		Fingerprint:    Fingerprint(pc, emb),
 		VectorCapacity: capacity,
+		Search:         SearchConfig(pc.Search),
 		Logger:         logger,
 	}, nil
 }
@@ -205,6 +206,51 @@ func pipelinePath(cfg *config.Config, pc *config.Pipeline) string {
 		}
 	}
 	return "pipelines[?]"
+}
+
+// SearchConfig is the retrieval configuration of a config's search section
+// (nil: retrieval.DefaultConfig); unset keys keep the defaults.
+func SearchConfig(sc *config.Search) retrieval.Config {
+	c := retrieval.DefaultConfig()
+	if sc == nil {
+		return c
+	}
+	if sc.K > 0 {
+		c.K = sc.K
+	}
+	if sc.Budget > 0 {
+		c.Budget = sc.Budget
+	}
+	if sc.RRFK > 0 {
+		c.RRFK = sc.RRFK
+	}
+	if sc.OverFetch > 0 {
+		c.OverFetch = sc.OverFetch
+	}
+	if w := sc.Weights; w != nil {
+		for _, f := range []struct {
+			v  *float64
+			to *float64
+		}{{w.Vector, &c.Weights.Vector}, {w.Lexical, &c.Weights.Lexical}, {w.Element, &c.Weights.Element},
+			{w.Term, &c.Weights.Term}, {w.Address, &c.Weights.Address}} {
+			if f.v != nil {
+				*f.to = *f.v
+			}
+		}
+	}
+	if f := sc.Floor; f != nil {
+		c.Floor.Disabled = f.Disabled
+		if f.MinCoverage != nil {
+			c.Floor.MinCoverage = *f.MinCoverage
+		}
+		if f.MinScore != nil {
+			c.Floor.MinScore = *f.MinScore
+		}
+		if f.Hits > 0 {
+			c.Floor.Hits = f.Hits
+		}
+	}
+	return c
 }
 
 func gristConfig(c *config.GristSource) grist.Config {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,10 @@ import (
 // Memgraph's indexes when the sink is Memgraph.
 func (p *Pipeline) Searcher() *retrieval.Searcher {
 	s := &retrieval.Searcher{Pipeline: p.Name, Store: p.Store, Embedder: p.Embedder, Corpus: p}
+	if p.Search.RRFK > 0 {
+		cfg := p.Search
+		s.Config = &cfg
+	}
 	if mg, ok := p.Sink.(*memgraph.Sink); ok {
 		s.Graph = mg
 	}
@@ -66,6 +71,9 @@ func (p *Pipeline) Corpus(ctx context.Context) (*retrieval.Corpus, error) {
 				u := retrieval.Unit{ID: ch.ID, Label: LabelChunk, Property: PropEmbedding, Node: nodeID, NodeLabel: rec.Anchor,
 					TextHash: ch.TextHash}
 				u.Lang, _ = rp.Node[PropLang].(string)
+				if n, ok := props["tokens"].(int64); ok {
+					u.Tokens = int(n)
+				}
 				u.Address, _ = props["address"].(string)
 				u.Parent, _ = props["parent"].(string)
 				if list, ok := props["elements"].([]any); ok {
@@ -110,13 +118,7 @@ func corpusDocument(source, key, nodeID, label string, rp recordProps) *retrieva
 		return retrieval.Node{ID: n.ID, Label: label, Kind: n.Kind, Address: n.Address, Title: n.Title, Text: n.Text,
 			Parent: n.Parent, Level: n.Level}
 	}
-	// Sections, then elements, each in document order.
-	for _, s := range rp.Sections {
-		d.Nodes = append(d.Nodes, node(s, LabelSection))
-	}
-	for _, e := range rp.Elements {
-		d.Nodes = append(d.Nodes, node(e, LabelElement))
-	}
+	d.Nodes = documentOrder(rp.Sections, rp.Elements, node)
 	for _, t := range rp.Terms {
 		d.Terms = append(d.Terms, retrieval.Term{ID: t.ID, Name: t.Name, Definition: t.Definition,
 			DefinedIn: t.DefinedIn, DefinedInLabel: t.DefinedInLabel})
@@ -125,6 +127,49 @@ func corpusDocument(source, key, nodeID, label string, rp recordProps) *retrieva
 		d.Refs = append(d.Refs, e.edge())
 	}
 	return d
+}
+
+// documentOrder merges a document's sections and elements, each stored in
+// document order (buildDocGraph's walk), into one list in document order:
+// a section comes right before its first element, outer sections first.
+func documentOrder(sections, elements []elementNode, node func(elementNode, string) retrieval.Node) []retrieval.Node {
+	parent := map[string]string{}
+	for _, n := range append(append([]elementNode{}, sections...), elements...) {
+		parent[n.ID] = n.Parent
+	}
+	first := map[string]int{} // section id → index of its first element
+	for i := len(elements) - 1; i >= 0; i-- {
+		for p := elements[i].Parent; p != ""; p = parent[p] {
+			first[p] = i
+			if _, ok := parent[p]; !ok {
+				break
+			}
+		}
+	}
+	type keyed struct {
+		n          retrieval.Node
+		at, leaf   int
+		level, pos int
+	}
+	var all []keyed
+	for i, s := range sections {
+		at, ok := first[s.ID]
+		if !ok {
+			at = len(elements) // an empty section: at the end, in walk order
+		}
+		all = append(all, keyed{n: node(s, LabelSection), at: at, level: s.Level, pos: i})
+	}
+	for i, e := range elements {
+		all = append(all, keyed{n: node(e, LabelElement), at: i, leaf: 1, pos: i})
+	}
+	slices.SortStableFunc(all, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.leaf, b.leaf), cmp.Compare(a.level, b.level), cmp.Compare(a.pos, b.pos))
+	})
+	out := make([]retrieval.Node, len(all))
+	for i, k := range all {
+		out[i] = k.n
+	}
+	return out
 }
 
 func (e xrefEdge) edge() retrieval.Edge {

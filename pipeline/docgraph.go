@@ -236,12 +236,16 @@ func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, vectors map[uint64]
 		old[sink.NodeRef{Label: LabelElement, ID: s.ID}] = s.Hash
 	}
 	keep := map[sink.NodeRef]bool{}
+	heading := map[string]string{}
+	for _, s := range o.sections {
+		heading[s.ID] = s.Title
+	}
 	write := func(label string, nodes []elementNode) {
 		for i := range nodes {
 			s := &nodes[i]
 			props := s.props(o.nodeID)
 			if label == LabelElement {
-				props[PropLex] = retrieval.LexicalText(s.Title+"\n"+s.Text, o.lang())
+				props[PropLex] = retrieval.LexicalText(elementLexText(*s, heading[s.Parent]), o.lang())
 			}
 			s.Hash = nodeHash(props)
 			ref := sink.NodeRef{Label: label, ID: s.ID}

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"maps"
+
+	"github.com/kgsync/kgsync/chunker"
 	"slices"
 	"strings"
 
@@ -87,6 +89,23 @@ func (o *recordOutput) lexDeleteAll() {
 	if o.oldNode != nil {
 		o.lexDelete(o.oldNode.ID)
 	}
+}
+
+// chunkLexText is what a chunk is indexed by: its context line and text,
+// and its innermost heading once more — a heading names the topic of all
+// its text, so its words weigh double (as a BM25F title field would).
+func chunkLexText(c chunker.Chunk) string {
+	if c.Context == "" {
+		return c.Text
+	}
+	parts := strings.Split(c.Context, " › ")
+	return c.EmbedText() + "\n" + parts[len(parts)-1]
+}
+
+// elementLexText is what an element is indexed by: its title (a table's
+// caption) and text, and the title of the section it is in.
+func elementLexText(e elementNode, heading string) string {
+	return e.Title + "\n" + e.Text + "\n" + heading
 }
 
 // documentLanguage detects a document's language from its elements' text.

@@ -596,7 +596,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			props, _ := decodeProps(o.states[i].Props)
 			props["_hash"] = fmt.Sprintf("%016x", o.states[i].Hash)
 			props[PropEmbedding] = vectors[o.states[i].TextHash]
-			props[PropLex] = o.lexUpsert(state.LexicalChunk, c.ID, c.EmbedText())
+			props[PropLex] = o.lexUpsert(state.LexicalChunk, c.ID, chunkLexText(c))
 			cref := sink.NodeRef{Label: LabelChunk, ID: c.ID}
 			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: LabelChunk, ID: c.ID, Props: props})
 			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelPartOf, From: cref, To: docRef})

@@ -300,17 +300,17 @@ func TestSearchFindsTheNearestAttribute(t *testing.T) {
 	t.Parallel()
 	b := setupModel(t)
 	b.sync(t)
-	hits, err := b.p.Searcher().Search(t.Context(), "Meat of bovine animals; fresh or chilled", retrieval.Options{K: 3})
+	res, err := b.p.Searcher().Search(t.Context(), "Meat of bovine animals; fresh or chilled", retrieval.Options{K: 3, Signals: []string{retrieval.SignalVector}})
 	require.NoError(t, err)
-	require.NotEmpty(t, hits)
-	require.Equal(t, "hs:0201", hits[0].ID, "the identical text scores highest")
-	require.InDelta(t, 1.0, hits[0].Score, 1e-6)
-	hits, err = b.p.Searcher().Search(t.Context(), "meat", retrieval.Options{K: 5, Anchor: "guide", Attribute: "title"})
+	require.NotEmpty(t, res.Hits)
+	require.Equal(t, "hs:0201", res.Hits[0].ID, "the identical text scores highest")
+	require.InDelta(t, 1.0, res.Hits[0].Cosine, 1e-6)
+	res, err = b.p.Searcher().Search(t.Context(), "meat", retrieval.Options{K: 5, Anchor: "guide", Attribute: "title", NoFloor: true})
 	require.NoError(t, err)
-	for _, h := range hits {
+	for _, h := range res.Hits {
 		require.Equal(t, "guide", h.Label)
 	}
-	require.Equal(t, "guides:2", hits[0].ID)
+	require.Equal(t, "guides:2", res.Hits[0].ID)
 
 	doc, err := b.p.Describe(t.Context())
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/embed"
+	"github.com/kgsync/kgsync/retrieval"
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/sources/files"
@@ -80,6 +81,9 @@ type Pipeline struct {
 	Fingerprint uint64
 	// VectorCapacity is the initial capacity of the chunk vector index.
 	VectorCapacity int
+	// Search tunes searches of the pipeline (Searcher); the zero value
+	// means retrieval.DefaultConfig.
+	Search retrieval.Config
 	// Logger receives run logs; nil discards.
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).

@@ -14,7 +14,7 @@ import (
 
 // AnalyzerVersion names the lexical analyzer's output format. It is part of
 // every pipeline's config fingerprint: a change re-indexes every record once.
-const AnalyzerVersion = "lex-1"
+const AnalyzerVersion = "lex-2"
 
 // Languages the analyzer stems (Snowball stemmers,
 // github.com/kljensen/snowball); others are lower-cased and split only.
@@ -258,11 +258,13 @@ var questionWords = map[string]bool{
 	"say": true, "says": true, "said": true, "according": true, "tell": true, "describe": true, "described": true,
 	"explain": true, "mean": true, "means": true, "meaning": true, "please": true, "list": true, "give": true,
 	"find": true, "show": true, "state": true, "states": true, "stated": true, "provide": true, "provides": true,
-	"specify": true, "specifies": true,
+	"specify": true, "specifies": true, "happen": true, "happens": true, "happened": true, "possible": true,
+	"many": true, "much": true, "whether": true, "way": true, "ways": true,
 	// ru
 	"какой": true, "какая": true, "какое": true, "какие": true, "каков": true, "какова": true, "каковы": true,
 	"каким": true, "какого": true, "какую": true, "сказано": true, "говорится": true, "согласно": true,
-	"почему": true, "сколько": true, "ли": true, "что": true, "кто": true, "чем": true, "где": true,
+	"почему": true, "сколько": true, "скольких": true, "ли": true, "что": true, "кто": true, "чем": true, "где": true,
+	"каких": true, "каком": true, "какому": true, "такое": true, "нужно": true, "надо": true, "можно": true,
 	// es
 	"qué": true, "cuál": true, "cuáles": true, "cómo": true, "dónde": true, "cuándo": true, "cuánto": true,
 	"cuántos": true, "cuánta": true, "cuántas": true, "dice": true, "según": true, "indica": true, "establece": true,

@@ -116,6 +116,8 @@ type Unit struct {
 	Elements []string
 	// TextHash keys the embedding cache (diff.TextHash of Text).
 	TextHash uint64
+	// Tokens is a chunk's token count (0 for attributes: count Text).
+	Tokens int
 	// Lang is the unit's language ("" unknown), for the lexical analyzer.
 	Lang string
 }

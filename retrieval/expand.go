@@ -4,133 +4,346 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
+	"sync"
 	"strings"
+
+	"github.com/kgsync/kgsync/chunker"
 )
 
-// Expansion is one piece of context added to a search hit: the minimal
-// sufficient context an assistant needs besides the hit itself.
+// Expansion is one piece of context added to a search hit: part of the
+// minimal sufficient context an assistant needs besides the hit itself.
 type Expansion struct {
-	// ID and Label name the node (an Element, Section, Term or Document).
+	// ID and Label name the node (an Element or Section).
 	ID    string `json:"id"`
 	Label string `json:"label"`
-	// Reason says why it was added: "covered by the hit", "mandatory with
-	// <address>", "referenced as \"Section 5.2\"", "defines \"proxy\"".
+	// Reason says why it was added: "same clause as the hit (Article 7)",
+	// "mandatory with <id> (note)", "referenced as \"Section 5.2\"",
+	// "defines \"proxy\"".
 	Reason string `json:"reason"`
-	// Address is the element's address path; Text its text (a section's
-	// title and its own paragraphs, a term's definition).
-	Address string `json:"address,omitempty"`
-	Text    string `json:"text"`
+	// Text is the node's text (a section: its title and its elements' text
+	// that fit the budget).
+	Text string `json:"text"`
+	// Covers are the leaf elements whose text Text holds.
+	Covers []string `json:"covers"`
+	// Tokens is the size of Text in tokens.
+	Tokens int `json:"tokens"`
 }
 
-// maxSectionText bounds the text shown for a section.
-const maxSectionText = 2000
+// DefaultBudget is the token budget of an expanded context when none is
+// given: the hits and their expansions together.
+const DefaultBudget = 2500
 
-// text is a node's text for an expansion: an element's own text, or a
-// section's title and its own paragraphs (bounded).
-func (x *corpusIndex) text(id string) string {
-	n, ok := x.nodes[id]
-	if !ok {
-		return ""
-	}
-	if n.Label == LabelElement {
-		return n.Text
-	}
-	var b strings.Builder
-	b.WriteString(n.Title)
-	for _, c := range x.children[id] {
-		if b.Len() > maxSectionText {
-			b.WriteString(" …")
-			break
+// Expansion kinds, in the order of their priority for a hit.
+const (
+	expandClause    = 0.9 // the rest of the hit's clause (all parts of an article)
+	expandMandatory = 0.85
+	expandRef       = 0.6 // a cross-reference target
+	expandTerm      = 0.5 // the definition of a term the hit uses
+)
+
+// maxSectionTokens bounds the text of a referenced section.
+const maxSectionTokens = 800
+
+// Context is an expanded search result: the hits that fit the budget, each
+// with its expansions, and the total size.
+type Context struct {
+	Hits []Hit `json:"hits"`
+	// Tokens is the size of every hit's text and expansion.
+	Tokens int `json:"tokens"`
+	// Budget is the budget it was built in.
+	Budget int `json:"budget"`
+}
+
+// Covered lists the leaf elements whose text the context holds.
+func (c *Context) Covered() map[string]bool {
+	out := map[string]bool{}
+	for _, h := range c.Hits {
+		for _, e := range h.Elements {
+			out[e] = true
 		}
-		b.WriteString("\n\n")
-		b.WriteString(x.nodes[c].Text)
+		for _, x := range h.Expansions {
+			for _, e := range x.Covers {
+				out[e] = true
+			}
+		}
 	}
-	return b.String()
+	return out
 }
 
-// Expand adds to each chunk hit the minimal sufficient context: the
-// elements its chunk covers, their MANDATORY neighbours (and their
-// sections'), the targets of their cross-references one hop away, and the
-// definitions of terms that occur in the hit's text — each saying why.
-// Context already added for an earlier hit is not repeated.
-func (s *Searcher) Expand(ctx context.Context, hits []Hit) ([]Hit, error) {
-	_, x, err := s.load(ctx)
+// item is one candidate piece of a context.
+type item struct {
+	hit      int // index of the hit it belongs to
+	exp      *Expansion
+	priority float64
+}
+
+// Expand builds the minimal sufficient context of hits within budget
+// tokens (DefaultBudget when budget <= 0): the hits, and for each the rest
+// of its clause when it holds one part of it (all parts of an article or a
+// section), the MANDATORY neighbours of its elements and their sections,
+// the targets of their cross-references (one hop), and the definitions of
+// the terms its text uses. Each candidate has a priority — its hit's rank
+// (1/rank) times its kind's weight, a hit itself weighing 1 — and the
+// context takes candidates by priority while they fit. Nothing is
+// repeated: an element already in the context is not added again.
+func (s *Searcher) Expand(ctx context.Context, hits []Hit, budget int) (*Context, error) {
+	d, err := s.load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("expand: %w", err)
 	}
-	added := map[string]bool{}
-	for _, h := range hits {
-		added[h.ID] = true
+	if budget <= 0 {
+		budget = DefaultBudget
 	}
-	out := make([]Hit, len(hits))
-	patterns := map[string]*regexp.Regexp{}
+	tok := chunker.DefaultTokenizer()
+	var items []item
 	for i, h := range hits {
-		add := func(id, label, reason string) {
-			if added[id] || id == "" {
-				return
+		rank := 1 / float64(i+1)
+		items = append(items, item{hit: i, priority: rank})
+		for _, x := range d.expansions(h, tok) {
+			items = append(items, item{hit: i, exp: x.exp, priority: rank * x.priority})
+		}
+	}
+	slices.SortStableFunc(items, func(a, b item) int {
+		switch {
+		case a.priority > b.priority:
+			return -1
+		case a.priority < b.priority:
+			return 1
+		}
+		return 0
+	})
+	out := &Context{Budget: budget}
+	in := map[int]bool{}
+	present := map[string]bool{}
+	exps := map[int][]Expansion{}
+	for _, it := range items {
+		if it.exp == nil {
+			h := hits[it.hit]
+			n := h.Tokens
+			if n == 0 {
+				n = tok.Count(h.Text)
 			}
-			added[id] = true
-			h.Expansions = append(h.Expansions, Expansion{ID: id, Label: label, Reason: reason, Address: id, Text: x.text(id)})
+			if out.Tokens+n > budget && len(in) > 0 {
+				continue
+			}
+			in[it.hit] = true
+			out.Tokens += n
+			for _, e := range h.Elements {
+				present[e] = true
+			}
+			continue
 		}
-		for _, e := range h.Elements {
-			add(e, x.label(e), "covered by the hit")
+		if !in[it.hit] {
+			continue // its hit did not fit
 		}
-		// Mandatory neighbours of covered elements and of their sections.
-		seen := map[string]bool{}
-		for _, e := range h.Elements {
-			// The element, then its sections up to the document.
-			for id := e; id != "" && !seen[id]; id = x.parent(id) {
-				seen[id] = true
-				for _, m := range x.mandatory[id] {
-					reason := "mandatory with " + id
-					if m.Text != "" {
-						reason += " (" + m.Text + ")"
-					}
-					add(m.To, m.ToLabel, reason)
-				}
+		x := *it.exp
+		x.Covers = slices.DeleteFunc(slices.Clone(x.Covers), func(e string) bool { return present[e] })
+		if len(x.Covers) == 0 || out.Tokens+x.Tokens > budget {
+			continue
+		}
+		if len(x.Covers) < len(it.exp.Covers) {
+			x.Text, x.Tokens = d.x.textOf(x.ID, x.Covers, tok)
+			if out.Tokens+x.Tokens > budget {
+				continue
 			}
 		}
-		for _, e := range h.Elements {
-			for _, r := range x.refs[e] {
-				add(r.To, r.ToLabel, fmt.Sprintf("referenced as %q", r.Text))
-			}
+		out.Tokens += x.Tokens
+		for _, e := range x.Covers {
+			present[e] = true
 		}
-		low := strings.ToLower(h.Text)
-		for _, t := range x.terms {
-			if !added[t.ID] && termIn(low, strings.ToLower(t.Name), patterns) {
-				added[t.ID] = true
-				h.Expansions = append(h.Expansions, Expansion{ID: t.ID, Label: LabelTerm, Reason: fmt.Sprintf("defines %q", t.Name),
-					Address: t.DefinedIn, Text: t.Name + ": " + t.Definition})
-			}
+		exps[it.hit] = append(exps[it.hit], x)
+	}
+	for i, h := range hits {
+		if in[i] {
+			h.Expansions = exps[i]
+			out.Hits = append(out.Hits, h)
 		}
-		out[i] = h
 	}
 	return out, nil
 }
 
-// parent is the id of a node's parent ("" for a document or an unknown id).
-func (x *corpusIndex) parent(id string) string {
-	if n, ok := x.nodes[id]; ok {
-		return n.Parent
+// candidate is one expansion of a hit with its kind's weight.
+type candidate struct {
+	exp      *Expansion
+	priority float64
+}
+
+// expansions are the candidate expansions of one hit, best first within
+// each kind.
+func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
+	x := d.x
+	var out []candidate
+	seen := map[string]bool{}
+	for _, e := range h.Elements {
+		seen[e] = true
+	}
+	add := func(id, reason string, priority float64, leaves []string) {
+		leaves = slices.DeleteFunc(leaves, func(e string) bool { return seen[e] })
+		if len(leaves) == 0 {
+			return
+		}
+		for _, e := range leaves {
+			seen[e] = true
+		}
+		text, n := x.textOf(id, leaves, tok)
+		label := x.label(id)
+		out = append(out, candidate{&Expansion{ID: id, Label: label, Reason: reason, Text: text, Covers: leaves, Tokens: n}, priority})
+	}
+	// The rest of the clause: the nearest titled section above the hit's
+	// elements (an article, a numbered section), when the hit holds part
+	// of it.
+	if len(h.Elements) > 0 {
+		if c := x.clauseOf(h.Elements[0]); c != "" {
+			leaves := x.leaves(c)
+			if len(leaves) <= 60 {
+				// Nearest leaves first, so that a budget cut keeps the
+				// neighbours of the hit.
+				at := slices.Index(leaves, h.Elements[0])
+				slices.SortStableFunc(leaves, func(a, b string) int {
+					return abs(slices.Index(leaves, a)-at) - abs(slices.Index(leaves, b)-at)
+				})
+				title := x.nodes[c].Address
+				if t := x.nodes[c].Title; t != "" {
+					title = t
+				}
+				for _, e := range leaves {
+					add(e, fmt.Sprintf("same clause as the hit (%s)", oneLine(title, 60)), expandClause, []string{e})
+				}
+			}
+		}
+	}
+	// MANDATORY neighbours of the covered elements and their sections.
+	visited := map[string]bool{}
+	for _, e := range h.Elements {
+		for id := e; id != "" && !visited[id]; id = x.parent(id) {
+			visited[id] = true
+			for _, m := range x.mandatory[id] {
+				reason := "mandatory with " + id
+				if m.Text != "" {
+					reason += " (" + m.Text + ")"
+				}
+				add(m.To, reason, expandMandatory, x.boundedLeaves(m.To, tok))
+			}
+		}
+	}
+	// Cross-reference targets, one hop.
+	for _, e := range h.Elements {
+		for _, r := range x.refs[e] {
+			add(r.To, fmt.Sprintf("referenced as %q", r.Text), expandRef, x.boundedLeaves(r.To, tok))
+		}
+	}
+	// Definitions of the terms the hit uses.
+	low := strings.ToLower(h.Text)
+	for _, t := range x.terms {
+		if termIn(low, strings.ToLower(t.Name), d.patterns()) {
+			add(t.DefinedIn, fmt.Sprintf("defines %q", t.Name), expandTerm, x.boundedLeaves(t.DefinedIn, tok))
+		}
+	}
+	return out
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// clauseOf is the nearest section above an element that has a title (a
+// heading: an article, a numbered section), "" when there is none below
+// the document.
+func (x *corpusIndex) clauseOf(id string) string {
+	for p := x.parent(id); p != ""; p = x.parent(p) {
+		n, ok := x.nodes[p]
+		if !ok {
+			return ""
+		}
+		if n.Label == LabelSection && strings.TrimSpace(n.Title) != "" {
+			return p
+		}
 	}
 	return ""
 }
 
+// boundedLeaves are a node's leaves, as many as fit maxSectionTokens (an
+// element is its own leaf).
+func (x *corpusIndex) boundedLeaves(id string, tok *chunker.Tokenizer) []string {
+	leaves := x.leaves(id)
+	total := 0
+	for i, e := range leaves {
+		total += tok.Count(x.nodes[e].Text)
+		if total > maxSectionTokens && i > 0 {
+			return leaves[:i]
+		}
+	}
+	return leaves
+}
+
+// textOf is the text of a node's given leaves, with its title when it is a
+// section, and its size in tokens.
+func (x *corpusIndex) textOf(id string, leaves []string, tok *chunker.Tokenizer) (string, int) {
+	var b strings.Builder
+	if n, ok := x.nodes[id]; ok && n.Label == LabelSection && n.Title != "" {
+		b.WriteString(n.Title)
+	}
+	for _, e := range leaves {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(x.nodes[e].Text)
+	}
+	t := b.String()
+	return t, tok.Count(t)
+}
+
+// text is a node's text: an element's own text, or a section's title and
+// the text of its elements (bounded).
+func (x *corpusIndex) text(id string) string {
+	t, _ := x.textOf(id, x.boundedLeaves(id, chunker.DefaultTokenizer()), chunker.DefaultTokenizer())
+	return t
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
 // termIn reports whether term occurs in text as a whole word or phrase;
 // patterns caches the compiled expressions by term.
-func termIn(text, term string, patterns map[string]*regexp.Regexp) bool {
+func termIn(text, term string, patterns *patternCache) bool {
 	if len([]rune(term)) < 3 || !strings.Contains(text, term) {
 		return false
 	}
-	re, ok := patterns[term]
-	if !ok {
-		re = regexp.MustCompile(`(?:^|[^\p{L}\p{N}])` + regexp.QuoteMeta(term) + `(?:$|[^\p{L}\p{N}])`)
-		patterns[term] = re
-	}
-	return re.MatchString(text)
+	return patterns.get(term).MatchString(text)
 }
 
-// LookupResult is the element an address names.
+// patternCache holds the compiled whole-word expressions of terms.
+type patternCache struct {
+	mu sync.Mutex
+	m  map[string]*regexp.Regexp
+}
+
+func (p *patternCache) get(term string) *regexp.Regexp {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]*regexp.Regexp{}
+	}
+	re, ok := p.m[term]
+	if !ok {
+		re = regexp.MustCompile(`(?:^|[^\p{L}\p{N}])` + regexp.QuoteMeta(term) + `(?:$|[^\p{L}\p{N}])`)
+		p.m[term] = re
+	}
+	return re
+}
+
+func (d *corpusData) patterns() *patternCache { return &d.pat }
+
+// LookupResult is a node an address names.
 type LookupResult struct {
 	ID       string `json:"id"`
 	Label    string `json:"label"`
@@ -139,54 +352,90 @@ type LookupResult struct {
 	Text     string `json:"text"`
 }
 
-// Lookup finds an element by address, e.g. "RFC 7231 6.5.1" or
-// "constitutionrf.txt Статья 71": the longest document identifier that
-// prefixes it, then the element's address within that document.
-func (s *Searcher) Lookup(ctx context.Context, address string) (*LookupResult, error) {
-	c, x, err := s.load(ctx)
+// Lookup finds the nodes an address names: "RFC 7231 6.5.1",
+// "constitutionrf.txt Статья 81 часть 3", "Article 7(3)(a)", "Annex II
+// 6.3". A document identifier at its start (the longest that fits) limits
+// the look-up to that document; without one every document is searched
+// and every match returned. A bare identifier names the document.
+func (s *Searcher) Lookup(ctx context.Context, address string) ([]LookupResult, error) {
+	d, err := s.load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lookup: %w", err)
 	}
-	n, doc, ok := x.lookup(c, address)
-	switch {
-	case doc == nil:
-		return nil, fmt.Errorf("lookup %q: no document of pipeline %q has an identifier that starts the address (known: %s)",
-			address, s.Pipeline, knownNames(c))
-	case !ok:
-		return nil, fmt.Errorf("lookup %q: document %s has no element with that address", address, doc.ID)
+	nodes, doc, err := d.lookup(address)
+	if err != nil {
+		return nil, err
 	}
-	if n == nil {
-		return &LookupResult{ID: doc.ID, Label: doc.Label, Document: doc.ID, Title: doc.Title}, nil
+	if doc != nil && nodes == nil {
+		return []LookupResult{{ID: doc.ID, Label: doc.Label, Document: doc.ID, Title: doc.Title}}, nil
 	}
-	return &LookupResult{ID: n.ID, Label: n.Label, Document: doc.ID, Title: n.Title, Text: x.text(n.ID)}, nil
+	var out []LookupResult
+	for _, n := range nodes {
+		out = append(out, LookupResult{ID: n.ID, Label: n.Label, Document: d.x.docOf[n.ID].ID, Title: n.Title, Text: d.x.text(n.ID)})
+	}
+	return out, nil
 }
 
-// lookup resolves an address such as "RFC 7231 6.5.1": the longest document
-// identifier that prefixes it, then the rest as an element address. A bare
-// identifier names the document (nil node, ok).
-func (x *corpusIndex) lookup(c *Corpus, address string) (*Node, *Document, bool) {
-	norm := strings.Join(strings.Fields(address), " ")
+// lookup resolves an address to nodes. It returns the document the address
+// names, with nil nodes when the address is the document's name alone.
+func (d *corpusData) lookup(addr string) ([]*Node, *Document, error) {
+	norm := strings.Join(strings.Fields(addr), " ")
 	var best *Document
-	var rest string
+	rest := norm
 	bestLen := -1
-	for _, d := range c.Documents {
-		for _, id := range append([]string{d.Key}, d.Names...) {
+	for _, doc := range d.corpus.Documents {
+		for _, id := range append([]string{doc.Key}, doc.Names...) {
 			id = strings.Join(strings.Fields(id), " ")
 			if len(id) > bestLen && len(norm) >= len(id) && strings.EqualFold(norm[:len(id)], id) &&
 				(len(norm) == len(id) || norm[len(id)] == ' ') {
-				best, bestLen, rest = d, len(id), strings.TrimSpace(norm[len(id):])
+				best, bestLen, rest = doc, len(id), strings.TrimSpace(norm[len(id):])
 			}
 		}
 	}
-	if best == nil {
-		return nil, nil, false
+	if best != nil && rest == "" {
+		return nil, best, nil
 	}
-	if rest == "" {
-		return nil, best, true
+	var docs map[*Document]bool
+	if best != nil {
+		docs = map[*Document]bool{best: true}
 	}
-	n, ok := x.byAddress[best][addressKey(strings.TrimPrefix(rest, "›"))]
-	return n, best, ok
+	rest = strings.TrimSpace(strings.TrimPrefix(rest, "›"))
+	var nodes []*Node
+	if as := findAddresses(rest); len(as) > 0 {
+		nodes = d.addr.resolve(as[0], docs)
+	} else if reDotted.MatchString(rest) || reLabelOnly.MatchString(rest) {
+		nodes = d.addr.resolve(address{steps: []addrStep{{kindNum, stepLabel(rest)}}}, docs)
+	}
+	if len(nodes) == 0 && best != nil {
+		// The document's own address keys: "p3", a heading slug, a title.
+		if n, ok := d.x.byAddress[best][addressKey(rest)]; ok {
+			nodes = []*Node{n}
+		} else {
+			for i := range best.Nodes {
+				if n := &best.Nodes[i]; n.Label == LabelSection && strings.EqualFold(strings.TrimSpace(n.Title), rest) {
+					nodes = append(nodes, n)
+				}
+			}
+			// A defined term names its definition.
+			for _, t := range best.Terms {
+				if n, ok := d.x.nodes[t.DefinedIn]; ok && len(nodes) == 0 && strings.EqualFold(strings.TrimSpace(t.Name), rest) {
+					nodes = append(nodes, n)
+				}
+			}
+		}
+	}
+	if len(nodes) == 0 {
+		if best == nil {
+			return nil, nil, fmt.Errorf("lookup %q: no document has an identifier that starts the address (known: %s), and no element of any document has that address",
+				addr, knownNames(d.corpus))
+		}
+		return nil, best, fmt.Errorf("lookup %q: document %s has no element with that address", addr, best.ID)
+	}
+	return nodes, best, nil
 }
+
+// reLabelOnly is a bare label such as "A", "II" or "7".
+var reLabelOnly = regexp.MustCompile(`^(?i)[IVXLC]+$|^\d+$`)
 
 func knownNames(c *Corpus) string {
 	var ids []string

@@ -11,6 +11,7 @@ type corpusIndex struct {
 	nodes     map[string]*Node
 	docOf     map[string]*Document // node id (and document id) → document
 	children  map[string][]string  // section id → its leaf elements, in order
+	sub       map[string][]string  // node id → its child nodes (sections and elements), in order
 	refs      map[string][]Edge
 	mandatory map[string][]Edge
 	terms     []Term
@@ -19,7 +20,7 @@ type corpusIndex struct {
 }
 
 func newCorpusIndex(c *Corpus) *corpusIndex {
-	x := &corpusIndex{nodes: map[string]*Node{}, docOf: map[string]*Document{}, children: map[string][]string{},
+	x := &corpusIndex{nodes: map[string]*Node{}, docOf: map[string]*Document{}, children: map[string][]string{}, sub: map[string][]string{},
 		refs: map[string][]Edge{}, mandatory: map[string][]Edge{}, docs: map[string]*Document{},
 		byAddress: map[*Document]map[string]*Node{}}
 	for _, d := range c.Documents {
@@ -36,6 +37,7 @@ func newCorpusIndex(c *Corpus) *corpusIndex {
 		for i := range d.Nodes {
 			n := &d.Nodes[i]
 			x.nodes[n.ID], x.docOf[n.ID] = n, d
+			x.sub[n.Parent] = append(x.sub[n.Parent], n.ID)
 			if n.Label == LabelElement {
 				x.children[n.Parent] = append(x.children[n.Parent], n.ID)
 				if n.Kind == "clause" || n.Kind == "table" || n.Kind == "caption" {
@@ -71,6 +73,19 @@ func newCorpusIndex(c *Corpus) *corpusIndex {
 	return x
 }
 
+// leaves lists the leaf elements under a section (all depths), in
+// document order; an element is its own leaf.
+func (x *corpusIndex) leaves(id string) []string {
+	if n, ok := x.nodes[id]; ok && n.Label == LabelElement {
+		return []string{id}
+	}
+	var out []string
+	for _, c := range x.sub[id] {
+		out = append(out, x.leaves(c)...)
+	}
+	return out
+}
+
 // label is a node's label ("" when the id is no section or element).
 func (x *corpusIndex) label(id string) string {
 	if n, ok := x.nodes[id]; ok {
@@ -97,4 +112,13 @@ func addressKey(s string) string {
 func normalizeDocName(s string) string {
 	s = strings.ToLower(strings.Join(strings.Fields(s), ""))
 	return strings.Trim(s, "[]")
+}
+
+// parent is the id of a node's parent (the document id for a top-level
+// node; "" for a document or an unknown id).
+func (x *corpusIndex) parent(id string) string {
+	if n, ok := x.nodes[id]; ok {
+		return n.Parent
+	}
+	return ""
 }

@@ -5,8 +5,10 @@
 // budget; and eval, which scores all of it against a golden set.
 //
 // It reads the corpus from state through a CorpusLoader (the pipeline), the
-// vectors from the embedding cache, and, with a Memgraph sink, queries
-// Memgraph's vector and text indexes through Graph.
+// vectors from the embedding cache and the lexical index from state, and,
+// with a Memgraph sink, queries Memgraph's vector and text indexes through
+// Graph instead. Either way the fused score means the same: it is computed
+// from ranks, not from the engines' raw scores.
 package retrieval
 
 import (
@@ -14,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +32,89 @@ type Graph interface {
 	// VectorSearch returns the k nodes nearest to vec in the vector index
 	// called index, nearest first.
 	VectorSearch(ctx context.Context, index string, k int, vec []float32) ([]memgraph.Hit, error)
+	// TextSearch returns up to limit nodes of the text index called index
+	// whose property matches any of terms, best first (BM25).
+	TextSearch(ctx context.Context, index, property string, terms []string, limit int) ([]memgraph.Hit, error)
+}
+
+// Text indexes and properties the pipeline writes (pipeline.ChunkTextIndex …).
+const (
+	chunkTextIndex   = "chunk_lex"
+	elementTextIndex = "element_lex"
+	propLex          = "lex"
+	propRowLex       = "_lex"
+)
+
+// Signals: the ranked lists a search fuses.
+const (
+	// SignalVector ranks units by the cosine of their vector and the query's.
+	SignalVector = "vector"
+	// SignalLexical ranks chunks and table rows by BM25 over their
+	// normalized text.
+	SignalLexical = "lexical"
+	// SignalElement ranks elements by BM25; a chunk takes the best rank of
+	// the elements it covers.
+	SignalElement = "element"
+	// SignalTerm lists the chunks defining a term the query names.
+	SignalTerm = "term"
+	// SignalAddress lists the chunks of the elements an address in the
+	// query names ("Article 7(3)", "section 6.5.1").
+	SignalAddress = "address"
+)
+
+// AllSignals are the signals in fusion order.
+var AllSignals = []string{SignalVector, SignalLexical, SignalElement, SignalTerm, SignalAddress}
+
+// Weights are the reciprocal rank fusion weights of the signals.
+type Weights struct {
+	Vector, Lexical, Element, Term, Address float64
+}
+
+func (w Weights) of(signal string) float64 {
+	switch signal {
+	case SignalVector:
+		return w.Vector
+	case SignalLexical:
+		return w.Lexical
+	case SignalElement:
+		return w.Element
+	case SignalTerm:
+		return w.Term
+	case SignalAddress:
+		return w.Address
+	}
+	return 0
+}
+
+// Config tunes a search (config key `search`, docs/retrieval.md).
+type Config struct {
+	// K is the number of hits when a search asks for none.
+	K int
+	// Budget is the token budget of an expanded context when none is given.
+	Budget int
+	// Weights of the signals in the fusion.
+	Weights Weights
+	// RRFK is the rank constant of reciprocal rank fusion: a unit ranked r
+	// by a signal of weight w adds w/(RRFK+r).
+	RRFK float64
+	// OverFetch is how many candidates each signal ranks per hit asked for
+	// (at least 50), so that top-k is taken after filters.
+	OverFetch int
+	// Floor is the relevance floor.
+	Floor Floor
+}
+
+// DefaultConfig is the configuration used when the config file sets none,
+// measured on the golden set (docs/retrieval.md).
+func DefaultConfig() Config {
+	return Config{
+		K:         5,
+		Budget:    DefaultBudget,
+		Weights:   Weights{Vector: 1, Lexical: 1, Element: 0.5, Term: 1, Address: 3},
+		RRFK:      60,
+		OverFetch: 10,
+		Floor:     DefaultFloor(),
+	}
 }
 
 // Searcher searches one pipeline. Create it with its fields set; it reads
@@ -36,30 +122,54 @@ type Graph interface {
 type Searcher struct {
 	// Pipeline names the pipeline in state.
 	Pipeline string
-	// Store is the pipeline's state: the embedding cache.
+	// Store is the pipeline's state: the embedding cache and the lexical
+	// index.
 	Store state.Store
 	// Embedder embeds queries; it must be the pipeline's embedder.
 	Embedder embed.Embedder
 	// Corpus reads the pipeline's documents and units.
 	Corpus CorpusLoader
-	// Graph, when set, answers vector queries from the graph database's
-	// indexes instead of a scan over the vectors in state.
+	// Graph, when set, answers vector and lexical queries from the graph
+	// database's indexes instead of state.
 	Graph Graph
+	// Config tunes the search; the zero value means DefaultConfig.
+	Config *Config
 
-	once   sync.Once
-	corpus *Corpus
-	idx    *corpusIndex
-	err    error
+	once sync.Once
+	err  error
+	c    *corpusData
 }
 
-// Options narrow a search.
+// corpusData is the corpus with the indexes a search needs.
+type corpusData struct {
+	corpus *Corpus
+	x      *corpusIndex
+	addr   *addressIndex
+	units  []Unit
+	byID   map[string][]int // unit id → unit indexes (a row: one per attribute)
+	// coveredBy lists, for each element id, the chunks covering it, the
+	// chunk that starts with it first.
+	coveredBy map[string][]int
+	langs     []string
+	vecMu     sync.Mutex
+	vectors   map[uint64][]float32
+	termsMu   sync.Mutex
+	unitTerms map[int]map[string]bool
+	pat       patternCache
+}
+
+// Options narrow one search.
 type Options struct {
-	// K is the number of hits (default 10).
+	// K is the number of hits (0: Config.K).
 	K int
 	// Anchor and Attribute restrict the search to one embeddable
 	// attribute's units (Attribute "" with Anchor set: all of the anchor's
 	// units, its chunks included). Both empty: every unit of the pipeline.
 	Anchor, Attribute string
+	// Signals are the signals to fuse (nil: all).
+	Signals []string
+	// NoFloor returns the best hits even when the floor would decline.
+	NoFloor bool
 }
 
 // Hit is one search result.
@@ -72,87 +182,288 @@ type Hit struct {
 	Property string `json:"property"`
 	// Node is the record's node the hit belongs to (a chunk's document or row).
 	Node string `json:"node"`
-	// Score is the cosine similarity, in [-1, 1].
+	// Score is the fused score in (0, 1]: the weighted reciprocal rank
+	// fusion sum divided by the sum a unit ranked first by every signal that
+	// found anything would get. It is computed from ranks only, so it means
+	// the same over state and over Memgraph.
 	Score float64 `json:"score"`
+	// Ranks is the hit's rank (from 1) in each signal that found it.
+	Ranks map[string]int `json:"ranks,omitempty"`
+	// Cosine is the cosine similarity of the hit's vector and the query's,
+	// in [-1, 1] (0 when the vector signal was not used).
+	Cosine float64 `json:"cosine"`
 	// Text is the embedded text (a chunk's context line and text).
 	Text string `json:"text"`
 	// Address is a chunk's element address path ("" for attributes).
 	Address string `json:"address,omitempty"`
 	// Elements are the ids of the elements a chunk covers.
 	Elements []string `json:"elements,omitempty"`
+	// Tokens is the size of Text in tokens.
+	Tokens int `json:"tokens"`
 	// Expansions are the context Expand added for this hit.
 	Expansions []Expansion `json:"expansions,omitempty"`
 }
 
+// Result is what a search returns.
+type Result struct {
+	// Hits are the best units, best first; empty when the floor declined.
+	Hits []Hit `json:"hits"`
+	// Declined says the floor found nothing relevant; Reason says why.
+	Declined bool   `json:"declined,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// Addresses are the addresses found in the query and what each names.
+	Addresses []AddressMatch `json:"addresses,omitempty"`
+	// Terms are the defined terms the query names.
+	Terms []string `json:"terms,omitempty"`
+	// Evidence is what the floor decided on.
+	Evidence Evidence `json:"evidence"`
+}
+
+// AddressMatch is one address of a query and the nodes it names.
+type AddressMatch struct {
+	Text  string   `json:"text"`
+	Nodes []string `json:"nodes"`
+}
+
+func (s *Searcher) config() Config {
+	if s.Config != nil {
+		return *s.Config
+	}
+	return DefaultConfig()
+}
+
 // load reads the corpus on first use.
-func (s *Searcher) load(ctx context.Context) (*Corpus, *corpusIndex, error) {
+func (s *Searcher) load(ctx context.Context) (*corpusData, error) {
 	s.once.Do(func() {
 		c, err := s.Corpus.Corpus(ctx)
 		if err != nil {
 			s.err = fmt.Errorf("read corpus of pipeline %q: %w", s.Pipeline, err)
 			return
 		}
-		s.corpus, s.idx = c, newCorpusIndex(c)
+		s.c = newCorpusData(c)
 	})
-	return s.corpus, s.idx, s.err
+	return s.c, s.err
 }
 
-// Search embeds query with the pipeline's embedder and returns the nearest
-// units, best first: through the graph's vector indexes when Graph is set
-// (vector_search.search, docs/memgraph.md §4), otherwise by a brute-force
-// cosine scan over the vectors in the embedding cache.
-func (s *Searcher) Search(ctx context.Context, query string, opts Options) ([]Hit, error) {
+func newCorpusData(c *Corpus) *corpusData {
+	x := newCorpusIndex(c)
+	d := &corpusData{corpus: c, x: x, addr: newAddressIndex(x, c), units: c.Units, byID: map[string][]int{},
+		coveredBy: map[string][]int{}, unitTerms: map[int]map[string]bool{}}
+	langs := map[string]bool{}
+	for _, doc := range c.Documents {
+		if doc.Lang != "" {
+			langs[doc.Lang] = true
+		}
+	}
+	for i, u := range c.Units {
+		d.byID[u.ID] = append(d.byID[u.ID], i)
+		for _, e := range u.Elements {
+			d.coveredBy[e] = append(d.coveredBy[e], i)
+		}
+		if u.Lang == "" && u.Label != LabelChunk {
+			langs[LangEnglish] = true
+		}
+	}
+	// The chunk that starts with an element comes first: it holds the
+	// element whole, not as overlap.
+	for e, list := range d.coveredBy {
+		slices.SortStableFunc(list, func(a, b int) int {
+			ea, eb := c.Units[a].Elements, c.Units[b].Elements
+			return boolRank(len(ea) > 0 && ea[0] == e) - boolRank(len(eb) > 0 && eb[0] == e)
+		})
+	}
+	for l := range langs {
+		d.langs = append(d.langs, l)
+	}
+	slices.Sort(d.langs)
+	return d
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 0
+	}
+	return 1
+}
+
+// ranked is one signal's list: unit indexes, best first.
+type ranked struct {
+	signal string
+	units  []int
+}
+
+// Search runs a hybrid search: every signal opts allows ranks its
+// candidates (over-fetched), the lists are fused by weighted reciprocal
+// rank fusion, the filters applied, the top K kept, and the relevance floor
+// decides whether they answer the query at all.
+func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Result, error) {
 	if strings.TrimSpace(query) == "" {
 		return nil, errors.New("search: empty query")
 	}
+	cfg := s.config()
 	k := opts.K
 	if k <= 0 {
-		k = 10
+		k = cfg.K
 	}
-	c, _, err := s.load(ctx)
+	if k <= 0 {
+		k = 5
+	}
+	fetch := max(50, k*max(cfg.OverFetch, 1))
+	d, err := s.load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	vecs, err := s.Embedder.Embed(ctx, []string{query})
-	if err != nil {
-		return nil, fmt.Errorf("search: embed query: %w", err)
+	allowed := d.allowed(opts)
+	use := map[string]bool{}
+	for _, sig := range opts.Signals {
+		use[sig] = true
 	}
-	q := vecs[0]
-	units := filterUnits(c.Units, opts)
-	if s.Graph != nil {
-		return s.searchGraph(ctx, q, k, units)
+	if len(opts.Signals) == 0 {
+		for _, sig := range AllSignals {
+			use[sig] = true
+		}
 	}
-	hashes := make([]uint64, 0, len(units))
-	for _, u := range units {
-		hashes = append(hashes, u.TextHash)
-	}
-	cached := map[uint64][]float32{}
-	for i := 0; i < len(hashes); i += 1000 {
-		part, err := s.Store.EmbeddingsGet(ctx, s.Embedder.Model(), hashes[i:min(i+1000, len(hashes))])
+	words := analyzeQuery(query, d.langs)
+	// The floor weighs the words that ask something: not those of the
+	// addresses and document names the query routes by.
+	content := analyzeQuery(d.withoutRoutes(query), d.langs)
+	res := &Result{Hits: []Hit{}}
+	var lists []ranked
+	cos := map[int]float64{}
+	if use[SignalVector] {
+		l, c, err := s.vectorList(ctx, d, query, allowed, fetch)
 		if err != nil {
-			return nil, fmt.Errorf("search: embedding cache: %w", err)
+			return nil, err
 		}
-		for h, v := range part {
-			cached[h] = v
+		lists, cos = append(lists, l), c
+	}
+	if use[SignalLexical] && len(words) > 0 {
+		l, err := s.lexicalList(ctx, d, words, allowed, fetch)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, l)
+	}
+	if use[SignalElement] && len(words) > 0 {
+		l, err := s.elementList(ctx, d, words, allowed, fetch)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, l)
+	}
+	if use[SignalTerm] {
+		l, names := d.termList(query, allowed)
+		lists, res.Terms = append(lists, l), names
+	}
+	if use[SignalAddress] {
+		// Several matches are ranked by the rest of the query: by their
+		// fused score over the other signals.
+		rest := fuse(lists, cfg)
+		l, matches := d.addressList(query, allowed, rest)
+		lists, res.Addresses = append(lists, l), matches
+	}
+	fused := fuse(lists, cfg)
+	order := make([]int, 0, len(fused))
+	for u := range fused {
+		order = append(order, u)
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if fused[a].score != fused[b].score {
+			if fused[a].score > fused[b].score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(d.units[a].ID, d.units[b].ID)
+	})
+	for _, u := range order[:min(k, len(order))] {
+		h := d.units[u].hit()
+		h.Score, h.Ranks, h.Cosine = fused[u].score, fused[u].ranks, cos[u]
+		res.Hits = append(res.Hits, h)
+	}
+	res.Evidence, err = s.evidence(ctx, d, content, res, order, fused)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.NoFloor {
+		if why, decline := cfg.Floor.decline(res.Evidence); decline {
+			res.Declined, res.Reason, res.Hits = true, why, []Hit{}
 		}
 	}
-	var hits []Hit
-	for _, u := range units {
-		v, ok := cached[u.TextHash]
-		if !ok {
+	return res, nil
+}
+
+// fusedScore is a unit's fused score and its rank per signal.
+type fusedScore struct {
+	score float64
+	ranks map[string]int
+}
+
+// fuse is weighted reciprocal rank fusion: a unit ranked r (from 1) by a
+// signal of weight w gets w/(k+r), summed over signals, divided by the sum
+// of w/(k+1) over the signals that ranked anything.
+func fuse(lists []ranked, cfg Config) map[int]fusedScore {
+	out := map[int]fusedScore{}
+	var best float64
+	for _, l := range lists {
+		w := cfg.Weights.of(l.signal)
+		if w <= 0 || len(l.units) == 0 {
 			continue
 		}
-		h := u.hit()
-		h.Score = cosine(q, v)
-		hits = append(hits, h)
+		best += w / (cfg.RRFK + 1)
+		for i, u := range l.units {
+			f := out[u]
+			if f.ranks == nil {
+				f.ranks = map[string]int{}
+			}
+			if _, dup := f.ranks[l.signal]; dup {
+				continue
+			}
+			f.ranks[l.signal] = i + 1
+			f.score += w / (cfg.RRFK + float64(i+1))
+			out[u] = f
+		}
 	}
-	sortHits(hits)
-	return hits[:min(k, len(hits))], nil
+	if best > 0 {
+		for u, f := range out {
+			f.score /= best
+			out[u] = f
+		}
+	}
+	return out
 }
 
 func (u Unit) hit() Hit {
-	return Hit{ID: u.ID, Label: u.Label, Property: u.Property, Node: u.Node, Text: u.Text, Address: u.Address, Elements: u.Elements}
+	return Hit{ID: u.ID, Label: u.Label, Property: u.Property, Node: u.Node, Text: u.Text, Address: u.Address,
+		Elements: u.Elements, Tokens: u.Tokens}
 }
+
+// allowed reports which units opts lets through (nil: all).
+func (d *corpusData) allowed(opts Options) []bool {
+	if opts.Anchor == "" && opts.Attribute == "" {
+		return nil
+	}
+	out := make([]bool, len(d.units))
+	for i, u := range d.units {
+		if opts.Anchor != "" && u.NodeLabel != opts.Anchor {
+			continue
+		}
+		if opts.Attribute != "" {
+			if u.Label == LabelChunk {
+				// A long attribute's chunks: "<node>#<attribute>" in the address.
+				if !strings.Contains(u.Address, u.Node+"#"+opts.Attribute) {
+					continue
+				}
+			} else if u.Attribute() != opts.Attribute {
+				continue
+			}
+		}
+		out[i] = true
+	}
+	return out
+}
+
+func ok(allowed []bool, u int) bool { return allowed == nil || allowed[u] }
 
 // VectorIndexName is the vector index of a row's embeddable attribute
 // (pipeline.VectorIndexName).
@@ -168,72 +479,559 @@ func (u Unit) vectorIndex() string {
 	return VectorIndexName(u.Label, u.Attribute())
 }
 
-func (s *Searcher) searchGraph(ctx context.Context, q []float32, k int, units []Unit) ([]Hit, error) {
-	byIndex := map[string]map[string]Unit{}
-	var names []string
-	for _, u := range units {
-		name := u.vectorIndex()
-		if byIndex[name] == nil {
-			byIndex[name] = map[string]Unit{}
-			names = append(names, name)
-		}
-		byIndex[name][u.ID] = u
+// vectorsOf returns the cached vectors of the units, reading the embedding
+// cache once for all units on first use.
+func (s *Searcher) vectorsOf(ctx context.Context, d *corpusData) (map[uint64][]float32, error) {
+	d.vecMu.Lock()
+	defer d.vecMu.Unlock()
+	if d.vectors != nil {
+		return d.vectors, nil
 	}
-	slices.Sort(names)
-	var hits []Hit
-	for _, name := range names {
-		res, err := s.Graph.VectorSearch(ctx, name, k, q)
+	hashes := make([]uint64, 0, len(d.units))
+	for _, u := range d.units {
+		hashes = append(hashes, u.TextHash)
+	}
+	vecs := map[uint64][]float32{}
+	for i := 0; i < len(hashes); i += 1000 {
+		part, err := s.Store.EmbeddingsGet(ctx, s.Embedder.Model(), hashes[i:min(i+1000, len(hashes))])
 		if err != nil {
-			return nil, fmt.Errorf("search: vector index %s: %w", name, err)
+			return nil, fmt.Errorf("search: embedding cache: %w", err)
 		}
-		for _, r := range res {
-			// Hits outside the filter (another anchor's chunks) are dropped.
-			if u, ok := byIndex[name][r.ID]; ok {
-				h := u.hit()
-				h.Score = r.Similarity
-				hits = append(hits, h)
-			}
+		for h, v := range part {
+			vecs[h] = v
 		}
 	}
-	sortHits(hits)
-	return hits[:min(k, len(hits))], nil
+	d.vectors = vecs
+	return vecs, nil
 }
 
-// filterUnits keeps the units opts allows.
-func filterUnits(units []Unit, opts Options) []Unit {
-	if opts.Anchor == "" && opts.Attribute == "" {
-		return units
+// vectorList ranks the allowed units by the signed cosine of their vector
+// and the query's: all of them from the embedding cache, or, with a Graph,
+// the candidates its vector indexes return, re-scored from the cache (so
+// both rank by the same signed cosine; Memgraph's similarity is |cos|).
+func (s *Searcher) vectorList(ctx context.Context, d *corpusData, query string, allowed []bool, fetch int) (ranked, map[int]float64, error) {
+	l := ranked{signal: SignalVector}
+	vecs, err := s.Embedder.Embed(ctx, []string{query})
+	if err != nil {
+		return l, nil, fmt.Errorf("search: embed query: %w", err)
 	}
-	var out []Unit
-	for _, u := range units {
-		if opts.Anchor != "" && u.NodeLabel != opts.Anchor {
-			continue
-		}
-		if opts.Attribute != "" {
-			if u.Label == LabelChunk {
-				// A long attribute's chunks: "<node>#<attribute>" in the address.
-				if !strings.Contains(u.Address, u.Node+"#"+opts.Attribute) {
-					continue
-				}
-			} else if u.Attribute() != opts.Attribute {
-				continue
+	q := vecs[0]
+	cache, err := s.vectorsOf(ctx, d)
+	if err != nil {
+		return l, nil, err
+	}
+	cos := map[int]float64{}
+	var cands []int
+	if s.Graph == nil {
+		for i := range d.units {
+			if ok(allowed, i) {
+				cands = append(cands, i)
 			}
 		}
-		out = append(out, u)
+	} else {
+		indexes := map[string]bool{}
+		for i, u := range d.units {
+			if ok(allowed, i) {
+				indexes[u.vectorIndex()] = true
+			}
+		}
+		seen := map[int]bool{}
+		for _, name := range sortedKeys(indexes) {
+			hits, err := s.Graph.VectorSearch(ctx, name, fetch, q)
+			if err != nil {
+				return l, nil, fmt.Errorf("search: vector index %s: %w", name, err)
+			}
+			for _, h := range hits {
+				for _, i := range d.byID[h.ID] {
+					if d.units[i].vectorIndex() == name && ok(allowed, i) && !seen[i] {
+						seen[i] = true
+						cands = append(cands, i)
+						cos[i] = h.Similarity
+					}
+				}
+			}
+		}
+	}
+	for _, i := range cands {
+		if v, ok := cache[d.units[i].TextHash]; ok {
+			cos[i] = cosine(q, v)
+		} else if s.Graph == nil {
+			continue
+		}
+		l.units = append(l.units, i)
+	}
+	slices.SortStableFunc(l.units, func(a, b int) int {
+		if cos[a] != cos[b] {
+			if cos[a] > cos[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(d.units[a].ID, d.units[b].ID)
+	})
+	l.units = l.units[:min(fetch, len(l.units))]
+	return l, cos, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// BM25 parameters (the usual k1 and b; SQLite FTS5's bm25() uses the same).
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// idf is BM25's inverse document frequency, never negative.
+func idf(rows, df int) float64 {
+	return math.Log(1 + (float64(rows)-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// bm25 ranks a pipeline's lexical rows of kind for words: each word scores
+// by the best of its terms (its stems in the corpus's languages).
+func (s *Searcher) bm25(ctx context.Context, kind string, words []queryWord) ([]state.LexicalMatch, []float64, error) {
+	var terms []string
+	for _, w := range words {
+		terms = append(terms, w.terms...)
+	}
+	st, ms, err := s.Store.LexicalSearch(ctx, s.Pipeline, kind, terms)
+	if err != nil {
+		return nil, nil, fmt.Errorf("search: %w", err)
+	}
+	avg := 1.0
+	if st.Rows > 0 && st.TotalLen > 0 {
+		avg = float64(st.TotalLen) / float64(st.Rows)
+	}
+	scores := make([]float64, len(ms))
+	for i, m := range ms {
+		norm := bm25K1 * (1 - bm25B + bm25B*float64(m.Len)/avg)
+		for _, w := range words {
+			var best float64
+			for _, t := range w.terms {
+				if tf := float64(m.TF[t]); tf > 0 {
+					best = max(best, idf(st.Rows, st.DF[t])*tf*(bm25K1+1)/(tf+norm))
+				}
+			}
+			scores[i] += best
+		}
+	}
+	return ms, scores, nil
+}
+
+// byScore returns the indexes of scores, best first, ties by key.
+func byScore(scores []float64, key func(int) string) []int {
+	idx := make([]int, len(scores))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		if scores[a] != scores[b] {
+			if scores[a] > scores[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(key(a), key(b))
+	})
+	return idx
+}
+
+// lexicalTerms are the terms of words, for a text index query.
+func lexicalTerms(words []queryWord) []string {
+	var out []string
+	for _, w := range words {
+		for _, t := range w.terms {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
 	}
 	return out
 }
 
-func sortHits(hits []Hit) {
-	slices.SortStableFunc(hits, func(a, b Hit) int {
-		if a.Score > b.Score {
-			return -1
+// lexicalList ranks chunks and table rows by BM25: over state's lexical
+// index, or with a Graph over its text indexes (chunk_lex and each
+// anchor's index).
+func (s *Searcher) lexicalList(ctx context.Context, d *corpusData, words []queryWord, allowed []bool, fetch int) (ranked, error) {
+	l := ranked{signal: SignalLexical}
+	add := func(id string) {
+		for _, i := range d.byID[id] {
+			if ok(allowed, i) && !slices.Contains(l.units, i) {
+				l.units = append(l.units, i)
+			}
 		}
-		if a.Score < b.Score {
+	}
+	if s.Graph != nil {
+		type hit struct {
+			id    string
+			score float64
+		}
+		var hits []hit
+		indexes := map[string]string{}
+		for i, u := range d.units {
+			if !ok(allowed, i) {
+				continue
+			}
+			if u.Label == LabelChunk {
+				indexes[chunkTextIndex] = propLex
+			} else {
+				indexes[strings.ToLower(u.Label)+"_lex"] = propRowLex
+			}
+		}
+		terms := lexicalTerms(words)
+		for _, name := range sortedKeysOf(indexes) {
+			hs, err := s.Graph.TextSearch(ctx, name, indexes[name], terms, fetch)
+			if err != nil {
+				return l, fmt.Errorf("search: text index %s: %w", name, err)
+			}
+			for _, h := range hs {
+				hits = append(hits, hit{h.ID, h.Similarity})
+			}
+		}
+		slices.SortStableFunc(hits, func(a, b hit) int {
+			if a.score != b.score {
+				if a.score > b.score {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a.id, b.id)
+		})
+		for _, h := range hits {
+			add(h.id)
+		}
+		l.units = l.units[:min(fetch, len(l.units))]
+		return l, nil
+	}
+	for _, kind := range []string{state.LexicalChunk, state.LexicalNode} {
+		ms, scores, err := s.bm25(ctx, kind, words)
+		if err != nil {
+			return l, err
+		}
+		for _, i := range byScore(scores, func(i int) string { return ms[i].ID }) {
+			add(ms[i].ID)
+		}
+	}
+	l.units = l.units[:min(fetch, len(l.units))]
+	return l, nil
+}
+
+func sortedKeysOf(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// elementList ranks elements by BM25 and lists the chunks covering them,
+// each at the rank of its best element.
+func (s *Searcher) elementList(ctx context.Context, d *corpusData, words []queryWord, allowed []bool, fetch int) (ranked, error) {
+	l := ranked{signal: SignalElement}
+	var ids []string
+	if s.Graph != nil {
+		hs, err := s.Graph.TextSearch(ctx, elementTextIndex, propLex, lexicalTerms(words), fetch)
+		if err != nil {
+			return l, fmt.Errorf("search: text index %s: %w", elementTextIndex, err)
+		}
+		for _, h := range hs {
+			ids = append(ids, h.ID)
+		}
+	} else {
+		ms, scores, err := s.bm25(ctx, state.LexicalElement, words)
+		if err != nil {
+			return l, err
+		}
+		for _, i := range byScore(scores, func(i int) string { return ms[i].ID }) {
+			ids = append(ids, ms[i].ID)
+		}
+	}
+	seen := map[int]bool{}
+	for _, id := range ids {
+		for _, u := range d.coveredBy[id] {
+			if ok(allowed, u) && !seen[u] {
+				seen[u] = true
+				l.units = append(l.units, u)
+				break // the chunk that holds the element whole
+			}
+		}
+		if len(l.units) >= fetch {
+			break
+		}
+	}
+	return l, nil
+}
+
+// termList lists the chunks that define the terms the query names: a term
+// whose name's words, stemmed, occur in the query in order. Longer names
+// come first.
+func (d *corpusData) termList(query string, allowed []bool) (ranked, []string) {
+	l := ranked{signal: SignalTerm}
+	qs := map[string][]string{}
+	for _, lang := range append(slices.Clone(d.langs), "") {
+		qs[lang] = Terms(query, lang)
+	}
+	plain := words(query)
+	type match struct {
+		t Term
+		n int
+	}
+	var ms []match
+	for _, t := range d.x.terms {
+		doc := d.x.docOf[t.DefinedIn]
+		lang := ""
+		if doc != nil {
+			lang = doc.Lang
+		}
+		for _, alias := range termAliases(t.Name) {
+			name := Terms(alias, lang)
+			// A one-word name must be the word itself, not a word of the
+			// same stem: "connection" does not name CONNECT.
+			if len(name) == 1 && !slices.Contains(plain, strings.ToLower(strings.TrimSpace(alias))) {
+				continue
+			}
+			if len(name) > 0 && containsRun(qs[lang], name) {
+				ms = append(ms, match{t, len(name)})
+				break
+			}
+		}
+	}
+	slices.SortStableFunc(ms, func(a, b match) int { return b.n - a.n })
+	var names []string
+	seen := map[int]bool{}
+	for _, m := range ms {
+		names = append(names, m.t.Name)
+		for _, u := range d.chunksOf(m.t.DefinedIn) {
+			if ok(allowed, u) && !seen[u] {
+				seen[u] = true
+				l.units = append(l.units, u)
+				break
+			}
+		}
+	}
+	return l, names
+}
+
+// reParen is a parenthesised part of a term's name: "(SBOM)".
+var reParen = regexp.MustCompile(`\s*\(([^()]*)\)`)
+
+// termAliases are the names a defined term may be named by: its name, and
+// for "Software Bill of Materials (SBOM)" also the name without the
+// parenthesis and the parenthesis alone.
+func termAliases(name string) []string {
+	out := []string{name}
+	if m := reParen.FindAllStringSubmatch(name, -1); m != nil {
+		out = append(out, strings.TrimSpace(reParen.ReplaceAllString(name, "")))
+		for _, p := range m {
+			if strings.TrimSpace(p[1]) != "" {
+				out = append(out, p[1])
+			}
+		}
+	}
+	return out
+}
+
+// containsRun reports whether sub occurs in list as a contiguous run.
+func containsRun(list, sub []string) bool {
+	for i := 0; i+len(sub) <= len(list); i++ {
+		if slices.Equal(list[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// chunksOf lists the chunks holding a node: the chunks covering an
+// element, or for a section the chunks covering its elements, in
+// document order.
+func (d *corpusData) chunksOf(id string) []int {
+	if l, ok := d.coveredBy[id]; ok {
+		return l
+	}
+	var out []int
+	seen := map[int]bool{}
+	for _, e := range d.x.leaves(id) {
+		for _, u := range d.coveredBy[e] {
+			if !seen[u] {
+				seen[u] = true
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// addressList routes the query's addresses: every node they name, in any
+// document (or in the documents the query names), ranked by the documents
+// named first, then by how many words of a document's title the query has,
+// then by rest, the fused score of the other signals. Each node contributes
+// the chunks holding it, its first chunk first.
+func (d *corpusData) addressList(query string, allowed []bool, rest map[int]fusedScore) (ranked, []AddressMatch) {
+	l := ranked{signal: SignalAddress}
+	named := d.namedDocuments(query)
+	var matches []AddressMatch
+	type cand struct {
+		u     int
+		named bool
+		title int
+		score float64
+		order int
+	}
+	qterms := map[string]bool{}
+	for _, lang := range append(slices.Clone(d.langs), "") {
+		for _, t := range Terms(query, lang) {
+			qterms[t] = true
+		}
+	}
+	titleMatch := map[*Document]int{}
+	for _, doc := range d.corpus.Documents {
+		seen := map[string]bool{}
+		for _, name := range append([]string{doc.Title}, doc.Names...) {
+			for _, t := range Terms(name, doc.Lang) {
+				if qterms[t] && !seen[t] {
+					seen[t] = true
+					titleMatch[doc]++
+				}
+			}
+		}
+	}
+	var cands []cand
+	seen := map[int]bool{}
+	for _, a := range d.queryAddresses(query, named) {
+		var docs map[*Document]bool
+		if len(named) > 0 && a.doc {
+			docs = named
+		}
+		nodes := d.addr.resolve(a.address, docs)
+		if len(nodes) == 0 && docs != nil {
+			nodes = d.addr.resolve(a.address, nil)
+		}
+		m := AddressMatch{Text: a.text, Nodes: []string{}}
+		for _, n := range nodes {
+			m.Nodes = append(m.Nodes, n.ID)
+			for j, u := range d.chunksOf(n.ID) {
+				if !ok(allowed, u) || seen[u] {
+					continue
+				}
+				seen[u] = true
+				doc := d.x.docOf[n.ID]
+				cands = append(cands, cand{u: u, named: named[doc], title: titleMatch[doc], score: rest[u].score, order: j})
+			}
+		}
+		matches = append(matches, m)
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		if a.named != b.named {
+			return boolRank(a.named) - boolRank(b.named)
+		}
+		// Then the documents whose title words the query has
+		// ("Конституции", "the Go specification").
+		if a.title != b.title {
+			return b.title - a.title
+		}
+		// The first chunk of each node before the others.
+		if (a.order == 0) != (b.order == 0) {
+			return boolRank(a.order == 0) - boolRank(b.order == 0)
+		}
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
 			return 1
 		}
-		return strings.Compare(a.ID, b.ID)
+		return a.order - b.order
 	})
+	for _, c := range cands {
+		l.units = append(l.units, c.u)
+	}
+	return l, matches
+}
+
+// withoutRoutes is the query without its addresses and the names of the
+// documents it names: the words left ask something.
+func (d *corpusData) withoutRoutes(query string) string {
+	named := d.namedDocuments(query)
+	as := d.queryAddresses(query, named)
+	slices.SortFunc(as, func(a, b queryAddress) int { return b.start - a.start })
+	for _, a := range as {
+		if a.start >= 0 && a.end <= len(query) && a.start < a.end {
+			query = query[:a.start] + " " + query[a.end:]
+		}
+	}
+	low := strings.ToLower(query)
+	for doc := range named {
+		for _, name := range append([]string{doc.Key}, doc.Names...) {
+			n := strings.ToLower(strings.Join(strings.Fields(name), " "))
+			if i := strings.Index(low, n); i >= 0 && n != "" {
+				query, low = query[:i]+" "+query[i+len(n):], low[:i]+" "+low[i+len(n):]
+			}
+		}
+	}
+	return query
+}
+
+// queryAddress is an address of a query; doc says a document name stood
+// right before it ("RFC 7231 6.5").
+type queryAddress struct {
+	address
+	doc bool
+}
+
+// queryAddresses finds the addresses of a query: those findAddresses finds,
+// and a number right after a document's name ("RFC 7231 4.2", "MDCG 2019-9
+// 3.1").
+func (d *corpusData) queryAddresses(query string, named map[*Document]bool) []queryAddress {
+	var out []queryAddress
+	for _, a := range findAddresses(query) {
+		out = append(out, queryAddress{address: a, doc: len(named) > 0})
+	}
+	low := strings.ToLower(query)
+	for doc := range named {
+		for _, name := range doc.Names {
+			n := strings.ToLower(strings.Join(strings.Fields(name), " "))
+			i := strings.Index(low, n)
+			if i < 0 || n == "" {
+				continue
+			}
+			if m := reTrailNum.FindStringSubmatchIndex(query[i+len(n):]); m != nil {
+				start, end := i+len(n)+m[2], i+len(n)+m[3]
+				dup := false
+				for _, a := range out {
+					if start < a.end && end > a.start {
+						dup = true
+					}
+				}
+				if !dup {
+					out = append(out, queryAddress{address: address{steps: []addrStep{{kindNum, stepLabel(query[start:end])}},
+						text: query[start:end], start: start, end: end}, doc: true})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// namedDocuments are the documents the query names by one of their names
+// ("RFC 7231", "rfc7231.txt", "MDCG 2019-9", a title), compared without
+// case and spaces.
+func (d *corpusData) namedDocuments(query string) map[*Document]bool {
+	q := normalizeDocName(query)
+	out := map[*Document]bool{}
+	for _, doc := range d.corpus.Documents {
+		for _, name := range append([]string{doc.Key}, doc.Names...) {
+			if n := normalizeDocName(name); len(n) >= 4 && strings.Contains(q, n) {
+				out[doc] = true
+			}
+		}
+	}
+	return out
 }
 
 // cosine is the cosine similarity of two vectors (0 when either is zero).

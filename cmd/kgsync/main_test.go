@@ -182,11 +182,17 @@ func TestQuickstartTablesSchemaAndSearch(t *testing.T) {
 
 	code, out, errOut = kgsync(t, "search", "--config", cfg, "-p", "tables", "--anchor", "cn_code", "--json", "-k", "3", "Horses, asses, mules and hinnies; live")
 	require.Equal(t, 0, code, errOut)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 3)
-	var hit map[string]any
-	require.NoError(t, json.Unmarshal([]byte(lines[0]), &hit))
-	require.Equal(t, "hs_code:0101", hit["id"], "the exact description is the nearest vector")
+	var found struct {
+		Hits []struct {
+			ID    string         `json:"id"`
+			Ranks map[string]int `json:"ranks"`
+		} `json:"hits"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &found))
+	require.Len(t, found.Hits, 3)
+	require.Equal(t, "hs_code:0101", found.Hits[0].ID, "the exact description is the best hit")
+	require.Equal(t, 1, found.Hits[0].Ranks["vector"], "and the nearest vector")
+	require.Equal(t, 1, found.Hits[0].Ranks["lexical"], "and the best BM25 match")
 
 	code, out, _ = kgsync(t, "sync", "tables", "--config", cfg, "--json")
 	require.Equal(t, 0, code)

@@ -60,6 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		newMigrateCmd(g),
 		newSchemaCmd(g),
 		newSearchCmd(g),
+		newEvalCmd(g),
 		newDaemonCmd(g),
 		newVerifyCmd(g),
 		newGristCmd(g),

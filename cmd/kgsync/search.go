@@ -12,26 +12,39 @@ import (
 	"github.com/kgsync/kgsync/retrieval"
 )
 
+// searchResult is what `search --json` prints: the result and, with
+// --expand, the context's size and budget.
+type searchResult struct {
+	Query string `json:"query"`
+	*retrieval.Result
+	ContextTokens int `json:"context_tokens,omitempty"`
+	Budget        int `json:"budget,omitempty"`
+}
+
 func newSearchCmd(g *globals) *cobra.Command {
 	var (
-		pipe, anchor, attribute, address string
-		k                                int
-		asJSON, expand                   bool
+		pipe, anchor, attribute, address, signals string
+		k, budget                                 int
+		asJSON, expand, noFloor                   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "search [flags] TEXT | --address ADDRESS",
-		Short: "Embed TEXT and print the nearest chunks and nodes",
-		Long: `Embed TEXT with the pipeline's embedder and print the nearest chunks and
-nodes with their scores, ids and text. With a Memgraph sink the search runs
-on Memgraph's vector indexes; with the embedded default it is a brute-force
-cosine scan over the vectors in state. --anchor and --attribute restrict it
-to one embeddable attribute's vectors.
+		Short: "Find the chunks and rows that answer TEXT (hybrid: vector, BM25, terms, addresses)",
+		Long: `Search the pipeline for TEXT and print the best chunks and table rows with
+their fused score and what found them. Five signals are fused by weighted
+reciprocal rank fusion (weights in the config's search section): the
+vector nearest neighbours, BM25 over chunks and rows, BM25 over elements,
+defined terms the text names, and addresses it names ("section 6.5.1",
+"Article 7(3)(a)", "Статья 81 часть 3", "Table 1", looked up in every
+document, or in the one the text names: "RFC 7231 4.2.2"). With a Memgraph
+sink the vector and text indexes are Memgraph's; otherwise state's.
 
---expand adds the minimal sufficient context to each hit: the elements its
-chunk covers, their MANDATORY neighbours, the targets of their
-cross-references one hop away, and the definitions of terms that occur in
-the hit, each saying why it was added. --address "RFC 7231 6.5.1" looks an
-element up by its document identifier and address instead.`,
+When the best hits hold too little of the query (the relevance floor,
+docs/retrieval.md), search says so and returns no hit; --no-floor shows
+them anyway. --expand adds to the hits what an answer needs within
+--budget tokens: the rest of the hit's clause, MANDATORY neighbours,
+cross-reference targets and definitions of the terms used, each saying
+why. --address looks nodes up by address instead of searching.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			e, err := g.open(ctx)
@@ -63,53 +76,111 @@ element up by its document identifier and address instead.`,
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					b, _ := json.Marshal(res)
-					fmt.Fprintln(g.stdout, string(b))
-				} else {
-					fmt.Fprintf(g.stdout, "%s (%s)\n%s\n", res.ID, res.Label, res.Text)
+				for _, r := range res {
+					if asJSON {
+						b, _ := json.Marshal(r)
+						fmt.Fprintln(g.stdout, string(b))
+					} else {
+						fmt.Fprintf(g.stdout, "%s (%s)\n%s\n", r.ID, r.Label, r.Text)
+					}
 				}
 				return nil
 			}
 			if len(args) == 0 {
 				return &exitError{code: 2, err: fmt.Errorf("search needs TEXT or --address")}
 			}
-			hits, err := srch.Search(ctx, strings.Join(args, " "), retrieval.Options{K: k, Anchor: anchor, Attribute: attribute})
+			opts := retrieval.Options{K: k, Anchor: anchor, Attribute: attribute, NoFloor: noFloor}
+			if signals != "" {
+				for _, s := range strings.Split(signals, ",") {
+					s = strings.TrimSpace(s)
+					if !contains(retrieval.AllSignals, s) {
+						return &exitError{code: 2, err: fmt.Errorf("--signals: unknown signal %q (want %s)", s, strings.Join(retrieval.AllSignals, ", "))}
+					}
+					opts.Signals = append(opts.Signals, s)
+				}
+			}
+			query := strings.Join(args, " ")
+			res, err := srch.Search(ctx, query, opts)
 			if err != nil {
 				return err
 			}
-			if expand {
-				if hits, err = srch.Expand(ctx, hits); err != nil {
+			out := searchResult{Query: query, Result: res}
+			if expand && len(res.Hits) > 0 {
+				if budget <= 0 {
+					budget = p.Search.Budget
+				}
+				c, err := srch.Expand(ctx, res.Hits, budget)
+				if err != nil {
 					return err
 				}
+				res.Hits, out.ContextTokens, out.Budget = c.Hits, c.Tokens, c.Budget
 			}
-			for i, h := range hits {
-				if asJSON {
-					b, _ := json.Marshal(h)
-					fmt.Fprintln(g.stdout, string(b))
-					continue
+			if asJSON {
+				b, err := json.Marshal(out)
+				if err != nil {
+					return err
 				}
-				where := h.Address
-				if where == "" {
-					where = h.Label + "." + strings.TrimSuffix(h.Property, "_embedding")
-				}
-				fmt.Fprintf(g.stdout, "%d. %.4f  %s  (%s %s)\n   %s\n", i+1, h.Score, where, h.Label, h.ID, oneLine(h.Text, 160))
-				for _, x := range h.Expansions {
-					fmt.Fprintf(g.stdout, "   + %s: %s (%s)\n     %s\n", x.Reason, x.ID, x.Label, oneLine(x.Text, 140))
-				}
+				fmt.Fprintln(g.stdout, string(b))
+				return nil
 			}
-			if len(hits) == 0 && !asJSON {
-				fmt.Fprintln(g.stdout, "no vectors to search: run sync first, or check --anchor/--attribute")
-			}
+			printSearch(g, out)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&pipe, "pipeline", "p", "", "pipeline to search (required when the config has several)")
-	cmd.Flags().StringVar(&anchor, "anchor", "", "search only this anchor's vectors")
-	cmd.Flags().StringVar(&attribute, "attribute", "", "search only this embeddable attribute's vectors")
-	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of hits")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON line per hit, best first")
-	cmd.Flags().BoolVar(&expand, "expand", false, "add the minimal sufficient context to each hit, each item saying why")
-	cmd.Flags().StringVar(&address, "address", "", `look an element up by address, e.g. "RFC 7231 6.5.1"`)
+	cmd.Flags().StringVar(&anchor, "anchor", "", "search only this anchor's units")
+	cmd.Flags().StringVar(&attribute, "attribute", "", "search only this embeddable attribute's units")
+	cmd.Flags().IntVarP(&k, "k", "k", 0, "number of hits (default: the config's search.k, 5)")
+	cmd.Flags().StringVar(&signals, "signals", "", "signals to fuse, comma-separated: "+strings.Join(retrieval.AllSignals, ",")+" (default all)")
+	cmd.Flags().BoolVar(&noFloor, "no-floor", false, "return the best hits even when the relevance floor declines")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as one JSON object: hits, declined, reason, evidence")
+	cmd.Flags().BoolVar(&expand, "expand", false, "add the minimal sufficient context to the hits, each item saying why")
+	cmd.Flags().IntVar(&budget, "budget", 0, "token budget of the expanded context, hits included (default: the config's search.budget, 2500)")
+	cmd.Flags().StringVar(&address, "address", "", `look nodes up by address, e.g. "RFC 7231 6.5.1" or "Article 7(3)"`)
 	return cmd
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func printSearch(g *globals, out searchResult) {
+	res := out.Result
+	for _, a := range res.Addresses {
+		fmt.Fprintf(g.stdout, "address %q: %d match(es)\n", a.Text, len(a.Nodes))
+	}
+	if len(res.Terms) > 0 {
+		fmt.Fprintf(g.stdout, "terms: %s\n", strings.Join(res.Terms, ", "))
+	}
+	if res.Declined {
+		fmt.Fprintf(g.stdout, "nothing relevant: %s\n", res.Reason)
+		return
+	}
+	for i, h := range res.Hits {
+		where := h.Address
+		if where == "" {
+			where = h.Label + "." + strings.TrimSuffix(h.Property, "_embedding")
+		}
+		var ranks []string
+		for _, s := range retrieval.AllSignals {
+			if r, ok := h.Ranks[s]; ok {
+				ranks = append(ranks, fmt.Sprintf("%s #%d", s, r))
+			}
+		}
+		fmt.Fprintf(g.stdout, "%d. %.3f  %s  (%s)\n   %s\n", i+1, h.Score, where, strings.Join(ranks, ", "), oneLine(h.Text, 160))
+		for _, x := range h.Expansions {
+			fmt.Fprintf(g.stdout, "   + %s: %s\n     %s\n", x.Reason, x.ID, oneLine(x.Text, 140))
+		}
+	}
+	if out.Budget > 0 {
+		fmt.Fprintf(g.stdout, "context: %d tokens of %d\n", out.ContextTokens, out.Budget)
+	}
+	if len(res.Hits) == 0 {
+		fmt.Fprintln(g.stdout, "no hits: run sync first, or check --anchor/--attribute")
+	}
 }

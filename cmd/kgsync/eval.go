@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/retrieval"
+)
+
+func newEvalCmd(g *globals) *cobra.Command {
+	var (
+		pipe, modes             string
+		k, budget, flatTokens   int
+		asJSON, verbose         bool
+		minRecall, minSufficent float64
+	)
+	cmd := &cobra.Command{
+		Use:   "eval GOLDEN.jsonl",
+		Short: "Score search against a golden set: recall@1 and @k, context sufficiency, unanswerable declined",
+		Long: `Run every question of a golden set (JSON Lines: question, kind, lang, the
+addresses of the answer elements and of the required context, e.g.
+{"question": "…", "kind": "paraphrase", "lang": "en", "answers": ["RFC 7231 6.5.1"],
+ "context": ["RFC 7231 6.5"]}; see docs/retrieval.md) against the pipeline's
+graph, side by side in one run: vector only, lexical (BM25) only, hybrid,
+hybrid with --expand, and flat fixed-size chunks of the same documents by
+BM25 and by the same embedder. It prints recall@1 and @k, context
+sufficiency with the context's size in tokens, split by kind and language,
+and how the relevance floor did on the unanswerable questions, with the
+min_coverage calibrated for this embedder.
+
+Exit 4 when hybrid recall@k is below --min-recall or hybrid+expand
+sufficiency below --min-sufficiency, so a cron job or CI guards a change of
+chunking, data model or embedder.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			f, err := os.Open(args[0])
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			qs, err := retrieval.ReadGolden(f, args[0])
+			_ = f.Close()
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			e, err := g.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			var pc *config.Pipeline
+			if pipe == "" {
+				if len(e.cfg.Pipelines) != 1 {
+					return &exitError{code: 2, err: fmt.Errorf("the config has %d pipelines: name one with --pipeline", len(e.cfg.Pipelines))}
+				}
+				pc = &e.cfg.Pipelines[0]
+			} else {
+				pcs, err := e.selectPipelines([]string{pipe})
+				if err != nil {
+					return err
+				}
+				pc = pcs[0]
+			}
+			p, err := pipeline.Build(ctx, e.cfg, pc, e.store, e.log)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = p.Sink.Close(ctx) }()
+			opts := retrieval.EvalOptions{K: k, Budget: budget, FlatTokens: flatTokens}
+			if modes != "" {
+				for _, m := range strings.Split(modes, ",") {
+					opts.Modes = append(opts.Modes, strings.TrimSpace(m))
+				}
+			}
+			rep, err := p.Searcher().Eval(ctx, qs, opts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if !verbose {
+					rep.Results = nil
+				}
+				b, err := json.Marshal(rep)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(g.stdout, string(b))
+			} else {
+				if err := rep.WriteText(g.stdout); err != nil {
+					return err
+				}
+				if verbose {
+					for _, r := range rep.Results {
+						m := r.Modes[retrieval.ModeHybrid]
+						fmt.Fprintf(g.stdout, "%s\t%s\t%s\t@1 %.2f @k %.2f\tdeclined %v\tcoverage %.2f\n", r.ID, r.Kind, r.Lang, m.At1, m.AtK, r.Declined, r.Evidence.Coverage)
+					}
+				}
+			}
+			if h := rep.Mode(retrieval.ModeHybrid); h != nil && h.All.Recall5 < minRecall {
+				return &exitError{code: 4, err: fmt.Errorf("hybrid recall@%d %.3f is below --min-recall %.3f", rep.K, h.All.Recall5, minRecall)}
+			}
+			if x := rep.Mode(retrieval.ModeExpand); x != nil && x.All.Sufficiency < minSufficent {
+				return &exitError{code: 4, err: fmt.Errorf("hybrid+expand sufficiency %.3f is below --min-sufficiency %.3f", x.All.Sufficiency, minSufficent)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&pipe, "pipeline", "p", "", "pipeline to evaluate (required when the config has several)")
+	cmd.Flags().IntVarP(&k, "k", "k", 0, "hits per question (default: the config's search.k, 5)")
+	cmd.Flags().IntVar(&budget, "budget", 0, "token budget of the expanded context (default: the config's search.budget, 2500)")
+	cmd.Flags().IntVar(&flatTokens, "flat-tokens", 400, "size of the flat baseline's chunks in tokens")
+	cmd.Flags().StringVar(&modes, "modes", "", "modes to run, comma-separated: "+strings.Join(retrieval.AllModes, ",")+" (default all)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	cmd.Flags().BoolVar(&verbose, "verbose-results", false, "also print every question's outcome")
+	cmd.Flags().Float64Var(&minRecall, "min-recall", 0, "exit 4 when hybrid recall@k is below this")
+	cmd.Flags().Float64Var(&minSufficent, "min-sufficiency", 0, "exit 4 when hybrid+expand sufficiency is below this")
+	return cmd
+}

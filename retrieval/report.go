@@ -1,0 +1,75 @@
+package retrieval
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteText prints the report as tables: the modes side by side, the
+// hybrid and expanded modes split by kind and language, the relevance
+// floor and its calibration, and the unresolved addresses.
+func (r *EvalReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pipeline %s, embedder %s: %d questions, k=%d, budget %d tokens\n\n", r.Pipeline, r.Embedder, r.Questions, r.K, r.Budget)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "mode\tanswerable\trecall@1\trecall@%d\tsufficient\tmedian tokens\tmean tokens\n", r.K)
+	for _, m := range r.Modes {
+		a := m.All
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\n", m.Mode, a.Questions, a.Recall1, a.Recall5, a.Sufficiency, a.MedianTokens, a.MeanTokens)
+	}
+	_ = tw.Flush()
+	for _, m := range r.Modes {
+		if m.Mode != ModeHybrid && m.Mode != ModeExpand {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s by kind and language:\n", m.Mode)
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "split\tquestions\trecall@1\trecall@%d\tsufficient\tmedian tokens\n", r.K)
+		for _, k := range sortedMetricKeys(m.ByKind) {
+			x := m.ByKind[k]
+			fmt.Fprintf(tw, "kind %s\t%d\t%.2f\t%.2f\t%.2f\t%.0f\n", k, x.Questions, x.Recall1, x.Recall5, x.Sufficiency, x.MedianTokens)
+		}
+		for _, l := range sortedMetricKeys(m.ByLang) {
+			x := m.ByLang[l]
+			fmt.Fprintf(tw, "lang %s\t%d\t%.2f\t%.2f\t%.2f\t%.0f\n", l, x.Questions, x.Recall1, x.Recall5, x.Sufficiency, x.MedianTokens)
+		}
+		_ = tw.Flush()
+	}
+	f := r.Floor
+	if f.Unanswerable+f.Answerable > 0 {
+		fmt.Fprintf(&b, "\nrelevance floor (min_coverage %.2f): declined %.0f%% of %d unanswerable, lost %.0f%% of %d answerable (%.0f%% whose answer was in the hits)\n",
+			f.MinCoverage, 100*f.Declined, f.Unanswerable, 100*f.Lost, f.Answerable, 100*f.LostFound)
+		fmt.Fprintf(&b, "calibrated for this embedder: min_coverage %.2f declines %.0f%%, loses %.0f%% (set search.floor.min_coverage)\n",
+			f.Calibrated, 100*f.CalibratedDeclined, 100*f.CalibratedLost)
+	}
+	if len(r.Unresolved) > 0 {
+		fmt.Fprintf(&b, "\n%d golden addresses name no element (their questions count as missed):\n", len(r.Unresolved))
+		for _, u := range r.Unresolved {
+			fmt.Fprintf(&b, "  %s\n", u)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func sortedMetricKeys(m map[string]Metrics) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Mode returns the report of one mode, or nil.
+func (r *EvalReport) Mode(mode string) *ModeReport {
+	for i := range r.Modes {
+		if r.Modes[i].Mode == mode {
+			return &r.Modes[i]
+		}
+	}
+	return nil
+}
