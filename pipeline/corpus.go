@@ -115,7 +115,7 @@ func corpusDocument(source, key, nodeID, label string, rp recordProps) *retrieva
 	d.Title, _ = rp.Node["title"].(string)
 	d.Lang, _ = rp.Node[PropLang].(string)
 	node := func(n elementNode, label string) retrieval.Node {
-		return retrieval.Node{ID: n.ID, Label: label, Kind: n.Kind, Address: n.Address, Title: n.Title, Text: n.Text,
+		return retrieval.Node{ID: n.ID, Label: label, Kind: n.Kind, Address: n.Address, Citation: n.Citation, Title: n.Title, Text: n.Text,
 			Parent: n.Parent, Level: n.Level}
 	}
 	d.Nodes = documentOrder(rp.Sections, rp.Elements, node)

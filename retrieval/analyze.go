@@ -52,11 +52,12 @@ func DetectLanguage(text string) string {
 	if cyr > lat {
 		return LangRussian
 	}
-	return latinLanguage(words(text), 0)
+	return latinLanguage(words(text), 1)
 }
 
-// latinLanguage picks en, es or fr by stop-word counts among ws; min is
-// the count a language other than English needs to win.
+// latinLanguage picks en, es or fr by stop-word counts among ws: another
+// language than English needs more than min stop words, and more than
+// English has.
 func latinLanguage(ws []string, min int) string {
 	best, bestN := LangEnglish, 0
 	counts := map[string]int{}

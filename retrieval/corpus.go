@@ -71,6 +71,10 @@ type Node struct {
 	// Address is the node's own address within its parent ("6.5.1",
 	// "Статья 81", "Table 13", "p2").
 	Address string
+	// Citation is the node's full address as its document is cited
+	// ("Article 7(3)(a)", "Статья 81 часть 3", "4.2.2", "Table 13"), ""
+	// for a leaf the document does not number (chunker.Element.Citation).
+	Citation string
 	// Title is a section's heading or a table's caption.
 	Title string
 	// Text is an element's own text ("" for sections).

@@ -395,20 +395,28 @@ func (d *corpusData) lookup(addr string) ([]*Node, *Document, error) {
 	if best != nil && rest == "" {
 		return nil, best, nil
 	}
+	rest = strings.TrimSpace(strings.TrimPrefix(rest, "›"))
+	var nodes []*Node
+	if best == nil {
+		// No identifier prefixes it: the grammar may still find one
+		// ("Article 7 of Regulation (EU) 2017/745", "6.5.1 RFC 7231").
+		if a, ok := chunker.ParseAddress(addr); ok && a.Doc != "" {
+			if doc := d.documentNamed(a.Doc); doc != nil {
+				best, rest = doc, a.Citation
+				if rest == "" {
+					return nil, best, nil
+				}
+			}
+		}
+	}
 	var docs map[*Document]bool
 	if best != nil {
 		docs = map[*Document]bool{best: true}
 	}
-	rest = strings.TrimSpace(strings.TrimPrefix(rest, "›"))
-	var nodes []*Node
-	if as := findAddresses(rest); len(as) > 0 {
-		nodes = d.addr.resolve(as[0], docs)
-	} else if reDotted.MatchString(rest) || reLabelOnly.MatchString(rest) {
-		nodes = d.addr.resolve(address{steps: []addrStep{{kindNum, stepLabel(rest)}}}, docs)
-	}
+	nodes = d.addr.resolve(rest, docs)
 	if len(nodes) == 0 && best != nil {
 		// The document's own address keys: "p3", a heading slug, a title.
-		if n, ok := d.x.byAddress[best][addressKey(rest)]; ok {
+		if n, ok := d.x.byAddress[best][chunker.AddressKey(rest)]; ok {
 			nodes = []*Node{n}
 		} else {
 			for i := range best.Nodes {
@@ -434,8 +442,6 @@ func (d *corpusData) lookup(addr string) ([]*Node, *Document, error) {
 	return nodes, best, nil
 }
 
-// reLabelOnly is a bare label such as "A", "II" or "7".
-var reLabelOnly = regexp.MustCompile(`^(?i)[IVXLC]+$|^\d+$`)
 
 func knownNames(c *Corpus) string {
 	var ids []string

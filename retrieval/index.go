@@ -2,7 +2,8 @@ package retrieval
 
 import (
 	"strings"
-	"unicode"
+
+	"github.com/kgsync/kgsync/chunker"
 )
 
 // corpusIndex is a corpus arranged for look-ups: nodes by id, children,
@@ -28,7 +29,7 @@ func newCorpusIndex(c *Corpus) *corpusIndex {
 		addr := map[string]*Node{}
 		x.byAddress[d] = addr
 		add := func(a string, n *Node) {
-			if k := addressKey(a); k != "" {
+			if k := chunker.AddressKey(a); k != "" {
 				if _, dup := addr[k]; !dup {
 					addr[k] = n
 				}
@@ -92,19 +93,6 @@ func (x *corpusIndex) label(id string) string {
 		return n.Label
 	}
 	return ""
-}
-
-// addressKey normalizes an element address or reference target: "Section
-// 6.5.1", "6.5.1." and "6.5.1" are one key; "Table 7.1" keeps its word.
-func addressKey(s string) string {
-	s = strings.ToLower(strings.Join(strings.Fields(s), " "))
-	s = strings.TrimSuffix(s, ".")
-	for _, p := range []string{"section ", "clause ", "раздел ", "пункт ", "appendix ", "annex "} {
-		if rest, ok := strings.CutPrefix(s, p); ok && rest != "" && (unicode.IsDigit(rune(rest[0])) || len(rest) <= 2) {
-			s = rest
-		}
-	}
-	return s
 }
 
 // normalizeDocName folds a document identifier for comparison: "RFC7230",

@@ -221,8 +221,11 @@ type Result struct {
 
 // AddressMatch is one address of a query and the nodes it names.
 type AddressMatch struct {
-	Text  string   `json:"text"`
-	Nodes []string `json:"nodes"`
+	// Text is the address as the query has it; Citation its canonical
+	// form (chunker.ParseAddress).
+	Text     string   `json:"text"`
+	Citation string   `json:"citation"`
+	Nodes    []string `json:"nodes"`
 }
 
 func (s *Searcher) config() Config {
@@ -875,8 +878,8 @@ func (d *corpusData) chunksOf(id string) []int {
 // the chunks holding it, its first chunk first.
 func (d *corpusData) addressList(query string, allowed []bool, rest map[int]fusedScore) (ranked, []AddressMatch) {
 	l := ranked{signal: SignalAddress}
-	named := d.namedDocuments(query)
-	var matches []AddressMatch
+	addrs := d.queryAddresses(query)
+	named := d.namedDocuments(query, addrs)
 	type cand struct {
 		u     int
 		named bool
@@ -902,18 +905,22 @@ func (d *corpusData) addressList(query string, allowed []bool, rest map[int]fuse
 			}
 		}
 	}
+	var matches []AddressMatch
 	var cands []cand
 	seen := map[int]bool{}
-	for _, a := range d.queryAddresses(query, named) {
+	for _, a := range addrs {
 		var docs map[*Document]bool
-		if len(named) > 0 && a.doc {
+		switch {
+		case a.doc != nil:
+			docs = map[*Document]bool{a.doc: true}
+		case len(named) > 0:
 			docs = named
 		}
-		nodes := d.addr.resolve(a.address, docs)
+		nodes := d.addr.resolve(a.citation, docs)
 		if len(nodes) == 0 && docs != nil {
-			nodes = d.addr.resolve(a.address, nil)
+			nodes = d.addr.resolve(a.citation, nil)
 		}
-		m := AddressMatch{Text: a.text, Nodes: []string{}}
+		m := AddressMatch{Text: a.text, Citation: a.citation, Nodes: []string{}}
 		for _, n := range nodes {
 			m.Nodes = append(m.Nodes, n.ID)
 			for j, u := range d.chunksOf(n.ID) {
@@ -952,86 +959,6 @@ func (d *corpusData) addressList(query string, allowed []bool, rest map[int]fuse
 		l.units = append(l.units, c.u)
 	}
 	return l, matches
-}
-
-// withoutRoutes is the query without its addresses and the names of the
-// documents it names: the words left ask something.
-func (d *corpusData) withoutRoutes(query string) string {
-	named := d.namedDocuments(query)
-	as := d.queryAddresses(query, named)
-	slices.SortFunc(as, func(a, b queryAddress) int { return b.start - a.start })
-	for _, a := range as {
-		if a.start >= 0 && a.end <= len(query) && a.start < a.end {
-			query = query[:a.start] + " " + query[a.end:]
-		}
-	}
-	low := strings.ToLower(query)
-	for doc := range named {
-		for _, name := range append([]string{doc.Key}, doc.Names...) {
-			n := strings.ToLower(strings.Join(strings.Fields(name), " "))
-			if i := strings.Index(low, n); i >= 0 && n != "" {
-				query, low = query[:i]+" "+query[i+len(n):], low[:i]+" "+low[i+len(n):]
-			}
-		}
-	}
-	return query
-}
-
-// queryAddress is an address of a query; doc says a document name stood
-// right before it ("RFC 7231 6.5").
-type queryAddress struct {
-	address
-	doc bool
-}
-
-// queryAddresses finds the addresses of a query: those findAddresses finds,
-// and a number right after a document's name ("RFC 7231 4.2", "MDCG 2019-9
-// 3.1").
-func (d *corpusData) queryAddresses(query string, named map[*Document]bool) []queryAddress {
-	var out []queryAddress
-	for _, a := range findAddresses(query) {
-		out = append(out, queryAddress{address: a, doc: len(named) > 0})
-	}
-	low := strings.ToLower(query)
-	for doc := range named {
-		for _, name := range doc.Names {
-			n := strings.ToLower(strings.Join(strings.Fields(name), " "))
-			i := strings.Index(low, n)
-			if i < 0 || n == "" {
-				continue
-			}
-			if m := reTrailNum.FindStringSubmatchIndex(query[i+len(n):]); m != nil {
-				start, end := i+len(n)+m[2], i+len(n)+m[3]
-				dup := false
-				for _, a := range out {
-					if start < a.end && end > a.start {
-						dup = true
-					}
-				}
-				if !dup {
-					out = append(out, queryAddress{address: address{steps: []addrStep{{kindNum, stepLabel(query[start:end])}},
-						text: query[start:end], start: start, end: end}, doc: true})
-				}
-			}
-		}
-	}
-	return out
-}
-
-// namedDocuments are the documents the query names by one of their names
-// ("RFC 7231", "rfc7231.txt", "MDCG 2019-9", a title), compared without
-// case and spaces.
-func (d *corpusData) namedDocuments(query string) map[*Document]bool {
-	q := normalizeDocName(query)
-	out := map[*Document]bool{}
-	for _, doc := range d.corpus.Documents {
-		for _, name := range append([]string{doc.Key}, doc.Names...) {
-			if n := normalizeDocName(name); len(n) >= 4 && strings.Contains(q, n) {
-				out[doc] = true
-			}
-		}
-	}
-	return out
 }
 
 // cosine is the cosine similarity of two vectors (0 when either is zero).

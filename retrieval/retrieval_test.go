@@ -1,0 +1,327 @@
+package retrieval_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/embed/hashing"
+	"github.com/kgsync/kgsync/internal/corpus"
+	"github.com/kgsync/kgsync/internal/graphtest"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/retrieval"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/sources/files"
+	"github.com/kgsync/kgsync/state"
+	"github.com/kgsync/kgsync/state/sqlite"
+)
+
+// testDocs are the corpus documents the tests search: English and Russian,
+// numbered sections, articles with parts, tables, defined terms.
+var testDocs = []string{"rfc7239.txt", "constitutionrf.txt", "spdx-2.3-package-information.md", "openchain-security-specification-1.1.md"}
+
+type fixture struct {
+	p     *pipeline.Pipeline
+	store state.Store
+}
+
+var (
+	fixtureOnce sync.Once
+	fixtureDir  string
+	shared      *fixture
+	sharedErr   error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		_ = shared.store.Close()
+	}
+	if fixtureDir != "" {
+		_ = os.RemoveAll(fixtureDir)
+	}
+	os.Exit(code)
+}
+
+// synced is one pipeline over testDocs, synced once for all the read-only
+// tests of the package.
+func synced(t *testing.T) *fixture {
+	t.Helper()
+	fixtureOnce.Do(func() {
+		fixtureDir, sharedErr = os.MkdirTemp("", "retrieval-test")
+		if sharedErr != nil {
+			return
+		}
+		shared, sharedErr = newFixture(t, fixtureDir, testDocs)
+	})
+	require.NoError(t, sharedErr)
+	return shared
+}
+
+func newFixture(t *testing.T, dir string, names []string) (*fixture, error) {
+	root := filepath.Join(dir, "docs")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(corpus.Docs(t), n))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(root, n), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	store, err := sqlite.Open(t.Context(), filepath.Join(dir, "state.db"))
+	if err != nil {
+		return nil, err
+	}
+	tok, err := chunker.NewTokenizer("cl100k_base")
+	if err != nil {
+		return nil, err
+	}
+	src, err := files.New("docs", config.FilesSource{Root: root, Anchor: "Document", MaxFileBytes: 64 << 20}, chunker.Formats(), nil,
+		files.WithTextCheck(pipeline.TextCheck))
+	if err != nil {
+		return nil, err
+	}
+	p := &pipeline.Pipeline{
+		Name: "docs", Sources: []sources.Source{src}, Embedder: hashing.New("hashing-v1", 128), Sink: graphtest.New(),
+		Store: store, Chunking: chunker.Options{MaxTokens: 512, OverlapTokens: 64, Tokenizer: tok},
+		BatchSize: 8, MaxDeleteRatio: 1, Fingerprint: 1,
+	}
+	if _, err := p.Run(t.Context(), state.TriggerManual, pipeline.Mode{}); err != nil {
+		return nil, err
+	}
+	return &fixture{p: p, store: store}, nil
+}
+
+func search(t *testing.T, s *retrieval.Searcher, q string, opts retrieval.Options) *retrieval.Result {
+	t.Helper()
+	res, err := s.Search(t.Context(), q, opts)
+	require.NoError(t, err)
+	return res
+}
+
+// holds reports whether a hit covers an element of the node id (or is it).
+func holds(h retrieval.Hit, id string) bool {
+	for _, e := range h.Elements {
+		if e == id || strings.HasPrefix(e, id+" › ") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAddressRouting(t *testing.T) {
+	t.Parallel()
+	f := synced(t)
+	s := f.p.Searcher()
+	for _, tc := range []struct {
+		query, want string
+	}{
+		// Typed bare, in any spelling the address grammar reads.
+		{"Статья 81 часть 3", "docs:constitutionrf.txt › Раздел первый › Глава 4 › Статья 81 › часть 3"},
+		{"часть 3 статьи 81", "docs:constitutionrf.txt › Раздел первый › Глава 4 › Статья 81 › часть 3"},
+		{"ст. 43", "docs:constitutionrf.txt › Раздел первый › Глава 2 › Статья 43"},
+		{"Table 13", "docs:spdx-2.3-package-information.md › 7 › 7.1 › 7.1.1 › Table 13"},
+		{"clause 7.25", "docs:spdx-2.3-package-information.md › 7 › 7.25"},
+		// With the document named, and inside a question.
+		{"RFC 7239 6.3", "docs:rfc7239.txt › 6 › 6.3"},
+		{"what does section 5.3 of RFC 7239 say about the host?", "docs:rfc7239.txt › 5 › 5.3"},
+	} {
+		res := search(t, s, tc.query, retrieval.Options{K: 5})
+		require.False(t, res.Declined, "%s: an address never falls below the floor", tc.query)
+		require.NotEmpty(t, res.Hits, tc.query)
+		require.True(t, holds(res.Hits[0], tc.want), "%s: first hit %s, want %s", tc.query, res.Hits[0].Address, tc.want)
+		require.Positive(t, res.Hits[0].Ranks[retrieval.SignalAddress], "%s: found by its address", tc.query)
+	}
+
+	// A number several documents have: all of them, ranked by the rest of
+	// the query ("3.1" is a section of the OpenChain specification only
+	// with its name; RFC 7239 has no 3.1).
+	res := search(t, s, "section 3.1 of the OpenChain Security Assurance Specification", retrieval.Options{K: 5})
+	require.Len(t, res.Addresses, 1)
+	require.True(t, strings.Contains(res.Hits[0].Address, "openchain-security-specification-1.1.md"), res.Hits[0].Address)
+}
+
+func TestLexicalFindsStemmedRussian(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	// "избирается … сроком" in the text; the question inflects both.
+	res := search(t, s, "На какой срок избирают президента?", retrieval.Options{K: 3, Signals: []string{retrieval.SignalLexical}})
+	require.NotEmpty(t, res.Hits)
+	require.True(t, holds(res.Hits[0], "docs:constitutionrf.txt › Раздел первый › Глава 4 › Статья 81"), res.Hits[0].Address)
+}
+
+func TestFusionAndScores(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	res := search(t, s, "which proxies may add the Forwarded header", retrieval.Options{K: 5})
+	require.Len(t, res.Hits, 5)
+	for i, h := range res.Hits {
+		require.Greater(t, h.Score, 0.0)
+		require.LessOrEqual(t, h.Score, 1.0+1e-9)
+		if i > 0 {
+			require.LessOrEqual(t, h.Score, res.Hits[i-1].Score, "best first")
+		}
+		require.NotEmpty(t, h.Ranks)
+	}
+	require.True(t, strings.HasPrefix(res.Hits[0].ID, "") && strings.Contains(res.Hits[0].Address, "rfc7239.txt › 4"), res.Hits[0].Address)
+
+	// One signal alone: its first unit scores 1 (the best possible).
+	res = search(t, s, "which proxies may add the Forwarded header", retrieval.Options{K: 1, Signals: []string{retrieval.SignalLexical}})
+	require.InDelta(t, 1.0, res.Hits[0].Score, 1e-9)
+	require.Equal(t, map[string]int{retrieval.SignalLexical: 1}, res.Hits[0].Ranks)
+}
+
+func TestTermSignal(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	res := search(t, s, "what is a Software Bill of Materials?", retrieval.Options{K: 5})
+	require.Contains(t, res.Terms, "Software Bill of Materials (SBOM)")
+	found := false
+	for _, h := range res.Hits {
+		if h.Ranks[retrieval.SignalTerm] == 1 {
+			found = holds(h, "docs:openchain-security-specification-1.1.md › openchain-security-assurance-specification › 2 › 2.12")
+		}
+	}
+	require.True(t, found, "the defining chunk is the term signal's first")
+	// A one-word name must be the word itself: "connection" names no
+	// CONNECT (RFC 7231 is not loaded here; "Program" is a term of the
+	// OpenChain specification and "programs" is not it).
+	res = search(t, s, "how many programs may an organization run", retrieval.Options{K: 5, NoFloor: true})
+	require.NotContains(t, res.Terms, "Program")
+}
+
+func TestFloorDeclines(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	res := search(t, s, "What does the 418 I'm a teapot status code mean?", retrieval.Options{K: 5})
+	require.True(t, res.Declined, "%+v", res.Evidence)
+	require.Empty(t, res.Hits)
+	require.Contains(t, res.Reason, "418")
+	require.Contains(t, res.Evidence.Unknown, "teapot")
+
+	// The same query without the floor has hits; an answerable one passes.
+	res = search(t, s, "What does the 418 I'm a teapot status code mean?", retrieval.Options{K: 5, NoFloor: true})
+	require.NotEmpty(t, res.Hits)
+	res = search(t, s, "What does the unknown identifier mean in a Forwarded header?", retrieval.Options{K: 5})
+	require.False(t, res.Declined, "%+v", res.Evidence)
+	require.GreaterOrEqual(t, res.Evidence.Coverage, 0.9)
+}
+
+func TestExpandWithinBudget(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	res := search(t, s, "Статья 81 часть 1", retrieval.Options{K: 3})
+	require.NotEmpty(t, res.Hits)
+	for _, budget := range []int{300, 1200, 5000} {
+		c, err := s.Expand(t.Context(), res.Hits, budget)
+		require.NoError(t, err)
+		require.LessOrEqual(t, c.Tokens, budget, "budget %d", budget)
+		require.NotEmpty(t, c.Hits, "the first hit is kept even alone")
+	}
+	// With room, the rest of the article comes with the hit that holds
+	// one part of it, each expansion saying why, nothing twice.
+	c, err := s.Expand(t.Context(), res.Hits[:1], 5000)
+	require.NoError(t, err)
+	covered := c.Covered()
+	for _, part := range []string{"часть 1", "часть 2", "часть 3", "часть 4"} {
+		found := false
+		for e := range covered {
+			if strings.Contains(e, "Статья 81 › "+part) {
+				found = true
+			}
+		}
+		require.True(t, found, "%s of Статья 81 is in the context", part)
+	}
+	seen := map[string]bool{}
+	for _, x := range c.Hits[0].Expansions {
+		require.NotEmpty(t, x.Reason)
+		for _, e := range x.Covers {
+			require.False(t, seen[e], "%s twice", e)
+			seen[e] = true
+			require.NotContains(t, c.Hits[0].Elements, e)
+		}
+	}
+}
+
+func TestLookup(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	for addr, want := range map[string]string{
+		"RFC 7239 5.1":                          "docs:rfc7239.txt › 5 › 5.1",
+		"constitutionrf.txt Статья 81 часть 3":  "docs:constitutionrf.txt › Раздел первый › Глава 4 › Статья 81 › часть 3",
+		"spdx-2.3-package-information.md 7.8.1": "docs:spdx-2.3-package-information.md › 7 › 7.8 › 7.8.1",
+		"Section 5.2 of RFC 7239":               "docs:rfc7239.txt › 5 › 5.2",
+	} {
+		res, err := s.Lookup(t.Context(), addr)
+		require.NoError(t, err, addr)
+		require.Len(t, res, 1, addr)
+		require.Equal(t, want, res[0].ID, addr)
+		require.NotEmpty(t, res[0].Text, addr)
+	}
+	_, err := s.Lookup(t.Context(), "RFC 7239 99.9")
+	require.ErrorContains(t, err, "has no element with that address")
+}
+
+func TestEvalReport(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	golden := `{"id":"a","question":"RFC 7239 6.3","kind":"address","lang":"en","answers":["RFC 7239 6.3"]}
+{"id":"b","question":"На какой срок избирается Президент?","kind":"lexical","answers":["constitutionrf.txt Статья 81 часть 1"]}
+{"id":"c","question":"What does the 418 I'm a teapot status code mean?","kind":"unanswerable","answers":[]}
+{"id":"d","question":"What should the by parameter contain by default?","answers":["RFC 7239 5.1"],"context":["RFC 7239 6.3"]}
+{"id":"e","question":"x","kind":"paraphrase","answers":["RFC 7239 77.7"]}`
+	qs, err := retrieval.ReadGolden(strings.NewReader(golden), "golden.jsonl")
+	require.NoError(t, err)
+	require.Equal(t, "ru", qs[1].Lang, "detected when missing")
+	require.Equal(t, retrieval.KindLexical, qs[3].Kind, "answers and no kind: lexical")
+	rep, err := s.Eval(t.Context(), qs, retrieval.EvalOptions{K: 5, Budget: 2500})
+	require.NoError(t, err)
+	require.Len(t, rep.Modes, len(retrieval.AllModes))
+	h := rep.Mode(retrieval.ModeHybrid)
+	require.Equal(t, 4, h.All.Questions)
+	require.InDelta(t, 0.75, h.All.Recall5, 1e-9, "a, b, d found; e names no element")
+	require.Equal(t, []string{`e: lookup "RFC 7239 77.7": document docs:rfc7239.txt has no element with that address`}, rep.Unresolved)
+	x := rep.Mode(retrieval.ModeExpand)
+	require.GreaterOrEqual(t, x.All.Sufficiency, 0.75, "d needs 6.3 too: expansion brings the referenced section")
+	require.Equal(t, 1, rep.Floor.Unanswerable)
+	require.InDelta(t, 1.0, rep.Floor.Declined, 1e-9)
+	for _, r := range rep.Results {
+		if r.ID == "d" {
+			require.True(t, r.Modes[retrieval.ModeExpand].Sufficient, "%+v", r)
+			require.False(t, r.Modes[retrieval.ModeVector].Sufficient && r.Modes[retrieval.ModeVector].AtK == 0)
+		}
+	}
+	var b strings.Builder
+	require.NoError(t, rep.WriteText(&b))
+	require.Contains(t, b.String(), "hybrid+expand")
+	require.Contains(t, b.String(), "flat-bm25")
+	require.Contains(t, b.String(), "RFC 7239 77.7")
+}
+
+func TestReadGoldenErrors(t *testing.T) {
+	t.Parallel()
+	_, err := retrieval.ReadGolden(strings.NewReader(`{"question":"a","kind":"lexical"}
+not json
+{"id":"x","question":"b","kind":"weird","answers":["A 1"]}
+# a comment
+{"id":"x","query":"c","type":"unanswerable","answer":"A 1"}
+`), "g.jsonl")
+	require.ErrorContains(t, err, "g.jsonl:1: kind lexical: no answers")
+	require.ErrorContains(t, err, "g.jsonl:2: not a JSON object")
+	require.ErrorContains(t, err, `g.jsonl:3: kind "weird"`)
+	require.ErrorContains(t, err, "g.jsonl:5: kind unanswerable: has answers")
+	qs, err := retrieval.ReadGolden(strings.NewReader(`{"query":"c","type":"Address","answer":"RFC 7239 6.3","required_context":["RFC 7239 6"]}`), "g.jsonl")
+	require.NoError(t, err)
+	require.Equal(t, []retrieval.GoldenQuestion{{ID: "line1", Question: "c", Kind: "address", Lang: "en",
+		Answers: []string{"RFC 7239 6.3"}, Context: []string{"RFC 7239 6"}}}, qs)
+}
