@@ -32,9 +32,9 @@ func TestDetectLanguage(t *testing.T) {
 	t.Parallel()
 	for text, want := range map[string]string{
 		"The Forwarded header field is an OPTIONAL header field that, when used, contains a list": LangEnglish,
-		"Президент Российской Федерации является главой государства":                            LangRussian,
-		"¿Cuál es la anchura mínima de las puertas de evacuación en los edificios?":              LangSpanish,
-		"Le présent règlement établit des règles concernant la mise sur le marché":               LangFrench,
+		"Президент Российской Федерации является главой государства":                              LangRussian,
+		"¿Cuál es la anchura mínima de las puertas de evacuación en los edificios?":               LangSpanish,
+		"Le présent règlement établit des règles concernant la mise sur le marché":                LangFrench,
 		"c":          LangEnglish,
 		"1234 — ///": "",
 	} {

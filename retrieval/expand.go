@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sync"
 	"strings"
+	"sync"
 
 	"github.com/kgsync/kgsync/chunker"
 )
@@ -441,7 +441,6 @@ func (d *corpusData) lookup(addr string) ([]*Node, *Document, error) {
 	}
 	return nodes, best, nil
 }
-
 
 func knownNames(c *Corpus) string {
 	var ids []string

@@ -257,7 +257,7 @@ func TestLookup(t *testing.T) {
 	t.Parallel()
 	s := synced(t).p.Searcher()
 	for addr, want := range map[string]string{
-		"RFC 7239 5.1":                          "docs:rfc7239.txt › 5 › 5.1",
+		"RFC 7239 5.1": "docs:rfc7239.txt › 5 › 5.1",
 		"constitutionrf.txt Статья 81 часть 3":  "docs:constitutionrf.txt › Раздел первый › Глава 4 › Статья 81 › часть 3",
 		"spdx-2.3-package-information.md 7.8.1": "docs:spdx-2.3-package-information.md › 7 › 7.8 › 7.8.1",
 		"Section 5.2 of RFC 7239":               "docs:rfc7239.txt › 5 › 5.2",
