@@ -189,6 +189,7 @@ func (want hookFields) diff(have hookFields) ([]string, map[string]any) {
 			patch[name] = v
 		}
 	}
+	set("url", have.URL != want.URL, want.URL)
 	set("authorization", have.Authorization != want.Authorization, want.Authorization)
 	set("eventTypes", !sameSet(have.EventTypes, want.EventTypes), want.EventTypes)
 	set("isReadyColumn", have.IsReadyColumn != nil, nil)
@@ -228,9 +229,19 @@ func installWebhooks(ctx context.Context, c *gristAdmin, spec webhookSpec) ([]we
 		return nil, err
 	}
 	byURL := map[string]gristWebhook{}
+	// Ours by table: a webhook whose URL is this pipeline's route for
+	// another table id. Grist keeps a webhook's table by tableRef, so after
+	// a table rename it reports the new tableId with the old URL: it is
+	// patched to the new URL rather than left posting to a route that
+	// answers 404.
+	prefix := spec.Base + "/hooks/grist/" + url.PathEscape(spec.Pipeline) + "/"
+	byTable := map[string]gristWebhook{}
 	for _, h := range existing {
 		if _, dup := byURL[h.Fields.URL]; !dup { // the first of duplicates is ours
 			byURL[h.Fields.URL] = h
+		}
+		if _, dup := byTable[h.Fields.TableID]; !dup && strings.HasPrefix(h.Fields.URL, prefix) {
+			byTable[h.Fields.TableID] = h
 		}
 	}
 	results := make([]webhookResult, len(tables))
@@ -240,6 +251,13 @@ func installWebhooks(ctx context.Context, c *gristAdmin, spec webhookSpec) ([]we
 		want := spec.want(t)
 		results[i] = webhookResult{Source: spec.Source, Table: t, URL: want.URL}
 		have, ok := byURL[want.URL]
+		if !ok {
+			if have, ok = byTable[t]; ok {
+				if _, taken := byURL[have.Fields.URL]; taken && byURL[have.Fields.URL].ID != have.ID {
+					ok = false
+				}
+			}
+		}
 		if !ok {
 			create = append(create, want)
 			createAt = append(createAt, i)

@@ -135,6 +135,23 @@ func TestGristWebhooksInstall(t *testing.T) {
 	require.Equal(t, []string{"FAQ", "created"}, []string{rs3[0].Table, rs3[0].Action})
 	require.Equal(t, "unchanged", rs3[1].Action)
 	require.Len(t, srv.Webhooks(), 4)
+
+	// A table renamed in Grist: its webhook follows the table (Grist keeps
+	// it by tableRef) but still posts to the old route; once the config
+	// names the new table, install patches the URL instead of adding a
+	// second webhook.
+	srv.RenameTable("Guides", "Manuals")
+	cfg4 := gristConfig(t, srv, "s3cret-2", []string{"HSCodes", "Manuals"})
+	code, out, errOut = kgsync(t, "grist", "webhooks", "install", "tariff", "--public-url", "https://kg.example.com", "--config", cfg4, "--json")
+	require.Equal(t, 0, code, errOut)
+	rs4 := installLines(t, out)
+	require.Equal(t, "updated", rs4[1].Action)
+	require.Equal(t, []string{"url", "name", "memo"}, rs4[1].Changed)
+	require.Equal(t, rs[1].ID, rs4[1].ID)
+	require.Len(t, srv.Webhooks(), 4)
+	for _, h := range srv.Webhooks() {
+		require.NotContains(t, h.Fields.URL, "/Guides")
+	}
 }
 
 func TestGristWebhooksInstallErrors(t *testing.T) {

@@ -434,6 +434,13 @@ func (s *Server) RenameTable(from, to string) {
 			}
 		}
 	}
+	// Webhooks refer to their table by tableRef (_grist_Triggers,
+	// grist-api.md §6): they follow, and GET /webhooks shows the new id.
+	for _, h := range s.hooks.list {
+		if h.Fields.TableID == from {
+			h.Fields.TableID = to
+		}
+	}
 	s.record(&action{deltas: map[string]map[int64]*rowChange{}, renames: [][2]string{{from, to}}})
 }
 
