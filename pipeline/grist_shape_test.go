@@ -6,6 +6,7 @@ package pipeline_test
 // counts the embedding calls a fresh sync would not need.
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/kgsync/kgsync/internal/graphtest"
 	"github.com/kgsync/kgsync/internal/testlog"
 	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/sources/grist"
 	"github.com/kgsync/kgsync/sources/grist/gristtest"
@@ -98,9 +100,34 @@ func shapeModel() *config.Model {
 	}
 }
 
+// cypherCount counts the Cypher statements and rows the batches written to
+// the graph turn into (sink.Statements, Memgraph dialect).
+type cypherCount struct {
+	*graphtest.Graph
+	statements, rows int
+}
+
+func (c *cypherCount) Write(ctx context.Context, b *sink.Batch) (sink.Stats, error) {
+	st, err := sink.Statements(sink.Memgraph, b, sink.Options{Pipeline: "tariff"})
+	if err != nil {
+		return sink.Stats{}, err
+	}
+	c.statements += len(st)
+	c.rows += b.Len()
+	return c.Graph.Write(ctx, b)
+}
+
+// counted returns and zeroes the statement and row counts.
+func (c *cypherCount) counted() (statements, rows int) {
+	statements, rows = c.statements, c.rows
+	c.statements, c.rows = 0, 0
+	return statements, rows
+}
+
 // shapeRig is one pipeline (its own state and graph) over a document.
 type shapeRig struct {
 	p     *pipeline.Pipeline
+	cy    *cypherCount
 	graph *graphtest.Graph
 	emb   *countingEmbedder
 	store state.Store
@@ -116,8 +143,9 @@ func newShapeRig(t *testing.T, sc *config.GristSource, m *config.Model) *shapeRi
 	tok, err := chunker.NewTokenizer("cl100k_base")
 	require.NoError(t, err)
 	r := &shapeRig{graph: graphtest.New(), emb: &countingEmbedder{Embedder: hashing.New("hashing-v1", 16)}, store: store, logs: &testlog.Buffer{}}
+	r.cy = &cypherCount{Graph: r.graph}
 	r.p = &pipeline.Pipeline{
-		Name: "tariff", Embedder: r.emb, Sink: r.graph, Store: store,
+		Name: "tariff", Embedder: r.emb, Sink: r.cy, Store: store,
 		Chunking:  chunker.Options{MaxTokens: 32, OverlapTokens: 4, Tokenizer: tok},
 		BatchSize: 5, MaxDeleteRatio: 0.3, Fingerprint: 1,
 		Logger: slog.New(slog.NewTextHandler(r.logs, nil)),
@@ -137,6 +165,16 @@ func (r *shapeRig) configure(t *testing.T, sc *config.GristSource, m *config.Mod
 	r.src = src
 	r.p.Sources = []sources.Source{src}
 	r.p.Model = pipeline.NewModel(m)
+}
+
+// report logs what run wrote (Cypher statements since the last report) and
+// embedded, for the issue note.
+func (r *shapeRig) report(t *testing.T, what string, run state.Run) {
+	t.Helper()
+	st, rows := r.cy.counted()
+	c := run.Counts
+	t.Logf("%s: %d Cypher statements (%d rows); %d texts embedded in %d calls; read %d, changed %d, renamed %d, deleted %d",
+		what, st, rows, c.ChunksEmbedded, c.EmbedRequests, c.RecordsRead, c.RecordsChanged, c.RecordsRenamed, c.RecordsDeleted)
 }
 
 func (r *shapeRig) sync(t *testing.T, mode pipeline.Mode) state.Run {
@@ -198,6 +236,7 @@ func TestGristResyncReadsEverything(t *testing.T) {
 	sc, m := shapeSource(srv), shapeModel()
 	r := newShapeRig(t, sc, m)
 	first := r.sync(t, pipeline.Mode{})
+	r.report(t, "a fresh full sync of the document", first)
 	rows := first.Counts.RecordsNew
 	require.Equal(t, 19+2+3+8, rows)
 	embedded := first.Counts.ChunksEmbedded
@@ -208,7 +247,9 @@ func TestGristResyncReadsEverything(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, plan.Items, rows, "plan --full lists every row")
 
+	r.cy.counted()
 	full := r.sync(t, pipeline.Mode{Full: true})
+	r.report(t, "row 1, resync --full on an unchanged document", full)
 	require.Equal(t, rows, full.Counts.RecordsRead)
 	require.Positive(t, full.Counts.SinkStatements, "--full rewrites every node")
 	require.Zero(t, full.Counts.ChunksEmbedded, "--full embeds nothing the cache has")
@@ -216,6 +257,7 @@ func TestGristResyncReadsEverything(t *testing.T) {
 	require.Zero(t, r.sync(t, pipeline.Mode{}).Counts.RecordsRead, "the cursor still works after resync --full")
 	r.emb.reset()
 	re := r.sync(t, pipeline.Mode{Reembed: true})
+	r.report(t, "row 1, resync --reembed", re)
 	require.Equal(t, rows, re.Counts.RecordsRead)
 	require.Equal(t, embedded, re.Counts.ChunksEmbedded, "--reembed embeds every text again")
 
@@ -241,8 +283,10 @@ func TestGristAddedThenRemovedColumn(t *testing.T) {
 	require.Equal(t, "ana", n["reviewer"])
 	requireFresh(t, r, sc, m)
 
+	r.cy.counted()
 	srv.RemoveColumn("FAQ", "reviewer")
 	run = r.sync(t, pipeline.Mode{})
+	r.report(t, "row 3, a column removed (8 nodes lose it)", run)
 	calls, _ := r.emb.reset()
 	require.Zero(t, calls, "no text changed")
 	for _, id := range r.graph.Nodes("faq") {
@@ -286,9 +330,11 @@ func TestGristRenamedEmbeddableColumn(t *testing.T) {
 	r.sync(t, pipeline.Mode{})
 	before := r.graph.Snapshot("_synced_at")
 
+	r.cy.counted()
 	srv.RenameColumn("HSCodes", "description", "desc_text")
 	r.emb.reset()
 	run := r.sync(t, pipeline.Mode{})
+	r.report(t, "row 2, embeddable column renamed, config unchanged", run)
 	calls, _ := r.emb.reset()
 	require.Zero(t, calls)
 	require.Zero(t, run.Counts.SinkStatements)
@@ -309,9 +355,11 @@ func TestGristRenamedEmbeddableColumn(t *testing.T) {
 	_, texts := r.emb.reset()
 	require.Equal(t, []string{"Horses, live (edited)"}, texts)
 
+	r.cy.counted()
 	m.Anchors[0].Attributes[1].Column = "desc_text"
 	r.configure(t, sc, m)
 	run = r.sync(t, pipeline.Mode{})
+	r.report(t, "row 2, config follows the column rename (19 nodes rewritten)", run)
 	calls, _ = r.emb.reset()
 	require.Zero(t, calls, "the texts are the same")
 	require.Zero(t, run.Counts.RecordsDeleted)
@@ -381,9 +429,11 @@ func TestGristRenamedTable(t *testing.T) {
 	require.Positive(t, chunks, "long answers are chunked")
 	before := r.graph.Snapshot("_synced_at")
 
+	r.cy.counted()
 	srv.RenameTable("FAQ", "FAQs")
 	r.emb.reset()
 	run := r.sync(t, pipeline.Mode{})
+	r.report(t, "row 4, table renamed, config unchanged", run)
 	calls, _ := r.emb.reset()
 	require.Zero(t, calls)
 	require.Zero(t, run.Counts.RecordsDeleted+run.Counts.SinkStatements)
@@ -399,10 +449,12 @@ func TestGristRenamedTable(t *testing.T) {
 	n, _ := r.graph.Node("faq", "FAQ:2")
 	require.Equal(t, "transit", n["category"])
 
+	r.cy.counted()
 	sc.Tables[3] = "FAQs"
 	m.Anchors[2].Table = "FAQs"
 	r.configure(t, sc, m)
 	run = r.sync(t, pipeline.Mode{})
+	r.report(t, "row 4, config follows the table rename (8 records and their chunks move)", run)
 	calls, _ = r.emb.reset()
 	require.Zero(t, calls)
 	require.Zero(t, run.Counts.RecordsDeleted)
@@ -427,9 +479,11 @@ func TestGristKeyChangeRelinks(t *testing.T) {
 	r := newShapeRig(t, sc, m)
 	r.sync(t, pipeline.Mode{})
 
+	r.cy.counted()
 	srv.UpdateRows("HSCodes", map[int64]map[string]any{4: {"hscode": "0101Z"}})
 	r.emb.reset()
 	run := r.sync(t, pipeline.Mode{})
+	r.report(t, "row 5, one key changed (12 children and 1 link-table row re-linked)", run)
 	calls, _ := r.emb.reset()
 	require.Zero(t, calls)
 	require.Equal(t, 1, run.Counts.RecordsRenamed)
@@ -452,8 +506,10 @@ func TestGristKeyChangeRelinks(t *testing.T) {
 	for id := int64(7); id <= 18; id++ {
 		up[id] = map[string]any{"hscode": fmt.Sprintf("X%d", id)}
 	}
+	r.cy.counted()
 	srv.UpdateRows("HSCodes", up)
 	run = r.sync(t, pipeline.Mode{})
+	r.report(t, "row 5, 12 keys changed in one bulk action", run)
 	require.Equal(t, 12, run.Counts.RecordsRenamed)
 	require.Zero(t, run.Counts.RecordsDeleted+run.Counts.ChunksEmbedded)
 	requireFresh(t, r, sc, m)
@@ -476,11 +532,13 @@ func TestGristEditReadsNoKeyColumn(t *testing.T) {
 	sc, m := shapeSource(srv), shapeModel()
 	r := newShapeRig(t, sc, m)
 	r.sync(t, pipeline.Mode{})
+	r.cy.counted()
 	srv.ResetCounts()
 	srv.UpdateRows("HeadingGuides", map[int64]map[string]any{1: {"note": "horses and mules"}})
 	srv.UpdateRows("HSCodes", map[int64]map[string]any{10: {"description": "Horses of kind 4, live (edited)"}})
 	run := r.sync(t, pipeline.Mode{})
 	require.Equal(t, 2, run.Counts.RecordsChanged)
+	r.report(t, "row 6, one row of a referenced table and one link-table row edited", run)
 	// One SQL page per edited table's rows; HSCodes (19 rows) and Guides
 	// keyed by a column are not read (PageSize 7 would take 3 + 1 pages).
 	require.Equal(t, 2, srv.Requests("POST", "/sql"), "SQL requests")
