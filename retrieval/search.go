@@ -217,6 +217,9 @@ type Result struct {
 	Terms []string `json:"terms,omitempty"`
 	// Evidence is what the floor decided on.
 	Evidence Evidence `json:"evidence"`
+	// Warnings say what did not work as configured (a text index the graph
+	// lacks: state answered instead).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // AddressMatch is one address of a query and the nodes it names.
@@ -341,14 +344,14 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 		lists, cos = append(lists, l), c
 	}
 	if use[SignalLexical] && len(words) > 0 {
-		l, err := s.lexicalList(ctx, d, words, allowed, fetch)
+		l, err := s.lexicalList(ctx, d, words, allowed, fetch, &res.Warnings)
 		if err != nil {
 			return nil, err
 		}
 		lists = append(lists, l)
 	}
 	if use[SignalElement] && len(words) > 0 {
-		l, err := s.elementList(ctx, d, words, allowed, fetch)
+		l, err := s.elementList(ctx, d, words, allowed, fetch, &res.Warnings)
 		if err != nil {
 			return nil, err
 		}
@@ -661,7 +664,7 @@ func lexicalTerms(words []queryWord) []string {
 // lexicalList ranks chunks and table rows by BM25: over state's lexical
 // index, or with a Graph over its text indexes (chunk_lex and each
 // anchor's index).
-func (s *Searcher) lexicalList(ctx context.Context, d *corpusData, words []queryWord, allowed []bool, fetch int) (ranked, error) {
+func (s *Searcher) lexicalList(ctx context.Context, d *corpusData, words []queryWord, allowed []bool, fetch int, warn *[]string) (ranked, error) {
 	l := ranked{signal: SignalLexical}
 	add := func(id string) {
 		for _, i := range d.byID[id] {
@@ -688,14 +691,22 @@ func (s *Searcher) lexicalList(ctx context.Context, d *corpusData, words []query
 			}
 		}
 		terms := lexicalTerms(words)
+		var failed error
 		for _, name := range sortedKeysOf(indexes) {
 			hs, err := s.Graph.TextSearch(ctx, name, indexes[name], terms, fetch)
 			if err != nil {
-				return l, fmt.Errorf("search: text index %s: %w", name, err)
+				failed = fmt.Errorf("text index %s: %w", name, err)
+				break
 			}
 			for _, h := range hs {
 				hits = append(hits, hit{h.ID, h.Similarity})
 			}
+		}
+		if failed != nil {
+			// No text index (analytical mode, Memgraph before 3.6): the
+			// lexical index in state answers instead.
+			*warn = append(*warn, fmt.Sprintf("lexical search over state: %v", failed))
+			return s.stateLexicalList(ctx, d, words, allowed, fetch)
 		}
 		slices.SortStableFunc(hits, func(a, b hit) int {
 			if a.score != b.score {
@@ -712,13 +723,23 @@ func (s *Searcher) lexicalList(ctx context.Context, d *corpusData, words []query
 		l.units = l.units[:min(fetch, len(l.units))]
 		return l, nil
 	}
+	return s.stateLexicalList(ctx, d, words, allowed, fetch)
+}
+
+// stateLexicalList is lexicalList over state's lexical index.
+func (s *Searcher) stateLexicalList(ctx context.Context, d *corpusData, words []queryWord, allowed []bool, fetch int) (ranked, error) {
+	l := ranked{signal: SignalLexical}
 	for _, kind := range []string{state.LexicalChunk, state.LexicalNode} {
 		ms, scores, err := s.bm25(ctx, kind, words)
 		if err != nil {
 			return l, err
 		}
 		for _, i := range byScore(scores, func(i int) string { return ms[i].ID }) {
-			add(ms[i].ID)
+			for _, u := range d.byID[ms[i].ID] {
+				if ok(allowed, u) && !slices.Contains(l.units, u) {
+					l.units = append(l.units, u)
+				}
+			}
 		}
 	}
 	l.units = l.units[:min(fetch, len(l.units))]
@@ -736,14 +757,17 @@ func sortedKeysOf(m map[string]string) []string {
 
 // elementList ranks elements by BM25 and lists the chunks covering them,
 // each at the rank of its best element.
-func (s *Searcher) elementList(ctx context.Context, d *corpusData, words []queryWord, allowed []bool, fetch int) (ranked, error) {
+func (s *Searcher) elementList(ctx context.Context, d *corpusData, words []queryWord, allowed []bool, fetch int, warn *[]string) (ranked, error) {
 	l := ranked{signal: SignalElement}
 	var ids []string
+	var hs []memgraph.Hit
+	var err error
 	if s.Graph != nil {
-		hs, err := s.Graph.TextSearch(ctx, elementTextIndex, propLex, lexicalTerms(words), fetch)
-		if err != nil {
-			return l, fmt.Errorf("search: text index %s: %w", elementTextIndex, err)
+		if hs, err = s.Graph.TextSearch(ctx, elementTextIndex, propLex, lexicalTerms(words), fetch); err != nil {
+			*warn = append(*warn, fmt.Sprintf("element search over state: text index %s: %v", elementTextIndex, err))
 		}
+	}
+	if s.Graph != nil && err == nil {
 		for _, h := range hs {
 			ids = append(ids, h.ID)
 		}
