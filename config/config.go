@@ -127,6 +127,9 @@ type Pipeline struct {
 	Chunking *Chunking `yaml:"chunking,omitempty"`
 	// Search overrides the top-level search tuning.
 	Search *Search `yaml:"search,omitempty"`
+	// Eval is the pipeline's golden set, run by the daemon after each run
+	// that changed the graph (kgsync_eval_* metrics).
+	Eval *Eval `yaml:"eval,omitempty"`
 	// Embedder overrides the top-level embedder.
 	Embedder *Embedder `yaml:"embedder,omitempty"`
 	// Sink overrides the top-level sink.
@@ -186,6 +189,13 @@ type Search struct {
 	Weights *SearchWeights `yaml:"weights,omitempty"`
 	// Floor is the relevance floor.
 	Floor *SearchFloor `yaml:"floor,omitempty"`
+}
+
+// Eval names a pipeline's golden set (`kgsync eval`, docs/retrieval.md).
+type Eval struct {
+	// Golden is the golden set file (JSON Lines), relative to the config
+	// file.
+	Golden string `yaml:"golden"`
 }
 
 // SearchWeights are the reciprocal rank fusion weights; unset keys keep

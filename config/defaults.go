@@ -173,6 +173,9 @@ func (p *Pipeline) complete(c *Config) {
 	if p.MaxDeleteRatio == nil {
 		p.MaxDeleteRatio = ptr(DefaultMaxDeleteRatio)
 	}
+	if p.Eval != nil {
+		p.Eval.Golden = c.resolve(p.Eval.Golden)
+	}
 	for i := range p.Sources {
 		s := &p.Sources[i]
 		if s.Name == "" {

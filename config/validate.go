@@ -117,6 +117,9 @@ func (c *Config) Validate() error {
 		if p.Search != nil && !(c.Search != nil && reflect.DeepEqual(p.Search, c.Search)) {
 			ck.search(at+".search", p.Search)
 		}
+		if p.Eval != nil && p.Eval.Golden == "" {
+			ck.add(at+".eval.golden", "must name the golden set file")
+		}
 	}
 	return errors.Join(ck.errs...)
 }

@@ -76,6 +76,9 @@ type Options struct {
 	// Verify, when set, is called for each pipeline at start-up and every
 	// Config.Daemon.VerifyInterval (never when that is 0); see verify.go.
 	Verify VerifyFunc
+	// Eval, when set, runs a pipeline's golden set after each successful
+	// run that changed the graph and exports kgsync_eval_* (see eval.go).
+	Eval EvalFunc
 	// HTTP bounds the server's timeouts and header size; zero fields take
 	// DefaultHTTPLimits.
 	HTTP HTTPLimits
@@ -107,6 +110,9 @@ type Daemon struct {
 	verifyGauge *prometheus.GaugeVec     // kgsync_verify_differences{pipeline}
 	verified    func(string, int, error) // tests: called after each verify
 
+	eval  EvalFunc     // nil: no golden set evaluation
+	evalM *evalMetrics // kgsync_eval_*{pipeline}
+
 	workers map[string]*worker
 	names   []string // pipeline names in config order
 
@@ -128,9 +134,10 @@ type worker struct {
 	hooks    *collector
 	tables   hookTables // the Grist tables whose deliveries it accepts
 
-	mu      sync.Mutex
-	running bool
-	next    time.Time // next schedule tick, zero when none
+	mu        sync.Mutex
+	running   bool
+	next      time.Time // next schedule tick, zero when none
+	evaluated bool      // the golden set ran since start
 }
 
 // New checks opts and returns a Daemon. Zero PollInterval and MaxBodyBytes
@@ -188,6 +195,12 @@ func New(opts Options) (*Daemon, error) {
 			return nil, fmt.Errorf("new daemon: register metrics: %w", err)
 		}
 		d.verify = opts.Verify
+	}
+	if opts.Eval != nil {
+		if d.evalM, err = newEvalMetrics(reg); err != nil {
+			return nil, fmt.Errorf("new daemon: register metrics: %w", err)
+		}
+		d.eval = opts.Eval
 	}
 	parser := cron.NewParser(config.ScheduleFields)
 	for i := range opts.Config.Pipelines {
@@ -532,6 +545,9 @@ func (d *Daemon) runOnce(runCtx context.Context, w *worker, ts []state.QueuedTri
 	}
 	if derr := d.queue.TriggerDone(context.WithoutCancel(runCtx), ids, run.ID); derr != nil {
 		rlog.Error("mark triggers done", slog.String("err", derr.Error()))
+	}
+	if err == nil {
+		d.evalAfter(runCtx, w, run)
 	}
 }
 

@@ -107,7 +107,7 @@ func runDaemon(ctx context.Context, g *globals, listen string, insecure bool) er
 	d, err := daemon.New(daemon.Options{
 		Config: cfg, Store: store, Runner: &pipelineRunner{cfg: cfg, store: store, log: log},
 		Checks: checks, Registerer: reg, Gatherer: reg, Logger: log,
-		Verify: daemonVerify(cfg, store, log), InsecureNoAuth: insecure,
+		Verify: daemonVerify(cfg, store, log), Eval: daemonEval(cfg, store, log), InsecureNoAuth: insecure,
 	})
 	if err != nil {
 		return err

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/daemon"
 	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/retrieval"
+	"github.com/kgsync/kgsync/state"
 )
 
 func newEvalCmd(g *globals) *cobra.Command {
@@ -121,4 +125,44 @@ chunking, data model or embedder.`,
 	cmd.Flags().Float64Var(&minRecall, "min-recall", 0, "exit 4 when hybrid recall@k is below this")
 	cmd.Flags().Float64Var(&minSufficent, "min-sufficiency", 0, "exit 4 when hybrid+expand sufficiency is below this")
 	return cmd
+}
+
+// daemonEval is the daemon's EvalFunc: a pipeline's golden set
+// (pipelines[].eval.golden) in hybrid and hybrid+expand modes.
+func daemonEval(cfg *config.Config, store state.Store, log *slog.Logger) daemon.EvalFunc {
+	return func(ctx context.Context, name string) (daemon.EvalSummary, error) {
+		pc, ok := cfg.Pipeline(name)
+		if !ok {
+			return daemon.EvalSummary{}, fmt.Errorf("no pipeline %q", name)
+		}
+		if pc.Eval == nil || pc.Eval.Golden == "" {
+			return daemon.EvalSummary{}, daemon.ErrEvalSkipped
+		}
+		f, err := os.Open(pc.Eval.Golden)
+		if err != nil {
+			return daemon.EvalSummary{}, err
+		}
+		qs, err := retrieval.ReadGolden(f, pc.Eval.Golden)
+		_ = f.Close()
+		if err != nil {
+			return daemon.EvalSummary{}, err
+		}
+		p, err := buildPipeline(ctx, cfg, pc, store, log)
+		if err != nil {
+			return daemon.EvalSummary{}, fmt.Errorf("pipeline %q: %w", name, err)
+		}
+		defer func() { _ = p.Sink.Close(context.WithoutCancel(ctx)) }()
+		rep, err := p.Searcher().Eval(ctx, qs, retrieval.EvalOptions{Modes: []string{retrieval.ModeHybrid, retrieval.ModeExpand}})
+		if err != nil {
+			return daemon.EvalSummary{}, err
+		}
+		s := daemon.EvalSummary{Questions: rep.Questions, Declined: rep.Floor.Declined, Lost: rep.Floor.Lost, Unresolved: len(rep.Unresolved)}
+		if h := rep.Mode(retrieval.ModeHybrid); h != nil {
+			s.RecallAt1, s.RecallAtK = h.All.Recall1, h.All.Recall5
+		}
+		if x := rep.Mode(retrieval.ModeExpand); x != nil {
+			s.Sufficiency, s.ContextTokens = x.All.Sufficiency, x.All.MedianTokens
+		}
+		return s, nil
+	}
 }
