@@ -64,7 +64,7 @@ func synced(t *testing.T) *fixture {
 	return shared
 }
 
-func newFixture(t *testing.T, dir string, names []string) (*fixture, error) {
+func newFixture(t testing.TB, dir string, names []string) (*fixture, error) {
 	root := filepath.Join(dir, "docs")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
@@ -324,4 +324,23 @@ not json
 	require.NoError(t, err)
 	require.Equal(t, []retrieval.GoldenQuestion{{ID: "line1", Question: "c", Kind: "address", Lang: "en",
 		Answers: []string{"RFC 7239 6.3"}, Context: []string{"RFC 7239 6"}}}, qs)
+}
+
+// BenchmarkHybridSearch is one hybrid search (five signals, the floor)
+// over the test documents in embedded mode, corpus already loaded.
+func BenchmarkHybridSearch(b *testing.B) {
+	dir := b.TempDir()
+	f, err := newFixture(b, dir, testDocs)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = f.store.Close() })
+	s := f.p.Searcher()
+	queries := []string{"which proxies may add the Forwarded header", "На какой срок избирается Президент?", "Статья 81 часть 3", "Table 13"}
+	_, err = s.Search(b.Context(), queries[0], retrieval.Options{K: 5})
+	require.NoError(b, err)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := s.Search(b.Context(), queries[i%len(queries)], retrieval.Options{K: 5}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

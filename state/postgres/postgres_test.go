@@ -241,3 +241,9 @@ func TestSchemaNameQuoted(t *testing.T) {
 		`SELECT count(*) FROM `+pgx.Identifier{schema, "records"}.Sanitize()).Scan(&n))
 	require.Equal(t, 1, n, "the tables live in the named schema")
 }
+
+// BenchmarkLexicalEdit: the lexical index update of one edited paragraph
+// (statetest.BenchLexicalEdit).
+func BenchmarkLexicalEdit(b *testing.B) {
+	statetest.BenchLexicalEdit(b, newStore(b))
+}

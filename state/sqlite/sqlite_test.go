@@ -142,3 +142,9 @@ func BenchmarkCommit1000(b *testing.B) {
 func BenchmarkEmbeddingsGet1000(b *testing.B) {
 	statetest.BenchEmbeddingsGet1000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
 }
+
+// BenchmarkLexicalEdit: the lexical index update of one edited paragraph
+// (statetest.BenchLexicalEdit).
+func BenchmarkLexicalEdit(b *testing.B) {
+	statetest.BenchLexicalEdit(b, open(b, filepath.Join(b.TempDir(), "state.db")))
+}

@@ -77,3 +77,54 @@ func BenchEmbeddingsGet1000(b *testing.B, s state.Store) {
 		}
 	}
 }
+
+// BenchLexicalEdit measures the lexical-index part of one edit's commit:
+// against an index of 20,000 rows (about the chunks and elements of a
+// thousand-page corpus), the rows an edited paragraph changes — the
+// element and the two chunks holding it (one in its overlap) — are
+// replaced, as the run's commit does.
+func BenchLexicalEdit(b *testing.B, s state.Store) {
+	const rows = 20000
+	words := []string{"proxi", "forward", "header", "field", "request", "server", "client", "cach", "respons", "method",
+		"президент", "федерац", "срок", "статья", "закон", "anchur", "puert", "evacu", "salid", "recorrido"}
+	text := func(i, n int) string {
+		var sb []byte
+		for j := range n {
+			if j > 0 {
+				sb = append(sb, ' ')
+			}
+			sb = append(sb, words[(i*7+j*13)%len(words)]...)
+			sb = append(sb, fmt.Sprint((i+j)%97)...)
+		}
+		return string(sb)
+	}
+	row := func(i int, kind string, round int) state.LexicalRow {
+		return state.LexicalRow{LexicalRef: state.LexicalRef{Source: "docs", RecordKey: fmt.Sprintf("doc-%03d", i/200),
+			ID: fmt.Sprintf("%s-%05d", kind, i)}, Kind: kind, Text: text(i+round, 80)}
+	}
+	for start := 0; start < rows; start += 1000 {
+		c := state.Commit{Pipeline: "bench"}
+		for i := start; i < start+1000; i++ {
+			kind := state.LexicalChunk
+			if i%3 == 0 {
+				kind = state.LexicalElement
+			}
+			c.LexicalUpserts = append(c.LexicalUpserts, row(i, kind, 0))
+		}
+		if err := s.Commit(b.Context(), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		at := (i * 37) % (rows - 3)
+		at -= at % 3
+		c := state.Commit{Pipeline: "bench", LexicalUpserts: []state.LexicalRow{
+			row(at, state.LexicalElement, i+1), row(at+1, state.LexicalChunk, i+1), row(at+2, state.LexicalChunk, i+1),
+		}}
+		if err := s.Commit(b.Context(), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
