@@ -86,6 +86,7 @@ func (p *Pipeline) Corpus(ctx context.Context) (*retrieval.Corpus, error) {
 				text, _ := props["text"].(string)
 				if cctx, _ := props["context"].(string); cctx != "" {
 					text = cctx + "\n\n" + text
+					u.Context = cctx
 				}
 				u.Text = text
 				c.Units = append(c.Units, u)

@@ -112,6 +112,8 @@ type Unit struct {
 	// Text is the embedded text: a chunk's context line and text, or the
 	// attribute's value.
 	Text string
+	// Context is a chunk's context line (its heading path).
+	Context string
 	// Address is a chunk's element address path ("" for attributes).
 	Address string
 	// Parent is the id of the node whose elements the chunk groups.

@@ -333,8 +333,8 @@ func (d *corpusData) equivalents() map[string][]string {
 	return out
 }
 
-// found is the share of targets of which a hit holds at least one leaf (or
-// the row).
+// found is the share of targets of which a hit (or, expanded, its
+// context) holds at least one leaf, or the row.
 func found(ts []target, hits []Hit) float64 {
 	if len(ts) == 0 {
 		return 0
@@ -344,6 +344,11 @@ func found(ts []target, hits []Hit) float64 {
 		have[h.ID], have[h.Node] = true, true
 		for _, e := range h.Elements {
 			have[e] = true
+		}
+		for _, x := range h.Expansions {
+			for _, e := range x.Covers {
+				have[e] = true
+			}
 		}
 	}
 	n := 0

@@ -38,12 +38,13 @@ const DefaultBudget = 2500
 const (
 	expandClause    = 0.9 // the rest of the hit's clause (all parts of an article)
 	expandMandatory = 0.85
-	expandRef       = 0.6 // a cross-reference target
-	expandTerm      = 0.5 // the definition of a term the hit uses
+	expandRef       = 0.6  // a cross-reference target
+	expandMention   = 0.55 // a section whose heading the hit names ("302 (Found)")
+	expandTerm      = 0.5  // the definition of a term the hit uses
 )
 
 // maxSectionTokens bounds the text of a referenced section.
-const maxSectionTokens = 800
+const maxSectionTokens = 1200
 
 // Context is an expanded search result: the hits that fit the budget, each
 // with its expansions, and the total size.
@@ -120,6 +121,9 @@ func (s *Searcher) Expand(ctx context.Context, hits []Hit, budget int) (*Context
 	for _, it := range items {
 		if it.exp == nil {
 			h := hits[it.hit]
+			if len(h.Elements) > 0 && !slices.ContainsFunc(h.Elements, func(e string) bool { return !present[e] }) {
+				continue // an earlier hit's expansion holds it already
+			}
 			n := h.Tokens
 			if n == 0 {
 				n = tok.Count(h.Text)
@@ -156,11 +160,47 @@ func (s *Searcher) Expand(ctx context.Context, hits []Hit, budget int) (*Context
 	}
 	for i, h := range hits {
 		if in[i] {
-			h.Expansions = exps[i]
+			h.Expansions = d.x.merge(exps[i], tok)
 			out.Hits = append(out.Hits, h)
 		}
 	}
 	return out, nil
+}
+
+// merge joins the expansions that have the same reason (the parts of one
+// clause, added one by one) into one, and puts each expansion's elements
+// and the expansions themselves in document order.
+func (x *corpusIndex) merge(exps []Expansion, tok *chunker.Tokenizer) []Expansion {
+	var out []Expansion
+	at := map[string]int{}
+	for _, e := range exps {
+		if i, ok := at[e.Reason]; ok && strings.HasPrefix(e.Reason, "same clause") {
+			out[i].Covers = append(out[i].Covers, e.Covers...)
+			continue
+		}
+		at[e.Reason] = len(out)
+		out = append(out, e)
+	}
+	for i := range out {
+		e := &out[i]
+		slices.SortFunc(e.Covers, func(a, b string) int { return x.pos[a] - x.pos[b] })
+		if strings.HasPrefix(e.Reason, "same clause") {
+			if c := x.clauseOf(e.Covers[0]); c != "" {
+				e.ID, e.Label = c, LabelSection
+			}
+			var b strings.Builder
+			for _, c := range e.Covers {
+				if b.Len() > 0 {
+					b.WriteString("\n\n")
+				}
+				b.WriteString(x.nodes[c].Text)
+			}
+			e.Text = b.String()
+			e.Tokens = tok.Count(e.Text)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Expansion) int { return x.pos[a.Covers[0]] - x.pos[b.Covers[0]] })
+	return out
 }
 
 // candidate is one expansion of a hit with its kind's weight.
@@ -233,11 +273,113 @@ func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
 			add(r.To, fmt.Sprintf("referenced as %q", r.Text), expandRef, x.boundedLeaves(r.To, tok))
 		}
 	}
+	// Sections whose heading the hit names: "302 (Found)" names "6.4.3.
+	// 302 Found", "the Retry-After header field" names "7.1.3.
+	// Retry-After" — a reference written without its number.
+	body := h.Text
+	if h.Context != "" {
+		body = strings.TrimPrefix(body, h.Context+"\n\n")
+	}
+	ancestors := map[string]bool{}
+	for _, e := range h.Elements {
+		for p := x.parent(e); p != ""; p = x.parent(p) {
+			ancestors[p] = true
+		}
+	}
+	for _, m := range d.headings.find(body, Terms(body, d.langOf(h))) {
+		if d.x.docOf[m] == d.x.docOf[firstOr(h.Elements, h.ID)] && !ancestors[m] {
+			n := x.nodes[m]
+			add(m, fmt.Sprintf("names the heading %q", oneLine(n.Title, 60)), expandMention, x.boundedLeaves(m, tok))
+		}
+	}
 	// Definitions of the terms the hit uses.
 	low := strings.ToLower(h.Text)
 	for _, t := range x.terms {
 		if termIn(low, strings.ToLower(t.Name), d.patterns()) {
 			add(t.DefinedIn, fmt.Sprintf("defines %q", t.Name), expandTerm, x.boundedLeaves(t.DefinedIn, tok))
+		}
+	}
+	return out
+}
+
+func firstOr(list []string, alt string) string {
+	if len(list) > 0 {
+		return list[0]
+	}
+	return alt
+}
+
+// langOf is the language of a hit's document ("" unknown).
+func (d *corpusData) langOf(h Hit) string {
+	if doc := d.x.docOf[firstOr(h.Elements, h.ID)]; doc != nil {
+		return doc.Lang
+	}
+	return ""
+}
+
+// headingIndex finds sections by the words of their heading: the heading
+// without its leading number, as lexical terms, when it is specific enough
+// to be a name — two terms or more, or one with a digit ("302 Found",
+// "Retry-After", "Method sets"; not "Introduction" or "Examples").
+type headingIndex struct {
+	byFirst map[string][]headingName
+}
+
+type headingName struct {
+	id    string
+	terms []string
+	// raw is the heading without its number, for a one-term heading
+	// ("Retry-After"), which must occur as it is written.
+	raw string
+}
+
+// reLeadNumber is a heading's own number: "6.4.3. ", "A.1 ", "2) ".
+var reLeadNumber = regexp.MustCompile(`^\s*(?:[A-Z]\.)?\d+(?:\.\d+)*[.):]?\s+`)
+
+// genericHeadings are heading words that name no one thing.
+var genericHeadings = map[string]bool{"introduct": true, "overview": true, "exampl": true, "descript": true,
+	"intent": true, "rational": true, "scope": true, "note": true, "general": true, "definit": true,
+	"term": true, "refer": true, "summari": true, "background": true}
+
+func newHeadingIndex(c *Corpus) *headingIndex {
+	hx := &headingIndex{byFirst: map[string][]headingName{}}
+	for _, d := range c.Documents {
+		for _, n := range d.Nodes {
+			if n.Label != LabelSection || n.Title == "" {
+				continue
+			}
+			terms := Terms(reLeadNumber.ReplaceAllString(n.Title, ""), d.Lang)
+			if len(terms) == 0 || len(terms) > 6 || genericHeadings[terms[0]] && len(terms) < 3 {
+				continue
+			}
+			if len(terms) == 1 && strings.IndexFunc(terms[0], func(r rune) bool { return r >= '0' && r <= '9' }) < 0 &&
+				!strings.ContainsAny(n.Title, "-_") {
+				continue
+			}
+			h := headingName{id: n.ID, terms: terms}
+			if len(terms) == 1 {
+				h.raw = strings.ToLower(strings.TrimSpace(reLeadNumber.ReplaceAllString(n.Title, "")))
+			}
+			hx.byFirst[terms[0]] = append(hx.byFirst[terms[0]], h)
+		}
+	}
+	return hx
+}
+
+// find returns the sections whose heading terms occur in terms (the
+// lexical terms of text) as a run; a one-term heading must occur in text
+// as written.
+func (hx *headingIndex) find(text string, terms []string) []string {
+	var out []string
+	low := strings.ToLower(text)
+	for i, t := range terms {
+		for _, h := range hx.byFirst[t] {
+			if h.raw != "" && !strings.Contains(low, h.raw) {
+				continue
+			}
+			if i+len(h.terms) <= len(terms) && slices.Equal(terms[i:i+len(h.terms)], h.terms) && !slices.Contains(out, h.id) {
+				out = append(out, h.id)
+			}
 		}
 	}
 	return out

@@ -13,6 +13,7 @@ type corpusIndex struct {
 	docOf     map[string]*Document // node id (and document id) → document
 	children  map[string][]string  // section id → its leaf elements, in order
 	sub       map[string][]string  // node id → its child nodes (sections and elements), in order
+	pos       map[string]int       // node id → its place in its document
 	refs      map[string][]Edge
 	mandatory map[string][]Edge
 	terms     []Term
@@ -21,7 +22,7 @@ type corpusIndex struct {
 }
 
 func newCorpusIndex(c *Corpus) *corpusIndex {
-	x := &corpusIndex{nodes: map[string]*Node{}, docOf: map[string]*Document{}, children: map[string][]string{}, sub: map[string][]string{},
+	x := &corpusIndex{nodes: map[string]*Node{}, docOf: map[string]*Document{}, children: map[string][]string{}, sub: map[string][]string{}, pos: map[string]int{},
 		refs: map[string][]Edge{}, mandatory: map[string][]Edge{}, docs: map[string]*Document{},
 		byAddress: map[*Document]map[string]*Node{}}
 	for _, d := range c.Documents {
@@ -39,6 +40,7 @@ func newCorpusIndex(c *Corpus) *corpusIndex {
 			n := &d.Nodes[i]
 			x.nodes[n.ID], x.docOf[n.ID] = n, d
 			x.sub[n.Parent] = append(x.sub[n.Parent], n.ID)
+			x.pos[n.ID] = i
 			if n.Label == LabelElement {
 				x.children[n.Parent] = append(x.children[n.Parent], n.ID)
 				if n.Kind == "clause" || n.Kind == "table" || n.Kind == "caption" {

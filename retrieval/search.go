@@ -156,6 +156,7 @@ type corpusData struct {
 	termsMu   sync.Mutex
 	unitTerms map[int]map[string]bool
 	pat       patternCache
+	headings  *headingIndex
 }
 
 // Options narrow one search.
@@ -194,6 +195,8 @@ type Hit struct {
 	Cosine float64 `json:"cosine"`
 	// Text is the embedded text (a chunk's context line and text).
 	Text string `json:"text"`
+	// Context is a chunk's context line (its heading path), Text's start.
+	Context string `json:"context,omitempty"`
 	// Address is a chunk's element address path ("" for attributes).
 	Address string `json:"address,omitempty"`
 	// Elements are the ids of the elements a chunk covers.
@@ -253,7 +256,7 @@ func (s *Searcher) load(ctx context.Context) (*corpusData, error) {
 
 func newCorpusData(c *Corpus) *corpusData {
 	x := newCorpusIndex(c)
-	d := &corpusData{corpus: c, x: x, addr: newAddressIndex(x, c), units: c.Units, byID: map[string][]int{},
+	d := &corpusData{corpus: c, x: x, addr: newAddressIndex(x, c), headings: newHeadingIndex(c), units: c.Units, byID: map[string][]int{},
 		coveredBy: map[string][]int{}, unitTerms: map[int]map[string]bool{}}
 	langs := map[string]bool{}
 	for _, doc := range c.Documents {
@@ -440,7 +443,7 @@ func fuse(lists []ranked, cfg Config) map[int]fusedScore {
 }
 
 func (u Unit) hit() Hit {
-	return Hit{ID: u.ID, Label: u.Label, Property: u.Property, Node: u.Node, Text: u.Text, Address: u.Address,
+	return Hit{ID: u.ID, Label: u.Label, Property: u.Property, Node: u.Node, Text: u.Text, Context: u.Context, Address: u.Address,
 		Elements: u.Elements, Tokens: u.Tokens}
 }
 

@@ -164,7 +164,7 @@ func printSearch(g *globals, out searchResult) {
 	for i, h := range res.Hits {
 		where := h.Address
 		if where == "" {
-			where = h.Label + "." + strings.TrimSuffix(h.Property, "_embedding")
+			where = h.ID + " " + h.Label + "." + strings.TrimSuffix(h.Property, "_embedding")
 		}
 		var ranks []string
 		for _, s := range retrieval.AllSignals {
