@@ -609,7 +609,7 @@ var sepRe = regexp.MustCompile(`^(?i)(?:\s*,\s*|\s+)(?:(?:of|in|to|under|from|de
 // standards, Russian codes and laws, CTE Documentos Básicos.
 var docRes = []*regexp.Regexp{
 	regexp.MustCompile(`^\[?RFC\s?(\d{1,5})\]?`),
-	regexp.MustCompile(`^(?:(?:Commission|Council|European Parliament and Council|Implementing|Delegated)\s+)*(Regulation|Directive|Decision|Recommendation|Reglamento|Directiva|Decisión|Règlement|Verordnung|Richtlinie|Регламент|Директива)\s*(\((?:EU|EC|EEC|EU,\s*Euratom|Euratom|UE|CE|CEE|ЕС|ЕЭС)\)\s*)?(?:No\.?\s*|n\.?º\s*|№\s*)?(\d{1,4}/\d{1,4}(?:/(?:EU|EC|EEC|Euratom|UE|CE|CEE|ЕС|ЕЭС))?)`),
+	regexp.MustCompile(`^(?:(?:Commission|Council|European Parliament and Council|Implementing|Delegated)\s+)*((?i:regulation|directive|decision|recommendation|reglamento|directiva|decisión|règlement|verordnung|richtlinie|регламент|директива))\s*(\((?:EU|EC|EEC|EU,\s*Euratom|Euratom|UE|CE|CEE|ЕС|ЕЭС)\)\s*)?(?:No\.?\s*|n\.?º\s*|№\s*)?(\d{1,4}/\d{1,4}(?:/(?:EU|EC|EEC|Euratom|UE|CE|CEE|ЕС|ЕЭС))?)`),
 	regexp.MustCompile(`^(?:(?:EN|UNE-EN|UNE|DIN EN|BS EN|ГОСТ Р|ГОСТ)\s+)?(?:ISO/IEC|ISO|IEC|ИСО/МЭК|ИСО|МЭК)(?:/TR|/TS)?\s+\d{3,5}(?:-\d{1,3})*(?::\d{4})?`),
 	regexp.MustCompile(`^ГОСТ(?:\s+Р)?\s+\d{1,6}(?:[.\-–]\d{1,6})*`),
 	regexp.MustCompile(`^СП\s+\d{1,3}\.\d{3,6}(?:\.\d{4})?`),
@@ -643,6 +643,9 @@ func matchDoc(s string, i int) (string, int, bool) {
 			return "RFC " + s[i+m[2]:i+m[3]], i + m[1], true
 		case 1:
 			kind := s[i+m[2] : i+m[3]]
+			if r, n := utf8.DecodeRuneInString(kind); n > 0 {
+				kind = string(r) + strings.ToLower(kind[n:])
+			}
 			inst := ""
 			if m[4] >= 0 {
 				inst = "(" + strings.TrimSpace(strings.Trim(strings.TrimSpace(s[i+m[4]:i+m[5]]), "()")) + ") "

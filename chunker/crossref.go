@@ -356,9 +356,14 @@ var (
 // DocumentIDs guesses the identifiers other documents use to cite this
 // one, most specific first, without duplicates: "RFC 7231" from the file
 // name (rfc7231.txt) or the front matter ("Request for Comments: 7231" in
-// the first leaves); the base file name ("spdx-2.3-package-information.md",
-// as relative links cite it); and the document's title (the first section
-// title, or the first paragraph when it is short), which is how prose
+// the first leaves); the act's type and number from its title
+// ("REGULATION (EU) 2017/745 OF THE EUROPEAN PARLIAMENT …" gives
+// "Regulation (EU) 2017/745" and "2017/745"), and the short name the
+// title implies ("… on medical devices" gives "Medical Devices
+// Regulation" and its abbreviation "MDR", which guidance cites); the base
+// file name ("spdx-2.3-package-information.md", as relative links cite
+// it); and the document's title (root.Title, else the first section
+// title, else the first paragraph when it is short), which is how prose
 // cites a specification. fileName may be a path.
 func DocumentIDs(root *Element, fileName string) []string {
 	var out []string
@@ -400,7 +405,20 @@ func DocumentIDs(root *Element, fileName string) []string {
 		}
 	}
 	if root != nil {
+		if root.Title != "" {
+			title = root.Title
+		}
 		walk(root)
+	}
+	if id, rest, ok := actID(title); ok {
+		add(id)
+		if i := strings.LastIndexByte(id, ' '); i > 0 {
+			add(id[i+1:])
+		}
+		if name, abbr := shortName(id, rest); name != "" {
+			add(abbr)
+			add(name)
+		}
 	}
 	if fileName != "" && base != "." {
 		add(base)
@@ -410,3 +428,51 @@ func DocumentIDs(root *Element, fileName string) []string {
 	}
 	return out
 }
+
+// actID finds the identifier of an act at the start of its title
+// ("REGULATION (EU) 2017/745 OF THE EUROPEAN PARLIAMENT …") in canonical
+// form, and the rest of the title.
+func actID(title string) (string, string, bool) {
+	t := normalizeSpace(title)
+	for i := 0; i < len(t) && i < 40; i++ {
+		if !boundaryBefore(t, i) {
+			continue
+		}
+		if d, end, ok := matchDoc(t, i); ok {
+			return d, t[end:], true
+		}
+	}
+	return "", "", false
+}
+
+// shortName is the name an act is known by, from what its title says it
+// is on: "Regulation (EU) 2017/745", "… on medical devices, amending …"
+// → "Medical Devices Regulation", "MDR".
+func shortName(id, rest string) (string, string) {
+	kind := strings.Fields(id)[0]
+	m := subjectRe.FindStringSubmatch(rest)
+	if m == nil {
+		return "", ""
+	}
+	words := strings.Fields(m[1])
+	if len(words) == 0 || len(words) > 5 {
+		return "", ""
+	}
+	var name, abbr strings.Builder
+	for _, w := range words {
+		if len(w) <= 3 && (w == "the" || w == "of" || w == "and" || w == "for" || w == "on" || w == "in") {
+			name.WriteString(w + " ")
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(w)
+		name.WriteString(strings.ToUpper(string(r)) + w[n:] + " ")
+		abbr.WriteString(strings.ToUpper(string(r)))
+	}
+	name.WriteString(kind)
+	abbr.WriteString(strings.ToUpper(kind[:1]))
+	return name.String(), abbr.String()
+}
+
+// subjectRe: what an act's title says it is on, up to the first comma,
+// bracket, or "amending"/"repealing".
+var subjectRe = regexp.MustCompile(`(?i)\bon (?:the )?([a-z][a-z -]{2,60}?)(?:,|\(| amending| repealing| and repealing| and amending|$)`)

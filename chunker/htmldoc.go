@@ -74,6 +74,8 @@ func parseHTML(content []byte) (*Element, error) {
 	h.placeNotes()
 	if len(h.title) > 0 {
 		b.root.Title = normalizeSpace(strings.Join(h.title, " "))
+	} else {
+		b.root.Title = metaTitle(doc)
 	}
 	b.root.Noise = append(b.root.Noise, h.noise...)
 	return b.root, nil
@@ -142,6 +144,41 @@ func (h *htmlWalker) paragraph(text string) *Element {
 		h.label = ""
 	}
 	return h.b.leaf(KindParagraph, text)
+}
+
+// metaTitleRe reads the title of a metadata comment (`<!--{"Title": …}-->`).
+var metaTitleRe = regexp.MustCompile(`"Title"\s*:\s*"([^"]+)"`)
+
+// metaTitle is the document's title from its metadata: a leading
+// `<!--{"Title": …}-->` comment, else a <title> that is not a file name.
+func metaTitle(doc *html.Node) string {
+	var title string
+	var walk func(n *html.Node) bool
+	walk = func(n *html.Node) bool {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			switch {
+			case c.Type == html.CommentNode:
+				if m := metaTitleRe.FindStringSubmatch(c.Data); m != nil {
+					title = m[1]
+					return true
+				}
+			case c.Type == html.ElementNode && c.DataAtom == atom.Title:
+				if t := normalizeSpace(nodeText(c)); strings.Contains(t, " ") {
+					title = t
+					return true
+				}
+			case c.Type == html.ElementNode && c.DataAtom == atom.Body:
+				return false
+			default:
+				if walk(c) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	walk(doc)
+	return title
 }
 
 // htmlRole is what a block is by its class.

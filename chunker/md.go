@@ -3,14 +3,17 @@ package chunker
 import (
 	"bytes"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 	"golang.org/x/net/html"
 )
 
@@ -25,35 +28,192 @@ var headingNumber = regexp.MustCompile(`^(\d{1,3}(?:\.\d+)*|[A-Z](?:\.\d+)+)\.?(
 // safe for concurrent use).
 var mdParser = goldmark.New(goldmark.WithExtensions(extension.Table)).Parser()
 
-// parseMarkdown parses CommonMark with GFM tables. Headings open nested
-// sections (address: the heading's leading number, else a slug of its
-// title); paragraphs, lists, tables, code blocks, block quotes and HTML
-// blocks become leaves. Inline markup is reduced to its text; inline HTML
-// (for example `<a name="7.1"></a>` anchors in headings) is dropped.
+// parseMarkdown parses CommonMark with GFM tables. Page noise (page
+// markers, running headers and footers, page numbers, footnote blocks,
+// front matter; see cleanLines) is taken out first, and a hard-wrapped
+// conversion from PDF is cut into blocks (see reflow).
+//
+// Levels come from numbering, not from the count of "#" (converters set
+// them at random): a numbered heading ("4.1 Residual risks", "## 1:
+// Scope", "E.2.3.2.3 …") sits at its number's depth below the level at
+// which the document's first top-level number stood ("4.1" under "4",
+// "E.2.3.2.3" under "E.2.3.2"; in an annex, below the annex); a keyword
+// heading ("Article 5", "CHAPTER II", "ANNEX II", "Appendix: Template")
+// at its kind's level; an unnumbered heading after numbering has begun one
+// level below the innermost numbered section, unless it names a part of
+// the document that stands at the top (References, Bibliography, Annexes,
+// Revision history, …). A paragraph (or one-item ordered list) that opens
+// with a clause number continuing the numbering is a heading when it does
+// not end a sentence (a numbered heading without "#", as converters leave
+// them, joined over its wrapped lines), else that numbered clause, holding
+// what follows up to the next number or heading.
+//
+// Paragraphs, lists, tables, code blocks, block quotes and HTML blocks
+// become leaves; footnotes become notes after the element that calls
+// them. Inline markup is reduced to its text; inline HTML (for example
+// `<a name="7.1"></a>` anchors in headings) is dropped.
 func parseMarkdown(content []byte) (*Element, error) {
 	decoded, _, err := Decode(content)
 	if err != nil {
 		return nil, err
 	}
-	src := []byte(decoded)
-	doc := mdParser.Parse(text.NewReader(src))
-	b := newBuilder()
-	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
-		mdBlock(b, n, src)
+	decoded = strings.ReplaceAll(decoded, "\r\n", "\n")
+	ct := cleanLines(strings.Split(decoded, "\n"), true)
+	lines, from := ct.lines, make([]int, len(ct.lines))
+	for i := range from {
+		from[i] = i
 	}
-	return b.root, nil
+	var synthetic map[int]bool
+	if hardWrapped(ct.lines) {
+		rf := reflow(ct.lines)
+		lines, from, synthetic = rf.lines, rf.from, rf.headings
+		for i, l := range lines {
+			// "1. The identification …" is a numbered heading or clause,
+			// not a list of one item.
+			if m := escListNum.FindStringSubmatchIndex(l); m != nil {
+				lines[i] = l[:m[3]] + "\\" + l[m[3]:]
+			}
+		}
+	}
+	// Line starts, and the notes called on each output line (an output
+	// line stands for the input lines after the previous one's, up to its
+	// own).
+	starts := make([]int, len(lines)+1)
+	off := 0
+	notes := map[int][]string{}
+	next := 0
+	for i, l := range lines {
+		starts[i] = off
+		off += len(l) + 1
+		for ; next <= from[i]; next++ {
+			notes[i] = append(notes[i], ct.notes[next]...)
+		}
+	}
+	for ; next < len(ct.lines); next++ {
+		last := len(lines) - 1
+		notes[last] = append(notes[last], ct.notes[next]...)
+	}
+	starts[len(lines)] = off
+	src := []byte(strings.Join(lines, "\n"))
+	doc := mdParser.Parse(text.NewReader(src))
+	m := &mdState{b: newBuilder(), src: src, starts: starts, notes: notes, synthetic: synthetic, top: -1}
+	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
+		m.block(n)
+	}
+	m.notesUpTo(len(lines))
+	m.b.root.Noise = ct.noise
+	return m.b.root, nil
 }
 
-func mdBlock(b *builder, n ast.Node, src []byte) {
+// escListNum finds "N. " at a line start (an ordered list marker to CommonMark).
+var escListNum = regexp.MustCompile(`^(\s{0,3}\d{1,3})\.\s`)
+
+// mdState is the Markdown tree being built.
+type mdState struct {
+	b         *builder
+	src       []byte
+	starts    []int            // byte offset of each source line
+	notes     map[int][]string // line → footnotes called there
+	noteLine  int              // notes of lines before this are written
+	synthetic map[int]bool     // lines that reflow made headings
+	// top is the level of top-level numbered sections (-1 until the first).
+	top     int
+	annex   int // level of the open annex, 0 for none
+	annexID string
+	lastTop int
+	fresh   bool
+}
+
+// lineOf is the source line of a byte offset.
+func (m *mdState) lineOf(off int) int {
+	return sort.Search(len(m.starts), func(i int) bool { return m.starts[i] > off }) - 1
+}
+
+// lastLine is the last source line of block n (-1 when n has no lines).
+func (m *mdState) lastLine(n ast.Node) int {
+	end := -1
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering && c.Type() == ast.TypeBlock {
+			if ls := c.Lines(); ls.Len() > 0 {
+				end = max(end, ls.At(ls.Len()-1).Stop-1)
+			}
+		}
+		if t, ok := c.(*ast.Text); ok && entering {
+			end = max(end, t.Segment.Stop-1)
+		}
+		return ast.WalkContinue, nil
+	})
+	if end < 0 {
+		return -1
+	}
+	return m.lineOf(end)
+}
+
+func (m *mdState) firstLine(n ast.Node) int {
+	start := -1
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if start >= 0 {
+			return ast.WalkStop, nil
+		}
+		if entering && c.Type() == ast.TypeBlock {
+			if ls := c.Lines(); ls.Len() > 0 {
+				start = ls.At(0).Start
+			}
+		}
+		if t, ok := c.(*ast.Text); ok && entering {
+			start = t.Segment.Start
+		}
+		return ast.WalkContinue, nil
+	})
+	if start < 0 {
+		return -1
+	}
+	return m.lineOf(start)
+}
+
+// notesUpTo writes the footnotes called on lines before end, as notes of
+// the innermost open element.
+func (m *mdState) notesUpTo(end int) {
+	for ; m.noteLine < end && m.noteLine < len(m.starts); m.noteLine++ {
+		for _, t := range m.notes[m.noteLine] {
+			m.b.leaf(KindNote, t)
+		}
+	}
+}
+
+func (m *mdState) block(n ast.Node) {
+	b, src := m.b, m.src
+	if last := m.lastLine(n); last >= 0 {
+		defer m.notesUpTo(last + 1)
+	}
 	switch n := n.(type) {
 	case *ast.Heading:
 		title := normalizeSpace(mdInline(n, src))
-		b.section(n.Level, sectionAddress(title), title)
+		m.heading(title, n.Level, m.synthetic[m.firstLine(n)])
 	case *ast.Paragraph, *ast.TextBlock:
-		withLinks(b.leaf(KindParagraph, normalizeSpace(mdInline(n, src))), n, src)
+		text := normalizeSpace(mdInline(n, src))
+		if m.synthetic[m.firstLine(n)] {
+			m.heading(text, 0, true)
+			return
+		}
+		if m.numbered(text) {
+			return
+		}
+		if lineAnnex.MatchString(text) && utf8.RuneCountInString(text) <= 80 && !endsWithSentence(text) {
+			// "Appendix: Template for the SSCP" left as a paragraph.
+			m.heading(text, 0, true)
+			return
+		}
+		withLinks(b.leaf(KindParagraph, text), n, src)
 	case *ast.FencedCodeBlock, *ast.CodeBlock:
 		b.leaf(KindCode, strings.TrimRight(string(mdLines(n, src)), "\n"))
 	case *ast.List:
+		if n.IsOrdered() && n.ChildCount() == 1 {
+			text := strconv.Itoa(n.Start) + ". " + normalizeSpace(mdFlatten(n.FirstChild(), src))
+			if m.numbered(text) {
+				return
+			}
+		}
 		withLinks(b.leaf(KindList, mdList(n, src, "")), n, src)
 	case *east.Table:
 		if el := b.leaf(KindTable, mdTable(n, src)); el != nil {
@@ -68,6 +228,150 @@ func mdBlock(b *builder, n ast.Node, src []byte) {
 	default:
 		b.leaf(KindParagraph, mdFlatten(n, src))
 	}
+}
+
+// numberLevelMD is the level of a clause number (see parseMarkdown).
+func (m *mdState) numberLevel(number string, hashLevel int) int {
+	parts := strings.Split(number, ".")
+	depth := len(parts)
+	if m.annex > 0 {
+		if m.annexID != "" && parts[0] == m.annexID {
+			depth--
+		}
+		return m.annex + max(depth, 1)
+	}
+	if m.top < 0 {
+		m.top = 1
+		if hashLevel > 0 {
+			m.top = max(hashLevel-(depth-1), 1)
+		}
+	}
+	return m.top + depth - 1
+}
+
+// innerNumbered is the level of the innermost open numbered section.
+func (m *mdState) innerNumbered() int {
+	for i := len(m.b.stack) - 1; i >= 1; i-- {
+		f := m.b.stack[i]
+		if _, ok := unitOf(f.el.Address); ok && isContainer(f.el.Kind) {
+			return f.level
+		}
+	}
+	return 0
+}
+
+// heading opens a heading (hashLevel 0 for one that reflow found).
+func (m *mdState) heading(title string, hashLevel int, synthetic bool) {
+	b := m.b
+	if u, rest, ok := headingUnit(title); ok {
+		switch u.kind {
+		case unitAnnex:
+			lv := max(m.top, 1)
+			b.annex(lv, u.String(), title)
+			m.annex, m.annexID, m.lastTop, m.fresh = lv, lastField(u.id), 0, true
+		case unitSection:
+			if m.top >= 0 || m.annex > 0 {
+				// "Section 4" in a numbered document is clause 4.
+				m.openNumber(u.id, title, hashLevel)
+				return
+			}
+			fallthrough
+		default:
+			base := max(m.top, 1) - 1
+			if m.annex > 0 {
+				base = m.annex - 1
+			}
+			lv := base + unitLevel(u) - 1
+			b.section(lv, u.String(), title)
+			m.fresh = true
+			if u.kind != unitArticle {
+				// Numbers inside a division ("Sección SI 1", "CHAPTER 2")
+				// nest below it.
+				m.annex, m.annexID = lv, lastField(u.id)
+			}
+		}
+		_ = rest
+		return
+	}
+	if lineAnnex.MatchString(title) {
+		lv := max(m.top, 1)
+		b.annex(lv, slug(title), title)
+		m.annex, m.annexID, m.lastTop, m.fresh = lv, "", 0, true
+		return
+	}
+	if num := headingNumber.FindStringSubmatch(title); num != nil {
+		m.openNumber(num[1], title, hashLevel)
+		return
+	}
+	switch {
+	case m.top < 0 && m.annex == 0:
+		if synthetic {
+			hashLevel = 1
+		}
+		b.section(hashLevel, slug(title), title)
+	case topHeading.MatchString(title):
+		b.section(max(m.top, 1), slug(title), title)
+		m.annex = 0
+	default:
+		b.section(max(m.innerNumbered(), m.annex)+1, slug(title), title)
+	}
+}
+
+func (m *mdState) openNumber(number, title string, hashLevel int) {
+	if !strings.Contains(number, ".") {
+		m.lastTop = atoiOr(number, m.lastTop)
+		m.fresh = false
+	}
+	m.b.section(m.numberLevel(number, hashLevel), number, title)
+}
+
+// numbered reads a paragraph that opens with a clause number continuing
+// the numbering (see parseMarkdown); it reports false for any other.
+func (m *mdState) numbered(text string) bool {
+	mm := mdClause.FindStringSubmatch(text)
+	if mm == nil || !m.fits(mm[1]) {
+		return false
+	}
+	number := mm[1]
+	if !endsWithSentence(text) && utf8.RuneCountInString(text) <= 400 && hasLetter(mm[2]) {
+		m.openNumber(number, text, 0)
+		return true
+	}
+	if !strings.Contains(number, ".") {
+		m.lastTop = atoiOr(number, m.lastTop)
+		m.fresh = false
+	}
+	m.b.clause(m.numberLevel(number, 0), number)
+	m.b.leaf(KindParagraph, text)
+	return true
+}
+
+// mdClause: a clause number at the start of a paragraph, then its text.
+var mdClause = regexp.MustCompile(`^((?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*)\.?\s+(\S.*)$`)
+
+func endsWithSentence(s string) bool {
+	s = strings.TrimRight(s, " ")
+	return s != "" && strings.ContainsAny(s[len(s)-1:], ".!?;:")
+}
+
+// fits reports whether a clause number continues the numbering: the next
+// top-level numbers (or 1 at the start of an annex or division), or a
+// sub-number whose parent is open.
+func (m *mdState) fits(n string) bool {
+	parts := strings.Split(n, ".")
+	if len(parts) == 1 {
+		v := atoiOr(n, -1)
+		return (v > m.lastTop && v <= m.lastTop+3) || (m.fresh && v == 1)
+	}
+	parent := strings.Join(parts[:len(parts)-1], ".")
+	if _, ok := m.b.openLevel(parent); ok {
+		return true
+	}
+	if m.annexID != "" && parts[0] == m.annexID && len(parts) == 2 {
+		return true
+	}
+	top := atoiOr(parts[0], -1)
+	return len(parts) == 2 && parts[1] == "1" && (top == m.lastTop+1 || top == m.lastTop)
 }
 
 // withLinks records the links under n (inline and reference-style links;
@@ -109,8 +413,15 @@ func mdInline(n ast.Node, src []byte) string {
 	walk = func(n ast.Node) {
 		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 			switch c := c.(type) {
+			case *ast.CodeSpan:
+				for t := c.FirstChild(); t != nil; t = t.NextSibling() {
+					if tx, ok := t.(*ast.Text); ok {
+						sb.Write(tx.Segment.Value(src))
+					}
+				}
 			case *ast.Text:
-				sb.Write(c.Segment.Value(src))
+				// Backslash escapes ("1\. Title") are not text.
+				sb.Write(util.UnescapePunctuations(c.Segment.Value(src)))
 				if c.HardLineBreak() {
 					sb.WriteByte('\n')
 				} else if c.SoftLineBreak() {

@@ -77,6 +77,7 @@ type target struct {
 func (sc *refScanner) scan(out []AddressMatch) []AddressMatch {
 	t := sc.text
 	next := 0 // text before next is used
+	prevDoc, prevEnd := sc.defaultDoc(), -1
 	locs := startRe.FindAllStringIndex(t, -1)
 	// Acronyms are only candidates when the document defines them.
 	if len(sc.acronyms) > 0 {
@@ -91,10 +92,43 @@ func (sc *refScanner) scan(out []AddressMatch) []AddressMatch {
 		if end <= i {
 			continue
 		}
+		// "MDR, Article 61 (11) and Article 83 (3)(d)": the document named
+		// first goes on through the list; a note that opens with a
+		// document ("13 MDR, as specified in Annexes II and III") names it
+		// for all its references.
+		if len(ms) > 0 && ms[0].Doc == "" && ms[0].Citation != "" && prevDoc != "" &&
+			(prevEnd < 0 || docContinues.MatchString(t[prevEnd:ms[0].Start])) {
+			for k := range ms {
+				ms[k].Doc = prevDoc
+			}
+		}
+		if len(ms) > 0 {
+			if ms[len(ms)-1].Doc != "" && ms[len(ms)-1].Citation != "" {
+				prevDoc = ms[len(ms)-1].Doc
+			} else if ms[len(ms)-1].Doc == "" && prevEnd >= 0 && !docContinues.MatchString(t[prevEnd:ms[0].Start]) {
+				prevDoc = ""
+			}
+			prevEnd = end
+		}
 		out = append(out, ms...)
 		next = end
 	}
 	return out
+}
+
+// docContinues is what may stand between two references to one document.
+var docContinues = regexp.MustCompile(`^(?i)(?:\s*[,;]?\s*(?:and|or|as well as|и|или|y|o)?\s*)$`)
+
+// defaultDocRe: a text that opens with a document ("13 MDR, …", "MDR: …").
+var defaultDocRe = regexp.MustCompile(`^(?:\d{1,3}(?:st|nd|rd|th)?\s+)?([A-Z][A-Z0-9]{1,7})\s*[,:]`)
+
+// defaultDoc is the document a text names at its start, if it is one of
+// the document's abbreviations.
+func (sc *refScanner) defaultDoc() string {
+	if m := defaultDocRe.FindStringSubmatch(sc.text); m != nil && sc.acronyms[m[1]] {
+		return m[1]
+	}
+	return ""
 }
 
 func mergeLocs(a, b [][]int) [][]int {

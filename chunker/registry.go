@@ -144,6 +144,7 @@ func Parse(format string, content []byte) (*Element, error) {
 		return nil, fmt.Errorf("parse %s: parser returned no document root", format)
 	}
 	collapseClauses(root)
+	emptySections(root)
 	structureParts(root)
 	assignLeafAddresses(root)
 	dedupeAddresses(root)

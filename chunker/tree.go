@@ -334,3 +334,24 @@ func collapseClauses(e *Element) {
 	}
 	e.Children = out
 }
+
+// emptySections turns a section or annex without children into a leaf
+// holding its heading (a numbered clause for a numbered heading, else a
+// paragraph), so that its words are in a chunk: "1.2. Manufacturer's
+// name and address" under "1." is an item, not a section.
+func emptySections(e *Element) {
+	for _, c := range e.Children {
+		if len(c.Children) > 0 {
+			emptySections(c)
+			continue
+		}
+		if (c.Kind == KindSection || c.Kind == KindAnnex) && c.Title != "" {
+			if _, ok := unitOf(c.Address); ok {
+				c.Kind = KindClause
+			} else {
+				c.Kind, c.Address = KindParagraph, ""
+			}
+			c.Text, c.Title = c.Title, ""
+		}
+	}
+}

@@ -1,0 +1,253 @@
+package chunker
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Hard-wrapped text without blank lines between paragraphs (what many PDF
+// extractors write: one source line per printed line) carries its
+// structure in line shapes. reflow separates it into blocks before the
+// Markdown parser reads it:
+//
+//   - A line that opens with a clause number ("3. A description of …") or
+//     a keyword ("Appendix: Template …", "ANNEX II") starts a block of its
+//     own; its wrapped continuation lines (while a line fills the measure
+//     or the next starts in lower case, three lines at most) are joined to
+//     it. Whether it is a heading or a numbered clause is the parser's
+//     decision (see mdParser).
+//   - A short line (under 85 % of the measure) without final punctuation,
+//     starting with a capital, between a line that ends a sentence (not a
+//     lead-in ending in ":") or a heading and one that starts with a
+//     capital, of at most twelve words and not a single token with
+//     digits, is an unnumbered heading ("Introduction",
+//     "Validation of the initial SSCP by the NB").
+//   - A paragraph ends after a line that ends a sentence and is shorter
+//     than 85 % of the measure, after a short line without final
+//     punctuation that is followed by a capital (list items and
+//     abbreviation lines whose bullets were lost), and before a line
+//     indented by a space.
+//   - Table rows ("| … |") stay; a line inside a table that does not start
+//     with "|" continues the row before it (a cell the extractor broke).
+//
+// The measure is the 90th percentile of line lengths. reflow applies
+// only where most text sits in long runs of short lines (see hardWrapped).
+
+// hardWrapped reports whether a Markdown text is hard-wrapped without
+// blank lines between paragraphs: its runs of plain lines are at least
+// five lines long at the median, and 90 % of its lines fit 110 characters.
+func hardWrapped(lines []string) bool {
+	var runs, lengths []int
+	run := 0
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		plain := t != "" && !strings.HasPrefix(t, "#") && !strings.HasPrefix(t, "|") && !strings.HasPrefix(t, "```") &&
+			!strings.HasPrefix(t, "- ") && !strings.HasPrefix(t, "* ") && !strings.HasPrefix(t, ">") && !strings.HasPrefix(t, "<")
+		if plain {
+			run++
+			lengths = append(lengths, utf8.RuneCountInString(l))
+			continue
+		}
+		if run > 0 {
+			runs = append(runs, run)
+		}
+		run = 0
+	}
+	if run > 0 {
+		runs = append(runs, run)
+	}
+	if len(runs) == 0 || len(lengths) < 40 {
+		return false
+	}
+	sort.Ints(runs)
+	sort.Ints(lengths)
+	return runs[len(runs)/2] >= 5 && lengths[len(lengths)*9/10] <= 110
+}
+
+// measure is the 90th percentile of the lengths of non-blank lines.
+func measure(lines []string) int {
+	var ls []int
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			ls = append(ls, utf8.RuneCountInString(strings.TrimRight(l, " ")))
+		}
+	}
+	if len(ls) == 0 {
+		return 80
+	}
+	sort.Ints(ls)
+	return max(ls[len(ls)*9/10], 20)
+}
+
+var (
+	// lineClause: a line that opens with a clause number.
+	lineClause = regexp.MustCompile(`^(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*\.?\s+\S`)
+	// lineAnnex: an annex or appendix heading, with or without a label.
+	lineAnnex = regexp.MustCompile(`^(?i)(?:annex|appendix|anexo|anejo|apéndice|приложение)(?:\s+[A-Z0-9IVX]{1,6})?\s*(?:[:.—–-]\s*\S.*)?$`)
+	// topHeading: the words of unnumbered headings that stand at the top
+	// level even after numbered sections.
+	topHeading = regexp.MustCompile(`(?i)^(?:references|bibliography|normative references|revision history|document history|change history|annex(?:es)?|appendi(?:x|ces)|glossary|abbreviations|acronyms|index|foreword|preface|introduction|contents|table of contents|bibliografía|referencias|anexos?|anejos?|литература|библиография|приложени[ея]|содержание|введение)\b`)
+)
+
+// reflowed is a hard-wrapped text cut into blocks: lines (with blank lines
+// between blocks), where each came from (an index into the input), and the
+// output lines that are unnumbered headings.
+type reflowed struct {
+	lines    []string
+	from     []int
+	headings map[int]bool
+}
+
+// reflow separates hard-wrapped lines into blocks (see above).
+func reflow(lines []string) reflowed {
+	w := measure(lines)
+	out := reflowed{headings: map[int]bool{}}
+	emit := func(s string, from int) {
+		out.lines = append(out.lines, s)
+		out.from = append(out.from, from)
+	}
+	blank := func(from int) {
+		if n := len(out.lines); n > 0 && strings.TrimSpace(out.lines[n-1]) != "" {
+			emit("", from)
+		}
+	}
+	endsSentence := func(s string) bool {
+		s = strings.TrimRight(s, " ")
+		return s != "" && strings.ContainsAny(s[len(s)-1:], ".!?:;")
+	}
+	startsUpper := func(s string) bool {
+		r, _ := utf8.DecodeRuneInString(strings.TrimSpace(s))
+		return unicode.IsUpper(r) || unicode.IsDigit(r)
+	}
+	startsLower := func(s string) bool {
+		r, _ := utf8.DecodeRuneInString(strings.TrimSpace(s))
+		return unicode.IsLower(r)
+	}
+	length := func(s string) int { return utf8.RuneCountInString(strings.TrimRight(s, " ")) }
+	inFence, inTable := false, false
+	lastHeading := -1 // input line of the last heading found
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "```"):
+			inFence = !inFence
+			emit(l, i)
+			continue
+		case inFence:
+			emit(l, i)
+			continue
+		case t == "":
+			inTable = false
+			blank(i)
+			continue
+		case strings.HasPrefix(t, "|"):
+			if !inTable {
+				blank(i)
+			}
+			inTable = true
+			emit(l, i)
+			continue
+		case inTable && !strings.HasSuffix(strings.TrimSpace(out.lines[len(out.lines)-1]), "|"):
+			// A broken cell: the row goes on.
+			out.lines[len(out.lines)-1] += " " + t
+			continue
+		case inTable:
+			inTable = false
+			blank(i)
+		case strings.HasPrefix(t, "#"), strings.HasPrefix(t, "<"):
+			blank(i)
+			emit(l, i)
+			blank(i)
+			continue
+		}
+		prev := ""
+		if i > 0 {
+			prev = lines[i-1]
+		}
+		next := ""
+		if i+1 < len(lines) {
+			next = lines[i+1]
+		}
+		pt := strings.TrimSpace(prev)
+		atStart := pt == "" || endsSentence(prev) || strings.HasPrefix(pt, "#") || strings.HasPrefix(pt, "|") || lastHeading == i-1
+		afterLeadIn := strings.HasSuffix(pt, ":")
+		// A numbered or keyword line: a block of its own, wraps joined.
+		if lineClause.MatchString(t) || (lineAnnex.MatchString(t) && utf8.RuneCountInString(t) <= 80) {
+			blank(i)
+			joined := t
+			cur := l
+			for k := 0; k < 3 && i+1 < len(lines) && lineClause.MatchString(t); k++ {
+				nx := strings.TrimSpace(lines[i+1])
+				if nx == "" || endsSentence(cur) || lineClause.MatchString(nx) || strings.HasPrefix(nx, "#") || strings.HasPrefix(nx, "|") {
+					break
+				}
+				if !(startsLower(nx) || length(cur) >= w*85/100) {
+					break
+				}
+				i++
+				cur = lines[i]
+				joined += " " + nx
+			}
+			emit(joined, i)
+			if !hasSentenceEnd(joined) || lineAnnex.MatchString(t) {
+				// A heading: its own block. A clause that is a sentence
+				// goes on as a paragraph.
+				blank(i)
+			}
+			continue
+		}
+		// An unnumbered heading line.
+		words := len(strings.Fields(t))
+		if atStart && !afterLeadIn && length(l) < w*85/100 && !endsSentence(t) && startsUpper(t) && words <= 12 && textFollows(lines, i, w) &&
+			(startsUpper(next) || strings.TrimSpace(next) == "") && !strings.HasPrefix(next, " ") &&
+			!(words == 1 && strings.IndexFunc(t, unicode.IsDigit) >= 0) && hasLetter(t) {
+			blank(i)
+			out.headings[len(out.lines)] = true
+			emit(t, i)
+			blank(i)
+			lastHeading = i
+			continue
+		}
+		if strings.HasPrefix(l, " ") && atStart {
+			blank(i)
+		}
+		emit(l, i)
+		short := length(l) < w*85/100
+		if (endsSentence(l) && short) || (length(l) < w*60/100 && !endsSentence(l) && startsUpper(next) && !startsLower(next)) {
+			blank(i)
+		}
+	}
+	return out
+}
+
+// textFollows reports whether one of the two lines after i is a long line
+// (60 % of the measure): headings are followed by text, list items and
+// abbreviation lines by more short lines.
+func textFollows(lines []string, i, w int) bool {
+	for k := i + 1; k <= i+2 && k < len(lines); k++ {
+		t := strings.TrimSpace(lines[k])
+		if t == "" || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "|") {
+			return k > i+1
+		}
+		if utf8.RuneCountInString(t) >= w*60/100 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasSentenceEnd reports whether s ends a sentence or holds one ("2.2. The
+// indications shall be described. This includes …").
+func hasSentenceEnd(s string) bool {
+	t := strings.TrimRight(s, " ")
+	if t != "" && strings.ContainsAny(t[len(t)-1:], ".!?;:") {
+		return true
+	}
+	return sentenceInside.MatchString(t)
+}
+
+var sentenceInside = regexp.MustCompile(`[a-z)][.!?]\s+[A-Z]`)
