@@ -65,8 +65,8 @@ type Log struct {
 }
 
 // Daemon configures `kgsync daemon` (see docs/daemon.md). Secrets come from
-// ${ENV}. In a Config built in Go, a zero PollInterval or MaxBodyBytes means
-// the default.
+// ${ENV}. In a Config built in Go, a zero PollInterval, MaxBodyBytes,
+// RunTimeout, MaxAttempts or RetryBackoff means the default.
 type Daemon struct {
 	// Listen is the HTTP server's address, host:port (default
 	// "127.0.0.1:8080", this machine only). An address other machines can
@@ -96,9 +96,24 @@ type Daemon struct {
 	// beyond it are dropped and counted, never the run they trigger (the
 	// run reads what changed from Grist, the rows are hints).
 	WebhookBufferRows int `yaml:"webhook_buffer_rows"`
-	// PollInterval is how often the daemon looks for triggers queued in
-	// state by other replicas or left by a stopped one (default 10s).
+	// PollInterval is how often a replica polls River for jobs, snoozes a
+	// job whose pipeline another replica is running, and looks for jobs
+	// left running by a replica that died (taken over after two polls;
+	// default 2s).
 	PollInterval time.Duration `yaml:"poll_interval"`
+	// RunTimeout bounds one run: its context is cancelled after it (the
+	// run stops before its next commit) and the job is retried (default
+	// 6h). River's own rescue of a job stuck in a live replica waits this
+	// long plus a minute.
+	RunTimeout time.Duration `yaml:"run_timeout"`
+	// MaxAttempts is how often a failing job is tried before it is
+	// discarded (default 5; attempts that found the pipeline locked do not
+	// count).
+	MaxAttempts int `yaml:"max_attempts"`
+	// RetryBackoff is the wait before the first retry of a failed job; it
+	// doubles with each further attempt, up to 10 minutes or RetryBackoff
+	// when that is longer (default 10s).
+	RetryBackoff time.Duration `yaml:"retry_backoff"`
 	// VerifyInterval is how often the daemon compares each pipeline's graph
 	// with state (counts and vector indexes, `kgsync verify --sample -1`),
 	// also once at start-up (default 1h; 0 = never). In a Config built in

@@ -38,7 +38,10 @@ const (
 	DefaultDaemonMaxBodyBytes = 1 << 20 // 1 MiB
 	// DefaultDaemonWebhookBufferRows bounds the webhook rows kept per pipeline.
 	DefaultDaemonWebhookBufferRows = 10000
-	DefaultDaemonPollInterval      = 10 * time.Second
+	DefaultDaemonPollInterval      = 2 * time.Second
+	DefaultDaemonRunTimeout        = 6 * time.Hour
+	DefaultDaemonMaxAttempts       = 5
+	DefaultDaemonRetryBackoff      = 10 * time.Second
 	DefaultDaemonVerify            = time.Hour
 )
 
@@ -61,6 +64,9 @@ func (d *Daemon) setDefaults() {
 	setZero(&d.MaxBodyBytes, DefaultDaemonMaxBodyBytes)
 	setZero(&d.WebhookBufferRows, DefaultDaemonWebhookBufferRows)
 	setZero(&d.PollInterval, DefaultDaemonPollInterval)
+	setZero(&d.RunTimeout, DefaultDaemonRunTimeout)
+	setZero(&d.MaxAttempts, DefaultDaemonMaxAttempts)
+	setZero(&d.RetryBackoff, DefaultDaemonRetryBackoff)
 	setZero(&d.VerifyInterval, DefaultDaemonVerify)
 }
 

@@ -133,7 +133,8 @@ func (ck *checker) daemon(d *Daemon) {
 	for _, f := range []struct {
 		key string
 		v   time.Duration
-	}{{"daemon.debounce", d.Debounce}, {"daemon.grace_period", d.GracePeriod}, {"daemon.poll_interval", d.PollInterval}, {"daemon.verify_interval", d.VerifyInterval}} {
+	}{{"daemon.debounce", d.Debounce}, {"daemon.grace_period", d.GracePeriod}, {"daemon.poll_interval", d.PollInterval}, {"daemon.verify_interval", d.VerifyInterval},
+		{"daemon.run_timeout", d.RunTimeout}, {"daemon.retry_backoff", d.RetryBackoff}} {
 		if f.v < 0 {
 			ck.add(f.key, "must be >= 0, got %s", f.v)
 		}
@@ -143,6 +144,9 @@ func (ck *checker) daemon(d *Daemon) {
 	}
 	if d.MaxBodyBytes < 0 {
 		ck.add("daemon.max_body_bytes", "must be >= 0, got %d", d.MaxBodyBytes)
+	}
+	if d.MaxAttempts < 0 {
+		ck.add("daemon.max_attempts", "must be >= 0, got %d", d.MaxAttempts)
 	}
 }
 

@@ -3,17 +3,19 @@
 // metrics, graceful shutdown, and safe runs with several replicas on one
 // Postgres (design.md, "Triggers" and "Scale-out"; docs/daemon.md).
 //
-// Every trigger — a schedule tick, a webhook burst, an API call — is first
-// stored in state's triggers table (state.TriggerQueue). Each pipeline has
-// one worker per replica that takes the pipeline's lock (Store.Lock: a
-// Postgres advisory lock, or a file lock for SQLite), claims every pending
-// trigger of the pipeline and serves them with one run whose mode is the
-// strongest asked for (Mode.Merge), then claims again until none is left.
-// A trigger that arrives while a run is going on is therefore served by
-// exactly one follow-up run, on whichever replica holds the lock next; a
-// replica that finds the lock taken leaves its triggers to the holder, and
-// every replica polls for pending triggers, so a trigger left by a replica
-// that died is run by another.
+// A pipeline run is a River job (SyncArgs; github.com/riverqueue/river),
+// in River's tables next to the state store's: riverpgxv5 for Postgres,
+// riversqlite for the embedded SQLite default. Every trigger — a schedule
+// firing (River periodic jobs, inserted by River's elected leader), a
+// webhook burst, an API call — inserts one or joins the one already queued
+// for the pipeline (River unique jobs; Daemon.Trigger). Any replica works
+// it: the job takes the pipeline's lock (Store.Lock: a Postgres advisory
+// lock, or a file lock for SQLite) or snoozes while another process holds
+// it, so a pipeline runs on one replica at a time. A failed run is retried
+// by River with back-off up to max_attempts; a replica that dies mid-run
+// leaves its job running in River, and another replica takes it over once
+// the pipeline's lock is free (takeover.go), with River's rescuer as the
+// backstop.
 package daemon
 
 import (
@@ -27,18 +29,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
 	"github.com/robfig/cron/v3"
 
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/state"
 )
 
-// Runner runs one pipeline once. The daemon calls it while holding the
-// pipeline's lock (Store.Lock), so the implementation must not take that
-// lock again. It returns the run as recorded in state (ID 0 when the run
-// failed before its run row was opened) and the run's error; when ctx is
-// cancelled the run stops before its next commit.
+// Runner runs one pipeline once. The daemon calls it from a River job
+// while holding the pipeline's lock (Store.Lock), so the implementation
+// must not take that lock again. It returns the run as recorded in state
+// (ID 0 when the run failed before its run row was opened) and the run's
+// error; when ctx is cancelled (shutdown, run_timeout, a cancelled job)
+// the run stops before its next commit.
 type Runner interface {
 	Run(ctx context.Context, name string, trigger state.Trigger, mode Mode) (state.Run, error)
 }
@@ -53,8 +58,9 @@ type Options struct {
 	// Config gives the pipelines (names, schedules, time zones) and the
 	// daemon section.
 	Config *config.Config
-	// Store holds the runs, the pipeline locks and the trigger queue; it
-	// must implement state.TriggerQueue (both backends do).
+	// Store holds the runs, the pipeline locks and the job generations
+	// (state.JobGenerations), and River's tables: a *postgres.Store or a
+	// *sqlite.Store, migrated (their Migrate applies River's migrations).
 	Store state.Store
 	// Runner runs a pipeline.
 	Runner Runner
@@ -69,9 +75,12 @@ type Options struct {
 	// Gatherer serves /metrics; nil serves Registerer when it is a
 	// Gatherer, else nothing.
 	Gatherer prometheus.Gatherer
-	// Logger receives the daemon's logs; nil discards.
+	// Logger receives the daemon's logs (River's from warn up); nil
+	// discards.
 	Logger *slog.Logger
-	// Clock is the time source (default SystemClock).
+	// Clock is the time source of debounce windows, the grace period, the
+	// dead-job watch and verify (default SystemClock). River keeps time
+	// with package time.
 	Clock Clock
 	// Verify, when set, is called for each pipeline at start-up and every
 	// Config.Daemon.VerifyInterval (never when that is 0); see verify.go.
@@ -89,11 +98,12 @@ type Options struct {
 }
 
 // Daemon serves the pipelines of one config. Create it with New, start it
-// with Run.
+// with Run (once: Run closes the job queue's connections when it returns).
 type Daemon struct {
 	cfg     config.Daemon
 	store   state.Store
-	queue   state.TriggerQueue
+	gens    state.JobGenerations
+	jobs    queue
 	runner  Runner
 	checks  map[string]Pinger
 	rowSink RowSink
@@ -115,12 +125,12 @@ type Daemon struct {
 
 	workers map[string]*worker
 	names   []string // pipeline names in config order
+	running sync.Map // job id → struct{}: SyncArgs jobs this process is working
 
 	mu       sync.Mutex
-	dropped  map[string]int64   // RowBuffer.Dropped last observed, by pipeline
-	stopping bool               // no new triggers
-	runCtx   context.Context    // runs' context, set by Run
-	abort    context.CancelFunc // cancels runCtx
+	dropped  map[string]int64 // RowBuffer.Dropped last observed, by pipeline
+	stopping bool             // no new triggers
+	abort    func()           // cancels running runs and makes Run return
 }
 
 // worker is the per-pipeline state of this replica.
@@ -130,28 +140,33 @@ type worker struct {
 	zone     string
 	sched    cron.Schedule // nil without a schedule
 	loc      *time.Location
-	kick     chan struct{} // capacity 1: pending kicks coalesce
 	hooks    *collector
 	tables   hookTables // the Grist tables whose deliveries it accepts
 
 	mu        sync.Mutex
-	running   bool
-	next      time.Time // next schedule tick, zero when none
-	evaluated bool      // the golden set ran since start
+	running   int  // runs of the pipeline in this process (0 or 1)
+	evaluated bool // the golden set ran since start
 }
 
-// New checks opts and returns a Daemon. Zero PollInterval and MaxBodyBytes
-// in the config mean their defaults.
+func (w *worker) setRunning(delta int) {
+	w.mu.Lock()
+	w.running += delta
+	w.mu.Unlock()
+}
+
+// New checks opts and returns a Daemon with its River client (not started).
+// Zero PollInterval, MaxBodyBytes, RunTimeout, MaxAttempts and
+// RetryBackoff in the config mean their defaults.
 func New(opts Options) (*Daemon, error) {
 	if opts.Config == nil || opts.Store == nil || opts.Runner == nil {
 		return nil, errors.New("new daemon: config, store and runner are required")
 	}
-	q, ok := opts.Store.(state.TriggerQueue)
+	gens, ok := opts.Store.(state.JobGenerations)
 	if !ok {
-		return nil, fmt.Errorf("new daemon: state store %T has no trigger queue", opts.Store)
+		return nil, fmt.Errorf("new daemon: state store %T keeps no job generations", opts.Store)
 	}
 	d := &Daemon{
-		cfg: opts.Config.Daemon, store: opts.Store, queue: q, runner: opts.Runner,
+		cfg: opts.Config.Daemon, store: opts.Store, gens: gens, runner: opts.Runner,
 		checks: map[string]Pinger{}, rowSink: opts.RowSink, log: opts.Logger, clock: opts.Clock,
 		workers: map[string]*worker{}, limits: opts.HTTP.withDefaults(), insecure: opts.InsecureNoAuth, dropped: map[string]int64{},
 	}
@@ -160,6 +175,15 @@ func New(opts Options) (*Daemon, error) {
 	}
 	if d.cfg.MaxBodyBytes <= 0 {
 		d.cfg.MaxBodyBytes = config.DefaultDaemonMaxBodyBytes
+	}
+	if d.cfg.RunTimeout <= 0 {
+		d.cfg.RunTimeout = config.DefaultDaemonRunTimeout
+	}
+	if d.cfg.MaxAttempts <= 0 {
+		d.cfg.MaxAttempts = config.DefaultDaemonMaxAttempts
+	}
+	if d.cfg.RetryBackoff <= 0 {
+		d.cfg.RetryBackoff = config.DefaultDaemonRetryBackoff
 	}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
@@ -185,27 +209,10 @@ func New(opts Options) (*Daemon, error) {
 	if d.gather == nil {
 		d.gather, _ = reg.(prometheus.Gatherer)
 	}
-	m, err := newMetrics(reg)
-	if err != nil {
-		return nil, fmt.Errorf("new daemon: register metrics: %w", err)
-	}
-	d.m = m
-	if opts.Verify != nil && d.cfg.VerifyInterval > 0 {
-		if d.verifyGauge, err = newVerifyGauge(reg); err != nil {
-			return nil, fmt.Errorf("new daemon: register metrics: %w", err)
-		}
-		d.verify = opts.Verify
-	}
-	if opts.Eval != nil {
-		if d.evalM, err = newEvalMetrics(reg); err != nil {
-			return nil, fmt.Errorf("new daemon: register metrics: %w", err)
-		}
-		d.eval = opts.Eval
-	}
 	parser := cron.NewParser(config.ScheduleFields)
 	for i := range opts.Config.Pipelines {
 		pc := &opts.Config.Pipelines[i]
-		w := &worker{name: pc.Name, schedule: pc.Schedule, zone: pc.TimeZone, kick: make(chan struct{}, 1), loc: time.UTC}
+		w := &worker{name: pc.Name, schedule: pc.Schedule, zone: pc.TimeZone, loc: time.UTC}
 		if pc.TimeZone != "" {
 			loc, err := time.LoadLocation(pc.TimeZone)
 			if err != nil {
@@ -225,8 +232,91 @@ func New(opts Options) (*Daemon, error) {
 		d.workers[pc.Name] = w
 		d.names = append(d.names, pc.Name)
 	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("new daemon: register metrics: %w", err)
+	}
+	d.m = m
+	d.countJobs(nil) // kgsync_jobs at 0 until the first poll
+	if opts.Verify != nil && d.cfg.VerifyInterval > 0 {
+		if d.verifyGauge, err = newVerifyGauge(reg); err != nil {
+			return nil, fmt.Errorf("new daemon: register metrics: %w", err)
+		}
+		d.verify = opts.Verify
+	}
+	if opts.Eval != nil {
+		if d.evalM, err = newEvalMetrics(reg); err != nil {
+			return nil, fmt.Errorf("new daemon: register metrics: %w", err)
+		}
+		d.eval = opts.Eval
+	}
+	if d.jobs, err = newQueue(opts.Store, d.riverConfig()); err != nil {
+		return nil, fmt.Errorf("new daemon: %w", err)
+	}
 	return d, nil
 }
+
+// riverConfig is the River client's configuration: the two queues, the
+// workers, one periodic job per scheduled pipeline, and timeouts, retries
+// and polling from the daemon config.
+func (d *Daemon) riverConfig() *river.Config {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &syncWorker{d: d})
+	river.AddWorker(workers, &scheduleWorker{d: d})
+	var periodic []*river.PeriodicJob
+	for _, name := range d.names {
+		w := d.workers[name]
+		if w.sched == nil {
+			continue
+		}
+		periodic = append(periodic, river.NewPeriodicJob(zonedSchedule{w.sched, w.loc},
+			func() (river.JobArgs, *river.InsertOpts) { return ScheduleArgs{Pipeline: name}, nil },
+			&river.PeriodicJobOpts{ID: "kgsync_schedule_" + name}))
+	}
+	poll := min(d.cfg.PollInterval, time.Second)
+	return &river.Config{
+		Queues: map[string]river.QueueConfig{
+			QueueSync:     {MaxWorkers: d.maxRuns()},
+			QueueSchedule: {MaxWorkers: 1},
+		},
+		Workers:              workers,
+		PeriodicJobs:         periodic,
+		FetchPollInterval:    poll,
+		FetchCooldown:        min(poll, 10*time.Millisecond),
+		JobTimeout:           d.cfg.RunTimeout,
+		RescueStuckJobsAfter: d.cfg.RunTimeout + time.Minute,
+		MaxAttempts:          d.cfg.MaxAttempts,
+		RetryPolicy:          backoff{base: d.cfg.RetryBackoff, max: max(10*time.Minute, d.cfg.RetryBackoff)},
+		Logger:               slog.New(minLevel{d.log.Handler(), slog.LevelWarn}),
+	}
+}
+
+// maxRuns is how many runs this replica works at once: one per pipeline
+// on SQLite; on Postgres half the store pool's connections (at least one),
+// since a run holds one for its lock and needs another for its queries.
+func (d *Daemon) maxRuns() int {
+	n := max(1, len(d.names))
+	if p, ok := d.store.(interface{ Pool() *pgxpool.Pool }); ok {
+		n = min(n, max(1, int(p.Pool().Config().MaxConns)/2))
+	}
+	return n
+}
+
+// minLevel drops records below min (River's info logs of its own
+// services).
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+func (h minLevel) WithGroup(g string) slog.Handler { return minLevel{h.Handler.WithGroup(g), h.min} }
 
 // Rows returns the buffer that keeps webhook rows when Options.RowSink was
 // nil, else nil.
@@ -242,59 +332,39 @@ var ErrUnknownPipeline = errors.New("no such pipeline")
 // end of the grace period and had to be cancelled.
 var ErrGraceExpired = errors.New("grace period ran out: running runs were cancelled")
 
-// Trigger queues a run of pipeline name in state and wakes this replica's
-// worker for it. It returns the queued trigger (its ID is what
-// GET /api/triggers/{id} reports on), ErrUnknownPipeline or ErrStopping.
-func (d *Daemon) Trigger(ctx context.Context, name string, mode Mode, reason state.Trigger) (state.QueuedTrigger, error) {
+// Trigger queues a run of pipeline name as a River job, or joins the job
+// already queued for it (see SyncArgs; Queued says which). It returns
+// ErrUnknownPipeline or ErrStopping, or the queue's error.
+func (d *Daemon) Trigger(ctx context.Context, name string, mode Mode, reason state.Trigger) (Queued, error) {
 	w, ok := d.workers[name]
 	if !ok {
-		return state.QueuedTrigger{}, fmt.Errorf("trigger %q: %w", name, ErrUnknownPipeline)
+		return Queued{}, fmt.Errorf("trigger %q: %w", name, ErrUnknownPipeline)
 	}
-	d.mu.Lock()
-	stopping := d.stopping
-	d.mu.Unlock()
-	if stopping {
-		return state.QueuedTrigger{}, fmt.Errorf("trigger %q: %w", name, ErrStopping)
+	if d.isStopping() {
+		return Queued{}, fmt.Errorf("trigger %q: %w", name, ErrStopping)
 	}
 	return d.enqueue(ctx, w, mode, reason)
-}
-
-// enqueue stores a trigger and kicks the worker (also while stopping, for
-// webhook rows flushed at shutdown: another replica serves them).
-func (d *Daemon) enqueue(ctx context.Context, w *worker, mode Mode, reason state.Trigger) (state.QueuedTrigger, error) {
-	t, err := d.queue.TriggerAdd(ctx, w.name, string(mode), reason)
-	if err != nil {
-		return state.QueuedTrigger{}, fmt.Errorf("trigger %q: %w", w.name, err)
-	}
-	d.m.triggers.WithLabelValues(w.name, string(reason)).Inc()
-	d.log.Debug("trigger queued", slog.String("pipeline", w.name), slog.Int64("trigger_id", t.ID),
-		slog.String("mode", string(mode)), slog.String("reason", string(reason)))
-	w.wake()
-	return t, nil
-}
-
-func (w *worker) wake() {
-	select {
-	case w.kick <- struct{}{}:
-	default: // a kick is pending: the worker will claim this trigger too
-	}
 }
 
 // Handler returns the daemon's HTTP handler (see docs/daemon.md for the
 // routes).
 func (d *Daemon) Handler() http.Handler { return d.routes() }
 
-// Run starts the schedules, the workers, the trigger poller and, when ln
-// is not nil, the HTTP server on ln, and blocks until ctx is cancelled.
-// Then it stops taking triggers (the API and webhooks answer 503, the HTTP
-// server shuts down), lets running runs finish for the config's grace
-// period, then cancels them (a cancelled run stops before its next commit)
-// and waits for them. It returns nil after a clean stop, ErrGraceExpired
-// when runs had to be cancelled, or the HTTP server's error. Abort makes
-// it return at once. On a listener that is not Loopback, without
+// Run starts the River client (its workers, and its periodic jobs when it
+// is elected leader), the webhook collectors, the dead-job watch and, when
+// ln is not nil, the HTTP server on ln, and blocks until ctx is cancelled.
+// Then it stops taking triggers (the API and webhooks answer 503, the
+// HTTP server shuts down), queues the webhook rows it holds, stops
+// fetching jobs and lets running runs finish for the config's grace
+// period, then cancels them (a cancelled run stops before its next commit
+// and its job is queued again for another replica or the next start) and
+// waits for them. It returns nil after a clean stop, ErrGraceExpired when
+// runs had to be cancelled, or the HTTP server's or River's error. Abort
+// makes it return at once. On a listener that is not Loopback, without
 // daemon.api_token and without Options.InsecureNoAuth, it closes ln and
 // returns ErrOpenAPI before starting anything.
 func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
+	defer d.jobs.close()
 	if ln != nil && d.cfg.APIToken == "" && !Loopback(ln.Addr()) {
 		if !d.insecure {
 			_ = ln.Close()
@@ -303,30 +373,25 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 		d.log.Warn("the API is open to the network: no daemon.api_token on a non-loopback address (--insecure-no-auth); "+
 			"anyone who reaches it can queue runs, re-embeddings and mass deletes", slog.String("addr", ln.Addr().String()))
 	}
-	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRuns()
 	aborted := make(chan struct{})
 	var abortOnce sync.Once
 	d.mu.Lock()
-	d.runCtx = runCtx
-	d.abort = func() { abortOnce.Do(func() { cancelRuns(); close(aborted) }) }
+	d.abort = func() { abortOnce.Do(func() { d.jobs.cancel(); close(aborted) }) }
 	d.mu.Unlock()
+	// River stops through stop and cancel below, not through ctx.
+	if err := d.jobs.start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start job queue: %w", err)
+	}
 
-	var wg sync.WaitGroup // workers and collectors: they end runs and flush rows
+	var hooks sync.WaitGroup // collectors: they flush rows into jobs when ctx ends
 	var side sync.WaitGroup
 	for _, name := range d.names {
 		w := d.workers[name]
-		wg.Add(2)
-		go func() { defer wg.Done(); d.work(ctx, runCtx, w) }()
-		go func() { defer wg.Done(); d.collect(ctx, w) }()
-		if w.sched != nil {
-			side.Add(1)
-			go func() { defer side.Done(); d.schedule(ctx, w) }()
-		}
-		w.wake() // pick up triggers left in state
+		hooks.Add(1)
+		go func() { defer hooks.Done(); d.collect(ctx, w) }()
 	}
 	side.Add(1)
-	go func() { defer side.Done(); d.poll(ctx) }()
+	go func() { defer side.Done(); d.watch(ctx) }()
 	if d.verify != nil {
 		side.Add(1)
 		go func() { defer side.Done(); d.verifyLoop(ctx) }()
@@ -358,19 +423,21 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 		cancel()
 	}
 	side.Wait()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	hooks.Wait()
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.jobs.stop(context.Background()) }()
 	grace := d.clock.NewTimer(d.cfg.GracePeriod)
 	defer grace.Stop()
 	select {
-	case <-done:
+	case serr := <-stopped:
+		err = errors.Join(err, serr)
 	case <-aborted:
 		return errors.Join(err, errors.New("daemon aborted"))
 	case <-grace.C():
 		d.log.Warn("grace period over: cancelling running runs")
-		cancelRuns()
+		d.jobs.cancel()
 		select {
-		case <-done:
+		case <-stopped:
 		case <-aborted:
 			return errors.Join(err, errors.New("daemon aborted"))
 		}
@@ -388,166 +455,6 @@ func (d *Daemon) Abort() {
 	d.mu.Unlock()
 	if abort != nil {
 		abort()
-	}
-}
-
-// schedule queues a cron trigger at each tick of w's schedule until ctx is
-// done. Ticks are computed in the pipeline's time zone.
-func (d *Daemon) schedule(ctx context.Context, w *worker) {
-	for {
-		now := d.clock.Now()
-		next := w.sched.Next(now.In(w.loc))
-		w.mu.Lock()
-		w.next = next
-		w.mu.Unlock()
-		t := d.clock.NewTimer(next.Sub(now))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		if _, err := d.Trigger(ctx, w.name, ModeIncremental, state.TriggerCron); err != nil && ctx.Err() == nil {
-			d.log.Error("queue scheduled run", slog.String("pipeline", w.name), slog.String("err", err.Error()))
-		}
-	}
-}
-
-// poll wakes the workers of pipelines with pending triggers every
-// PollInterval, so triggers queued on other replicas or left by a stopped
-// one are run.
-func (d *Daemon) poll(ctx context.Context) {
-	for {
-		t := d.clock.NewTimer(d.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		names, err := d.queue.TriggerPending(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				d.log.Warn("poll pending triggers", slog.String("err", err.Error()))
-			}
-			continue
-		}
-		for _, n := range names {
-			if w, ok := d.workers[n]; ok {
-				w.wake()
-			}
-		}
-	}
-}
-
-// work serves w's triggers until ctx is done; runs use runCtx.
-func (d *Daemon) work(ctx, runCtx context.Context, w *worker) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.kick:
-		}
-		d.drain(ctx, runCtx, w)
-	}
-}
-
-// drain takes w's lock and runs the pending triggers until none is left
-// or ctx is done. Without the lock (another process runs the pipeline) it
-// leaves them to the holder.
-func (d *Daemon) drain(ctx, runCtx context.Context, w *worker) {
-	log := d.log.With(slog.String("pipeline", w.name))
-	unlock, err := d.store.Lock(runCtx, w.name)
-	if errors.Is(err, state.ErrLocked) {
-		d.m.lockBusy.WithLabelValues(w.name).Inc()
-		log.Debug("pipeline locked by another process; its holder runs the pending triggers")
-		return
-	}
-	if err != nil {
-		log.Error("lock pipeline", slog.String("err", err.Error()))
-		return
-	}
-	defer func() {
-		if err := unlock(); err != nil {
-			log.Error("unlock pipeline", slog.String("err", err.Error()))
-		}
-	}()
-	for ctx.Err() == nil {
-		ts, err := d.queue.TriggerClaim(runCtx, w.name)
-		if err != nil {
-			log.Error("claim triggers", slog.String("err", err.Error()))
-			return
-		}
-		if len(ts) == 0 {
-			return
-		}
-		d.runOnce(runCtx, w, ts, log)
-		if runCtx.Err() != nil {
-			return
-		}
-	}
-}
-
-// runOnce runs the claimed triggers ts as one run and marks them done,
-// unless the run was cancelled by shutdown: then they stay pending for the
-// next lock holder.
-func (d *Daemon) runOnce(runCtx context.Context, w *worker, ts []state.QueuedTrigger, log *slog.Logger) {
-	mode, _ := ParseMode(ts[0].Mode)
-	ids := make([]int64, 0, len(ts))
-	for _, t := range ts {
-		m, err := ParseMode(t.Mode)
-		if err != nil {
-			m = ModeIncremental
-		}
-		mode = mode.Merge(m)
-		ids = append(ids, t.ID)
-	}
-	reason := ts[0].Reason
-	w.mu.Lock()
-	w.running = true
-	w.mu.Unlock()
-	d.m.running.WithLabelValues(w.name).Set(1)
-	// The webhook rows kept so far are the run's: released when it
-	// succeeds, kept (bounded) for the next run when it fails.
-	var gen uint64
-	if d.rows != nil {
-		gen = d.rows.Mark(w.name)
-	}
-	start := d.clock.Now()
-	log.Info("run starting", slog.String("mode", string(mode)), slog.String("trigger", string(reason)),
-		slog.Int("triggers", len(ts)), slog.Int64("first_trigger_id", ids[0]))
-	run, err := d.runner.Run(runCtx, w.name, reason, mode)
-	elapsed := d.clock.Now().Sub(start)
-	w.mu.Lock()
-	w.running = false
-	w.mu.Unlock()
-	d.m.running.WithLabelValues(w.name).Set(0)
-	rlog := log.With(slog.Int64("run_id", run.ID))
-	if err != nil && runCtx.Err() != nil {
-		d.m.observeRun(w.name, "cancelled", run, elapsed.Seconds())
-		rlog.Warn("run cancelled by shutdown; its triggers stay queued", slog.String("err", err.Error()))
-		return
-	}
-	outcome := "succeeded"
-	if err != nil {
-		outcome = "failed"
-	}
-	d.m.observeRun(w.name, outcome, run, elapsed.Seconds())
-	if err == nil && d.rows != nil {
-		d.rows.Release(w.name, gen)
-		d.observeBuffer(w.name)
-	}
-	if err == nil {
-		d.m.lastSuccess.WithLabelValues(w.name).Set(float64(d.clock.Now().UnixNano()) / 1e9)
-		rlog.Info("run succeeded", slog.Duration("duration", elapsed))
-	} else {
-		rlog.Error("run failed", slog.Duration("duration", elapsed), slog.String("err", err.Error()))
-	}
-	if derr := d.queue.TriggerDone(context.WithoutCancel(runCtx), ids, run.ID); derr != nil {
-		rlog.Error("mark triggers done", slog.String("err", derr.Error()))
-	}
-	if err == nil {
-		d.evalAfter(runCtx, w, run)
 	}
 }
 

@@ -18,12 +18,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/robfig/cron/v3"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/internal/corpus"
 	"github.com/kgsync/kgsync/internal/testlog"
+	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/state"
 	"github.com/kgsync/kgsync/state/sqlite"
 )
@@ -169,13 +173,27 @@ func (b *testBundle) noCall(t *testing.T, d time.Duration) {
 	}
 }
 
-// settled waits until no trigger is pending.
+// settled waits until no run job is queued or running.
 func (b *testBundle) settled(t *testing.T) {
 	t.Helper()
+	settled(t, b.d)
+}
+
+// settled waits until d's River shows no run job queued or running.
+func settled(t *testing.T, d *Daemon) {
+	t.Helper()
 	require.Eventually(t, func() bool {
-		p, err := b.store.TriggerPending(context.Background())
-		return err == nil && len(p) == 0
+		jobs, err := d.jobs.list(context.Background(), river.NewJobListParams().Kinds(KindSync).States(jobStates...))
+		return err == nil && len(jobs) == 0
 	}, waitFor, time.Millisecond)
+}
+
+// job returns job id (or the job that replaced it) as the API shows it.
+func (b *testBundle) job(t *testing.T, id int64) JobJSON {
+	t.Helper()
+	j, err := lookupJob(t.Context(), b.d.jobs, id)
+	require.NoError(t, err, "job %d", id)
+	return j
 }
 
 func (b *testBundle) do(t *testing.T, method, path, auth string, body io.Reader) (int, string) {
@@ -194,38 +212,43 @@ func (b *testBundle) do(t *testing.T, method, path, auth string, body io.Reader)
 	return resp.StatusCode, string(out)
 }
 
-func TestScheduleFiresWithFakeClock(t *testing.T) {
+func TestZonedSchedule(t *testing.T) {
+	t.Parallel()
+	sched, err := cron.NewParser(config.ScheduleFields).Parse("0 9 * * *")
+	require.NoError(t, err)
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	z := zonedSchedule{sched, berlin}
+	// 09:00 in Berlin is 08:00 UTC in winter (CET) and 07:00 UTC in summer (CEST).
+	require.True(t, z.Next(time.Date(2026, 3, 2, 7, 30, 0, 0, time.UTC)).Equal(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
+	require.True(t, z.Next(time.Date(2026, 7, 1, 7, 30, 0, 0, time.UTC)).Equal(time.Date(2026, 7, 2, 7, 0, 0, 0, time.UTC)))
+	require.True(t, zonedSchedule{sched, time.UTC}.Next(time.Date(2026, 3, 2, 7, 30, 0, 0, time.UTC)).Equal(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)))
+}
+
+// TestScheduleRunsThroughRiver: a scheduled pipeline's firings are River
+// periodic jobs (inserted by the leader, this single client); each one
+// queues an incremental run with reason cron.
+func TestScheduleRunsThroughRiver(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{pipelines: []config.Pipeline{
-		{Name: "p", Schedule: "*/5 * * * *", TimeZone: "Europe/Berlin"},
+		{Name: "p", Schedule: "@every 1s", TimeZone: "Europe/Berlin"},
 		{Name: "q", TimeZone: "UTC"},
-	}})
-	// Timers: the poller's and p's schedule.
-	b.clock.waitTimers(t, 2)
-	// 09:58 UTC: the next five-minute tick is 10:00 (Berlin is a whole hour
-	// off UTC, so the tick is the same instant).
-	b.clock.Advance(time.Minute)
-	b.noCall(t, 50*time.Millisecond)
-	b.clock.Advance(time.Minute)
+	}, daemon: config.Daemon{PollInterval: 100 * time.Millisecond}})
 	c := b.nextCall(t)
 	require.Equal(t, call{name: "p", trigger: state.TriggerCron, mode: ModeIncremental}, call{name: c.name, trigger: c.trigger, mode: c.mode})
-	b.settled(t)
-	b.clock.waitTimers(t, 2)
-	b.clock.Advance(5 * time.Minute)
-	require.Equal(t, "p", b.nextCall(t).name)
+	require.Equal(t, "p", b.nextCall(t).name, "and again a second later")
 
-	// GET /api/pipelines reports the schedule and the next tick, 10:10.
-	b.clock.waitTimers(t, 2)
 	code, body := b.do(t, "GET", "/api/pipelines", "", nil)
 	require.Equal(t, http.StatusOK, code)
 	var got struct{ Pipelines []PipelineJSON }
 	require.NoError(t, json.Unmarshal([]byte(body), &got))
 	require.Len(t, got.Pipelines, 2)
-	require.Equal(t, "*/5 * * * *", got.Pipelines[0].Schedule)
+	require.Equal(t, "@every 1s", got.Pipelines[0].Schedule)
 	require.NotNil(t, got.Pipelines[0].NextRun)
-	require.True(t, got.Pipelines[0].NextRun.Equal(time.Date(2026, 3, 2, 10, 10, 0, 0, time.UTC)), "next run %v", got.Pipelines[0].NextRun)
+	require.WithinDuration(t, time.Now().Add(time.Second), *got.Pipelines[0].NextRun, 1100*time.Millisecond)
 	require.Nil(t, got.Pipelines[1].NextRun)
 	require.Nil(t, got.Pipelines[1].LastRun)
+	require.Empty(t, got.Pipelines[1].Jobs)
 }
 
 func TestOverlappingTriggersQueueOneFollowUp(t *testing.T) {
@@ -246,38 +269,53 @@ func TestOverlappingTriggersQueueOneFollowUp(t *testing.T) {
 	ctx := t.Context()
 	t0, err := b.d.Trigger(ctx, "p", ModeIncremental, state.TriggerManual)
 	require.NoError(t, err)
+	require.False(t, t0.Coalesced)
 	require.Equal(t, ModeIncremental, b.nextCall(t).mode)
-	// Five triggers while the first run is going on, one asking for full.
-	var ids []int64
+	// Five triggers while the first run is going on, the third asking for
+	// full: the first queues a job, the third replaces it with a full one,
+	// the others join.
+	var qs []Queued
 	for i := range 5 {
 		mode := ModeIncremental
 		if i == 2 {
 			mode = ModeFull
 		}
-		tr, err := b.d.Trigger(ctx, "p", mode, state.TriggerWebhook)
+		q, err := b.d.Trigger(ctx, "p", mode, state.TriggerWebhook)
 		require.NoError(t, err)
-		ids = append(ids, tr.ID)
+		require.NotEqual(t, t0.Job.ID, q.Job.ID, "a trigger during a run does not join the running job")
+		require.Equal(t, i > 0, q.Coalesced, "trigger %d", i)
+		require.Equal(t, i == 2, q.Replaced, "trigger %d", i)
+		qs = append(qs, q)
 	}
+	require.Equal(t, qs[0].Job.ID, qs[1].Job.ID)
+	require.Equal(t, qs[2].Job.ID, qs[4].Job.ID)
 	b.noCall(t, 50*time.Millisecond) // no second run while the first runs
 	close(release)
 	follow := b.nextCall(t)
 	require.Equal(t, ModeFull, follow.mode, "the follow-up run takes the strongest mode asked for")
+	require.Equal(t, state.TriggerWebhook, follow.trigger)
 	b.settled(t)
 	b.noCall(t, 50*time.Millisecond)
 
-	first0, err := b.store.TriggerGet(ctx, t0.ID)
-	require.NoError(t, err)
+	first0 := b.job(t, t0.Job.ID)
+	require.Equal(t, "completed", first0.State)
 	var followRun int64
-	for _, id := range ids {
-		tr, err := b.store.TriggerGet(ctx, id)
-		require.NoError(t, err)
-		require.NotZero(t, tr.RunID)
+	for i, q := range qs {
+		j := b.job(t, q.Job.ID)
+		require.Equal(t, qs[4].Job.ID, j.ID, "trigger %d: the replaced job's id leads to its replacement", i)
+		require.Equal(t, "completed", j.State)
+		require.Equal(t, "full", j.Mode)
+		require.NotZero(t, j.RunID)
 		if followRun == 0 {
-			followRun = tr.RunID
+			followRun = j.RunID
 		}
-		require.Equal(t, followRun, tr.RunID, "all five served by one run")
+		require.Equal(t, followRun, j.RunID, "all five served by one run")
 	}
+	require.Equal(t, []int64{qs[0].Job.ID}, b.job(t, qs[4].Job.ID).Replaces)
 	require.NotEqual(t, first0.RunID, followRun)
+	_, metrics := b.do(t, "GET", "/metrics", "", nil)
+	require.Contains(t, metrics, `kgsync_triggers_coalesced_total{pipeline="p"} 4`)
+	require.Contains(t, metrics, `kgsync_job_latency_seconds_count{pipeline="p"} 2`)
 }
 
 func TestModeMerge(t *testing.T) {
@@ -333,9 +371,9 @@ func TestWebhookAuthLimitsAndSecretsNotLogged(t *testing.T) {
 	// Nothing was gathered or queued by the rejected deliveries.
 	require.Empty(t, b.d.workers["p"].hooks.take())
 	require.Empty(t, b.d.workers["p"].hooks.signal)
-	pending, err := b.store.TriggerPending(t.Context())
+	jobs, err := b.d.jobs.list(t.Context(), river.NewJobListParams().Kinds(KindSync).States(rivertype.JobStates()...))
 	require.NoError(t, err)
-	require.Empty(t, pending)
+	require.Empty(t, jobs)
 
 	// The right secret, as "Bearer <secret>" or as the whole header.
 	code, _ := b.do(t, "POST", "/hooks/grist/p/Guides", "Bearer "+testSecret, strings.NewReader(row))
@@ -344,7 +382,7 @@ func TestWebhookAuthLimitsAndSecretsNotLogged(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, code)
 	code, _ = b.do(t, "POST", "/hooks/grist/nope/Guides", "Bearer "+testSecret, strings.NewReader(row))
 	require.Equal(t, http.StatusNotFound, code)
-	b.clock.waitTimers(t, 2) // poller and the debounce window
+	b.clock.waitTimers(t, 2) // the dead-job watch and the debounce window
 	b.clock.Advance(time.Second)
 	require.Equal(t, state.TriggerWebhook, b.nextCall(t).trigger)
 	b.settled(t)
@@ -426,20 +464,24 @@ func TestAPI(t *testing.T) {
 	b := setup(t, setupOpts{})
 	code, body := b.do(t, "POST", "/api/pipelines/p/sync?mode=reembed", "", nil)
 	require.Equal(t, http.StatusAccepted, code, body)
-	var tr TriggerJSON
+	var tr JobJSON
 	require.NoError(t, json.Unmarshal([]byte(body), &tr))
 	require.NotZero(t, tr.ID)
 	require.Equal(t, "reembed", tr.Mode)
 	require.Equal(t, "manual", tr.Reason)
+	require.Equal(t, "available", tr.State)
+	require.Equal(t, 5, tr.MaxAttempts, "daemon.max_attempts' default")
 	c := b.nextCall(t)
 	require.Equal(t, ModeReembed, c.mode)
 	require.Equal(t, state.TriggerManual, c.trigger)
 	b.settled(t)
 
-	code, body = b.do(t, "GET", fmt.Sprintf("/api/triggers/%d", tr.ID), "", nil)
+	code, body = b.do(t, "GET", fmt.Sprintf("/api/jobs/%d", tr.ID), "", nil)
 	require.Equal(t, http.StatusOK, code)
 	require.NoError(t, json.Unmarshal([]byte(body), &tr))
-	require.Equal(t, "done", tr.Status)
+	require.Equal(t, "completed", tr.State)
+	require.Equal(t, 1, tr.Attempt)
+	require.NotNil(t, tr.FinalizedAt)
 	require.NotZero(t, tr.RunID)
 
 	code, body = b.do(t, "GET", fmt.Sprintf("/api/runs/%d", tr.RunID), "", nil)
@@ -466,7 +508,8 @@ func TestAPI(t *testing.T) {
 		{"POST", "/api/pipelines/nope/sync", http.StatusNotFound},
 		{"GET", "/api/runs/999", http.StatusNotFound},
 		{"GET", "/api/runs/x", http.StatusBadRequest},
-		{"GET", "/api/triggers/999", http.StatusNotFound},
+		{"GET", "/api/jobs/999", http.StatusNotFound},
+		{"GET", "/api/jobs/x", http.StatusBadRequest},
 		{"GET", "/healthz", http.StatusOK},
 		{"GET", "/readyz", http.StatusOK},
 		{"DELETE", "/api/pipelines", http.StatusMethodNotAllowed},
@@ -496,7 +539,8 @@ func TestReadyzFailsWithUnreachableSink(t *testing.T) {
 
 // TestGracefulShutdown stops the daemon in the middle of a run that only
 // ends when its context is cancelled: Run waits the grace period, cancels
-// it, and the run's trigger stays queued for the next start.
+// it, and the run's job is queued again for the next start (or another
+// replica), without counting as a failed attempt.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	cancelled := make(chan struct{})
@@ -533,9 +577,9 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal("daemon did not stop after the grace period")
 	}
 	<-cancelled
-	got, err := b.store.TriggerGet(t.Context(), tr.ID)
-	require.NoError(t, err)
-	require.True(t, got.DoneAt.IsZero(), "a cancelled run leaves its trigger queued")
+	got := b.job(t, tr.Job.ID)
+	require.Equal(t, "available", got.State, "a cancelled run leaves its job queued")
+	require.Zero(t, got.Attempt, "a run cancelled by shutdown is not a failed attempt")
 	runs, err := b.store.RunList(t.Context(), "p", 0)
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
@@ -568,7 +612,161 @@ func TestShutdownWaitsForRunToFinish(t *testing.T) {
 	case <-time.After(waitFor):
 		t.Fatal("daemon did not stop")
 	}
-	got, err := b.store.TriggerGet(t.Context(), tr.ID)
+	require.Equal(t, "completed", b.job(t, tr.Job.ID).State)
+}
+
+// TestFailedRunRetriedWithBackoff: a run that fails transiently is retried
+// by River after retry_backoff, then twice that, and its job completes at
+// the third attempt; a run that keeps failing is tried max_attempts times
+// and its job discarded.
+func TestFailedRunRetriedWithBackoff(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	fails := map[string]int{"flaky": 2, "broken": 1 << 30}
+	b := setup(t, setupOpts{
+		pipelines: []config.Pipeline{{Name: "flaky"}, {Name: "broken"}},
+		daemon:    config.Daemon{PollInterval: 20 * time.Millisecond, RetryBackoff: 100 * time.Millisecond, MaxAttempts: 3},
+		block: func(_ context.Context, name string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if fails[name] > 0 {
+				fails[name]--
+				return errors.New("sink: connection refused")
+			}
+			return nil
+		},
+	})
+	flaky, err := b.d.Trigger(t.Context(), "flaky", ModeIncremental, state.TriggerManual)
 	require.NoError(t, err)
-	require.False(t, got.DoneAt.IsZero())
+	var at []time.Time
+	for range 3 {
+		c := b.nextCall(t)
+		require.Equal(t, "flaky", c.name)
+		at = append(at, c.at)
+	}
+	for i, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
+		gap := at[i+1].Sub(at[i])
+		require.GreaterOrEqual(t, gap, want*9/10, "retry %d after %v, back-off %v", i+1, gap, want)
+	}
+	b.settled(t)
+	j := b.job(t, flaky.Job.ID)
+	require.Equal(t, "completed", j.State)
+	require.Equal(t, 3, j.Attempt)
+	require.Equal(t, "sink: connection refused", j.Error, "the last failed attempt's error")
+
+	broken, err := b.d.Trigger(t.Context(), "broken", ModeIncremental, state.TriggerManual)
+	require.NoError(t, err)
+	for range 3 {
+		require.Equal(t, "broken", b.nextCall(t).name)
+	}
+	b.settled(t)
+	b.noCall(t, 300*time.Millisecond)
+	j = b.job(t, broken.Job.ID)
+	require.Equal(t, "discarded", j.State, "tried max_attempts times")
+	require.Equal(t, 3, j.Attempt)
+	_, metrics := b.do(t, "GET", "/metrics", "", nil)
+	require.Contains(t, metrics, `kgsync_runs_total{outcome="failed",pipeline="broken"} 3`)
+	require.Contains(t, metrics, `kgsync_runs_total{outcome="failed",pipeline="flaky"} 2`)
+}
+
+// TestMassDeleteRefusalNotRetried: a run refused by the mass-delete guard
+// would be refused again; its job is cancelled after one attempt.
+func TestMassDeleteRefusalNotRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{
+		daemon: config.Daemon{PollInterval: 20 * time.Millisecond, RetryBackoff: 10 * time.Millisecond},
+		block: func(context.Context, string) error {
+			return fmt.Errorf("pipeline p: %w: 9 of 10 records", pipeline.ErrMassDelete)
+		},
+	})
+	q, err := b.d.Trigger(t.Context(), "p", ModeIncremental, state.TriggerManual)
+	require.NoError(t, err)
+	b.nextCall(t)
+	b.settled(t)
+	b.noCall(t, 200*time.Millisecond)
+	require.Equal(t, "cancelled", b.job(t, q.Job.ID).State)
+}
+
+// TestLockedPipelineSnoozes: while another process holds the pipeline's
+// lock (here a Lock of the test), the job snoozes instead of failing; once
+// the lock is free it runs.
+func TestLockedPipelineSnoozes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{daemon: config.Daemon{PollInterval: 20 * time.Millisecond}})
+	unlock, err := b.store.Lock(t.Context(), "p")
+	require.NoError(t, err)
+	q, err := b.d.Trigger(t.Context(), "p", ModeFull, state.TriggerManual)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, metrics := b.do(t, "GET", "/metrics", "", nil)
+		return strings.Contains(metrics, `kgsync_lock_busy_total{pipeline="p"} 2`)
+	}, waitFor, 10*time.Millisecond, "snoozed, then tried again")
+	b.noCall(t, 50*time.Millisecond)
+	// River counts an attempt while a fetched job runs and takes it back
+	// when the job snoozes: look between two tries.
+	var j JobJSON
+	require.Eventually(t, func() bool { j = b.job(t, q.Job.ID); return j.State != "running" }, waitFor, time.Millisecond)
+	require.Equal(t, "available", j.State, "snoozed: available again at scheduled_at")
+	require.True(t, j.ScheduledAt.After(j.CreatedAt))
+	require.Zero(t, j.Attempt, "snoozes are not attempts")
+	require.NoError(t, unlock())
+	require.Equal(t, ModeFull, b.nextCall(t).mode)
+	b.settled(t)
+	require.Equal(t, "completed", b.job(t, q.Job.ID).State)
+}
+
+// TestSQLiteManyPipelines drives River on the embedded SQLite store, one
+// connection shared by River and the runs, with concurrent triggers of
+// eight pipelines whose runs write run rows: every trigger is served, no
+// run fails, nothing logs an error (SQLITE_BUSY would).
+func TestSQLiteManyPipelines(t *testing.T) {
+	t.Parallel()
+	var pipelines []config.Pipeline
+	for i := range 8 {
+		pipelines = append(pipelines, config.Pipeline{Name: fmt.Sprintf("p%d", i)})
+	}
+	b := setup(t, setupOpts{pipelines: pipelines, daemon: config.Daemon{PollInterval: 50 * time.Millisecond},
+		block: func(ctx context.Context, _ string) error { sleep(ctx, time.Millisecond); return nil }})
+	type sent struct {
+		id int64
+		at time.Time
+	}
+	var mu sync.Mutex
+	var all []sent
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 40 {
+				at := time.Now()
+				mode := ModeIncremental
+				if k%10 == 9 {
+					mode = ModeFull
+				}
+				q, err := b.d.Trigger(context.Background(), fmt.Sprintf("p%d", i), mode, state.TriggerWebhook)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				all = append(all, sent{q.Job.ID, at})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	b.settled(t)
+	for _, s := range all {
+		j := b.job(t, s.id)
+		require.Equal(t, "completed", j.State, "job %d", s.id)
+		run, err := b.store.RunGet(t.Context(), j.RunID)
+		require.NoError(t, err)
+		require.Equal(t, state.StatusSucceeded, run.Status)
+		require.False(t, run.StartedAt.Before(s.at.Truncate(time.Microsecond)), "job %d", s.id)
+	}
+	runs, err := b.store.RunList(t.Context(), "", 0)
+	require.NoError(t, err)
+	t.Logf("SQLite: %d triggers of 8 pipelines served by %d runs", len(all), len(runs))
+	require.NotContains(t, b.logs.String(), `"level":"ERROR"`)
 }

@@ -65,7 +65,7 @@ func newEvalMetrics(reg prometheus.Registerer) (*evalMetrics, error) {
 
 // evalAfter runs the pipeline's golden set after a successful run that
 // changed the graph (or the first run since start), in the pipeline's
-// worker, so it never overlaps the pipeline's next run.
+// job, under its lock, so it never overlaps the pipeline's next run.
 func (d *Daemon) evalAfter(ctx context.Context, w *worker, run state.Run) {
 	if d.eval == nil {
 		return

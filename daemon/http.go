@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/kgsync/kgsync/state"
 )
@@ -20,11 +21,11 @@ import (
 //
 //	POST /hooks/grist/{pipeline}/{table}    Grist webhook delivery → 202
 //	POST /hooks/grist/{pipeline}            the same without a table id
-//	POST /api/pipelines/{name}/sync?mode=   queue a run → 202 {"trigger_id",...}
+//	POST /api/pipelines/{name}/sync?mode=   queue a run → 202 {"job_id",...}
 //	                 &allow_mass_delete=true  confirm deleting past max_delete_ratio
-//	GET  /api/pipelines                     pipelines: schedule, state, last and next run
+//	GET  /api/pipelines                     pipelines: schedule, state, jobs, last and next run
 //	GET  /api/runs/{id}                     one run
-//	GET  /api/triggers/{id}                 one queued trigger and the run that served it
+//	GET  /api/jobs/{id}                     one job (or the job that replaced it) and its run
 //	GET  /healthz                           200 while the process serves
 //	GET  /readyz                            200 when state (and each check) answers, else 503
 //	GET  /metrics                           Prometheus text format
@@ -35,7 +36,7 @@ func (d *Daemon) routes() http.Handler {
 	mux.Handle("POST /api/pipelines/{name}/sync", d.api(d.handleSync))
 	mux.Handle("GET /api/pipelines", d.api(d.handlePipelines))
 	mux.Handle("GET /api/runs/{id}", d.api(d.handleRun))
-	mux.Handle("GET /api/triggers/{id}", d.api(d.handleTrigger))
+	mux.Handle("GET /api/jobs/{id}", d.api(d.handleJob))
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
 		writeJSON(rw, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -70,33 +71,6 @@ func (d *Daemon) isStopping() bool {
 	return d.stopping
 }
 
-// TriggerJSON is a queued trigger as the API shows it.
-type TriggerJSON struct {
-	ID        int64      `json:"trigger_id"`
-	Pipeline  string     `json:"pipeline"`
-	Mode      string     `json:"mode"`
-	Reason    string     `json:"reason"`
-	Status    string     `json:"status"` // queued, claimed, done
-	CreatedAt time.Time  `json:"created_at"`
-	ClaimedAt *time.Time `json:"claimed_at,omitempty"`
-	DoneAt    *time.Time `json:"done_at,omitempty"`
-	RunID     int64      `json:"run_id,omitempty"`
-}
-
-func triggerJSON(t state.QueuedTrigger) TriggerJSON {
-	j := TriggerJSON{ID: t.ID, Pipeline: t.Pipeline, Mode: t.Mode, Reason: string(t.Reason), Status: "queued",
-		CreatedAt: t.CreatedAt, RunID: t.RunID}
-	if !t.ClaimedAt.IsZero() {
-		c := t.ClaimedAt
-		j.ClaimedAt, j.Status = &c, "claimed"
-	}
-	if !t.DoneAt.IsZero() {
-		dn := t.DoneAt
-		j.DoneAt, j.Status = &dn, "done"
-	}
-	return j
-}
-
 // RunJSON is a run as the API shows it; Counts are state.Counts' JSON.
 type RunJSON struct {
 	ID         int64        `json:"run_id"`
@@ -124,9 +98,12 @@ type PipelineJSON struct {
 	Name     string     `json:"name"`
 	Schedule string     `json:"schedule,omitempty"`
 	TimeZone string     `json:"time_zone,omitempty"`
-	State    string     `json:"state"` // idle, running (on this replica)
+	State    string     `json:"state"` // idle, queued, running (on any replica)
 	NextRun  *time.Time `json:"next_run,omitempty"`
 	LastRun  *RunJSON   `json:"last_run,omitempty"`
+	// Jobs are the pipeline's jobs not finished yet (queued, snoozed,
+	// retrying, running), oldest first.
+	Jobs []JobJSON `json:"jobs"`
 }
 
 func (d *Daemon) handleSync(rw http.ResponseWriter, r *http.Request) {
@@ -140,7 +117,7 @@ func (d *Daemon) handleSync(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusBadRequest, "%v", err)
 		return
 	}
-	t, err := d.Trigger(r.Context(), name, mode, state.TriggerManual)
+	q, err := d.Trigger(r.Context(), name, mode, state.TriggerManual)
 	switch {
 	case errors.Is(err, ErrUnknownPipeline):
 		writeError(rw, http.StatusNotFound, "no pipeline %q", name)
@@ -153,27 +130,37 @@ func (d *Daemon) handleSync(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusInternalServerError, "queue run: %v", err)
 		return
 	}
-	rw.Header().Set("Location", "/api/triggers/"+strconv.FormatInt(t.ID, 10))
-	writeJSON(rw, http.StatusAccepted, triggerJSON(t))
+	j := jobJSON(q.Job)
+	j.Coalesced = q.Coalesced
+	rw.Header().Set("Location", "/api/jobs/"+strconv.FormatInt(j.ID, 10))
+	writeJSON(rw, http.StatusAccepted, j)
 }
 
 func (d *Daemon) handlePipelines(rw http.ResponseWriter, r *http.Request) {
 	out := make([]PipelineJSON, 0, len(d.names))
 	for _, name := range d.pipelineNames() {
 		w := d.workers[name]
-		p := PipelineJSON{Name: name, Schedule: w.schedule, TimeZone: w.zone, State: "idle"}
-		w.mu.Lock()
-		if w.running {
-			p.State = "running"
-		}
+		p := PipelineJSON{Name: name, Schedule: w.schedule, TimeZone: w.zone, State: "idle", Jobs: []JobJSON{}}
 		if w.sched != nil {
-			next := w.next
-			if next.IsZero() {
-				next = w.sched.Next(d.clock.Now().In(w.loc))
-			}
+			next := w.sched.Next(time.Now().In(w.loc))
 			p.NextRun = &next
 		}
-		w.mu.Unlock()
+		jobs, err := d.jobs.list(r.Context(), d.pipelineJobs(name).States(jobStates...).First(20))
+		if err != nil {
+			writeError(rw, http.StatusInternalServerError, "list jobs of %q: %v", name, err)
+			return
+		}
+		for _, job := range jobs {
+			j := jobJSON(job)
+			switch {
+			case j.TakenOver:
+			case j.State == string(rivertype.JobStateRunning):
+				p.State = "running"
+			case p.State == "idle":
+				p.State = "queued"
+			}
+			p.Jobs = append(p.Jobs, j)
+		}
 		runs, err := d.store.RunList(r.Context(), name, 1)
 		if err != nil {
 			writeError(rw, http.StatusInternalServerError, "list runs of %q: %v", name, err)
@@ -206,22 +193,22 @@ func (d *Daemon) handleRun(rw http.ResponseWriter, r *http.Request) {
 	writeJSON(rw, http.StatusOK, runJSON(run))
 }
 
-func (d *Daemon) handleTrigger(rw http.ResponseWriter, r *http.Request) {
+func (d *Daemon) handleJob(rw http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		writeError(rw, http.StatusBadRequest, "trigger id %q is not a positive integer", r.PathValue("id"))
+		writeError(rw, http.StatusBadRequest, "job id %q is not a positive integer", r.PathValue("id"))
 		return
 	}
-	t, err := d.queue.TriggerGet(r.Context(), id)
-	if errors.Is(err, state.ErrNotFound) {
-		writeError(rw, http.StatusNotFound, "no trigger %d", id)
+	j, err := lookupJob(r.Context(), d.jobs, id)
+	if errors.Is(err, rivertype.ErrNotFound) {
+		writeError(rw, http.StatusNotFound, "no job %d", id)
 		return
 	}
 	if err != nil {
-		writeError(rw, http.StatusInternalServerError, "get trigger %d: %v", id, err)
+		writeError(rw, http.StatusInternalServerError, "get job %d: %v", id, err)
 		return
 	}
-	writeJSON(rw, http.StatusOK, triggerJSON(t))
+	writeJSON(rw, http.StatusOK, j)
 }
 
 // handleReady answers 200 when the state store answers a query and every

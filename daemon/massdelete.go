@@ -9,8 +9,9 @@ import (
 
 // allowMassDeleteSuffix marks a mode whose run may delete more than the
 // pipeline's max_delete_ratio of its records (pipeline.Mode.AllowMassDelete).
-// It is carried in the mode text, so the triggers table (state.QueuedTrigger.Mode)
-// stores it without a column of its own: "incremental+allow-mass-delete".
+// It is carried in the mode text, as the API shows a job's mode
+// ("incremental+allow-mass-delete"); a job's SyncArgs keep it apart
+// (AllowMassDelete).
 const allowMassDeleteSuffix = "+allow-mass-delete"
 
 // WithAllowMassDelete returns m marked as confirming a mass delete, as

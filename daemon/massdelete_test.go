@@ -39,9 +39,9 @@ func TestSyncAPIAllowMassDelete(t *testing.T) {
 
 	code, body = b.do(t, "POST", "/api/pipelines/p/sync?mode=full&allow_mass_delete=true", "", nil)
 	require.Equal(t, http.StatusAccepted, code, body)
-	var tr TriggerJSON
+	var tr JobJSON
 	require.NoError(t, json.Unmarshal([]byte(body), &tr))
-	require.Equal(t, "full+allow-mass-delete", tr.Mode, "stored with the trigger")
+	require.Equal(t, "full+allow-mass-delete", tr.Mode, "shown with the job")
 	c := b.nextCall(t)
 	require.Equal(t, ModeFull, c.mode.Base())
 	require.True(t, c.mode.AllowsMassDelete(), "the runner is told")

@@ -29,6 +29,10 @@ type metrics struct {
 	rowSinkErrors *prometheus.CounterVec   // pipeline
 	rowsDropped   *prometheus.CounterVec   // pipeline
 	rowsBuffered  *prometheus.GaugeVec     // pipeline
+	jobs          *prometheus.GaugeVec     // pipeline, state: available, scheduled, retryable, running
+	jobLatency    *prometheus.HistogramVec // pipeline
+	coalescedJobs *prometheus.CounterVec   // pipeline
+	takeovers     *prometheus.CounterVec   // pipeline
 }
 
 // Webhook delivery outcomes (kgsync_webhook_deliveries_total{outcome}).
@@ -66,16 +70,24 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		embedErrors:   counter("embed_errors_total", "Embedding steps that failed after the provider's own retries (each fails its run).", "pipeline"),
 		lastSuccess:   gauge("last_success_timestamp_seconds", "Unix time of the last successful run's end.", "pipeline"),
 		triggers:      counter("triggers_total", "Triggers queued, by reason (cron, webhook, manual).", "pipeline", "reason"),
-		lockBusy:      counter("lock_busy_total", "Times this replica found the pipeline locked by another process.", "pipeline"),
+		lockBusy:      counter("lock_busy_total", "Times a job on this replica found the pipeline locked by another process and snoozed.", "pipeline"),
 		deliveries:    counter("webhook_deliveries_total", "Webhook deliveries by outcome (accepted, unauthorized, disabled, too_large, malformed, unknown_pipeline, unknown_table, stopping).", "pipeline", "outcome"),
 		webhookRows:   counter("webhook_rows_total", "Distinct rows received in accepted webhook deliveries.", "pipeline"),
 		coalesced:     counter("webhook_coalesced_total", "Accepted deliveries merged into a trigger already waiting in the debounce window.", "pipeline"),
 		rowSinkErrors: counter("webhook_row_sink_errors_total", "Errors of the row sink receiving webhook rows.", "pipeline"),
 		rowsDropped:   counter("webhook_rows_dropped_total", "Webhook rows not kept because the pipeline's buffer was full (daemon.webhook_buffer_rows); their run still reads every change from Grist.", "pipeline"),
 		rowsBuffered:  gauge("webhook_rows_buffered", "Webhook rows kept for the pipeline until the run they trigger succeeds.", "pipeline"),
+		jobs:          gauge("jobs", "Run jobs in River by state (available, scheduled, retryable, running): the queue depth, as of the last poll.", "pipeline", "state"),
+		jobLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "kgsync", Name: "job_latency_seconds", Help: "Time from a run job's insertion to its run's start (lock taken), seconds.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 12), // 1 ms .. ~70 min
+		}, []string{"pipeline"}),
+		coalescedJobs: counter("triggers_coalesced_total", "Triggers served by a job already queued for the pipeline (River unique jobs), including ones that replaced it with a stronger mode.", "pipeline"),
+		takeovers:     counter("job_takeovers_total", "Jobs left running by a replica that died, queued again by this replica.", "pipeline"),
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.runDuration, m.running, m.records, m.chunks, m.sinkStmts,
-		m.sinkBatches, m.sinkRetries, m.embedRequests, m.embedErrors, m.lastSuccess, m.triggers, m.lockBusy, m.deliveries, m.webhookRows, m.coalesced, m.rowSinkErrors, m.rowsDropped, m.rowsBuffered} {
+		m.sinkBatches, m.sinkRetries, m.embedRequests, m.embedErrors, m.lastSuccess, m.triggers, m.lockBusy, m.deliveries, m.webhookRows, m.coalesced, m.rowSinkErrors, m.rowsDropped, m.rowsBuffered,
+		m.jobs, m.jobLatency, m.coalescedJobs, m.takeovers} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

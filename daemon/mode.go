@@ -5,9 +5,8 @@ import (
 	"strings"
 )
 
-// Mode is the variant of run a trigger asks for; it is stored as text in
-// the triggers table (state.QueuedTrigger.Mode) and maps onto
-// pipeline.Mode in the Runner.
+// Mode is the variant of run a trigger asks for; a job keeps it in its
+// SyncArgs, and the Runner maps it onto pipeline.Mode.
 type Mode string
 
 // Modes, as accepted by POST /api/pipelines/{name}/sync?mode=.

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,7 +28,7 @@ type replica struct {
 }
 
 // startReplica opens a store on dsn/schema and runs a daemon on it with
-// the real clock and a 20 ms trigger poll.
+// the real clock and a 20 ms poll interval.
 func startReplica(t *testing.T, dsn, schema string, pipelines []config.Pipeline, block func(context.Context, string) error) *replica {
 	t.Helper()
 	store, err := postgres.Open(context.Background(), dsn, schema)
@@ -34,7 +36,7 @@ func startReplica(t *testing.T, dsn, schema string, pipelines []config.Pipeline,
 	r := &replica{store: store, runner: &fakeRunner{store: store, calls: make(chan call, 1000), block: block}, done: make(chan error, 1)}
 	r.d, err = New(Options{
 		Config: &config.Config{Pipelines: pipelines, Daemon: config.Daemon{PollInterval: 20 * time.Millisecond, GracePeriod: 200 * time.Millisecond}},
-		Store:  store, Runner: r.runner, Registerer: prometheus.NewRegistry(),
+		Store:  store, Runner: r.runner, Registerer: prometheus.NewRegistry(), Logger: testLogger(t),
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -54,8 +56,8 @@ func startReplica(t *testing.T, dsn, schema string, pipelines []config.Pipeline,
 
 // TestReplicasRunEachTriggerOnce runs two daemons with the same config on
 // one Postgres schema and sends triggers to both: no pipeline ever runs on
-// both at once, every trigger is served by exactly one run, and every run
-// served at least one trigger.
+// both at once, every trigger is served by a run that started after it
+// was queued, and every run served at least one trigger.
 func TestReplicasRunEachTriggerOnce(t *testing.T) {
 	t.Parallel()
 	dsn, schema := pgtest.Schema(t)
@@ -80,7 +82,11 @@ func TestReplicasRunEachTriggerOnce(t *testing.T) {
 	r1 := startReplica(t, dsn, schema, pipelines, guard)
 	r2 := startReplica(t, dsn, schema, pipelines, guard)
 
-	var ids []int64
+	type sent struct {
+		id int64
+		at time.Time
+	}
+	var all []sent
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range 40 {
@@ -89,35 +95,37 @@ func TestReplicasRunEachTriggerOnce(t *testing.T) {
 			defer wg.Done()
 			r := []*replica{r1, r2}[i%2]
 			name := pipelines[(i/2)%2].Name
-			tr, err := r.d.Trigger(context.Background(), name, ModeIncremental, state.TriggerManual)
+			at := time.Now()
+			q, err := r.d.Trigger(context.Background(), name, ModeIncremental, state.TriggerManual)
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			mu.Lock()
-			ids = append(ids, tr.ID)
+			all = append(all, sent{q.Job.ID, at})
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	require.Eventually(t, func() bool {
-		p, err := r1.store.TriggerPending(context.Background())
-		return err == nil && len(p) == 0
-	}, waitFor, 5*time.Millisecond)
+	settled(t, r1.d)
 	require.False(t, overlap.Load(), "a pipeline ran on two replicas at once")
 
 	ctx := t.Context()
 	servedBy := map[int64]bool{}
-	for _, id := range ids {
-		tr, err := r1.store.TriggerGet(ctx, id)
+	for _, s := range all {
+		j, err := lookupJob(ctx, r1.d.jobs, s.id)
 		require.NoError(t, err)
-		require.NotZero(t, tr.RunID, "trigger %d", id)
-		servedBy[tr.RunID] = true
+		require.Equal(t, "completed", j.State, "job %d", s.id)
+		require.NotZero(t, j.RunID, "job %d", s.id)
+		run, err := r1.store.RunGet(ctx, j.RunID)
+		require.NoError(t, err)
+		require.False(t, run.StartedAt.Before(s.at.Truncate(time.Microsecond)), "job %d: its run %d started before the trigger", s.id, run.ID)
+		servedBy[j.RunID] = true
 	}
 	runs, err := r1.store.RunList(ctx, "", 0)
 	require.NoError(t, err)
 	require.NotEmpty(t, runs)
-	require.LessOrEqual(t, len(runs), len(ids))
+	require.LessOrEqual(t, len(runs), len(all))
 	for _, run := range runs {
 		require.True(t, servedBy[run.ID], "run %d of %s served no trigger", run.ID, run.Pipeline)
 		require.Equal(t, state.StatusSucceeded, run.Status)
@@ -126,9 +134,11 @@ func TestReplicasRunEachTriggerOnce(t *testing.T) {
 	t.Logf("40 triggers served by %d runs (r1 ran %d, r2 ran %d)", len(runs), len(r1.runner.calls), len(r2.runner.calls))
 }
 
-// TestReplicaTakesOverFromDeadHolder: the lock holder's connection goes
-// away in the middle of a run; the other replica takes the lock and runs
-// the trigger the dead holder had claimed.
+// TestReplicaTakesOverFromDeadHolder: the lock holder's session goes away
+// in the middle of a run (its store closes, as when its process dies);
+// the other replica finds the job running with the lock free, takes it
+// over and runs it again with its mode. The first replica, still alive
+// here, has its job cancelled, so the run is not done twice.
 func TestReplicaTakesOverFromDeadHolder(t *testing.T) {
 	t.Parallel()
 	dsn, schema := pgtest.Schema(t)
@@ -137,7 +147,7 @@ func TestReplicaTakesOverFromDeadHolder(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	})
-	tr, err := r1.d.Trigger(t.Context(), "p", ModeFull, state.TriggerManual)
+	q, err := r1.d.Trigger(t.Context(), "p", ModeFull, state.TriggerManual)
 	require.NoError(t, err)
 	select {
 	case <-r1.runner.calls:
@@ -156,12 +166,25 @@ func TestReplicaTakesOverFromDeadHolder(t *testing.T) {
 	select {
 	case c := <-r2.runner.calls:
 		require.Equal(t, "p", c.name)
-		require.Equal(t, ModeFull, c.mode, "the claimed trigger's mode")
-	case <-time.After(waitFor):
+		require.Equal(t, ModeFull, c.mode, "the dead job's mode")
+	case <-time.After(3 * waitFor):
 		t.Fatal("r2 did not take over")
 	}
-	require.Eventually(t, func() bool {
-		got, err := r2.store.TriggerGet(context.Background(), tr.ID)
-		return err == nil && !got.DoneAt.IsZero() && got.RunID != 0
-	}, waitFor, 5*time.Millisecond)
+	settled(t, r2.d)
+	j, err := lookupJob(t.Context(), r2.d.jobs, q.Job.ID)
+	require.NoError(t, err)
+	require.NotEqual(t, q.Job.ID, j.ID, "the dead job's id leads to the job that took it over")
+	require.Equal(t, []int64{q.Job.ID}, j.Replaces)
+	require.Equal(t, "completed", j.State)
+	require.NotZero(t, j.RunID)
+	old, err := r2.d.jobs.get(t.Context(), q.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, "cancelled", string(old.State), "the live first replica's job was cancelled, not retried")
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("KGSYNC_TEST_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

@@ -275,48 +275,17 @@ type Store interface {
 	Close() error
 }
 
-// QueuedTrigger is one request to run a pipeline, kept in the triggers
-// table of state so that any daemon replica can serve it: it is added by
-// the replica that received it (cron, webhook, API) and claimed by the
-// replica holding the pipeline's lock, which runs all claimed triggers of
-// the pipeline as one run.
-type QueuedTrigger struct {
-	ID       int64
-	Pipeline string
-	// Mode is the run variant asked for: "incremental", "full", "reembed"
-	// or "rebuild-graph" (the daemon's names; state does not interpret it).
-	Mode string
-	// Reason is what asked for the run (cron, webhook, manual).
-	Reason    Trigger
-	CreatedAt time.Time
-	// ClaimedAt is the last time a lock holder claimed it; zero while pending.
-	ClaimedAt time.Time
-	// RunID is the run that served it; 0 until DoneAt is set, and also after
-	// it when the run failed before its run row was opened.
-	RunID int64
-	// DoneAt is when the run that served it finished; zero while it waits
-	// or runs.
-	DoneAt time.Time
-}
-
-// TriggerQueue is the triggers table. state/sqlite and state/postgres
-// implement it (the daemon checks for it by type assertion). A trigger is
-// pending until TriggerDone; TriggerClaim hands out every pending trigger
-// of a pipeline, including ones claimed before by a holder that died, so
-// its caller must hold the pipeline's Lock.
-type TriggerQueue interface {
-	// TriggerAdd stores a pending trigger with CreatedAt now and returns it
-	// with its ID.
-	TriggerAdd(ctx context.Context, pipeline, mode string, reason Trigger) (QueuedTrigger, error)
-	// TriggerClaim sets ClaimedAt to now on every trigger of pipeline that is
-	// not done and returns them, oldest first (empty when none).
-	TriggerClaim(ctx context.Context, pipeline string) ([]QueuedTrigger, error)
-	// TriggerDone marks the triggers ids as served by run runID (0 when the
-	// run failed before it had a row), with DoneAt now.
-	TriggerDone(ctx context.Context, ids []int64, runID int64) error
-	// TriggerGet returns one trigger or ErrNotFound.
-	TriggerGet(ctx context.Context, id int64) (QueuedTrigger, error)
-	// TriggerPending returns the names of the pipelines that have triggers
-	// not done, sorted.
-	TriggerPending(ctx context.Context) ([]string, error)
+// JobGenerations is the per-pipeline counter the daemon's River jobs
+// coalesce on (daemon/jobs.go): a queued job of a pipeline is unique per
+// (pipeline, generation), and the job that takes the pipeline's lock
+// advances the generation before its run starts, so a request arriving
+// after that queues one new job instead of joining the running one.
+// state/sqlite and state/postgres implement it in their sync_generations
+// table (migration 070); the daemon checks for it by type assertion.
+type JobGenerations interface {
+	// Generation returns pipeline's generation, 0 before its first job ran.
+	Generation(ctx context.Context, pipeline string) (int64, error)
+	// AdvanceGeneration sets pipeline's generation to from+1 if it is from
+	// (compare and set) and reports whether it did.
+	AdvanceGeneration(ctx context.Context, pipeline string, from int64) (bool, error)
 }

@@ -40,9 +40,14 @@ func newDaemonCmd(g *globals) *cobra.Command {
 (docs/daemon.md): Grist webhooks on POST /hooks/grist/{pipeline}/{table},
 the API on /api/..., /healthz, /readyz and /metrics.
 
+Runs are River jobs in the state database (docs/daemon.md, "Jobs and
+replicas"): several daemons on one Postgres share them, each pipeline
+running on one replica at a time.
+
 On the first signal the daemon stops taking triggers and lets running runs
 finish for daemon.grace_period, then cancels them (a cancelled run stops
-before its next commit); a second signal cancels them at once.
+before its next commit and its job is queued again); a second signal
+cancels them at once.
 
 The default address is 127.0.0.1:8080 (this machine only). On an address
 other machines can reach (":8080", "0.0.0.0:8080") the daemon refuses to
@@ -191,8 +196,9 @@ func (r *pipelineRunner) Run(ctx context.Context, name string, trigger state.Tri
 
 // remoteSync asks the daemon at base to run the named pipelines (all of
 // them when none is named, as GET /api/pipelines lists them) and prints
-// one line per queued trigger, or its JSON with asJSON. allowMassDelete
-// confirms mass deletes (allow_mass_delete=true).
+// one line per pipeline with the job that will run it (a new one, or the
+// one already queued that the request joined), or the job's JSON with
+// asJSON. allowMassDelete confirms mass deletes (allow_mass_delete=true).
 func remoteSync(ctx context.Context, g *globals, base, token string, names []string, asJSON, allowMassDelete bool) error {
 	if token == "" {
 		token = os.Getenv(envAPIToken)
@@ -244,16 +250,19 @@ func remoteSync(ctx context.Context, g *globals, base, token string, names []str
 	}
 	var failed []error
 	for _, n := range names {
-		var tr daemon.TriggerJSON
-		if err := call("POST", "/api/pipelines/"+url.PathEscape(n)+"/sync"+query, &tr); err != nil {
+		var j daemon.JobJSON
+		if err := call("POST", "/api/pipelines/"+url.PathEscape(n)+"/sync"+query, &j); err != nil {
 			failed = append(failed, err)
 			continue
 		}
-		if asJSON {
-			line, _ := json.Marshal(tr)
+		switch {
+		case asJSON:
+			line, _ := json.Marshal(j)
 			fmt.Fprintln(g.stdout, string(line))
-		} else {
-			fmt.Fprintf(g.stdout, "%s: queued as trigger %d on %s\n", n, tr.ID, u.Host)
+		case j.Coalesced:
+			fmt.Fprintf(g.stdout, "%s: joined job %d (%s, %s) on %s\n", n, j.ID, j.Mode, j.State, u.Host)
+		default:
+			fmt.Fprintf(g.stdout, "%s: queued as job %d on %s\n", n, j.ID, u.Host)
 		}
 	}
 	if len(failed) > 0 {

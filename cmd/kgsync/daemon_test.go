@@ -54,10 +54,11 @@ func TestDaemonRunsQuickstartFromRemoteSync(t *testing.T) {
 
 	code, out, errOut := kgsync(t, "sync", "--remote", srv.URL, "--token", token, "--json", "docs")
 	require.Equal(t, 0, code, errOut)
-	var tr daemon.TriggerJSON
+	var tr daemon.JobJSON
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &tr), out)
 	require.Equal(t, "docs", tr.Pipeline)
 	require.Equal(t, "incremental", tr.Mode)
+	require.Positive(t, tr.ID)
 
 	get := func(path string, v any) {
 		req, err := http.NewRequest("GET", srv.URL+path, nil)
@@ -72,8 +73,8 @@ func TestDaemonRunsQuickstartFromRemoteSync(t *testing.T) {
 		require.NoError(t, json.Unmarshal(body, v))
 	}
 	require.Eventually(t, func() bool {
-		get("/api/triggers/"+strconv.FormatInt(tr.ID, 10), &tr)
-		return tr.Status == "done"
+		get("/api/jobs/"+strconv.FormatInt(tr.ID, 10), &tr)
+		return tr.State == "completed"
 	}, 20*time.Second, 10*time.Millisecond)
 	var run daemon.RunJSON
 	get("/api/runs/"+strconv.FormatInt(tr.RunID, 10), &run)

@@ -37,6 +37,7 @@ type webhookHarness struct {
 	grist *gristtest.Server
 	bolt  *bolttest.Server
 	store state.Store
+	d     *daemon.Daemon
 	hooks *httptest.Server
 	seen  int // committed queries already looked at
 }
@@ -93,6 +94,7 @@ pipelines:
 	d, err := daemon.New(daemon.Options{Config: cfg, Store: h.store, Runner: &pipelineRunner{cfg: cfg, store: h.store, log: log},
 		Registerer: prometheus.NewRegistry(), Logger: log})
 	require.NoError(tb, err)
+	h.d = d
 	h.hooks = httptest.NewServer(d.Handler())
 	tb.Cleanup(h.hooks.Close)
 	runCtx, cancel := context.WithCancel(ctx)
@@ -121,14 +123,15 @@ pipelines:
 	return h
 }
 
-// waitIdle waits until no trigger is pending and the newest run is closed.
+// waitIdle waits until no run job is queued or running and the newest run
+// is closed.
 func (h *webhookHarness) waitIdle(tb testing.TB) {
 	tb.Helper()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(30 * time.Second)
 	for {
-		pending, err := h.store.(state.TriggerQueue).TriggerPending(context.Background())
+		pending, err := h.d.ActiveJobs(context.Background(), "")
 		require.NoError(tb, err)
 		runs, err := h.store.RunList(context.Background(), "tariff", 1)
 		require.NoError(tb, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -43,28 +42,10 @@ const (
 // replicaClient bounds every request to the daemons.
 var replicaClient = &http.Client{Timeout: 5 * time.Second}
 
-// TestReplicaProcessesShareOnePostgres runs two `kgsync daemon` processes
-// of the built binary with one config on one Postgres schema (docs/daemon.md,
-// "Shutdown and replicas"). Phase 1 sends 20 triggers of pipeline docs, in
-// pairs (one to each daemon at once), and checks in Postgres that the
-// pipeline's runs never overlapped in time, that every trigger was served by
-// exactly one succeeded run which started after the trigger was claimed, and
-// that every run served a trigger. Phase 2 holds pipeline slow's lock in a
-// run blocked on its embedding provider, SIGKILLs the process holding the
-// advisory lock, and checks that the survivor runs the dead run's claimed
-// trigger and a new one to success.
-func TestReplicaProcessesShareOnePostgres(t *testing.T) {
-	t.Parallel()
-	bin := crashtest.BuildKgsync(t, t.TempDir())
-	dsn, schema := pgtest.Schema(t)
-	db := pgtest.Connect(t)
-	dir := t.TempDir()
-	corpus := crashtest.CorpusDocs(t)
-	copyDocs(t, corpus, filepath.Join(dir, "docs"), "rfc7239.txt", "openchain-security-specification-1.1.md", "spdx-2.3-package-information.md")
-	copyDocs(t, corpus, filepath.Join(dir, "slow"), "rfc7239.txt", "openchain-security-specification-1.1.md")
-	emb := newGatedEmbedServer(t, "slow-v1", slowDims)
-
-	cfg := fmt.Sprintf(`state:
+// replicaConfig is a daemon config on Postgres schema with the API token,
+// the poll interval and the given pipelines section.
+func replicaConfig(dsn, schema, pipelines string) string {
+	return fmt.Sprintf(`state:
   driver: postgres
   dsn: %q
   schema: %s
@@ -88,7 +69,57 @@ daemon:
   grace_period: 1s
   verify_interval: 0s
 pipelines:
-  - name: docs
+%s`, dsn, schema, replicaToken, replicaPoll, pipelines)
+}
+
+// startReplicas starts n daemon processes of bin in dir and waits until
+// each answers /healthz.
+func startReplicas(t *testing.T, bin, dir, schema string, n int) []*replicaProcess {
+	t.Helper()
+	var procs []*replicaProcess
+	for i := range n {
+		procs = append(procs, startReplicaProcess(t, bin, dir, string(rune('a'+i))+"-"+schema))
+	}
+	for _, p := range procs {
+		waitFor(t, "daemon "+p.name+" answers /healthz", func() (bool, error) {
+			select {
+			case <-p.exited:
+				return false, fmt.Errorf("daemon %s exited: %s", p.name, p.logs.String())
+			default:
+			}
+			resp, err := replicaClient.Get(p.url + "/healthz")
+			if err != nil {
+				return false, nil //nolint:nilerr // not listening yet
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		})
+	}
+	return procs
+}
+
+// TestReplicaProcessesShareOnePostgres runs two `kgsync daemon` processes
+// of the built binary with one config on one Postgres schema (docs/daemon.md,
+// "Jobs and replicas"). Phase 1 sends 20 triggers of pipeline docs, in
+// pairs (one to each daemon at once), and checks in Postgres that the
+// pipeline's runs never overlapped in time, that every trigger's job
+// completed with a succeeded run that started after the trigger was sent,
+// and that every run served a trigger. Phase 2 holds pipeline slow's lock
+// in a run blocked on its embedding provider, SIGKILLs the process holding
+// the advisory lock, and checks that the survivor, with no new trigger,
+// takes the dead job over and runs it to success, then runs a new
+// trigger's job.
+func TestReplicaProcessesShareOnePostgres(t *testing.T) {
+	t.Parallel()
+	bin := crashtest.BuildKgsync(t, t.TempDir())
+	dsn, schema := pgtest.Schema(t)
+	db := pgtest.Connect(t)
+	dir := t.TempDir()
+	corpus := crashtest.CorpusDocs(t)
+	copyDocs(t, corpus, filepath.Join(dir, "docs"), "rfc7239.txt", "openchain-security-specification-1.1.md", "spdx-2.3-package-information.md")
+	copyDocs(t, corpus, filepath.Join(dir, "slow"), "rfc7239.txt", "openchain-security-specification-1.1.md")
+	emb := newGatedEmbedServer(t, "slow-v1", slowDims)
+	cfg := replicaConfig(dsn, schema, fmt.Sprintf(`  - name: docs
     sources:
       - name: docs
         files:
@@ -107,60 +138,52 @@ pipelines:
       - name: slow
         files:
           root: slow
-`, dsn, schema, replicaToken, replicaPoll, emb.srv.URL, slowDims)
+`, emb.srv.URL, slowDims))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kgsync.yaml"), []byte(cfg), 0o644))
-
-	a := startReplicaProcess(t, bin, dir, "a-"+schema)
-	b := startReplicaProcess(t, bin, dir, "b-"+schema)
-	procs := []*replicaProcess{a, b}
-	for _, p := range procs {
-		waitFor(t, "daemon "+p.name+" answers /healthz", func() (bool, error) {
-			select {
-			case <-p.exited:
-				return false, fmt.Errorf("daemon %s exited: %s", p.name, p.logs.String())
-			default:
-			}
-			resp, err := replicaClient.Get(p.url + "/healthz")
-			if err != nil {
-				return false, nil //nolint:nilerr // not listening yet
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK, nil
-		})
-	}
+	procs := startReplicas(t, bin, dir, schema, 2)
+	a, b := procs[0], procs[1]
 	runsTable := pgx.Identifier{schema, "runs"}.Sanitize()
-	triggersTable := pgx.Identifier{schema, "triggers"}.Sanitize()
 	ctx := t.Context()
 
-	// Phase 1: ten pairs of triggers, each pair sent to both daemons at once
-	// so that both wake for the lock; the next pair goes out once both are
-	// claimed, so triggers also arrive during runs.
-	var ids []int64
+	// Phase 1: ten pairs of triggers, each pair sent to both daemons at
+	// once; the next pair goes out once both jobs have started, so
+	// triggers also arrive during runs.
+	type sent struct {
+		job int64
+		at  time.Time
+	}
+	var all []sent
 	for round := range 10 {
 		first, second := procs[round%2], procs[1-round%2]
-		pair := []int64{first.trigger(t, "docs", "incremental").ID, second.trigger(t, "docs", "incremental").ID}
-		ids = append(ids, pair...)
-		for _, id := range pair {
-			waitFor(t, fmt.Sprintf("trigger %d claimed", id), func() (bool, error) {
-				s := a.triggerStatus(t, id).Status
-				return s == "claimed" || s == "done", nil
+		var pair []sent
+		for _, p := range []*replicaProcess{first, second} {
+			at := time.Now()
+			pair = append(pair, sent{p.trigger(t, "docs", "incremental").ID, at})
+		}
+		all = append(all, pair...)
+		for _, s := range pair {
+			waitFor(t, fmt.Sprintf("job %d started", s.job), func() (bool, error) {
+				st := a.job(t, s.job).State
+				return st == "running" || st == "completed", nil
 			})
 		}
 	}
-	for i, id := range ids {
+	byJob := map[int64]daemon.JobJSON{}
+	for i, s := range all {
 		p := procs[i%2]
-		waitFor(t, fmt.Sprintf("trigger %d done", id), func() (bool, error) {
-			return p.triggerStatus(t, id).Status == "done", nil
+		waitFor(t, fmt.Sprintf("job %d completed", s.job), func() (bool, error) {
+			j := p.job(t, s.job)
+			byJob[s.job] = j
+			return j.State == "completed", nil
 		})
 	}
 
 	runs := queryRuns(t, db, runsTable, "docs")
 	require.NotEmpty(t, runs)
-	require.LessOrEqual(t, len(runs), len(ids), "a run serves at least one trigger")
+	require.LessOrEqual(t, len(runs), len(all), "a run serves at least one trigger")
 	byID := map[int64]dbRun{}
 	for i, r := range runs {
 		require.Equal(t, "succeeded", r.status, "run %d: %s", r.id, r.err)
-		require.NotContains(t, strings.ToLower(r.err), "lock", "run %d", r.id)
 		require.NotNil(t, r.finished, "run %d", r.id)
 		if i > 0 {
 			prev := runs[i-1]
@@ -170,28 +193,12 @@ pipelines:
 		byID[r.id] = r
 	}
 	served := map[int64]int{}
-	rows, err := db.Query(ctx, `SELECT id, run_id, claimed_at, done_at FROM `+triggersTable+` WHERE id = ANY($1) ORDER BY id`, ids)
-	require.NoError(t, err)
-	type trow struct {
-		id, runID       int64
-		claimed, doneAt *time.Time
-	}
-	trs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (trow, error) {
-		var x trow
-		return x, r.Scan(&x.id, &x.runID, &x.claimed, &x.doneAt)
-	})
-	require.NoError(t, err)
-	require.Len(t, trs, len(ids))
-	for _, tr := range trs {
-		require.NotNil(t, tr.doneAt, "trigger %d", tr.id)
-		require.NotNil(t, tr.claimed, "trigger %d", tr.id)
-		run, ok := byID[tr.runID]
-		require.True(t, ok, "trigger %d names run %d, not a run of docs", tr.id, tr.runID)
-		// A run serves the triggers claimed before it started and marks
-		// them done after it finished (docs/daemon.md, steps 2 and 3).
-		require.False(t, run.started.Before(*tr.claimed), "trigger %d claimed at %v after its run %d started at %v", tr.id, *tr.claimed, run.id, run.started)
-		require.False(t, tr.doneAt.Before(*run.finished), "trigger %d done before its run %d finished", tr.id, run.id)
-		served[tr.runID]++
+	for _, s := range all {
+		j := byJob[s.job]
+		run, ok := byID[j.RunID]
+		require.True(t, ok, "job %d names run %d, not a run of docs", j.ID, j.RunID)
+		require.False(t, run.started.Before(s.at.Truncate(time.Microsecond)), "trigger sent at %v served by run %d started at %v", s.at, run.id, run.started)
+		served[j.RunID]++
 	}
 	require.Len(t, served, len(runs), "every run of docs served a trigger")
 	ranBy := map[string]int{}
@@ -200,11 +207,11 @@ pipelines:
 	}
 	require.Equal(t, len(runs), ranBy[a.name]+ranBy[b.name], "each run succeeded in one process")
 	t.Logf("phase 1: %d triggers served by %d runs of docs (process a ran %d, b ran %d), 0 overlaps",
-		len(ids), len(runs), ranBy[a.name], ranBy[b.name])
+		len(all), len(runs), ranBy[a.name], ranBy[b.name])
 
 	// Phase 2: a run of slow blocks at its first embedding request; the
 	// process holding slow's advisory lock is killed.
-	killedTrigger := a.trigger(t, "slow", "incremental")
+	killedJob := a.trigger(t, "slow", "incremental")
 	select {
 	case <-emb.entered:
 	case <-time.After(replicaWait):
@@ -216,16 +223,28 @@ pipelines:
 	if survivor == holder {
 		survivor = procs[1]
 	}
-	// The survivor polls the claimed, never-done trigger and finds the
-	// pipeline locked, without starting a run of its own.
-	waitFor(t, survivor.name+" finds slow locked", func() (bool, error) {
-		return survivor.lockBusy(t, "slow") >= 1, nil
-	})
+	// The survivor sees the job running (River's state is shared) and
+	// does not run slow itself.
+	slowState := func(p *replicaProcess) daemon.PipelineJSON {
+		var list struct{ Pipelines []daemon.PipelineJSON }
+		p.api(t, "GET", "/api/pipelines", &list)
+		for _, pl := range list.Pipelines {
+			if pl.Name == "slow" {
+				return pl
+			}
+		}
+		t.Fatal("no pipeline slow")
+		return daemon.PipelineJSON{}
+	}
+	st := slowState(survivor)
+	require.Equal(t, "running", st.State)
+	require.Len(t, st.Jobs, 1)
+	require.Equal(t, killedJob.ID, st.Jobs[0].ID)
+	time.Sleep(3 * replicaPoll)
 	slowRuns := queryRuns(t, db, runsTable, "slow")
 	require.Len(t, slowRuns, 1, "only the lock holder runs slow")
 	killed := slowRuns[0]
 	require.Equal(t, "running", killed.status)
-	require.Equal(t, "claimed", a.triggerStatus(t, killedTrigger.ID).Status)
 
 	killAt := time.Now()
 	require.NoError(t, holder.cmd.Process.Signal(syscall.SIGKILL))
@@ -243,31 +262,35 @@ pipelines:
 		return true, nil
 	})
 	emb.open()
-	// No new trigger yet: the survivor's poll alone must find the dead
-	// holder's claimed, never-done trigger and run it.
-	waitFor(t, fmt.Sprintf("the killed run's trigger %d done", killedTrigger.ID), func() (bool, error) {
-		return survivor.triggerStatus(t, killedTrigger.ID).Status == "done", nil
+	// No new trigger: the survivor's watch must find the dead job running
+	// with the lock free, take it over and run it.
+	var takenOver daemon.JobJSON
+	waitFor(t, fmt.Sprintf("the killed job %d taken over and completed", killedJob.ID), func() (bool, error) {
+		takenOver = survivor.job(t, killedJob.ID)
+		return takenOver.ID != killedJob.ID && takenOver.State == "completed", nil
 	})
-	reclaimed := survivor.triggerStatus(t, killedTrigger.ID)
-	newTrigger := survivor.trigger(t, "slow", "incremental")
-	waitFor(t, fmt.Sprintf("trigger %d of slow done", newTrigger.ID), func() (bool, error) {
-		return survivor.triggerStatus(t, newTrigger.ID).Status == "done", nil
+	require.Contains(t, takenOver.Replaces, killedJob.ID)
+	require.Equal(t, "incremental", takenOver.Mode)
+	followUp := survivor.trigger(t, "slow", "incremental")
+	require.NotEqual(t, takenOver.ID, followUp.ID)
+	waitFor(t, fmt.Sprintf("job %d of slow completed", followUp.ID), func() (bool, error) {
+		followUp = survivor.job(t, followUp.ID)
+		return followUp.State == "completed", nil
 	})
-	followUp := survivor.triggerStatus(t, newTrigger.ID)
 
 	slowRuns = queryRuns(t, db, runsTable, "slow")
-	require.Len(t, slowRuns, 3, "the killed run, the reclaimed trigger's run and the new trigger's run")
+	require.Len(t, slowRuns, 3, "the killed run, the taken-over job's run and the new trigger's run")
 	require.Equal(t, killed.id, slowRuns[0].id)
 	takeoverRun, followRun := slowRuns[1], slowRuns[2]
-	require.Equal(t, takeoverRun.id, reclaimed.RunID)
+	require.Equal(t, takeoverRun.id, takenOver.RunID)
 	require.Equal(t, followRun.id, followUp.RunID)
 	for _, r := range slowRuns[1:] {
 		require.Equal(t, "succeeded", r.status, "run %d: %s", r.id, r.err)
 		require.True(t, r.started.After(killAt), "run %d started before the kill", r.id)
 	}
 	require.False(t, followRun.started.Before(*takeoverRun.finished), "runs of slow overlap")
-	// Postgres frees the lock with the dead session, so the survivor starts
-	// within a poll or two; 15 polls is a generous bound for a loaded machine.
+	// The watch needs the lock seen free for max(poll_interval, 1 s); 15
+	// polls (3 s) is a generous bound for a loaded machine.
 	require.Less(t, takeoverRun.started.Sub(killAt), 15*replicaPoll, "takeover after the kill")
 	// The killed run stopped at its first embedding request, before any
 	// commit, so the survivor's first run found every record of slow new
@@ -278,9 +301,159 @@ pipelines:
 	require.Equal(t, stored, takeoverRun.counts.New)
 	require.Zero(t, followRun.counts.New)
 	require.Equal(t, []int64{takeoverRun.id, followRun.id}, survivor.logged("run succeeded", "slow"), "the survivor ran both")
-	t.Logf("phase 2: killed %s holding slow's lock in run %d (its row left %q, finished_at %v); lock released ≤%v after the kill; survivor %s's poll started run %d for the orphaned trigger %v after the kill (poll_interval %v); follow-up trigger ran as run %d; %d records stored",
-		holder.name, killed.id, slowRuns[0].status, slowRuns[0].finished, released.Round(time.Millisecond), survivor.name, takeoverRun.id,
-		takeoverRun.started.Sub(killAt).Round(time.Millisecond), replicaPoll, followRun.id, stored)
+	t.Logf("phase 2: killed %s holding slow's lock in run %d of job %d (its run row left %q); lock released ≤%v after the kill; survivor %s took the job over as job %d, whose run %d started %v after the kill (poll_interval %v); follow-up job %d ran as run %d; %d records stored",
+		holder.name, killed.id, killedJob.ID, slowRuns[0].status, released.Round(time.Millisecond), survivor.name, takenOver.ID, takeoverRun.id,
+		takeoverRun.started.Sub(killAt).Round(time.Millisecond), replicaPoll, followUp.ID, followRun.id, stored)
+}
+
+// TestReplicaProcessesManyPipelines runs 3 daemon processes on one
+// Postgres schema with 20 pipelines and sends each pipeline 200 triggers,
+// spread over the replicas (one in 25 asks for a full run). Every
+// trigger's job (or the job that replaced it) completes with a succeeded
+// run that started after the trigger was sent, no two runs of a pipeline
+// overlap, every run served a trigger, and the runs are spread over the
+// replicas.
+func TestReplicaProcessesManyPipelines(t *testing.T) {
+	t.Parallel()
+	const replicas, pipelines, triggers = 3, 20, 200
+	bin := crashtest.BuildKgsync(t, t.TempDir())
+	dsn, schema := pgtest.Schema(t)
+	db := pgtest.Connect(t)
+	dir := t.TempDir()
+	corpus := crashtest.CorpusDocs(t)
+	var pl strings.Builder
+	for i := range pipelines {
+		name := fmt.Sprintf("p%02d", i)
+		copyDocs(t, corpus, filepath.Join(dir, name), "openchain-security-specification-1.1.md")
+		fmt.Fprintf(&pl, "  - name: %s\n    sources:\n      - name: docs\n        files:\n          root: %s\n", name, name)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kgsync.yaml"), []byte(replicaConfig(dsn, schema, pl.String())), 0o644))
+	procs := startReplicas(t, bin, dir, schema, replicas)
+
+	type sent struct {
+		pipeline string
+		job      int64
+		at       time.Time
+	}
+	var (
+		mu  sync.Mutex
+		all []sent
+		wg  sync.WaitGroup
+	)
+	start := time.Now()
+	for i := range pipelines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("p%02d", i)
+			for k := range triggers {
+				mode := "incremental"
+				if k%25 == 24 {
+					mode = "full"
+				}
+				at := time.Now()
+				j := procs[(i+k)%replicas].trigger(t, name, mode)
+				mu.Lock()
+				all = append(all, sent{name, j.ID, at})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sentIn := time.Since(start)
+	river := pgx.Identifier{schema, "river_job"}.Sanitize()
+	waitFor(t, "every job finished", func() (bool, error) {
+		var n int
+		err := db.QueryRow(t.Context(), `SELECT count(*) FROM `+river+` WHERE kind = 'kgsync_sync'
+			AND state NOT IN ('completed', 'cancelled', 'discarded')`).Scan(&n)
+		return n == 0, err
+	})
+	drained := time.Since(start)
+
+	// The jobs as River keeps them: state, the run (output) and the ids
+	// each one replaced.
+	type row struct {
+		state    string
+		run      int64
+		replaces []int64
+	}
+	rows, err := db.Query(t.Context(), `SELECT id, state, coalesce((metadata->'output'->>'run_id')::bigint, 0),
+		coalesce(metadata->'replaces', '[]') FROM `+river+` WHERE kind = 'kgsync_sync'`)
+	require.NoError(t, err)
+	jobs := map[int64]row{}
+	replacedBy := map[int64]int64{}
+	for rows.Next() {
+		var id int64
+		var r row
+		var repl []byte
+		require.NoError(t, rows.Scan(&id, &r.state, &r.run, &repl))
+		require.NoError(t, json.Unmarshal(repl, &r.replaces))
+		jobs[id] = r
+		for _, old := range r.replaces {
+			if replacedBy[old] < id {
+				replacedBy[old] = id
+			}
+		}
+	}
+	require.NoError(t, rows.Err())
+
+	runsTable := pgx.Identifier{schema, "runs"}.Sanitize()
+	served := map[int64]bool{}
+	totalRuns := 0
+	for i := range pipelines {
+		name := fmt.Sprintf("p%02d", i)
+		runs := queryRuns(t, db, runsTable, name)
+		totalRuns += len(runs)
+		byID := map[int64]dbRun{}
+		for k, r := range runs {
+			require.Equal(t, "succeeded", r.status, "%s run %d: %s", name, r.id, r.err)
+			if k > 0 {
+				require.False(t, r.started.Before(*runs[k-1].finished), "%s: runs %d and %d overlap", name, runs[k-1].id, r.id)
+			}
+			byID[r.id] = r
+		}
+		for _, s := range all {
+			if s.pipeline != name {
+				continue
+			}
+			id := s.job
+			if by, ok := replacedBy[id]; ok {
+				id = by
+			}
+			j, ok := jobs[id]
+			require.True(t, ok, "%s: job %d (sent as %d) not in River", name, id, s.job)
+			require.Equal(t, "completed", j.state, "%s: job %d", name, id)
+			run, ok := byID[j.run]
+			require.True(t, ok, "%s: job %d names run %d, not one of %s", name, id, j.run, name)
+			require.False(t, run.started.Before(s.at.Truncate(time.Microsecond)), "%s: trigger sent at %v served by run %d started at %v", name, s.at, run.id, run.started)
+			served[run.id] = true
+		}
+		for _, r := range runs {
+			if !served[r.id] {
+				var ids []int64
+				for id, j := range jobs {
+					if j.run == r.id {
+						ids = append(ids, id)
+					}
+				}
+				t.Fatalf("%s: run %d served no trigger (River jobs naming it: %v)", name, r.id, ids)
+			}
+		}
+	}
+	ranBy := map[string]int{}
+	sum := 0
+	for _, p := range procs {
+		for i := range pipelines {
+			ranBy[p.name] += len(p.logged("run succeeded", fmt.Sprintf("p%02d", i)))
+		}
+		sum += ranBy[p.name]
+	}
+	require.Equal(t, totalRuns, sum, "each run succeeded in one process")
+	for _, p := range procs {
+		require.Greater(t, ranBy[p.name], totalRuns/(4*replicas), "replica %s ran %d of %d runs", p.name, ranBy[p.name], totalRuns)
+	}
+	t.Logf("%d replicas × %d pipelines × %d triggers: %d triggers sent in %v, all served by %d runs (a %d, b %d, c %d) after %v, 0 overlaps",
+		replicas, pipelines, triggers, len(all), sentIn.Round(time.Millisecond), totalRuns, ranBy["a"], ranBy["b"], ranBy["c"], drained.Round(time.Millisecond))
 }
 
 // copyDocs copies the named corpus documents into dir, which it creates.
@@ -396,39 +569,20 @@ func (p *replicaProcess) api(t *testing.T, method, path string, out any) {
 	}
 }
 
-func (p *replicaProcess) trigger(t *testing.T, pipeline, mode string) daemon.TriggerJSON {
+func (p *replicaProcess) trigger(t *testing.T, pipeline, mode string) daemon.JobJSON {
 	t.Helper()
-	var tr daemon.TriggerJSON
-	p.api(t, "POST", "/api/pipelines/"+pipeline+"/sync?mode="+mode, &tr)
-	require.Positive(t, tr.ID)
-	return tr
+	var j daemon.JobJSON
+	p.api(t, "POST", "/api/pipelines/"+pipeline+"/sync?mode="+mode, &j)
+	require.Positive(t, j.ID)
+	return j
 }
 
-func (p *replicaProcess) triggerStatus(t *testing.T, id int64) daemon.TriggerJSON {
+// job is GET /api/jobs/{id}: the job, or the one that replaced it.
+func (p *replicaProcess) job(t *testing.T, id int64) daemon.JobJSON {
 	t.Helper()
-	var tr daemon.TriggerJSON
-	p.api(t, "GET", "/api/triggers/"+strconv.FormatInt(id, 10), &tr)
-	return tr
-}
-
-// lockBusy reads kgsync_lock_busy_total{pipeline} from /metrics (0 when
-// the series does not exist yet).
-func (p *replicaProcess) lockBusy(t *testing.T, pipeline string) float64 {
-	t.Helper()
-	resp, err := replicaClient.Get(p.url + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	prefix := `kgsync_lock_busy_total{pipeline="` + pipeline + `"} `
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			require.NoError(t, err, sc.Text())
-			return f
-		}
-	}
-	require.NoError(t, sc.Err())
-	return 0
+	var j daemon.JobJSON
+	p.api(t, "GET", "/api/jobs/"+strconv.FormatInt(id, 10), &j)
+	return j
 }
 
 // logged returns the run ids of the process's JSON log lines with msg for

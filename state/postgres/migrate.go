@@ -4,6 +4,10 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"log/slog"
+
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/kgsync/kgsync/state"
 )
@@ -12,6 +16,9 @@ import (
 //
 //go:embed migration/*.up.sql
 var migrationFS embed.FS
+
+// discardLogger silences River's migrator, which logs each version at info.
+var discardLogger = slog.New(slog.DiscardHandler)
 
 // migrations returns the embedded migrations ordered by version.
 func migrations() ([]state.Migration, error) {
@@ -24,8 +31,18 @@ func migrations() ([]state.Migration, error) {
 // advisory lock (AdvisoryKey(schema, "migrate", "")), so concurrent callers
 // in any number of processes apply each version once. It is a no-op when
 // all are applied, and fails when the schema has a version this binary does
-// not know (a newer kgsync migrated it).
+// not know (a newer kgsync migrated it). Then it applies River's
+// migrations (river_migration records them) in the same schema, holding
+// the same lock as a session lock: River runs each of its migrations in a
+// transaction of its own, since some add enum values a later one uses.
 func (s *Store) Migrate(ctx context.Context) error {
+	if err := s.migrateState(ctx); err != nil {
+		return err
+	}
+	return s.migrateRiver(ctx)
+}
+
+func (s *Store) migrateState(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -67,6 +84,37 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("migrate schema %q: commit: %w", schema, err)
+	}
+	return nil
+}
+
+// migrateRiver applies River's pending migrations (rivermigrate, line
+// "main") to the store's schema under the schema's migration lock.
+func (s *Store) migrateRiver(ctx context.Context) error {
+	schema, err := s.schemaName(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate river in schema %q: acquire connection: %w", schema, err)
+	}
+	defer conn.Release()
+	key := AdvisoryKey(schema, "migrate", "")
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		return fmt.Errorf("migrate river in schema %q: lock: %w", schema, err)
+	}
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, key); err != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx)) // ends the session and with it the lock
+		}
+	}()
+	m, err := rivermigrate.New(riverpgxv5.New(s.pool), &rivermigrate.Config{Schema: schema, Logger: discardLogger})
+	if err != nil {
+		return fmt.Errorf("migrate river in schema %q: %w", schema, err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrate river in schema %q: %w", schema, err)
 	}
 	return nil
 }

@@ -71,6 +71,17 @@ func embeddedVersions(t *testing.T) []int64 {
 	return out
 }
 
+// riverVersions returns the River migrations recorded in schema.
+func riverVersions(t *testing.T, schema string) []int64 {
+	t.Helper()
+	rows, err := pgtest.Connect(t).Query(context.Background(),
+		`SELECT version FROM `+schema+`.river_migration WHERE line = 'main' ORDER BY version`)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	return out
+}
+
 func TestOpenCreatesSchemaAndMigratesOnce(t *testing.T) {
 	t.Parallel()
 	dsn, schema := pgtest.Schema(t)
@@ -81,6 +92,9 @@ func TestOpenCreatesSchemaAndMigratesOnce(t *testing.T) {
 	require.Equal(t, embeddedVersions(t), migrationVersions(t, schema))
 	require.NoError(t, s.Migrate(t.Context()))
 	require.Equal(t, embeddedVersions(t), migrationVersions(t, schema), "a second Migrate records nothing")
+	river := riverVersions(t, schema)
+	require.NotEmpty(t, river, "River's migrations run with kgsync's")
+	require.Equal(t, int64(1), river[0])
 	open(t, dsn, schema) // reopening an existing schema is fine
 }
 

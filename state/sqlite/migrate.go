@@ -4,6 +4,10 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"log/slog"
+
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/kgsync/kgsync/state"
 )
@@ -23,7 +27,8 @@ func migrations() ([]state.Migration, error) {
 // IMMEDIATE transaction, so concurrent callers (other processes included)
 // apply each version once. It is a no-op when all are applied, and fails
 // when the database has a version this binary does not know (a newer
-// kgsync migrated it).
+// kgsync migrated it). River's migrations (river_migration records them)
+// run in the same transaction, after kgsync's.
 func (s *Store) Migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
@@ -56,6 +61,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 			m.Version, micros(s.nowTime())); err != nil {
 			return fmt.Errorf("migrate: record %s: %w", m.Name, err)
 		}
+	}
+	rm, err := rivermigrate.New(riversqlite.New(s.db), &rivermigrate.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	if _, err := rm.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrate river: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migrate: commit: %w", err)

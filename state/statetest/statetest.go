@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,8 +48,8 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"LexicalIndex", testLexicalIndex},
 		{"LexicalCommitRejected", testLexicalCommitRejected},
-		{"TriggerQueue", testTriggerQueue},
-		{"TriggerClaimConcurrent", testTriggerClaimConcurrent},
+		{"JobGenerations", testJobGenerations},
+		{"AdvanceGenerationConcurrent", testAdvanceGenerationConcurrent},
 		{"Origins", testOrigins},
 		{"RunWarnings", testRunWarnings},
 	}
@@ -661,155 +662,71 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// triggerQueue returns s as a state.TriggerQueue; every backend implements it.
-func triggerQueue(t *testing.T, s state.Store) state.TriggerQueue {
+// generations returns s as a state.JobGenerations; every backend implements it.
+func generations(t *testing.T, s state.Store) state.JobGenerations {
 	t.Helper()
-	q, ok := s.(state.TriggerQueue)
-	require.True(t, ok, "%T does not implement state.TriggerQueue", s)
-	return q
+	g, ok := s.(state.JobGenerations)
+	require.True(t, ok, "%T does not implement state.JobGenerations", s)
+	return g
 }
 
-func triggerIDs(ts []state.QueuedTrigger) []int64 {
-	ids := make([]int64, 0, len(ts))
-	for _, tr := range ts {
-		ids = append(ids, tr.ID)
-	}
-	return ids
-}
-
-func testTriggerQueue(t *testing.T, s state.Store) {
+func testJobGenerations(t *testing.T, s state.Store) {
 	ctx := t.Context()
-	q := triggerQueue(t, s)
-	before := time.Now().Truncate(time.Microsecond)
-	pending, err := q.TriggerPending(ctx)
+	g := generations(t, s)
+	got, err := g.Generation(ctx, "a")
 	require.NoError(t, err)
-	require.Empty(t, pending)
+	require.Zero(t, got, "a pipeline starts at generation 0")
 
-	a1, err := q.TriggerAdd(ctx, "a", "incremental", state.TriggerWebhook)
+	ok, err := g.AdvanceGeneration(ctx, "a", 1)
 	require.NoError(t, err)
-	require.NotZero(t, a1.ID)
-	require.Equal(t, "a", a1.Pipeline)
-	require.Equal(t, "incremental", a1.Mode)
-	require.Equal(t, state.TriggerWebhook, a1.Reason)
-	require.False(t, a1.CreatedAt.Before(before), "created_at %v before %v", a1.CreatedAt, before)
-	require.True(t, a1.ClaimedAt.IsZero())
-	require.True(t, a1.DoneAt.IsZero())
-	a2, err := q.TriggerAdd(ctx, "a", "full", state.TriggerManual)
+	require.False(t, ok, "a is at 0, not 1")
+	ok, err = g.AdvanceGeneration(ctx, "a", 0)
 	require.NoError(t, err)
-	b1, err := q.TriggerAdd(ctx, "b", "reembed", state.TriggerCron)
+	require.True(t, ok)
+	ok, err = g.AdvanceGeneration(ctx, "a", 0)
 	require.NoError(t, err)
-	require.Greater(t, a2.ID, a1.ID)
-
-	got, err := q.TriggerGet(ctx, a1.ID)
+	require.False(t, ok, "a moved on to 1")
+	ok, err = g.AdvanceGeneration(ctx, "a", 1)
 	require.NoError(t, err)
-	require.True(t, a1.CreatedAt.Equal(got.CreatedAt))
-	got.CreatedAt = a1.CreatedAt
-	require.Equal(t, a1, got)
-	_, err = q.TriggerGet(ctx, b1.ID+1000)
-	require.ErrorIs(t, err, state.ErrNotFound)
-
-	pending, err = q.TriggerPending(ctx)
+	require.True(t, ok)
+	got, err = g.Generation(ctx, "a")
 	require.NoError(t, err)
-	require.Equal(t, []string{"a", "b"}, pending)
-
-	// Claiming hands out every pending trigger of the pipeline, oldest first,
-	// and nothing of other pipelines.
-	claimed, err := q.TriggerClaim(ctx, "a")
+	require.Equal(t, int64(2), got)
+	got, err = g.Generation(ctx, "b")
 	require.NoError(t, err)
-	require.Equal(t, []int64{a1.ID, a2.ID}, triggerIDs(claimed))
-	require.Equal(t, "full", claimed[1].Mode)
-	require.False(t, claimed[0].ClaimedAt.IsZero())
-
-	// Claimed but not done: a later claim (a new lock holder after the old
-	// one died) gets them again, together with newer ones.
-	a3, err := q.TriggerAdd(ctx, "a", "incremental", state.TriggerCron)
-	require.NoError(t, err)
-	claimed, err = q.TriggerClaim(ctx, "a")
-	require.NoError(t, err)
-	require.Equal(t, []int64{a1.ID, a2.ID, a3.ID}, triggerIDs(claimed))
-
-	require.NoError(t, q.TriggerDone(ctx, []int64{a1.ID, a2.ID, a3.ID}, 42))
-	require.NoError(t, q.TriggerDone(ctx, nil, 43), "no ids is a no-op")
-	claimed, err = q.TriggerClaim(ctx, "a")
-	require.NoError(t, err)
-	require.Empty(t, claimed)
-	got, err = q.TriggerGet(ctx, a2.ID)
-	require.NoError(t, err)
-	require.Equal(t, int64(42), got.RunID)
-	require.False(t, got.DoneAt.IsZero())
-	require.False(t, got.DoneAt.Before(got.CreatedAt))
-
-	pending, err = q.TriggerPending(ctx)
-	require.NoError(t, err)
-	require.Equal(t, []string{"b"}, pending)
-	got, err = q.TriggerGet(ctx, b1.ID)
-	require.NoError(t, err)
-	require.True(t, got.ClaimedAt.IsZero(), "claiming a left b alone")
+	require.Zero(t, got, "pipelines are counted apart")
+	_, err = g.AdvanceGeneration(ctx, "", 0)
+	require.Error(t, err)
 }
 
-// testTriggerClaimConcurrent adds triggers from several goroutines while
-// others claim and finish them: every trigger is done exactly once and
-// each claim that finished a trigger saw it pending.
-func testTriggerClaimConcurrent(t *testing.T, s state.Store) {
+// testAdvanceGenerationConcurrent races callers advancing from the same
+// generation: exactly one wins each round, as two replicas' jobs taking
+// turns at the pipeline lock rely on.
+func testAdvanceGenerationConcurrent(t *testing.T, s state.Store) {
 	ctx := t.Context()
-	q := triggerQueue(t, s)
-	const adders, perAdder = 4, 10
-	var wg sync.WaitGroup
-	added := make(chan int64, adders*perAdder)
-	for range adders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range perAdder {
-				tr, err := q.TriggerAdd(ctx, "p", "incremental", state.TriggerWebhook)
+	g := generations(t, s)
+	for round := range int64(5) {
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, err := g.AdvanceGeneration(ctx, "p", round)
 				if err != nil {
 					t.Error(err)
-					return
 				}
-				added <- tr.ID
-			}
-		}()
-	}
-	wg.Wait()
-	close(added)
-	var mu sync.Mutex
-	doneBy := map[int64]int64{}
-	var claimers sync.WaitGroup
-	for c := range 3 {
-		claimers.Add(1)
-		go func() {
-			defer claimers.Done()
-			// Claim and finish under a stand-in for the pipeline lock: the
-			// mutex, as the daemon does with Store.Lock.
-			mu.Lock()
-			defer mu.Unlock()
-			ts, err := q.TriggerClaim(ctx, "p")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			for _, tr := range ts {
-				if prev, dup := doneBy[tr.ID]; dup {
-					t.Errorf("trigger %d claimed again after being done by claimer %d", tr.ID, prev)
+				if ok {
+					wins.Add(1)
 				}
-				doneBy[tr.ID] = int64(c + 1)
-			}
-			if err := q.TriggerDone(ctx, triggerIDs(ts), int64(c+1)); err != nil {
-				t.Error(err)
-			}
-		}()
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, int32(1), wins.Load(), "round %d", round)
 	}
-	claimers.Wait()
-	var want []int64
-	for id := range added {
-		want = append(want, id)
-	}
-	require.Len(t, doneBy, len(want))
-	for _, id := range want {
-		got, err := q.TriggerGet(ctx, id)
-		require.NoError(t, err)
-		require.Equal(t, doneBy[id], got.RunID, "trigger %d", id)
-	}
+	got, err := g.Generation(ctx, "p")
+	require.NoError(t, err)
+	require.Equal(t, int64(5), got)
 }
 
 func lexRow(source, key, id, kind, text string) state.LexicalRow {
