@@ -155,6 +155,45 @@ type Pipeline struct {
 	// than this share of the pipeline's records stops before deleting
 	// (default 0.3; 1 disables the guard).
 	MaxDeleteRatio *float64 `yaml:"max_delete_ratio,omitempty"`
+	// Review publishes the pipeline's parsed documents to a Grist table
+	// pair where experts correct them, and reads their corrections back
+	// (docs/review.md). Only for pipelines with a files source.
+	Review *Review `yaml:"review,omitempty"`
+}
+
+// Review is the expert review of a files pipeline's documents in Grist:
+// kgsync keeps one row per document and one per element there, and an
+// expert's corrected text, exclusion or mandatory link reaches the graph on
+// the next run.
+type Review struct {
+	// Grist is the document holding the review tables.
+	Grist *ReviewGrist `yaml:"grist"`
+	// Sources are the files sources reviewed (default: every files source
+	// of the pipeline).
+	Sources []string `yaml:"sources,omitempty"`
+}
+
+// ReviewGrist is the Grist document of a review and its two tables, which
+// kgsync creates with their columns when missing (and `kgsync grist review
+// install PIPELINE` creates explicitly).
+type ReviewGrist struct {
+	// Server is the Grist server or team site URL, as for a grist source.
+	Server string `yaml:"server"`
+	// DocID is the document id from the document's URL.
+	DocID string `yaml:"doc_id"`
+	// APIKey is the API key of the account kgsync writes as; use ${ENV}.
+	// It needs edit access (owner access to create the tables).
+	APIKey string `yaml:"api_key"`
+	// DocumentsTable is the table of documents (default "Documents").
+	DocumentsTable string `yaml:"documents_table,omitempty"`
+	// ElementsTable is the table of elements (default "Elements").
+	ElementsTable string `yaml:"elements_table,omitempty"`
+	// MaxInFlight bounds concurrent requests to the document (default 4,
+	// at most 10).
+	MaxInFlight int `yaml:"max_in_flight,omitempty"`
+	// FullEvery is the interval of full reads of the experts' columns
+	// (default 24h); between them only what /compare reports is read.
+	FullEvery time.Duration `yaml:"full_every,omitempty"`
 }
 
 // Source configures one source; exactly one of its kinds is set.

@@ -73,6 +73,13 @@ func TestBadConfigs(t *testing.T) {
 			`source_names.bad.yaml:5: pipelines[0].sources[1].name: "files" is used twice in this pipeline`,
 			`source_names.bad.yaml:6: pipelines[0].sources[2].name: must match ^[a-z0-9][a-z0-9_-]*$, got "Bad Name"`,
 		},
+		"review.bad.yaml": {
+			`review.bad.yaml:6: pipelines[0].review.sources[0]: "nope" is not a files source of this pipeline`,
+			`review.bad.yaml:8: pipelines[0].review.grist.server: must be an http(s) URL`,
+			`review.bad.yaml:7: pipelines[0].review.grist.doc_id: required`,
+			`review.bad.yaml:11: pipelines[0].review.grist.elements_table: must be a Grist table id`,
+			`review.bad.yaml:15: pipelines[1].review: review needs a files source`,
+		},
 		"schedule.bad.yaml": {
 			`schedule.bad.yaml:3: pipelines[0].schedule: "*/61 * * * *" is not a valid schedule: step /61`,
 			`schedule.bad.yaml:7: pipelines[1].schedule: "CRON_TZ=Europe/Berlin 0 * * * *" is not a valid schedule: set the zone with time_zone`,
@@ -586,4 +593,15 @@ func TestDocsExamples(t *testing.T) {
 		_, err := config.Parse([]byte(b[1]), t.TempDir())
 		require.NoError(t, err, "docs/config.md yaml block %d:\n%s", i, b[1])
 	}
+}
+
+// TestReviewDefaults: a review section names only its Grist document; the
+// tables default to Documents and Elements.
+func TestReviewDefaults(t *testing.T) {
+	c, err := config.Load("testdata/review.good.yaml")
+	require.NoError(t, err)
+	g := c.Pipelines[0].Review.Grist
+	require.Equal(t, "Documents", g.DocumentsTable)
+	require.Equal(t, "Elements", g.ElementsTable)
+	require.Empty(t, c.Pipelines[0].Review.Sources, "every files source")
 }

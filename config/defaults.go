@@ -43,6 +43,8 @@ const (
 	DefaultDaemonMaxAttempts       = 5
 	DefaultDaemonRetryBackoff      = 10 * time.Second
 	DefaultDaemonVerify            = time.Hour
+	DefaultReviewDocumentsTable    = "Documents"
+	DefaultReviewElementsTable     = "Elements"
 )
 
 // The setDefaults methods fill the defaults that do not depend on other
@@ -88,6 +90,11 @@ func (p *Pipeline) setDefaults() {
 func (f *FilesSource) setDefaults() {
 	setZero(&f.MaxFileBytes, DefaultMaxFileBytes)
 	setZero(&f.Anchor, DefaultAnchor)
+}
+
+func (g *ReviewGrist) setDefaults() {
+	setZero(&g.DocumentsTable, DefaultReviewDocumentsTable)
+	setZero(&g.ElementsTable, DefaultReviewElementsTable)
 }
 
 func (c *Chunking) setDefaults() {

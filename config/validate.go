@@ -195,6 +195,9 @@ func (ck *checker) pipeline(at string, p *Pipeline) {
 		ck.model(at+".model", p.Model)
 	}
 	ck.mandatory(at, p.Mandatory)
+	if p.Review != nil {
+		ck.review(at+".review", p)
+	}
 	names := map[string]int{}
 	for j := range p.Sources {
 		s := &p.Sources[j]

@@ -182,3 +182,54 @@ func (ck *checker) mandatory(at string, ms []Mandatory) {
 		}
 	}
 }
+
+// gristTableID is a Grist table id (grist-api.md §1: [A-Za-z][A-Za-z0-9_]*).
+var gristTableID = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+
+// review validates a pipeline's review section.
+func (ck *checker) review(at string, p *Pipeline) {
+	r := p.Review
+	files := map[string]bool{}
+	for _, s := range p.Sources {
+		if s.Files != nil && s.Name != "" {
+			files[s.Name] = true
+		}
+	}
+	if len(files) == 0 {
+		ck.add(at, "review needs a files source in the pipeline: it publishes parsed documents")
+	}
+	for j, name := range r.Sources {
+		if !files[name] {
+			ck.add(fmt.Sprintf("%s.sources[%d]", at, j), "%q is not a files source of this pipeline", name)
+		}
+	}
+	g := r.Grist
+	if g == nil {
+		ck.add(at+".grist", "required: the Grist document holding the review tables (server, doc_id, api_key)")
+		return
+	}
+	gat := at + ".grist"
+	if u, err := url.Parse(g.Server); g.Server == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		ck.add(gat+".server", "must be an http(s) URL such as \"https://docs.getgrist.com\", got %q", g.Server)
+	}
+	if g.DocID == "" {
+		ck.add(gat+".doc_id", "required: the document id from the document's URL")
+	}
+	if g.APIKey == "" {
+		ck.add(gat+".api_key", "required: use ${GRIST_API_KEY}")
+	}
+	if g.MaxInFlight < 0 || g.MaxInFlight > 10 {
+		ck.add(gat+".max_in_flight", "must be 1..10 (Grist allows 10 requests in flight per document), got %d", g.MaxInFlight)
+	}
+	if g.FullEvery < 0 {
+		ck.add(gat+".full_every", "must be > 0, got %s", g.FullEvery)
+	}
+	for _, t := range []struct{ key, v string }{{"documents_table", g.DocumentsTable}, {"elements_table", g.ElementsTable}} {
+		if !gristTableID.MatchString(t.v) {
+			ck.add(gat+"."+t.key, "must be a Grist table id matching %s, got %q", gristTableID, t.v)
+		}
+	}
+	if strings.EqualFold(g.DocumentsTable, g.ElementsTable) {
+		ck.add(gat+".elements_table", "must differ from documents_table (Grist compares table ids ignoring case), both are %q", g.ElementsTable)
+	}
+}
