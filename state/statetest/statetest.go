@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 		{"AdvanceGenerationConcurrent", testAdvanceGenerationConcurrent},
 		{"Origins", testOrigins},
 		{"RunWarnings", testRunWarnings},
+		{"Review", testReview},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -881,4 +882,72 @@ func testRunWarnings(t *testing.T, s state.Store) {
 	list, err := s.RunList(ctx, "p", 1)
 	require.NoError(t, err)
 	require.Nil(t, list[0].Warnings)
+}
+
+// testReview: review documents and elements upsert, read back by
+// document, by row id and as the expert ones, delete with their document,
+// and stay per pipeline; a commit that lists an element twice writes
+// nothing.
+func testReview(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	rs, ok := s.(state.ReviewStore)
+	require.True(t, ok, "%T implements state.ReviewStore", s)
+	c := state.ReviewCommit{Pipeline: "p",
+		Documents: []state.ReviewDocument{{Doc: "docs:a.md", RowID: 1, Data: []byte(`{"t":1}`)}, {Doc: "docs:b.md", Pending: true, Data: []byte(`{}`)}},
+		Elements: []state.ReviewElement{
+			{Doc: "docs:a.md", Element: "docs:a.md › 1 › p1", RowID: 10, Data: []byte(`{"x":1}`)},
+			{Doc: "docs:a.md", Element: "docs:a.md › 1 › p2", RowID: 11, Expert: true, Data: []byte(`{"x":2}`)},
+			{Doc: "docs:b.md", Element: "docs:b.md › p1", RowID: 12, Flagged: true},
+			{Doc: "docs:b.md", Element: "docs:b.md › p2"},
+		}}
+	require.NoError(t, rs.ReviewCommit(ctx, c))
+	require.NoError(t, rs.ReviewCommit(ctx, state.ReviewCommit{Pipeline: "q",
+		Elements: []state.ReviewElement{{Doc: "docs:a.md", Element: "docs:a.md › 1 › p1", RowID: 10, Expert: true}}}))
+
+	els, err := rs.ReviewElements(ctx, "p", []string{"docs:a.md", "docs:none"})
+	require.NoError(t, err)
+	require.Len(t, els, 1)
+	require.Equal(t, c.Elements[:2], els["docs:a.md"])
+	rows, err := rs.ReviewRows(ctx, "p", []int64{11, 12, 99, 0})
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	require.Equal(t, "docs:b.md › p1", rows[12].Element)
+	require.True(t, rows[12].Flagged)
+	require.Empty(t, rows[12].Data, "no data reads back empty")
+	exp, err := rs.ReviewExpert(ctx, "p")
+	require.NoError(t, err)
+	require.Len(t, exp, 2)
+	require.Equal(t, "docs:a.md › 1 › p2", exp[0].Element)
+	docs, err := rs.ReviewDocuments(ctx, "p", nil)
+	require.NoError(t, err)
+	require.Len(t, docs, 2)
+	require.True(t, docs["docs:b.md"].Pending)
+	require.Equal(t, []byte(`{"t":1}`), docs["docs:a.md"].Data)
+	counts, err := rs.ReviewCounts(ctx, "p")
+	require.NoError(t, err)
+	require.Equal(t, state.ReviewCounts{Documents: 2, Elements: 4, Expert: 1, Flagged: 1, Pending: 1}, counts)
+
+	// Upsert keeps the key, changes the rest; deletes go first.
+	require.NoError(t, rs.ReviewCommit(ctx, state.ReviewCommit{Pipeline: "p",
+		DeleteDocuments: []string{"docs:b.md"},
+		DeleteElements:  []state.ReviewRef{{Doc: "docs:a.md", Element: "docs:a.md › 1 › p1"}},
+		Documents:       []state.ReviewDocument{{Doc: "docs:a.md", RowID: 1, Pending: true}},
+		Elements:        []state.ReviewElement{{Doc: "docs:a.md", Element: "docs:a.md › 1 › p2", RowID: 13, Data: []byte(`{"x":3}`)}},
+	}))
+	counts, err = rs.ReviewCounts(ctx, "p")
+	require.NoError(t, err)
+	require.Equal(t, state.ReviewCounts{Documents: 1, Elements: 1, Pending: 1}, counts)
+	rows, err = rs.ReviewRows(ctx, "p", []int64{11, 13})
+	require.NoError(t, err)
+	require.Equal(t, map[int64]state.ReviewElement{13: {Doc: "docs:a.md", Element: "docs:a.md › 1 › p2", RowID: 13, Data: []byte(`{"x":3}`)}}, rows)
+	other, err := rs.ReviewCounts(ctx, "q")
+	require.NoError(t, err)
+	require.Equal(t, state.ReviewCounts{Elements: 1, Expert: 1}, other, "pipelines are apart")
+
+	err = rs.ReviewCommit(ctx, state.ReviewCommit{Pipeline: "p", DeleteDocuments: []string{"docs:a.md"},
+		Elements: []state.ReviewElement{{Doc: "d", Element: "e"}, {Doc: "d", Element: "e"}}})
+	require.ErrorContains(t, err, "listed twice")
+	counts, err = rs.ReviewCounts(ctx, "p")
+	require.NoError(t, err)
+	require.Equal(t, 1, counts.Documents, "a refused commit writes nothing")
 }
