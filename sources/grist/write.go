@@ -307,39 +307,65 @@ func batches[T any](items []T, name func(int) string) ([][]T, error) {
 
 // AddRecords adds rows (each a map colId → value in /records normal
 // encoding) in batches within the request limits (POST /records) and
-// returns their new row ids in order. Give every row the same columns:
-// Grist fills the others with empty values. On error, the ids of the
-// batches sent before it are returned with it.
+// returns their new row ids in order. Rows with different sets of columns
+// go in different requests, so that Grist never fills a column a row did
+// not name. On error, the ids of the rows added before it are returned
+// with it (0 for the others).
 func (w *Writer) AddRecords(ctx context.Context, table string, rows []map[string]any) ([]int64, error) {
 	type rec struct {
 		Fields map[string]any `json:"fields"`
 	}
-	recs := make([]rec, len(rows))
+	groups := map[string][]int{}
+	var order []string
 	for i, r := range rows {
-		recs[i] = rec{Fields: r}
-	}
-	parts, err := batches(recs, func(i int) string { return fmt.Sprintf("grist document %s table %s: new row %d", w.doc, table, i) })
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]int64, 0, len(rows))
-	for _, part := range parts {
-		var out struct {
-			Records []struct {
-				ID int64 `json:"id"`
-			} `json:"records"`
+		k := fieldSet(r)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
 		}
-		if err := w.call(ctx, http.MethodPost, "/tables/"+url.PathEscape(table)+"/records", nil, map[string]any{"records": part}, table, "add rows", &out); err != nil {
+		groups[k] = append(groups[k], i)
+	}
+	ids := make([]int64, len(rows))
+	for _, k := range order {
+		at := groups[k]
+		recs := make([]rec, len(at))
+		for i, j := range at {
+			recs[i] = rec{Fields: rows[j]}
+		}
+		parts, err := batches(recs, func(i int) string { return fmt.Sprintf("grist document %s table %s: new row %d", w.doc, table, at[i]) })
+		if err != nil {
 			return ids, err
 		}
-		if len(out.Records) != len(part) {
-			return ids, fmt.Errorf("grist document %s table %s: add rows: %d ids for %d rows", w.doc, table, len(out.Records), len(part))
-		}
-		for _, r := range out.Records {
-			ids = append(ids, r.ID)
+		n := 0
+		for _, part := range parts {
+			var out struct {
+				Records []struct {
+					ID int64 `json:"id"`
+				} `json:"records"`
+			}
+			if err := w.call(ctx, http.MethodPost, "/tables/"+url.PathEscape(table)+"/records", nil, map[string]any{"records": part}, table, "add rows", &out); err != nil {
+				return ids, err
+			}
+			if len(out.Records) != len(part) {
+				return ids, fmt.Errorf("grist document %s table %s: add rows: %d ids for %d rows", w.doc, table, len(out.Records), len(part))
+			}
+			for _, r := range out.Records {
+				ids[at[n]] = r.ID
+				n++
+			}
 		}
 	}
 	return ids, nil
+}
+
+// fieldSet is a row's sorted column names, as a map key.
+func fieldSet(r map[string]any) string {
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b, _ := json.Marshal(keys)
+	return string(b)
 }
 
 // UpdateRecords sets fields of existing rows (PATCH /records) in batches
@@ -354,16 +380,11 @@ func (w *Writer) UpdateRecords(ctx context.Context, table string, rows []Row) er
 	groups := map[string][]rec{}
 	var order []string
 	for _, r := range rows {
-		keys := make([]string, 0, len(r.Fields))
-		for k := range r.Fields {
-			keys = append(keys, k)
+		k := fieldSet(r.Fields)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
 		}
-		slices.Sort(keys)
-		k, _ := json.Marshal(keys)
-		if _, ok := groups[string(k)]; !ok {
-			order = append(order, string(k))
-		}
-		groups[string(k)] = append(groups[string(k)], rec{ID: r.ID, Fields: r.Fields})
+		groups[k] = append(groups[k], rec{ID: r.ID, Fields: r.Fields})
 	}
 	for _, k := range order {
 		parts, err := batches(groups[k], func(i int) string {

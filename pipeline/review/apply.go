@@ -1,0 +1,432 @@
+package review
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/state"
+)
+
+// data is what state keeps of one element besides its ids and row
+// (state.ReviewElement.Data).
+type data struct {
+	Kind string `json:"kind,omitempty"`
+	Pos  int    `json:"pos"`
+	// Parent is the element's parent id, Address its address as
+	// published: what matching an element that lost its id looks at.
+	Parent  string `json:"parent,omitempty"`
+	Address string `json:"addr,omitempty"`
+	// Parsed is the text hash of the parsed text last published, Pub the
+	// hash of the cells kgsync wrote last (0 = write them).
+	Parsed uint64 `json:"parsed,omitempty"`
+	Pub    uint64 `json:"pub,omitempty"`
+
+	// The expert's input, as last read back.
+	Corrected string  `json:"corrected,omitempty"`
+	Exclude   bool    `json:"exclude,omitempty"`
+	With      []int64 `json:"with,omitempty"` // mandatory_with: row ids
+	Note      string  `json:"note,omitempty"`
+	By        string  `json:"by,omitempty"`
+	At        string  `json:"at,omitempty"`
+	// Base and BaseText are the parsed text the expert's input was given
+	// against (its text hash and the text): a correction whose element's
+	// parsed text is no longer Base is a conflict.
+	Base     uint64 `json:"base,omitempty"`
+	BaseText string `json:"base_text,omitempty"`
+
+	// Flag is needs_review as Grist has it (read back or written); Reason
+	// the review_reason kgsync wrote.
+	Flag   bool   `json:"flag,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Status is "" while the element is in its document, StatusMissing
+	// once it left it, StatusDeleted once its document was deleted.
+	Status string `json:"status,omitempty"`
+	// Push says the expert's cells must be written to Grist (kgsync moved
+	// an edit of parsed_text to corrected_text, or restores rows lost in
+	// Grist).
+	Push bool `json:"push,omitempty"`
+}
+
+// Element statuses (the Elements table's status column).
+const (
+	StatusCurrent = "current"
+	StatusMissing = "missing"
+	StatusDeleted = "document deleted"
+)
+
+func (d *data) expert() bool {
+	return d.Corrected != "" || d.Exclude || len(d.With) > 0 || d.Note != ""
+}
+
+// elem is one stored element, decoded.
+type elem struct {
+	state.ReviewElement
+	d data
+}
+
+func decodeElem(e state.ReviewElement) (elem, error) {
+	out := elem{ReviewElement: e}
+	if len(e.Data) > 0 {
+		if err := json.Unmarshal(e.Data, &out.d); err != nil {
+			return out, fmt.Errorf("review element %q: %w", e.Element, err)
+		}
+	}
+	return out, nil
+}
+
+func (e *elem) encode() state.ReviewElement {
+	r := e.ReviewElement
+	r.Data, _ = json.Marshal(e.d)
+	r.Expert = e.d.expert()
+	r.Flagged = e.d.Flag || e.d.Status == StatusMissing || e.d.Status == StatusDeleted
+	return r
+}
+
+// parsed is one element of a parsed document, in document order.
+type parsed struct {
+	ID, Parent, Kind, Address, Citation, Heading string
+	// Text is a leaf's text, a section's title; Hash its text hash.
+	Text string
+	Hash uint64
+	Pos  int
+	node *chunker.Element
+	up   *chunker.Element // parent node
+}
+
+// listElements walks a parsed tree as the graph does (pipeline
+// buildDocGraph): every child of the root and below is an element, a
+// section when it has children or is a section or annex.
+func listElements(docID string, root *chunker.Element) []parsed {
+	var out []parsed
+	var walk func(e *chunker.Element, path string, headings []string)
+	walk = func(e *chunker.Element, path string, headings []string) {
+		for _, c := range e.Children {
+			id := path + chunker.PathSep + c.Address
+			p := parsed{ID: id, Parent: path, Kind: string(c.Kind), Address: c.Address, Citation: c.Citation,
+				Heading: strings.Join(headings, chunker.PathSep), Pos: len(out), node: c, up: e}
+			section := len(c.Children) > 0 || c.Kind == chunker.KindSection || c.Kind == chunker.KindAnnex
+			if section {
+				p.Text = c.Title
+			} else {
+				p.Text = c.Text
+			}
+			p.Hash = diff.TextHash(p.Text)
+			out = append(out, p)
+			if section {
+				h := headings
+				if c.Title != "" {
+					h = append(headings[:len(headings):len(headings)], c.Title)
+				}
+				walk(c, id, h)
+			}
+		}
+	}
+	walk(root, docID, nil)
+	return out
+}
+
+// Provenance is where an element's text in the graph came from.
+type Provenance struct {
+	// Source is "expert" for a corrected element, "parsed" otherwise.
+	Source string
+	// By and At are who corrected it and when (ISO 8601), when Grist's
+	// corrected_by / corrected_at columns say.
+	By, At string
+	// Parsed is the parsed text a correction replaced.
+	Parsed string
+	// Conflict says the parsed text changed since the correction was made
+	// (the correction is kept; the row needs review).
+	Conflict bool
+	// Note is the expert's note.
+	Note string
+}
+
+// Provenance sources.
+const (
+	SourceParsed = "parsed"
+	SourceExpert = "expert"
+)
+
+// assignment is what one parsed element gets: the stored row it is
+// published as (nil: a new row) and the expert input it carries.
+type assignment struct {
+	p        parsed
+	row      *elem // stored row, nil when new
+	conflict bool
+}
+
+// Applied is one document's review overlay for one run: what Apply did to
+// its tree and what Publish must write.
+type Applied struct {
+	Source, Key, DocID string
+	// Prov is, by element id, where the text of each element of the
+	// graph came from (every element; corrected ones have SourceExpert).
+	Prov map[string]Provenance
+	// Excluded are the ids of the elements the expert excluded (they are
+	// not in the tree any more).
+	Excluded []string
+	// Corrections, Conflicts and Missing count corrected elements,
+	// corrections whose parsed text changed, and elements with expert
+	// input that left the document.
+	Corrections, Conflicts, Missing int
+
+	elements []assignment
+	gone     []*elem // stored rows no element took
+	stored   map[string]*elem
+	dups     []int64 // rows to delete: duplicates found reconciling
+	doc      *state.ReviewDocument
+	chunks   map[string][]string // element id → chunk ids
+	info     DocInfo
+	noise    []chunker.Noise
+}
+
+// DocInfo is what the Documents row says of a document besides its
+// elements.
+type DocInfo struct {
+	Path, Title, Format string
+	Size                int64
+	ContentHash         string
+	Chunks              int
+	Unresolved          []string
+}
+
+// SetChunks records which chunks hold each element (chunker.Chunk
+// Elements; a section is held by the chunks of its first leaf).
+func (a *Applied) SetChunks(chunks []chunker.Chunk) {
+	a.chunks = map[string][]string{}
+	for _, c := range chunks {
+		for _, e := range c.Elements {
+			if l := a.chunks[e]; len(l) == 0 || l[len(l)-1] != c.ID {
+				a.chunks[e] = append(l, c.ID)
+			}
+		}
+	}
+	a.info.Chunks = len(chunks)
+}
+
+// SetInfo records the document's row fields.
+func (a *Applied) SetInfo(info DocInfo) { a.info = info }
+
+// ChunkSource returns where a chunk's text came from: SourceExpert when
+// one of the elements it covers, or a section above them, was corrected;
+// and the corrected elements, with the latest correction's author and time.
+func (a *Applied) ChunkSource(elements []string, parent string) (src string, corrected []string, by, at string) {
+	src = SourceParsed
+	seen := map[string]bool{}
+	check := func(id string) {
+		p, ok := a.Prov[id]
+		if !ok || p.Source != SourceExpert || seen[id] {
+			return
+		}
+		seen[id] = true
+		src = SourceExpert
+		corrected = append(corrected, id)
+		if p.At >= at {
+			by, at = p.By, p.At
+		}
+	}
+	for _, e := range elements {
+		check(e)
+	}
+	for p := parent; p != a.DocID && p != ""; {
+		check(p)
+		i := strings.LastIndex(p, chunker.PathSep)
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return src, corrected, by, at
+}
+
+// words are a text's lower-case words, for the similarity of a changed
+// element to the one it was.
+func words(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		out[w] = true
+	}
+	return out
+}
+
+// similarity is the Jaccard index of two texts' word sets.
+func similarity(a, b string) float64 {
+	wa, wb := words(a), words(b)
+	if len(wa) == 0 || len(wb) == 0 {
+		return 0
+	}
+	both := 0
+	for w := range wa {
+		if wb[w] {
+			both++
+		}
+	}
+	return float64(both) / float64(len(wa)+len(wb)-both)
+}
+
+// minSimilarity is how alike (Jaccard over words) an element that lost its
+// id must be to the text an expert's input was given against to take it.
+const minSimilarity = 0.5
+
+// match assigns stored rows to parsed elements. Rows that must not be lost
+// (expert input, or the target of another row's mandatory link: sticky)
+// are matched first, in four passes, each claiming elements the earlier
+// ones left: the same element id with the same parsed text; the same text
+// under another id (a renumbered or moved element); the same id with
+// another text (a conflict when it carries a correction); a changed
+// element of the same kind under the same parent whose words are at least
+// minSimilarity alike (an element keyed by its text whose text changed,
+// also a conflict). Other rows go to the element with their id. Rows no
+// element took are gone (and kept, marked, when sticky).
+func match(elements []parsed, stored []*elem, sticky func(*elem) bool) ([]assignment, []*elem) {
+	out := make([]assignment, len(elements))
+	byID := map[string]int{}
+	for i, p := range elements {
+		out[i].p = p
+		byID[p.ID] = i
+	}
+	taken := make([]bool, len(stored))
+	claim := func(si, pi int, conflict bool) {
+		taken[si] = true
+		out[pi].row = stored[si]
+		out[pi].conflict = conflict
+	}
+	base := func(e *elem) uint64 {
+		if e.d.Base != 0 {
+			return e.d.Base
+		}
+		return e.d.Parsed
+	}
+	var stick []int
+	for si, e := range stored {
+		if sticky(e) {
+			stick = append(stick, si)
+		}
+	}
+	// 1. Same id, same text.
+	for _, si := range stick {
+		if pi, ok := byID[stored[si].Element]; ok && out[pi].row == nil && elements[pi].Hash == base(stored[si]) {
+			claim(si, pi, false)
+		}
+	}
+	// 2. Same text elsewhere.
+	byHash := map[uint64][]int{}
+	for pi, p := range elements {
+		byHash[p.Hash] = append(byHash[p.Hash], pi)
+	}
+	for _, si := range stick {
+		if taken[si] {
+			continue
+		}
+		for _, pi := range byHash[base(stored[si])] {
+			if out[pi].row == nil && elements[pi].Text != "" {
+				claim(si, pi, false)
+				break
+			}
+		}
+	}
+	// 3. Same id, another text.
+	for _, si := range stick {
+		if taken[si] {
+			continue
+		}
+		if pi, ok := byID[stored[si].Element]; ok && out[pi].row == nil {
+			claim(si, pi, stored[si].d.Corrected != "")
+		}
+	}
+	// 4. A like element under the same parent.
+	rowOf := map[string]bool{}
+	for _, e := range stored {
+		rowOf[e.Element] = true
+	}
+	for _, si := range stick {
+		e := stored[si]
+		if taken[si] || e.d.BaseText == "" {
+			continue
+		}
+		best, bestSim := -1, minSimilarity
+		for pi, p := range elements {
+			if out[pi].row != nil || p.Parent != e.d.Parent || p.Kind != e.d.Kind {
+				continue
+			}
+			if rowOf[p.ID] && p.ID != e.Element {
+				continue // an element that has its own row: not the one that changed
+			}
+			if sim := similarity(e.d.BaseText, p.Text); sim >= bestSim {
+				best, bestSim = pi, sim
+			}
+		}
+		if best >= 0 {
+			claim(si, best, e.d.Corrected != "")
+		}
+	}
+	// Other rows: their own element.
+	for si, e := range stored {
+		if taken[si] || sticky(e) {
+			continue
+		}
+		if pi, ok := byID[e.Element]; ok && out[pi].row == nil {
+			claim(si, pi, false)
+		}
+	}
+	var gone []*elem
+	for si, e := range stored {
+		if !taken[si] {
+			gone = append(gone, e)
+		}
+	}
+	return out, gone
+}
+
+// overlay applies the assigned expert input to the tree: a corrected text
+// replaces a leaf's text or a section's title, an excluded element leaves
+// its parent (with everything under it). It fills a.Prov.
+func (a *Applied) overlay() {
+	a.Prov = make(map[string]Provenance, len(a.elements))
+	drop := map[*chunker.Element]map[*chunker.Element]bool{}
+	for _, as := range a.elements {
+		p, e := as.p, as.row
+		prov := Provenance{Source: SourceParsed}
+		if e != nil {
+			prov.Note = e.d.Note
+			if e.d.Exclude {
+				a.Excluded = append(a.Excluded, p.ID)
+				if drop[p.up] == nil {
+					drop[p.up] = map[*chunker.Element]bool{}
+				}
+				drop[p.up][p.node] = true
+			}
+			if e.d.Corrected != "" {
+				as.conflict = e.d.Base != 0 && e.d.Base != p.Hash
+				prov = Provenance{Source: SourceExpert, By: e.d.By, At: e.d.At, Parsed: p.Text, Conflict: as.conflict, Note: e.d.Note}
+				if p.Kind == string(chunker.KindSection) || p.Kind == string(chunker.KindAnnex) || len(p.node.Children) > 0 {
+					p.node.Title = e.d.Corrected
+				} else {
+					p.node.Text = e.d.Corrected
+				}
+				a.Corrections++
+				if as.conflict {
+					a.Conflicts++
+				}
+			}
+		}
+		a.Prov[p.ID] = prov
+	}
+	for up, set := range drop {
+		up.Children = slices.DeleteFunc(up.Children, func(c *chunker.Element) bool { return set[c] })
+	}
+	// Excluded sections take their elements with them.
+	for _, x := range a.Excluded {
+		for id := range a.Prov {
+			if strings.HasPrefix(id, x+chunker.PathSep) {
+				delete(a.Prov, id)
+			}
+		}
+		delete(a.Prov, x)
+	}
+}

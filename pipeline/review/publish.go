@@ -1,0 +1,611 @@
+package review
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/sources/grist"
+	"github.com/kgsync/kgsync/state"
+)
+
+// Reasons kgsync gives in review_reason.
+const (
+	reasonConflict = "The parsed text changed since this correction was made: corrected_from holds the parsed text then, parsed_text the text now. " +
+		"The correction still applies; check it against the new text, then untick needs_review."
+	reasonMissing = "This element is no longer in the document (it was at %s). Its expert input is kept here and applies to nothing; " +
+		"copy it to the element that replaced it, or delete this row to drop it."
+	reasonDeleted = "The document was deleted. This row is kept for its expert input; delete it to drop the input."
+)
+
+// Apply overlays the expert input kept for document docID on its parsed
+// tree (root, as chunker.Parse returned it): corrected texts replace
+// elements' texts (a section's title), excluded elements leave the tree.
+// It matches stored rows to the parsed elements (match), so that input
+// follows an element that was renumbered or moved and a changed element's
+// correction is kept and flagged. A document whose last publish did not
+// finish is first reconciled with the rows Grist has. The returned Applied
+// is given to Publish after the document's batch is committed.
+func (r *Review) Apply(ctx context.Context, source, key, docID string, root *chunker.Element) (*Applied, error) {
+	p := r.cfg.Pipeline
+	got, err := r.cfg.Store.ReviewElements(ctx, p, []string{docID})
+	if err != nil {
+		return nil, err
+	}
+	docs, err := r.cfg.Store.ReviewDocuments(ctx, p, []string{docID})
+	if err != nil {
+		return nil, err
+	}
+	a := &Applied{Source: source, Key: key, DocID: docID, stored: map[string]*elem{}}
+	if d, ok := docs[docID]; ok {
+		a.doc = &d
+	} else {
+		a.doc = &state.ReviewDocument{Doc: docID}
+	}
+	stored := make([]*elem, 0, len(got[docID]))
+	for _, se := range got[docID] {
+		e, err := decodeElem(se)
+		if err != nil {
+			return nil, err
+		}
+		stored = append(stored, &e)
+	}
+	if a.doc.Pending || r.Pending(docID) {
+		if rs, dups, err := r.reconcile(ctx, a.doc, stored); err != nil {
+			r.log.Warn("review: reconcile with Grist failed; publishing from state", "document", docID, "err", err)
+		} else {
+			stored, a.dups = rs, dups
+		}
+	}
+	for _, e := range stored {
+		a.stored[e.Element] = e
+	}
+	a.elements, a.gone = match(listElements(docID, root), stored, r.sticky)
+	a.overlay()
+	a.noise = root.Noise
+	return a, nil
+}
+
+// reconcile brings stored in line with the rows Grist holds for doc, after
+// a publish that may have written rows state does not know (its answer
+// lost) or lost rows (deleted meanwhile): it adopts rows of known elements,
+// takes the expert input of rows state lost, and returns the duplicates to
+// delete. Every row is rewritten afterwards.
+func (r *Review) reconcile(ctx context.Context, doc *state.ReviewDocument, stored []*elem) ([]*elem, []int64, error) {
+	if doc.RowID == 0 {
+		rows, err := r.w.Records(ctx, r.cfg.DocumentsTable, map[string][]any{ColDocument: {doc.Doc}})
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(rows) > 0 {
+			doc.RowID = rows[0].ID
+		}
+	}
+	byRow := map[int64]*elem{}
+	byElem := map[string]*elem{}
+	for _, e := range stored {
+		e.d.Pub = 0
+		if e.RowID != 0 {
+			byRow[e.RowID] = e
+		}
+		byElem[e.Element] = e
+	}
+	if doc.RowID == 0 {
+		for _, e := range stored {
+			if e.RowID != 0 {
+				e.RowID, e.d.Push = 0, e.d.expert()
+			}
+		}
+		return stored, nil, nil
+	}
+	rows, err := r.w.Records(ctx, r.cfg.ElementsTable, map[string][]any{ColDoc: {doc.RowID}})
+	if err != nil {
+		return nil, nil, err
+	}
+	var dups []int64
+	present := map[int64]bool{}
+	for _, row := range rows {
+		present[row.ID] = true
+		if _, ok := byRow[row.ID]; ok {
+			continue
+		}
+		in := readInput(row.Fields)
+		e, known := byElem[in.Element]
+		hasInput := in.Corrected != "" || in.Exclude || len(in.With) > 0 || in.Note != ""
+		switch {
+		case known && e.RowID == 0:
+			e.RowID = row.ID
+			byRow[row.ID] = e
+			take(e, in)
+		case known && hasInput && !e.d.expert():
+			dups = append(dups, e.RowID)
+			delete(byRow, e.RowID)
+			e.RowID = row.ID
+			byRow[row.ID] = e
+			take(e, in)
+		case !known && hasInput && in.Element != "":
+			ne := &elem{ReviewElement: state.ReviewElement{Doc: doc.Doc, Element: in.Element, RowID: row.ID}}
+			take(ne, in)
+			stored = append(stored, ne)
+			byElem[in.Element] = ne
+			byRow[row.ID] = ne
+		case hasInput:
+			r.warn("review: Elements row %d duplicates element %q with expert input of its own; kgsync keeps row %d and leaves this one", row.ID, in.Element, e.RowID)
+		default:
+			dups = append(dups, row.ID)
+		}
+	}
+	for _, e := range stored {
+		if e.RowID != 0 && !present[e.RowID] {
+			e.RowID, e.d.Push = 0, e.d.expert()
+		}
+	}
+	slices.Sort(dups)
+	return stored, dups, nil
+}
+
+// expertCells are an element's expert columns as Grist stores them, for
+// rows kgsync writes on the expert's behalf (Push).
+func expertCells(d *data, cells map[string]any) {
+	cells[ColCorrectedText] = d.Corrected
+	cells[ColExclude] = d.Exclude
+	if len(d.With) > 0 {
+		l := []any{"L"}
+		for _, id := range d.With {
+			l = append(l, id)
+		}
+		cells[ColMandatoryWith] = l
+	} else {
+		cells[ColMandatoryWith] = nil
+	}
+	cells[ColNote] = d.Note
+}
+
+func cellsHash(cells map[string]any) uint64 {
+	h, err := diff.Hash(cells)
+	if err != nil {
+		panic(fmt.Sprintf("review: hash cells: %v", err)) // strings, ints and bools only
+	}
+	return h
+}
+
+// rowWrite is one Elements row to add or update.
+type rowWrite struct {
+	e     *elem
+	cells map[string]any
+}
+
+// plan is what one Publish writes.
+type plan struct {
+	adds    []rowWrite
+	patches []grist.Row
+	deletes []int64
+	commit  state.ReviewCommit
+}
+
+// elementRows plans the Elements rows of a (its Documents row is docRow).
+func (r *Review) elementRows(a *Applied, docRow int64, pl *plan) {
+	conflict := func(e *elem, p parsed) bool {
+		return e.d.Corrected != "" && e.d.Base != 0 && e.d.Base != p.Hash
+	}
+	for _, as := range a.elements {
+		p, e := as.p, as.row
+		if e == nil {
+			e = &elem{ReviewElement: state.ReviewElement{Doc: a.DocID, Element: p.ID}}
+		}
+		if e.Element != p.ID {
+			pl.commit.DeleteElements = append(pl.commit.DeleteElements, state.ReviewRef{Doc: e.Doc, Element: e.Element})
+			e.Element = p.ID
+		}
+		wasMissing := e.d.Status != ""
+		e.d.Status, e.d.Kind, e.d.Pos, e.d.Parent, e.d.Parsed = "", p.Kind, p.Pos, p.Parent, p.Hash
+		e.d.Address = p.Citation
+		if e.d.Address == "" {
+			e.d.Address = strings.TrimPrefix(p.ID, a.DocID+chunker.PathSep)
+		}
+		if e.d.expert() && e.d.BaseText == "" && e.d.Base == p.Hash {
+			e.d.BaseText = p.Text
+		}
+		c := conflict(e, p)
+		reason, from := "", ""
+		if c {
+			reason, from = reasonConflict, e.d.BaseText
+		}
+		chunks := strings.Join(a.chunks[p.ID], " ")
+		cells := map[string]any{
+			ColElement: p.ID, ColDoc: docRow, ColKind: p.Kind, ColAddress: e.d.Address, ColHeadingPath: p.Heading,
+			ColPosition: int64(p.Pos), ColParsedText: p.Text, ColChunk: chunks, ColElementStatus: StatusCurrent,
+			ColReviewReason: reason, ColCorrectedFrom: from,
+		}
+		h := cellsHash(cells)
+		flag := e.d.Flag
+		switch {
+		case c && !e.d.Flag:
+			flag = true
+			r.mu.Lock()
+			r.stats.Conflicts++
+			r.mu.Unlock()
+		case !c && e.d.Flag && (e.d.Reason != "" || wasMissing):
+			flag = false
+		}
+		if e.d.Push {
+			expertCells(&e.d, cells)
+		}
+		switch {
+		case e.RowID == 0:
+			cells[ColNeedsReview] = flag
+			expertCells(&e.d, cells) // empty unless kept input
+			pl.adds = append(pl.adds, rowWrite{e: e, cells: cells})
+		case h != e.d.Pub || e.d.Push:
+			pl.patches = append(pl.patches, grist.Row{ID: e.RowID, Fields: cells})
+		}
+		if e.RowID != 0 && flag != e.d.Flag {
+			pl.patches = append(pl.patches, grist.Row{ID: e.RowID, Fields: map[string]any{ColNeedsReview: flag}})
+		}
+		e.d.Pub, e.d.Reason, e.d.Flag, e.d.Push = h, reason, flag, false
+		pl.commit.Elements = append(pl.commit.Elements, e.encode())
+	}
+	for _, e := range a.gone {
+		if !r.sticky(e) {
+			if e.RowID != 0 {
+				pl.deletes = append(pl.deletes, e.RowID)
+			}
+			pl.commit.DeleteElements = append(pl.commit.DeleteElements, state.ReviewRef{Doc: e.Doc, Element: e.Element})
+			continue
+		}
+		r.keepGone(e, StatusMissing, fmt.Sprintf(reasonMissing, e.d.Address), docRow, pl)
+		a.Missing++
+	}
+	pl.deletes = append(pl.deletes, a.dups...)
+}
+
+// keepGone plans the row of an element with expert input that is no
+// longer in its document (status missing) or whose document was deleted.
+func (r *Review) keepGone(e *elem, status, reason string, docRow int64, pl *plan) {
+	if e.d.Status != status {
+		r.mu.Lock()
+		r.stats.Missing++
+		r.mu.Unlock()
+	}
+	e.d.Status = status
+	cells := map[string]any{ColElementStatus: status, ColReviewReason: reason}
+	h := cellsHash(cells)
+	switch {
+	case e.RowID == 0:
+		cells[ColElement], cells[ColDoc], cells[ColKind], cells[ColAddress] = e.Element, docRow, e.d.Kind, e.d.Address
+		cells[ColParsedText], cells[ColCorrectedFrom], cells[ColNeedsReview] = e.d.BaseText, e.d.BaseText, true
+		expertCells(&e.d, cells)
+		pl.adds = append(pl.adds, rowWrite{e: e, cells: cells})
+	case h != e.d.Pub || !e.d.Flag:
+		pl.patches = append(pl.patches, grist.Row{ID: e.RowID, Fields: map[string]any{ColElementStatus: status, ColReviewReason: reason, ColNeedsReview: true}})
+	}
+	e.d.Pub, e.d.Reason, e.d.Flag, e.d.Push = h, reason, true, false
+	pl.commit.Elements = append(pl.commit.Elements, e.encode())
+}
+
+// docCells are a document's Documents row.
+func (r *Review) docCells(a *Applied, now float64) map[string]any {
+	path := a.info.Path
+	if path == "" {
+		path = a.Key
+	}
+	return map[string]any{
+		ColDocument: a.DocID, ColSource: a.Source, ColPath: path, ColTitle: a.info.Title, ColFormat: a.info.Format,
+		ColSize: a.info.Size, ColContentHash: a.info.ContentHash, ColLastSynced: now,
+		ColElements: int64(len(a.elements)), ColChunks: int64(a.info.Chunks), ColCorrections: int64(a.Corrections),
+		ColExcluded: int64(len(a.Excluded)), ColConflicts: int64(a.Conflicts + a.Missing), ColWarnings: warnings(a),
+		ColStatus: StatusCurrent,
+	}
+}
+
+// warnings are a document's parse warnings: unresolved references and
+// the text the parser left out as noise (chunker.Element.Noise).
+func warnings(a *Applied) string {
+	var parts []string
+	if n := len(a.info.Unresolved); n > 0 {
+		ex := a.info.Unresolved[:min(n, 5)]
+		parts = append(parts, fmt.Sprintf("%d unresolved references (%s)", n, strings.Join(ex, "; ")))
+	}
+	if len(a.noise) > 0 {
+		by := map[string]int{}
+		for _, n := range a.noise {
+			by[n.Reason]++
+		}
+		var list []string
+		for _, k := range slices.Sorted(maps.Keys(by)) {
+			list = append(list, fmt.Sprintf("%d %s", by[k], k))
+		}
+		parts = append(parts, "left out as noise: "+strings.Join(list, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Publish writes the Grist rows of a batch's documents after the batch was
+// committed: only rows whose cells changed are written (new rows with one
+// POST per 500 rows or 1 MB, changed ones with PATCH, gone ones with a
+// delete), and the review state is committed once Grist has acknowledged
+// them. A document whose publish fails is marked pending and written again
+// (reconciled first) on the next run; the error is returned for the run's
+// warnings, the graph is not affected.
+func (r *Review) Publish(ctx context.Context, batch []*Applied) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	err := r.publish(ctx, batch)
+	if err == nil {
+		return nil
+	}
+	c := state.ReviewCommit{Pipeline: r.cfg.Pipeline}
+	r.mu.Lock()
+	for _, a := range batch {
+		d := *a.doc
+		d.Pending = true
+		c.Documents = append(c.Documents, d)
+		r.pending[a.DocID] = true
+	}
+	r.mu.Unlock()
+	if cerr := r.cfg.Store.ReviewCommit(context.WithoutCancel(ctx), c); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return fmt.Errorf("review: publish to Grist: %w", err)
+}
+
+func (r *Review) publish(ctx context.Context, batch []*Applied) error {
+	if err := r.ensure(ctx); err != nil {
+		return err
+	}
+	now := float64(r.cfg.Now().UnixMilli()) / 1000
+	// Documents rows first: elements refer to them.
+	var newDocs []map[string]any
+	var newAt []*Applied
+	var docPatches []grist.Row
+	for _, a := range batch {
+		cells := r.docCells(a, now)
+		if a.doc.RowID == 0 {
+			newDocs = append(newDocs, cells)
+			newAt = append(newAt, a)
+		} else {
+			docPatches = append(docPatches, grist.Row{ID: a.doc.RowID, Fields: cells})
+		}
+	}
+	pl := &plan{commit: state.ReviewCommit{Pipeline: r.cfg.Pipeline}}
+	// Write ahead: a batch that adds or deletes rows is pending until its
+	// state is committed, so that a crash in between reconciles.
+	ahead := state.ReviewCommit{Pipeline: r.cfg.Pipeline}
+	for _, a := range batch {
+		if !a.doc.Pending {
+			d := *a.doc
+			d.Pending = true
+			ahead.Documents = append(ahead.Documents, d)
+		}
+	}
+	if len(ahead.Documents) > 0 {
+		if err := r.cfg.Store.ReviewCommit(ctx, ahead); err != nil {
+			return err
+		}
+	}
+	if len(newDocs) > 0 {
+		ids, err := r.w.AddRecords(ctx, r.cfg.DocumentsTable, newDocs)
+		for i, id := range ids {
+			newAt[i].doc.RowID = id
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := r.w.UpdateRecords(ctx, r.cfg.DocumentsTable, docPatches); err != nil {
+		return err
+	}
+	for _, a := range batch {
+		r.elementRows(a, a.doc.RowID, pl)
+	}
+	if len(pl.adds) > 0 {
+		rows := make([]map[string]any, len(pl.adds))
+		for i, w := range pl.adds {
+			rows[i] = w.cells
+		}
+		ids, err := r.w.AddRecords(ctx, r.cfg.ElementsTable, rows)
+		for i, id := range ids {
+			pl.adds[i].e.RowID = id
+		}
+		if err != nil {
+			return err
+		}
+		// The commit holds the elements as planned: take their row ids.
+		byKey := map[state.ReviewRef]int64{}
+		for _, w := range pl.adds {
+			byKey[state.ReviewRef{Doc: w.e.Doc, Element: w.e.Element}] = w.e.RowID
+		}
+		for i, e := range pl.commit.Elements {
+			if id, ok := byKey[state.ReviewRef{Doc: e.Doc, Element: e.Element}]; ok {
+				pl.commit.Elements[i].RowID = id
+			}
+		}
+	}
+	if err := r.w.UpdateRecords(ctx, r.cfg.ElementsTable, pl.patches); err != nil {
+		return err
+	}
+	sort.Slice(pl.deletes, func(i, j int) bool { return pl.deletes[i] < pl.deletes[j] })
+	if err := r.w.DeleteRecords(ctx, r.cfg.ElementsTable, slices.Compact(pl.deletes)); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.stats.RowsAdded += len(pl.adds)
+	r.stats.RowsUpdated += len(pl.patches)
+	r.stats.RowsDeleted += len(pl.deletes)
+	r.mu.Unlock()
+	for _, a := range batch {
+		d := *a.doc
+		d.Pending = false
+		d.Data, _ = json.Marshal(map[string]any{"source": a.Source, "key": a.Key})
+		pl.commit.Documents = append(pl.commit.Documents, d)
+	}
+	pl.commit.DeleteElements = dedupeRefs(pl.commit.DeleteElements, pl.commit.Elements)
+	if err := r.cfg.Store.ReviewCommit(ctx, pl.commit); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	for _, a := range batch {
+		delete(r.pending, a.DocID)
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// dedupeRefs drops the deletions of keys that are upserted too (an element
+// moved onto the id of another that left).
+func dedupeRefs(del []state.ReviewRef, up []state.ReviewElement) []state.ReviewRef {
+	keep := map[state.ReviewRef]bool{}
+	for _, e := range up {
+		keep[state.ReviewRef{Doc: e.Doc, Element: e.Element}] = true
+	}
+	out := del[:0]
+	seen := map[state.ReviewRef]bool{}
+	for _, r := range del {
+		if !keep[r] && !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Deleted handles documents whose files are gone: their rows without
+// expert input are deleted from Grist, those with it are kept and marked
+// (status "document deleted", needs_review), with the document's row; a
+// document left with no such row leaves Grist and state. A failure leaves
+// the documents pending deletion, retried by the next run's Begin.
+func (r *Review) Deleted(ctx context.Context, docIDs []string) error {
+	if len(docIDs) == 0 {
+		return nil
+	}
+	err := r.deleted(ctx, docIDs)
+	if err == nil {
+		return nil
+	}
+	c := state.ReviewCommit{Pipeline: r.cfg.Pipeline}
+	docs, gerr := r.cfg.Store.ReviewDocuments(ctx, r.cfg.Pipeline, docIDs)
+	if gerr == nil {
+		for _, id := range docIDs {
+			if d, ok := docs[id]; ok {
+				d.Pending = true
+				d.Data, _ = json.Marshal(map[string]any{"deleted": true})
+				c.Documents = append(c.Documents, d)
+			}
+		}
+		gerr = r.cfg.Store.ReviewCommit(context.WithoutCancel(ctx), c)
+	}
+	return fmt.Errorf("review: document deletion in Grist: %w", errors.Join(err, gerr))
+}
+
+func (r *Review) deleted(ctx context.Context, docIDs []string) error {
+	p := r.cfg.Pipeline
+	docs, err := r.cfg.Store.ReviewDocuments(ctx, p, docIDs)
+	if err != nil {
+		return err
+	}
+	els, err := r.cfg.Store.ReviewElements(ctx, p, docIDs)
+	if err != nil {
+		return err
+	}
+	if len(docs) == 0 && len(els) == 0 {
+		return nil
+	}
+	if err := r.ensure(ctx); err != nil {
+		return err
+	}
+	pl := &plan{commit: state.ReviewCommit{Pipeline: p}}
+	var docDeletes []int64
+	var docPatches []grist.Row
+	for _, id := range docIDs {
+		d, hasDoc := docs[id]
+		kept := 0
+		for _, se := range els[id] {
+			e, err := decodeElem(se)
+			if err != nil {
+				return err
+			}
+			if !r.sticky(&e) {
+				if e.RowID != 0 {
+					pl.deletes = append(pl.deletes, e.RowID)
+				}
+				pl.commit.DeleteElements = append(pl.commit.DeleteElements, state.ReviewRef{Doc: e.Doc, Element: e.Element})
+				continue
+			}
+			kept++
+			r.keepGone(&e, StatusDeleted, reasonDeleted, d.RowID, pl)
+		}
+		switch {
+		case kept > 0 && hasDoc:
+			if d.RowID != 0 {
+				docPatches = append(docPatches, grist.Row{ID: d.RowID, Fields: map[string]any{ColStatus: StatusDeleted}})
+			}
+			d.Pending = false
+			d.Data, _ = json.Marshal(map[string]any{"deleted": true})
+			pl.commit.Documents = append(pl.commit.Documents, d)
+		case kept == 0:
+			if d.RowID != 0 {
+				docDeletes = append(docDeletes, d.RowID)
+			}
+			pl.commit.DeleteDocuments = append(pl.commit.DeleteDocuments, id)
+		}
+	}
+	if len(pl.adds) > 0 {
+		rows := make([]map[string]any, len(pl.adds))
+		for i, w := range pl.adds {
+			rows[i] = w.cells
+		}
+		ids, err := r.w.AddRecords(ctx, r.cfg.ElementsTable, rows)
+		if err != nil {
+			return err
+		}
+		for i, w := range pl.adds {
+			for j, e := range pl.commit.Elements {
+				if e.Doc == w.e.Doc && e.Element == w.e.Element {
+					pl.commit.Elements[j].RowID = ids[i]
+				}
+			}
+		}
+	}
+	if err := r.w.UpdateRecords(ctx, r.cfg.ElementsTable, pl.patches); err != nil {
+		return err
+	}
+	if err := r.w.DeleteRecords(ctx, r.cfg.ElementsTable, pl.deletes); err != nil {
+		return err
+	}
+	if err := r.w.UpdateRecords(ctx, r.cfg.DocumentsTable, docPatches); err != nil {
+		return err
+	}
+	if err := r.w.DeleteRecords(ctx, r.cfg.DocumentsTable, docDeletes); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.stats.RowsUpdated += len(pl.patches)
+	r.stats.RowsDeleted += len(pl.deletes)
+	r.mu.Unlock()
+	return r.cfg.Store.ReviewCommit(ctx, pl.commit)
+}
+
+// retryDeleted retries the deletions a failed run left pending.
+func (r *Review) retryDeleted(ctx context.Context) error {
+	docs, err := r.cfg.Store.ReviewDocuments(ctx, r.cfg.Pipeline, nil)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for id, d := range docs {
+		var m map[string]any
+		if d.Pending && json.Unmarshal(d.Data, &m) == nil && m["deleted"] == true {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return r.Deleted(ctx, ids)
+}

@@ -1,0 +1,257 @@
+package review
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kgsync/kgsync/sources/grist"
+)
+
+// Columns of the Documents table (kgsync writes them all).
+const (
+	ColDocument    = "document" // the document's node id: the key
+	ColSource      = "source"
+	ColPath        = "path"
+	ColTitle       = "title"
+	ColFormat      = "format"
+	ColSize        = "size"
+	ColContentHash = "content_hash"
+	ColLastSynced  = "last_synced"
+	ColElements    = "elements"
+	ColChunks      = "chunks"
+	ColCorrections = "corrections"
+	ColExcluded    = "excluded"
+	ColConflicts   = "conflicts"
+	ColWarnings    = "warnings"
+	ColStatus      = "status"
+)
+
+// Columns of the Elements table. kgsync writes the parsed ones; the
+// expert's are corrected_text, exclude, mandatory_with and note (and
+// needs_review, which both sides set); corrected_by and corrected_at are
+// trigger formula columns Grist fills when the expert's columns change.
+const (
+	ColElement       = "element" // the element's node id: the key
+	ColDoc           = "document"
+	ColKind          = "kind"
+	ColAddress       = "address"
+	ColHeadingPath   = "heading_path"
+	ColPosition      = "position"
+	ColParsedText    = "parsed_text"
+	ColChunk         = "chunk"
+	ColCorrectedText = "corrected_text"
+	ColExclude       = "exclude"
+	ColMandatoryWith = "mandatory_with"
+	ColNote          = "note"
+	ColNeedsReview   = "needs_review"
+	ColReviewReason  = "review_reason"
+	ColCorrectedFrom = "corrected_from"
+	ColElementStatus = "status"
+	ColCorrectedBy   = "corrected_by"
+	ColCorrectedAt   = "corrected_at"
+)
+
+// colDef is one column kgsync needs.
+type colDef struct {
+	id, typ, label string
+	// trigger: a data column with a trigger formula recalculated when one
+	// of deps changes (and on new records): RecalcWhen DEFAULT (0) in
+	// grist-core sandbox/grist/schema.py.
+	formula string
+	deps    []string
+}
+
+// expertCols are the columns whose change stamps corrected_by/at.
+var expertCols = []string{ColCorrectedText, ColExclude, ColMandatoryWith, ColNote}
+
+// expertSet is the condition the trigger formulas share: the row carries
+// expert input ("" and None otherwise, so that rows kgsync adds stay
+// unstamped).
+var expertSet = "($" + strings.Join(expertCols, " or $") + ")"
+
+func documentsCols() []colDef {
+	return []colDef{
+		{id: ColDocument, typ: "Text", label: "Document"},
+		{id: ColSource, typ: "Text", label: "Source"},
+		{id: ColPath, typ: "Text", label: "Path"},
+		{id: ColTitle, typ: "Text", label: "Title"},
+		{id: ColFormat, typ: "Text", label: "Format"},
+		{id: ColSize, typ: "Int", label: "Size (bytes)"},
+		{id: ColContentHash, typ: "Text", label: "Content hash"},
+		{id: ColLastSynced, typ: "DateTime:UTC", label: "Last synced"},
+		{id: ColElements, typ: "Int", label: "Elements"},
+		{id: ColChunks, typ: "Int", label: "Chunks"},
+		{id: ColCorrections, typ: "Int", label: "Corrections"},
+		{id: ColExcluded, typ: "Int", label: "Excluded"},
+		{id: ColConflicts, typ: "Int", label: "Needing review"},
+		{id: ColWarnings, typ: "Text", label: "Parse warnings"},
+		{id: ColStatus, typ: "Text", label: "Status"},
+	}
+}
+
+func elementsCols(documents, elements string) []colDef {
+	return []colDef{
+		{id: ColElement, typ: "Text", label: "Element"},
+		{id: ColDoc, typ: "Ref:" + documents, label: "Document"},
+		{id: ColKind, typ: "Text", label: "Kind"},
+		{id: ColAddress, typ: "Text", label: "Address"},
+		{id: ColHeadingPath, typ: "Text", label: "Heading path"},
+		{id: ColPosition, typ: "Int", label: "Position"},
+		{id: ColParsedText, typ: "Text", label: "Parsed text (read-only)"},
+		{id: ColChunk, typ: "Text", label: "Chunk"},
+		{id: ColCorrectedText, typ: "Text", label: "Corrected text"},
+		{id: ColExclude, typ: "Bool", label: "Exclude"},
+		{id: ColMandatoryWith, typ: "RefList:" + elements, label: "Mandatory with"},
+		{id: ColNote, typ: "Text", label: "Note"},
+		{id: ColNeedsReview, typ: "Bool", label: "Needs review"},
+		{id: ColReviewReason, typ: "Text", label: "Review reason"},
+		{id: ColCorrectedFrom, typ: "Text", label: "Corrected from (parsed text then)"},
+		{id: ColElementStatus, typ: "Text", label: "Status"},
+		{id: ColCorrectedBy, typ: "Text", label: "Corrected by",
+			formula: "user.Email if " + expertSet + " else \"\"", deps: expertCols},
+		{id: ColCorrectedAt, typ: "DateTime:UTC", label: "Corrected at",
+			formula: "NOW() if " + expertSet + " else None", deps: expertCols},
+	}
+}
+
+// Change is one thing Install did.
+type Change struct {
+	Table  string `json:"table"`
+	Action string `json:"action"` // "created table", "added column", "present"
+	Column string `json:"column,omitempty"`
+}
+
+// Install creates the Documents and Elements tables and every column they
+// lack, and leaves everything else as it is: running it again changes
+// nothing. Plain columns are created with POST /tables and POST
+// /tables/{t}/columns; the trigger formula columns (corrected_by,
+// corrected_at) with the AddColumn user action through POST /apply, which
+// takes recalcWhen and recalcDeps (colRefs of the expert's columns) as the
+// Grist UI sets them. A column that exists with another type is an error
+// naming it: kgsync does not convert an expert's data.
+func Install(ctx context.Context, w *grist.Writer, documents, elements string) ([]Change, error) {
+	tables, err := w.Tables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Change
+	for _, t := range []struct {
+		id   string
+		cols []colDef
+	}{{documents, documentsCols()}, {elements, elementsCols(documents, elements)}} {
+		ch, err := installTable(ctx, w, tables, t.id, t.cols)
+		out = append(out, ch...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func installTable(ctx context.Context, w *grist.Writer, tables []grist.TableInfo, id string, defs []colDef) ([]Change, error) {
+	var out []Change
+	exists := false
+	for _, t := range tables {
+		if t.ID == id {
+			exists = true
+		} else if strings.EqualFold(t.ID, id) {
+			return nil, fmt.Errorf("review table %q: the document has %q, which Grist takes for the same table id (ids ignore case); configure that name", id, t.ID)
+		}
+	}
+	plain := func(d colDef) grist.NewColumn {
+		return grist.NewColumn{ID: d.id, Fields: map[string]any{"type": d.typ, "label": d.label}}
+	}
+	if !exists {
+		var cols []grist.NewColumn
+		for _, d := range defs {
+			if d.formula == "" {
+				cols = append(cols, plain(d))
+			}
+		}
+		got, err := w.AddTable(ctx, id, cols)
+		if err != nil {
+			return nil, fmt.Errorf("review table %q: %w", id, err)
+		}
+		if got != id {
+			return nil, fmt.Errorf("review table %q: Grist created it as %q", id, got)
+		}
+		out = append(out, Change{Table: id, Action: "created table"})
+	}
+	have, err := w.Columns(ctx, id)
+	if err != nil {
+		return out, fmt.Errorf("review table %q: %w", id, err)
+	}
+	byID := map[string]grist.ColumnInfo{}
+	for _, c := range have {
+		byID[c.ID] = c
+	}
+	var missing []grist.NewColumn
+	for _, d := range defs {
+		c, ok := byID[d.id]
+		switch {
+		case !ok && d.formula == "":
+			missing = append(missing, plain(d))
+		case ok && c.Type != d.typ && !(c.Type == "Any" && c.IsFormula && c.Formula == ""):
+			return out, fmt.Errorf("review table %q column %q: type %s, kgsync needs %s; rename or convert that column", id, d.id, c.Type, d.typ)
+		}
+	}
+	if len(missing) > 0 {
+		ids, err := w.AddColumns(ctx, id, missing)
+		if err != nil {
+			return out, fmt.Errorf("review table %q: %w", id, err)
+		}
+		for i, got := range ids {
+			if got != missing[i].ID {
+				return out, fmt.Errorf("review table %q: column %q was created as %q", id, missing[i].ID, got)
+			}
+			if exists {
+				out = append(out, Change{Table: id, Action: "added column", Column: got})
+			}
+		}
+		if have, err = w.Columns(ctx, id); err != nil {
+			return out, fmt.Errorf("review table %q: %w", id, err)
+		}
+		for _, c := range have {
+			byID[c.ID] = c
+		}
+	}
+	var actions [][]any
+	var added []string
+	for _, d := range defs {
+		if d.formula == "" {
+			continue
+		}
+		if _, ok := byID[d.id]; ok {
+			continue
+		}
+		deps := []any{"L"}
+		for _, dep := range d.deps {
+			c, ok := byID[dep]
+			if !ok {
+				return out, fmt.Errorf("review table %q: column %q is missing", id, dep)
+			}
+			deps = append(deps, c.Ref)
+		}
+		actions = append(actions, []any{"AddColumn", id, d.id, map[string]any{
+			"type": d.typ, "label": d.label, "isFormula": false, "formula": d.formula,
+			"recalcWhen": 0, "recalcDeps": deps,
+		}})
+		added = append(added, d.id)
+	}
+	if len(actions) > 0 {
+		if _, err := w.Apply(ctx, actions); err != nil {
+			return out, fmt.Errorf("review table %q: add trigger columns: %w", id, err)
+		}
+		if exists {
+			for _, c := range added {
+				out = append(out, Change{Table: id, Action: "added column", Column: c})
+			}
+		}
+	}
+	if exists && !slices.ContainsFunc(out, func(c Change) bool { return c.Table == id }) {
+		out = append(out, Change{Table: id, Action: "present"})
+	}
+	return out, nil
+}
