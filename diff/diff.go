@@ -223,6 +223,9 @@ const (
 	ReasonInterrupted Reason = "interrupted write"
 	ReasonDeleted     Reason = "gone from source"
 	ReasonRebuildOnly Reason = "rebuild graph"
+	// ReasonReview is a document whose rows in its expert review must be
+	// written again (pipeline/review).
+	ReasonReview Reason = "expert review"
 	// ReasonRenamed: the record had another key upstream before (its table
 	// was renamed, or its key column's value changed); it moves.
 	ReasonRenamed Reason = "renamed"

@@ -14,6 +14,7 @@ import (
 	"github.com/kgsync/kgsync/embed"
 	"github.com/kgsync/kgsync/embed/hashing"
 	"github.com/kgsync/kgsync/embed/openai"
+	"github.com/kgsync/kgsync/pipeline/review"
 	"github.com/kgsync/kgsync/retrieval"
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sink/cypherl"
@@ -110,6 +111,10 @@ func Fingerprint(pc *config.Pipeline, e embed.Embedder) uint64 {
 		"embedder":        e.Model(),
 		"analyzer":        retrieval.AnalyzerVersion,
 	}
+	if pc.Review != nil {
+		// Reviewed documents' nodes carry their text's provenance.
+		fp["review"] = strings.Join(ReviewedSources(pc), ",")
+	}
 	h, _ := diff.Hash(fp) // only encodable values above
 	return h
 }
@@ -176,7 +181,12 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 	if pc.Sink.Memgraph != nil && pc.Sink.Memgraph.VectorCapacity > 0 {
 		capacity = pc.Sink.Memgraph.VectorCapacity
 	}
+	rv, err := NewReview(cfg, pc, store, logger)
+	if err != nil {
+		return nil, err
+	}
 	return &Pipeline{
+		Review:   rv,
 		Name:     pc.Name,
 		Sources:  srcs,
 		Embedder: emb,
@@ -194,6 +204,48 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 		Search:         SearchConfig(pc.Search),
 		Logger:         logger,
 	}, nil
+}
+
+// ReviewedSources are the names of the files sources pc's review covers:
+// review.sources, or every files source.
+func ReviewedSources(pc *config.Pipeline) []string {
+	if pc.Review == nil {
+		return nil
+	}
+	if len(pc.Review.Sources) > 0 {
+		return pc.Review.Sources
+	}
+	var out []string
+	for _, s := range pc.Sources {
+		if s.Files != nil {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// NewReview returns pc's expert review (nil when it has none), keeping its
+// state in store, which must implement state.ReviewStore.
+func NewReview(cfg *config.Config, pc *config.Pipeline, store state.Store, logger *slog.Logger) (*review.Review, error) {
+	if pc.Review == nil || pc.Review.Grist == nil {
+		return nil, nil
+	}
+	rs, ok := store.(review.Store)
+	if !ok {
+		return nil, fmt.Errorf("pipeline %q: review: the %T state store keeps no review state", pc.Name, store)
+	}
+	g := pc.Review.Grist
+	rv, err := review.New(review.Config{
+		Pipeline: pc.Name,
+		Grist: grist.Config{Server: g.Server, DocID: g.DocID, APIKey: g.APIKey, MaxInFlight: g.MaxInFlight, FullEvery: g.FullEvery,
+			Path: pipelinePath(cfg, pc) + ".review.grist"},
+		DocumentsTable: g.DocumentsTable, ElementsTable: g.ElementsTable,
+		Sources: ReviewedSources(pc), Store: rs, Logger: logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline %q: %w", pc.Name, err)
+	}
+	return rv, nil
 }
 
 // pipelinePath is pc's config path, "pipelines[i]".

@@ -53,6 +53,11 @@ type xrefEdge struct {
 	To        string `json:"to"`
 	ToLabel   string `json:"to_label"`
 	Text      string `json:"text"`
+	// Source is "expert" for a MANDATORY edge an expert asked for in the
+	// review (By and At: who, when), "" otherwise.
+	Source string `json:"source,omitempty"`
+	By     string `json:"by,omitempty"`
+	At     string `json:"at,omitempty"`
 }
 
 func (e xrefEdge) ref() sink.EdgeRef {
@@ -210,6 +215,7 @@ func (s elementNode) props(docID string) map[string]any {
 	if s.Text != "" {
 		p["text"] = s.Text
 	}
+	s.Prov.props(p)
 	if len(s.Unresolved) > 0 {
 		u := make([]any, len(s.Unresolved))
 		for i, t := range s.Unresolved {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/pipeline/review"
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/state"
 )
@@ -206,7 +207,18 @@ func (idx *corpusIndex) lookupPrefix(address string) (graphRef, *indexedDoc, boo
 // keyed and diffed against state, so a crash before its commit is redone.
 func (r *runner) linkPass(ctx context.Context) error {
 	// Mandatory-table rows set docsChanged when they change.
-	mandatoryHash := mustHash(mandatoryValue(r.p.Mandatory))
+	var expertLinks []review.Link
+	if r.p.Review != nil {
+		var err error
+		if expertLinks, err = r.p.Review.Mandatory(ctx); err != nil {
+			return fmt.Errorf("link pass: expert mandatory links: %w", err)
+		}
+	}
+	mv := mandatoryValue(r.p.Mandatory)
+	for _, l := range expertLinks {
+		mv = append(mv, []any{"expert", l.From, l.To, l.Note, l.By, l.At})
+	}
+	mandatoryHash := mustHash(mv)
 	storedMandatory, err := r.p.Store.CursorGet(ctx, r.p.Name, mandatoryCursor)
 	if err != nil {
 		return fmt.Errorf("link pass: %w", err)
@@ -298,11 +310,19 @@ func (r *runner) linkPass(ctx context.Context) error {
 		}
 		mandatory = append(mandatory, xrefEdge{From: from.ID, FromLabel: from.Label, To: to.ID, ToLabel: to.Label, Text: m.Note})
 	}
+	expert, err := r.expertMandatory(ctx, idx)
+	if err != nil {
+		return fmt.Errorf("link pass: %w", err)
+	}
+	mandatory = append(mandatory, expert...)
 	mkeys := map[string]bool{}
 	for _, e := range mandatory {
 		k := mandatoryRef(e)
+		if mkeys[k.Key] {
+			continue // the config and an expert ask for the same link
+		}
 		mkeys[k.Key] = true
-		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: k.Type, From: k.From, To: k.To, Key: k.Key, Props: map[string]any{"note": e.Text}})
+		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: k.Type, From: k.From, To: k.To, Key: k.Key, Props: mandatoryProps(e)})
 	}
 	for _, e := range stored.Edges {
 		if k := mandatoryRef(e); !mkeys[k.Key] {

@@ -13,6 +13,7 @@ import (
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/embed"
+	"github.com/kgsync/kgsync/pipeline/review"
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
@@ -86,6 +87,9 @@ type elementNode struct {
 	Parent      string   `json:"parent"`
 	ParentLabel string   `json:"parent_label"`
 	Unresolved  []string `json:"unresolved,omitempty"`
+	// Prov is where the node's text came from, in a reviewed pipeline
+	// (expert.go); nil otherwise.
+	Prov *textProv `json:"prov,omitempty"`
 	// Hash is the content hash of the node's properties when written.
 	Hash uint64 `json:"hash,omitempty"`
 }
@@ -198,6 +202,8 @@ type recordOutput struct {
 	lexRows []state.LexicalRow
 	lexGone []state.LexicalRef
 	rowLang string
+	// review is the expert review overlay of a reviewed document.
+	review *review.Applied
 }
 
 // processBatch maps, chunks, embeds, writes and commits one batch of records.
@@ -258,7 +264,11 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 	if err != nil {
 		return err
 	}
-	return r.writeAndCommit(ctx, b, commit, intent)
+	if err := r.writeAndCommit(ctx, b, commit, intent); err != nil {
+		return err
+	}
+	r.publishReview(ctx, outs)
+	return nil
 }
 
 // mapRecord turns a record into its node, sections and chunks, and decides
@@ -311,6 +321,9 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 		if t := documentTitle(root); t != "" {
 			out.node["title"] = t
 		}
+		if err := r.applyReview(ctx, out, root); err != nil {
+			return nil, err
+		}
 		g := buildDocGraph(out.nodeID, rec.Anchor, rec.Key, root)
 		out.sections, out.elements, out.terms, out.xrefs, out.ext, out.docIDs = g.sections, g.elements, g.terms, g.xrefs, g.ext, g.ids
 		out.refsResolved, out.refsUnresolved = g.resolved, g.unresolved
@@ -328,6 +341,7 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 		}
 		out.chunks = chunks
 		out.group = make([]int, len(chunks))
+		r.reviewProvenance(out, root)
 	}
 	// Embeddable attributes: short texts become a vector property, long
 	// ones chunk nodes linked to the record's node.
@@ -401,6 +415,7 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 		}
 		props := chunkProps(c, out.nodeID, next, inParent[c.Parent])
 		inParent[c.Parent]++
+		out.reviewChunk(c, props)
 		h, err := diff.Hash(props)
 		if err != nil {
 			return nil, fmt.Errorf("hash chunk %s of %s: %w", c.ID, rec.Key, err)

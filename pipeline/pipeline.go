@@ -20,6 +20,7 @@ import (
 
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/embed"
+	"github.com/kgsync/kgsync/pipeline/review"
 	"github.com/kgsync/kgsync/retrieval"
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sources"
@@ -72,6 +73,9 @@ type Pipeline struct {
 	Model *Model
 	// Mandatory are element pairs always retrieved together (MANDATORY edges).
 	Mandatory []MandatoryLink
+	// Review is the expert review of the pipeline's documents in Grist
+	// (pipeline/review); nil = none.
+	Review *review.Review
 	// BatchSize is the number of records per write-and-commit batch.
 	BatchSize int
 	// MaxDeleteRatio is the mass-delete guard (0 < r <= 1; 1 disables it).
@@ -187,7 +191,7 @@ func edgeTypes(documents bool, m *Model) []sink.EdgeType {
 	var out []sink.EdgeType
 	if documents {
 		out = append(out, sink.EdgeType{Type: RelCrossRef, Keyed: true, Properties: []string{"text"}},
-			sink.EdgeType{Type: RelMandatory, Keyed: true, Properties: []string{"note"}})
+			sink.EdgeType{Type: RelMandatory, Keyed: true, Properties: []string{"note", "source", "corrected_by", "corrected_at"}})
 	}
 	if m != nil {
 		for _, lt := range m.cfg.LinkTables {

@@ -76,6 +76,10 @@ func (r *runner) execute(ctx context.Context) error {
 		}
 		return r.linkPass(ctx)
 	}
+	defer r.reviewEnd()
+	if err := r.reviewBegin(ctx); err != nil {
+		return err
+	}
 	for _, src := range r.p.Sources {
 		if err := r.syncSource(ctx, src); err != nil {
 			return fmt.Errorf("source %q: %w", src.Name(), err)
@@ -393,6 +397,8 @@ func (r *runner) classify(source string, rec sources.Record, stored *recordIndex
 	if err != nil {
 		return item{}, fmt.Errorf("record %q: hash: %w", rec.Key, err)
 	}
+	mark, pendingReview := r.reviewMark(source, rec)
+	h ^= mark
 	st, found := stored.get(rec.Key)
 	foundOwn := found
 	if from != "" && from != rec.Key && !stored.isSeen(from) {
@@ -414,6 +420,9 @@ func (r *runner) classify(source string, rec sources.Record, stored *recordIndex
 		if it.class == diff.ClassUnchanged {
 			it.class = diff.ClassChanged
 		}
+	}
+	if pendingReview && it.class == diff.ClassUnchanged {
+		it.class, it.reason = diff.ClassChanged, diff.ReasonReview
 	}
 	if class == diff.ClassUnchanged && (r.mode.Full || r.mode.Reembed) {
 		it.reason = diff.ReasonForced
@@ -597,7 +606,11 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		rec.Hash = 0 // interrupted: if the record comes back, it is rewritten
 		intent.Records = append(intent.Records, rec)
 	}
-	return r.writeAndCommit(ctx, b, commit, intent)
+	if err := r.writeAndCommit(ctx, b, commit, intent); err != nil {
+		return err
+	}
+	r.reviewDeleted(ctx, source, gone)
+	return nil
 }
 
 // writeAndCommit writes a batch to the sink, then commits state: state never

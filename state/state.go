@@ -60,6 +60,15 @@ type Counts struct {
 	EmbedRequests int `json:"embed_requests"`
 	// EmbedErrors counts embedding steps that failed after the provider's own retries.
 	EmbedErrors int `json:"embed_errors"`
+	// Review counts of a pipeline with an expert review in Grist: rows of
+	// the Elements table read back and those whose expert columns changed,
+	// rows written (added, updated, deleted), corrections newly flagged
+	// for review (parsed text changed, element gone) and HTTP requests.
+	ReviewRowsRead      int `json:"review_rows_read,omitempty"`
+	ReviewExpertChanges int `json:"review_expert_changes,omitempty"`
+	ReviewRowsWritten   int `json:"review_rows_written,omitempty"`
+	ReviewConflicts     int `json:"review_conflicts,omitempty"`
+	ReviewRequests      int `json:"review_requests,omitempty"`
 }
 
 // Run is one execution of a pipeline.

@@ -133,3 +133,14 @@ func (g *Graph) Props() map[sink.NodeRef]map[string]any {
 	}
 	return out
 }
+
+// EdgeProps returns a copy of an edge's properties (nil when absent).
+func (g *Graph) EdgeProps(e Edge) map[string]any {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, ok := g.edges[e]
+	if !ok {
+		return nil
+	}
+	return maps.Clone(p)
+}

@@ -275,14 +275,16 @@ const minSimilarity = 0.5
 
 // match assigns stored rows to parsed elements. Rows that must not be lost
 // (expert input, or the target of another row's mandatory link: sticky)
-// are matched first, in four passes, each claiming elements the earlier
-// ones left: the same element id with the same parsed text; the same text
-// under another id (a renumbered or moved element); the same id with
-// another text (a conflict when it carries a correction); a changed
-// element of the same kind under the same parent whose words are at least
-// minSimilarity alike (an element keyed by its text whose text changed,
-// also a conflict). Other rows go to the element with their id. Rows no
-// element took are gone (and kept, marked, when sticky).
+// are matched first, each pass claiming elements the earlier ones left:
+// (1) the same element id with the same parsed text; (2) the same text
+// under another id (a renumbered or moved element); (3) the same id with
+// another text (a conflict when it carries a correction). Other rows then
+// take the element with their id. Last (4), a sticky row still unmatched
+// takes the changed element of its kind that stands where its element
+// stood, between the elements its stored neighbours went to, or else the
+// most alike (words, Jaccard >= minSimilarity) under the same parent: an
+// element keyed by its text whose text changed (a conflict too). Rows no
+// element took are gone (kept and marked when sticky).
 func match(elements []parsed, stored []*elem, sticky func(*elem) bool) ([]assignment, []*elem) {
 	out := make([]assignment, len(elements))
 	byID := map[string]int{}
@@ -339,32 +341,6 @@ func match(elements []parsed, stored []*elem, sticky func(*elem) bool) ([]assign
 			claim(si, pi, stored[si].d.Corrected != "")
 		}
 	}
-	// 4. A like element under the same parent.
-	rowOf := map[string]bool{}
-	for _, e := range stored {
-		rowOf[e.Element] = true
-	}
-	for _, si := range stick {
-		e := stored[si]
-		if taken[si] || e.d.BaseText == "" {
-			continue
-		}
-		best, bestSim := -1, minSimilarity
-		for pi, p := range elements {
-			if out[pi].row != nil || p.Parent != e.d.Parent || p.Kind != e.d.Kind {
-				continue
-			}
-			if rowOf[p.ID] && p.ID != e.Element {
-				continue // an element that has its own row: not the one that changed
-			}
-			if sim := similarity(e.d.BaseText, p.Text); sim >= bestSim {
-				best, bestSim = pi, sim
-			}
-		}
-		if best >= 0 {
-			claim(si, best, e.d.Corrected != "")
-		}
-	}
 	// Other rows: their own element.
 	for si, e := range stored {
 		if taken[si] || sticky(e) {
@@ -372,6 +348,60 @@ func match(elements []parsed, stored []*elem, sticky func(*elem) bool) ([]assign
 		}
 		if pi, ok := byID[e.Element]; ok && out[pi].row == nil {
 			claim(si, pi, false)
+		}
+	}
+	// 4. The changed element in the place the row's element had: between
+	// the elements its stored neighbours went to, or else a like one
+	// under the same parent.
+	rowOf := map[string]bool{}
+	at := map[*elem]int{}
+	for _, e := range stored {
+		rowOf[e.Element] = true
+	}
+	for pi := range out {
+		if out[pi].row != nil {
+			at[out[pi].row] = pi
+		}
+	}
+	for _, si := range stick {
+		e := stored[si]
+		if taken[si] {
+			continue
+		}
+		lo, hi := -1, len(elements)
+		bounded := false
+		for _, o := range stored {
+			pi, ok := at[o]
+			if !ok || o == e || o.d.Parent != e.d.Parent {
+				continue
+			}
+			if o.d.Pos < e.d.Pos && elements[pi].Pos > lo {
+				lo, bounded = elements[pi].Pos, true
+			}
+			if o.d.Pos > e.d.Pos && elements[pi].Pos < hi {
+				hi, bounded = elements[pi].Pos, true
+			}
+		}
+		best, bestSim := -1, -1.0
+		for pi, p := range elements {
+			if out[pi].row != nil || p.Parent != e.d.Parent || p.Kind != e.d.Kind || (rowOf[p.ID] && p.ID != e.Element) {
+				continue
+			}
+			sim := similarity(e.d.BaseText, p.Text)
+			inPlace := bounded && p.Pos > lo && p.Pos < hi
+			if !inPlace && sim < minSimilarity {
+				continue
+			}
+			if inPlace {
+				sim += 1 // the place outweighs the words
+			}
+			if sim > bestSim {
+				best, bestSim = pi, sim
+			}
+		}
+		if best >= 0 {
+			claim(si, best, e.d.Corrected != "")
+			at[e] = best
 		}
 	}
 	var gone []*elem

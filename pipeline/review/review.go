@@ -59,7 +59,7 @@ type Config struct {
 	// source.
 	Sources []string
 	// Store keeps the review state and the read-back cursor.
-	Store Store
+	Store  Store
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time

@@ -1,0 +1,345 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/embed/hashing"
+	"github.com/kgsync/kgsync/internal/graphtest"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/pipeline/review"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/sources/files"
+	"github.com/kgsync/kgsync/sources/grist"
+	"github.com/kgsync/kgsync/sources/grist/gristtest"
+	"github.com/kgsync/kgsync/state"
+	"github.com/kgsync/kgsync/state/sqlite"
+)
+
+// expert is who edits the review tables in these tests.
+var expert = gristtest.User{Email: "ann@example.com", Name: "Ann"}
+
+// reviewRig is a files pipeline reviewed in a Grist test server.
+type reviewRig struct {
+	root  string
+	srv   *gristtest.Server
+	store *sqlite.Store
+	graph *graphtest.Graph
+	emb   *countingEmbedder
+	p     *pipeline.Pipeline
+	clock time.Time
+}
+
+func newReviewRig(t *testing.T, maxTokens int) *reviewRig {
+	t.Helper()
+	ctx := t.Context()
+	rg := &reviewRig{root: t.TempDir(), srv: gristtest.New(t), graph: graphtest.New(),
+		emb: &countingEmbedder{Embedder: hashing.New("hashing-v1", 64)}, clock: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	rg.srv.SetNow(func() time.Time { return rg.clock })
+	var err error
+	rg.store, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rg.store.Close() })
+	rg.configure(t, maxTokens)
+	return rg
+}
+
+// configure (re)builds the pipeline with a chunk size.
+func (rg *reviewRig) configure(t *testing.T, maxTokens int) {
+	t.Helper()
+	tok, err := chunker.NewTokenizer("cl100k_base")
+	require.NoError(t, err)
+	src, err := files.New("docs", config.FilesSource{Root: rg.root, Anchor: "Document", MaxFileBytes: 1 << 24}, chunker.Formats(), nil,
+		files.WithTextCheck(pipeline.TextCheck))
+	require.NoError(t, err)
+	rv, err := review.New(review.Config{
+		Pipeline: "docs",
+		Grist: grist.Config{Server: rg.srv.URL, DocID: gristtest.DocID, APIKey: gristtest.APIKey,
+			RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+		DocumentsTable: "Documents", ElementsTable: "Elements", Store: rg.store,
+		Now: func() time.Time { return rg.clock },
+	})
+	require.NoError(t, err)
+	rg.p = &pipeline.Pipeline{
+		Name: "docs", Sources: []sources.Source{src}, Embedder: rg.emb, Sink: rg.graph, Store: rg.store,
+		Chunking:  chunker.Options{MaxTokens: maxTokens, OverlapTokens: 16, Tokenizer: tok},
+		BatchSize: 4, MaxDeleteRatio: 1, Fingerprint: uint64(maxTokens), Review: rv,
+	}
+}
+
+func (rg *reviewRig) sync(t *testing.T) state.Run {
+	t.Helper()
+	rg.srv.ResetCounts()
+	rg.emb.reset()
+	res, err := rg.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.NoError(t, err)
+	require.Equal(t, state.StatusSucceeded, res.Run.Status, res.Run.Error)
+	require.Empty(t, rg.graph.Dangling())
+	return res.Run
+}
+
+func (rg *reviewRig) write(t *testing.T, name, text string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(rg.root, name), []byte(text), 0o644))
+}
+
+// rowOf returns the Elements row whose parsed text starts with prefix.
+func (rg *reviewRig) rowOf(t *testing.T, prefix string) (int64, map[string]any) {
+	t.Helper()
+	var id int64
+	var row map[string]any
+	for rid, r := range rg.srv.Table("Elements") {
+		if txt, _ := r["parsed_text"].(string); strings.HasPrefix(txt, prefix) {
+			require.Zero(t, id, "two rows start with %q", prefix)
+			id, row = rid, r
+		}
+	}
+	require.NotZero(t, id, "no row starts with %q", prefix)
+	return id, row
+}
+
+// chunkOf returns the id of the chunk covering element id.
+func (rg *reviewRig) chunkOf(t *testing.T, id string) string {
+	t.Helper()
+	var out string
+	for _, cid := range rg.graph.Nodes("Chunk") {
+		n, _ := rg.graph.Node("Chunk", cid)
+		els, _ := n["elements"].([]any)
+		for _, e := range els {
+			if e == id {
+				require.Empty(t, out, "two chunks cover %s", id)
+				out = cid
+			}
+		}
+	}
+	require.NotEmpty(t, out, "no chunk covers %s", id)
+	return out
+}
+
+// chunkWith returns the ids of the chunks whose text contains s.
+func (rg *reviewRig) chunkWith(s string) []string {
+	var out []string
+	for _, id := range rg.graph.Nodes("Chunk") {
+		n, _ := rg.graph.Node("Chunk", id)
+		if txt, _ := n["text"].(string); strings.Contains(txt, s) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// regulation is a markdown document of 300 elements: 15 articles (15
+// sections) with 19 paragraphs each (285 leaves); each paragraph's text
+// is unique and names its place.
+func regulation(edit func(article, para int) string) string {
+	var b strings.Builder
+	for a := 1; a <= 15; a++ {
+		fmt.Fprintf(&b, "## Article %d Obligations of group %d\n\n", a, a)
+		for p := 1; p <= 19; p++ {
+			if edit != nil {
+				if s := edit(a, p); s != "" {
+					if s != "-" {
+						b.WriteString(s + "\n\n")
+					}
+					continue
+				}
+			}
+			fmt.Fprintf(&b, "Paragraph %d of article %d: the operator of a widget in class %d shall keep records %d for inspection by the authority, "+
+				"and report incidents concerning item %d-%d without undue delay.\n\n", p, a, a, p, a, p)
+		}
+	}
+	return b.String()
+}
+
+// TestReviewLoop runs the whole loop over the Grist test server: publish,
+// correct, an edit elsewhere, a chunk-size change, a conflict and its
+// resolution, exclude, a mandatory link to another document, an element
+// that disappears, a document deleted.
+func TestReviewLoop(t *testing.T) {
+	t.Parallel()
+	rg := newReviewRig(t, 128)
+	rg.write(t, "widgets.md", regulation(nil))
+	rg.write(t, "annex.md", "# Annex\n\n## Forms\n\nThe incident form lists the widget, the class and the date.\n")
+
+	// 1. First run: tables created, every element published.
+	run := rg.sync(t)
+	require.Equal(t, 2, run.Counts.RecordsNew)
+	require.Equal(t, 2, rg.srv.RowCount("Documents"))
+	require.Equal(t, 300+3, rg.srv.RowCount("Elements"), "300 elements, and the annex's two sections and paragraph")
+	require.Zero(t, rg.srv.Responses(413))
+	t.Logf("first run: %d Grist requests, %d embedding calls, %d chunks", run.Counts.ReviewRequests, run.Counts.EmbedRequests, run.Counts.ChunksEmbedded)
+
+	// 2. A correction of one element re-embeds only the chunk or two that
+	// hold it.
+	target := "Paragraph 7 of article 9:"
+	rowID, row := rg.rowOf(t, "Paragraph 7 of article 9:")
+	require.Contains(t, row["parsed_text"], target)
+	require.Len(t, rg.chunkWith(target), 1)
+	corrected := "Paragraph 7 of article 9: the operator of a widget in class 9 shall keep the inspection log for ten years."
+	rg.clock = rg.clock.Add(time.Hour)
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{rowID: {"corrected_text": corrected}})
+	require.Equal(t, expert.Email, rg.srv.Table("Elements")[rowID]["corrected_by"])
+	run = rg.sync(t)
+	require.Equal(t, 1, run.Counts.RecordsChanged)
+	require.LessOrEqual(t, run.Counts.ChunksEmbedded, 2)
+	require.Positive(t, run.Counts.ChunksEmbedded)
+	require.Equal(t, 1, run.Counts.ReviewExpertChanges)
+	t.Logf("correction: %d Grist requests, %d embedding calls, %d chunks embedded", run.Counts.ReviewRequests, run.Counts.EmbedRequests, run.Counts.ChunksEmbedded)
+	require.NotEmpty(t, rg.chunkWith("ten years"))
+	require.Empty(t, rg.chunkWith("shall keep records 7 for inspection by the authority, and report incidents concerning item 9-7"))
+	chunk, _ := rg.graph.Node("Chunk", rg.chunkOf(t, row["element"].(string)))
+	require.Contains(t, chunk["text"], "ten years")
+	require.Equal(t, "expert", chunk["text_source"])
+	require.Equal(t, expert.Email, chunk["corrected_by"])
+	el, ok := rg.graph.Node("Element", row["element"].(string))
+	require.True(t, ok)
+	require.Equal(t, corrected, el["text"])
+	require.Equal(t, "expert", el["text_source"])
+	require.Equal(t, expert.Email, el["corrected_by"])
+	require.Equal(t, "2026-12-01T10:00:00Z", el["corrected_at"])
+	require.Contains(t, el["parsed_text"], "shall keep records 7")
+	_, sib := rg.rowOf(t, "Paragraph 6 of article 9:")
+	other, _ := rg.graph.Node("Element", sib["element"].(string))
+	require.Equal(t, "parsed", other["text_source"])
+
+	// A run with nothing changed writes nothing and embeds nothing.
+	run = rg.sync(t)
+	require.Zero(t, run.Counts.RecordsChanged)
+	require.Zero(t, run.Counts.EmbedRequests)
+	require.Zero(t, rg.srv.Requests("POST", "/records")+rg.srv.Requests("PATCH", "/records"))
+
+	// 3. An edit elsewhere in the file keeps the correction.
+	rg.write(t, "widgets.md", regulation(func(a, p int) string {
+		if a == 2 && p == 3 {
+			return "Paragraph 3 of article 2: widgets of class 2 are exempt from the daily check."
+		}
+		return ""
+	}))
+	run = rg.sync(t)
+	require.Equal(t, 1, run.Counts.RecordsChanged)
+	require.NotEmpty(t, rg.chunkWith("ten years"))
+	require.LessOrEqual(t, run.Counts.ChunksEmbedded, 2)
+	_, row = rg.rowOf(t, "Paragraph 7 of article 9:")
+	require.Equal(t, false, row["needs_review"])
+
+	// 4. A chunk-size change regroups every chunk; the correction stays.
+	rg.configure(t, 256)
+	run = rg.sync(t)
+	require.Equal(t, 2, run.Counts.RecordsChanged)
+	require.NotEmpty(t, rg.chunkWith("ten years"))
+	require.Empty(t, rg.chunkWith("shall keep records 7 for inspection by the authority, and report incidents concerning item 9-7"))
+	_, row = rg.rowOf(t, "Paragraph 7 of article 9:")
+	require.Equal(t, corrected, row["corrected_text"])
+	require.Equal(t, 303, rg.srv.RowCount("Elements"), "elements are the stable unit: no row added or lost")
+
+	// 5. The file changes the corrected paragraph too: a conflict, flagged
+	// with both texts, the correction kept.
+	newParsed := "Paragraph 7 of article 9: the operator shall keep records 7 for twelve months."
+	rg.write(t, "widgets.md", regulation(func(a, p int) string {
+		switch {
+		case a == 2 && p == 3:
+			return "Paragraph 3 of article 2: widgets of class 2 are exempt from the daily check."
+		case a == 9 && p == 7:
+			return newParsed
+		}
+		return ""
+	}))
+	run = rg.sync(t)
+	require.Equal(t, 1, run.Counts.ReviewConflicts)
+	rowID, row = rg.rowOf(t, "Paragraph 7 of article 9:")
+	require.Equal(t, true, row["needs_review"])
+	require.Equal(t, newParsed, row["parsed_text"])
+	require.Contains(t, row["corrected_from"], "shall keep records 7 for inspection")
+	require.Contains(t, row["review_reason"], "parsed text changed")
+	require.Equal(t, corrected, row["corrected_text"])
+	require.NotEmpty(t, rg.chunkWith("ten years"), "the correction still applies")
+	require.Empty(t, rg.chunkWith("twelve months"))
+	el, _ = rg.graph.Node("Element", row["element"].(string))
+	require.Equal(t, pipeline.ReviewNeeded, el["review"])
+	counts, err := rg.store.ReviewCounts(t.Context(), "docs")
+	require.NoError(t, err)
+	require.Equal(t, 1, counts.Flagged)
+
+	// The expert checks it and unticks needs_review: resolved.
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{rowID: {"needs_review": false}})
+	run = rg.sync(t)
+	el, _ = rg.graph.Node("Element", row["element"].(string))
+	require.Nil(t, el["review"])
+	_, row = rg.rowOf(t, "Paragraph 7 of article 9:")
+	require.Equal(t, false, row["needs_review"])
+	require.Equal(t, "", row["review_reason"])
+	counts, err = rg.store.ReviewCounts(t.Context(), "docs")
+	require.NoError(t, err)
+	require.Zero(t, counts.Flagged)
+
+	// 6. Exclude: the element leaves chunks and graph; its row stays.
+	exID, exRow := rg.rowOf(t, "Paragraph 2 of article 4:")
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{exID: {"exclude": true}})
+	run = rg.sync(t)
+	_, ok = rg.graph.Node("Element", exRow["element"].(string))
+	require.False(t, ok)
+	require.Empty(t, rg.chunkWith("Paragraph 2 of article 4:"))
+	require.LessOrEqual(t, run.Counts.ChunksEmbedded, 2)
+
+	// 7. mandatory_with to another document's element: a MANDATORY edge
+	// from the expert.
+	formID, formRow := rg.rowOf(t, "The incident form")
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{rowID: {"mandatory_with": []any{"L", formID}, "note": "the form goes with the log"}})
+	rg.sync(t)
+	var mand []graphtest.Edge
+	for _, e := range rg.graph.Edges() {
+		if e.Type == "MANDATORY" {
+			mand = append(mand, e)
+		}
+	}
+	require.Len(t, mand, 1)
+	require.Equal(t, row["element"], mand[0].From.ID)
+	require.Equal(t, formRow["element"], mand[0].To.ID)
+	require.Equal(t, "expert", rg.graph.EdgeProps(mand[0])["source"])
+	require.Equal(t, "the form goes with the log", rg.graph.EdgeProps(mand[0])["note"])
+
+	// 8. The corrected paragraph disappears from the file: its row is kept,
+	// marked missing, flagged; nothing else of it is lost.
+	rg.write(t, "widgets.md", regulation(func(a, p int) string {
+		if a == 9 && p == 7 {
+			return "-"
+		}
+		return ""
+	}))
+	run = rg.sync(t)
+	_, row = rg.rowOf(t, "Paragraph 7 of article 9:")
+	require.Equal(t, review.StatusMissing, row["status"])
+	require.Equal(t, true, row["needs_review"])
+	require.Equal(t, corrected, row["corrected_text"])
+	require.Contains(t, row["review_reason"], "no longer in the document")
+	require.Empty(t, rg.chunkWith("ten years"))
+
+	// 9. The annex is deleted: its rows go, except the form's, which an
+	// expert's link points at: kept and marked.
+	require.NoError(t, os.Remove(filepath.Join(rg.root, "annex.md")))
+	run = rg.sync(t)
+	require.Equal(t, 1, run.Counts.RecordsDeleted)
+	_, formRow = rg.rowOf(t, "The incident form")
+	require.Equal(t, review.StatusDeleted, formRow["status"])
+	require.Equal(t, true, formRow["needs_review"])
+	_, err = findRow(rg, "annex.md › annex")
+	require.Error(t, err, "the annex's other rows are deleted")
+	require.Equal(t, 2, rg.srv.RowCount("Documents"), "the annex's row stays for its kept element")
+}
+
+func findRow(rg *reviewRig, suffix string) (int64, error) {
+	for id, r := range rg.srv.Table("Elements") {
+		if el, _ := r["element"].(string); strings.HasSuffix(el, suffix) {
+			return id, nil
+		}
+	}
+	return 0, fmt.Errorf("no row ends with %q", suffix)
+}
