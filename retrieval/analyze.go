@@ -1,6 +1,7 @@
 package retrieval
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -14,7 +15,7 @@ import (
 
 // AnalyzerVersion names the lexical analyzer's output format. It is part of
 // every pipeline's config fingerprint: a change re-indexes every record once.
-const AnalyzerVersion = "lex-2"
+const AnalyzerVersion = "lex-3"
 
 // Languages the analyzer stems (Snowball stemmers,
 // github.com/kljensen/snowball); others are lower-cased and split only.
@@ -237,12 +238,25 @@ func Terms(text, lang string) []string {
 	return out
 }
 
-// LexicalText is the normalized text kept for lexical search: Terms joined
-// by spaces. Every word of it is letters and digits only, so Memgraph's
+// indexTerms are the terms a text is indexed by: Terms with the stop words
+// kept (stemmed like the others), so that a query that quotes one (the
+// "for" parameter) can find it; unquoted, a query drops them.
+func indexTerms(text, lang string) []string {
+	var out []string
+	for _, w := range words(text) {
+		if keepWord(w) {
+			out = append(out, stem(wordLang(lang, w), w))
+		}
+	}
+	return out
+}
+
+// LexicalText is the normalized text kept for lexical search: the text's
+// terms, stop words included (indexTerms), joined by spaces. Every word of it is letters and digits only, so Memgraph's
 // tokenizer (split on non-alphanumerics, lower-case) reads back the same
 // terms.
 func LexicalText(text, lang string) string {
-	return strings.Join(Terms(text, lang), " ")
+	return strings.Join(indexTerms(text, lang), " ")
 }
 
 // queryWord is one content word of a query with the terms it may be
@@ -273,6 +287,24 @@ var questionWords = map[string]bool{
 	"quel": true, "quelle": true, "quels": true, "quelles": true, "comment": true, "pourquoi": true,
 }
 
+// reQuoted is a quoted phrase of a query: "by", «для», ‘for’.
+var reQuoted = regexp.MustCompile(`"([^"]{1,80})"|«([^»]{1,80})»|“([^”]{1,80})”|‘([^’]{1,80})’`)
+
+// quotedWords are the words a query quotes: a quoted word is a content
+// word even when it is a stop word (the "for" parameter, the "by"
+// parameter).
+func quotedWords(query string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range reQuoted.FindAllStringSubmatch(query, -1) {
+		for _, g := range m[1:] {
+			for _, w := range words(g) {
+				out[w] = true
+			}
+		}
+	}
+	return out
+}
+
 // analyzeQuery splits a query into its content words, each with its stems
 // in the languages langs (the corpus's languages; a Cyrillic word is
 // Russian only). A query in a language the corpus has is thus matched
@@ -283,8 +315,9 @@ func analyzeQuery(query string, langs []string) []queryWord {
 	}
 	var out []queryWord
 	seen := map[string]bool{}
+	quoted := quotedWords(query)
 	for _, w := range words(query) {
-		if !keepWord(w) || questionWords[w] || seen[w] {
+		if !keepWord(w) || questionWords[w] && !quoted[w] || seen[w] {
 			continue
 		}
 		seen[w] = true
@@ -296,7 +329,7 @@ func analyzeQuery(query string, langs []string) []queryWord {
 		var terms []string
 		for _, l := range cand {
 			l = wordLang(l, w)
-			if isStopWord(l, w) {
+			if isStopWord(l, w) && !quoted[w] {
 				stop = true
 				break
 			}

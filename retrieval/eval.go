@@ -137,12 +137,16 @@ type QuestionMode struct {
 }
 
 // target is a resolved golden address: the leaves that make it, each with
-// the leaves of other documents holding the same text (renditions of one
-// document).
+// the leaves of other documents holding the same text, and the same
+// element in the other renditions of its document (another file with the
+// same title: the .md, .docx and .pdf of one specification), any of which
+// answers as well.
 type target struct {
-	addr   string
-	leaves [][]string
-	rows   []string // a table row's node id
+	addr string
+	// options are the leaf lists that answer: the element's, then the
+	// renditions'; each leaf with its same-text equivalents.
+	options [][][]string
+	rows    []string // a table row's node id
 }
 
 // Eval runs every question of a golden set in every mode of opts and
@@ -290,9 +294,22 @@ func (d *corpusData) resolveAll(id string, addrs []string, equiv map[string][]st
 			out = append(out, t)
 			continue
 		}
+		var main [][]string
 		for _, n := range nodes {
 			for _, l := range d.x.leaves(n.ID) {
-				t.leaves = append(t.leaves, append([]string{l}, equiv[l]...))
+				main = append(main, append([]string{l}, equiv[l]...))
+			}
+		}
+		if len(main) > 0 {
+			t.options = append(t.options, main)
+		}
+		for _, alt := range d.renditionsOf(nodes) {
+			var opt [][]string
+			for _, l := range d.x.leaves(alt.ID) {
+				opt = append(opt, append([]string{l}, equiv[l]...))
+			}
+			if len(opt) > 0 {
+				t.options = append(t.options, opt)
 			}
 		}
 		if len(nodes) == 0 {
@@ -301,6 +318,34 @@ func (d *corpusData) resolveAll(id string, addrs []string, equiv map[string][]st
 		out = append(out, t)
 	}
 	return out, bad
+}
+
+// renditionsOf are the nodes with the same citation as nodes in the other
+// renditions of their documents: documents sharing a name other than a
+// file name (their title).
+func (d *corpusData) renditionsOf(nodes []*Node) []*Node {
+	var out []*Node
+	for _, n := range nodes {
+		doc := d.x.docOf[n.ID]
+		if doc == nil || n.Citation == "" {
+			continue
+		}
+		titles := map[string]bool{}
+		for _, name := range doc.Names {
+			if name != doc.Key {
+				titles[normalizeDocName(name)] = true
+			}
+		}
+		for _, other := range d.corpus.Documents {
+			if other == doc || !slices.ContainsFunc(other.Names, func(name string) bool {
+				return name != other.Key && titles[normalizeDocName(name)]
+			}) {
+				continue
+			}
+			out = append(out, d.addr.resolve(n.Citation, map[*Document]bool{other: true})...)
+		}
+	}
+	return out
 }
 
 // equivalents maps each leaf to the leaves of other documents with the
@@ -354,8 +399,10 @@ func found(ts []target, hits []Hit) float64 {
 	n := 0
 	for _, t := range ts {
 		if slices.ContainsFunc(t.rows, func(r string) bool { return have[r] }) ||
-			slices.ContainsFunc(t.leaves, func(alts []string) bool {
-				return slices.ContainsFunc(alts, func(e string) bool { return have[e] })
+			slices.ContainsFunc(t.options, func(leaves [][]string) bool {
+				return slices.ContainsFunc(leaves, func(alts []string) bool {
+					return slices.ContainsFunc(alts, func(e string) bool { return have[e] })
+				})
 			}) {
 			n++
 		}
@@ -363,8 +410,8 @@ func found(ts []target, hits []Hit) float64 {
 	return float64(n) / float64(len(ts))
 }
 
-// whole reports whether every target's every leaf (or an equivalent) is
-// covered, or its row is among the hits.
+// whole reports whether every target has an option whose every leaf (or
+// an equivalent) is covered, or its row among the hits.
 func whole(ts []target, covered map[string]bool, hits []Hit) bool {
 	for _, t := range ts {
 		if len(t.rows) > 0 {
@@ -373,13 +420,12 @@ func whole(ts []target, covered map[string]bool, hits []Hit) bool {
 			}
 			continue
 		}
-		if len(t.leaves) == 0 {
+		if !slices.ContainsFunc(t.options, func(leaves [][]string) bool {
+			return !slices.ContainsFunc(leaves, func(alts []string) bool {
+				return !slices.ContainsFunc(alts, func(e string) bool { return covered[e] })
+			})
+		}) {
 			return false
-		}
-		for _, alts := range t.leaves {
-			if !slices.ContainsFunc(alts, func(e string) bool { return covered[e] }) {
-				return false
-			}
 		}
 	}
 	return true

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/kgsync/kgsync/chunker"
 )
@@ -43,8 +44,12 @@ const (
 	expandTerm      = 0.5  // the definition of a term the hit uses
 )
 
-// maxSectionTokens bounds the text of a referenced section.
-const maxSectionTokens = 1200
+// maxSectionTokens bounds the text of a referenced section;
+// maxDefinitionTokens that of a term's definition.
+const (
+	maxSectionTokens    = 1000
+	maxDefinitionTokens = 250
+)
 
 // Context is an expanded search result: the hits that fit the budget, each
 // with its expansions, and the total size.
@@ -233,9 +238,11 @@ func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
 	// The rest of the clause: the nearest titled section above the hit's
 	// elements (an article, a numbered section), when the hit holds part
 	// of it.
+	var clause []string
 	if len(h.Elements) > 0 {
 		if c := x.clauseOf(h.Elements[0]); c != "" {
 			leaves := x.leaves(c)
+			clause = slices.Clone(leaves)
 			if len(leaves) <= 60 {
 				// Nearest leaves first, so that a budget cut keeps the
 				// neighbours of the hit.
@@ -248,7 +255,10 @@ func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
 					title = t
 				}
 				for _, e := range leaves {
-					add(e, fmt.Sprintf("same clause as the hit (%s)", oneLine(title, 60)), expandClause, []string{e})
+					// Nearer parts first: a long article's far end weighs
+					// less than the hit's references.
+					d := abs(slices.Index(clause, e) - slices.Index(clause, h.Elements[0]))
+					add(e, fmt.Sprintf("same clause as the hit (%s)", oneLine(title, 60)), max(expandClause-0.05*float64(d), 0.45), []string{e})
 				}
 			}
 		}
@@ -267,10 +277,29 @@ func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
 			}
 		}
 	}
-	// Cross-reference targets, one hop.
+	// Cross-reference targets, one hop: from the hit's elements, then
+	// (weighing less) from the rest of its clause.
 	for _, e := range h.Elements {
 		for _, r := range x.refs[e] {
 			add(r.To, fmt.Sprintf("referenced as %q", r.Text), expandRef, x.boundedLeaves(r.To, tok))
+		}
+	}
+	for _, e := range clause {
+		for _, r := range x.refs[e] {
+			add(r.To, fmt.Sprintf("referenced as %q in the same clause", r.Text), expandRef*0.8, x.boundedLeaves(r.To, tok))
+		}
+	}
+	// Addresses in the hit's text that the document's references did not
+	// resolve ("§3.1.4", "(Section 5.2)"), looked up in its document.
+	if doc := d.x.docOf[firstOr(h.Elements, h.ID)]; doc != nil {
+		for _, e := range h.Elements {
+			for _, a := range d.textAddresses(e) {
+				for _, n := range d.addr.resolve(a.citation, map[*Document]bool{doc: true}) {
+					if !ancestorOf(x, n.ID, e) {
+						add(n.ID, fmt.Sprintf("referenced as %q", a.text), expandRef, x.boundedLeaves(n.ID, tok))
+					}
+				}
+			}
 		}
 	}
 	// Sections whose heading the hit names: "302 (Found)" names "6.4.3.
@@ -286,19 +315,80 @@ func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
 			ancestors[p] = true
 		}
 	}
-	for _, m := range d.headings.find(body, Terms(body, d.langOf(h))) {
+	for _, m := range d.headings.find(body, d.langOf(h)) {
 		if d.x.docOf[m] == d.x.docOf[firstOr(h.Elements, h.ID)] && !ancestors[m] {
 			n := x.nodes[m]
 			add(m, fmt.Sprintf("names the heading %q", oneLine(n.Title, 60)), expandMention, x.boundedLeaves(m, tok))
 		}
 	}
-	// Definitions of the terms the hit uses.
+	// Definitions of the terms the hit uses, in its own document.
 	low := strings.ToLower(h.Text)
+	hitDoc := d.x.docOf[firstOr(h.Elements, h.ID)]
 	for _, t := range x.terms {
-		if termIn(low, strings.ToLower(t.Name), d.patterns()) {
-			add(t.DefinedIn, fmt.Sprintf("defines %q", t.Name), expandTerm, x.boundedLeaves(t.DefinedIn, tok))
+		// A term most chunks use ("GET" in an HTTP specification) is
+		// the document's vocabulary, not context a hit needs.
+		if d.x.docOf[t.DefinedIn] == hitDoc && termIn(low, strings.ToLower(t.Name), d.patterns()) && !d.commonTerm(t) {
+			// The definition, not the whole section a term heads (an
+			// HTTP method's section defines it in its first paragraph).
+			add(t.DefinedIn, fmt.Sprintf("defines %q", t.Name), expandTerm, x.boundedLeavesN(t.DefinedIn, tok, maxDefinitionTokens))
 		}
 	}
+	return out
+}
+
+// commonTerm reports whether more than a tenth of its document's chunks
+// (and more than three) use a term (cached).
+func (d *corpusData) commonTerm(t Term) bool {
+	d.termsMu.Lock()
+	c, ok := d.termUse[t.ID]
+	d.termsMu.Unlock()
+	if !ok {
+		doc := d.x.docOf[t.DefinedIn]
+		name := strings.ToLower(t.Name)
+		n, in := 0, 0
+		for _, u := range d.units {
+			if doc == nil || d.x.docOf[firstOr(u.Elements, "")] != doc {
+				continue
+			}
+			n++
+			if termIn(strings.ToLower(u.Text), name, d.patterns()) {
+				in++
+			}
+		}
+		c = in > 3 && 10*in > n
+		d.termsMu.Lock()
+		d.termUse[t.ID] = c
+		d.termsMu.Unlock()
+	}
+	return c
+}
+
+// ancestorOf reports whether id is e or one of its ancestors.
+func ancestorOf(x *corpusIndex, id, e string) bool {
+	for p := e; p != ""; p = x.parent(p) {
+		if p == id {
+			return true
+		}
+	}
+	return false
+}
+
+// textAddresses are the addresses an element's text names (cached).
+func (d *corpusData) textAddresses(id string) []queryAddress {
+	d.textAddrMu.Lock()
+	defer d.textAddrMu.Unlock()
+	if a, ok := d.textAddr[id]; ok {
+		return a
+	}
+	var out []queryAddress
+	if n, ok := d.x.nodes[id]; ok && n.Text != "" {
+		for _, m := range chunker.FindAddresses(n.Text) {
+			if m.Citation != "" && m.Doc == "" && !relativeCitation(m.Citation) {
+				out = append(out, queryAddress{citation: m.Citation, text: m.Text})
+			}
+		}
+	}
+	d.textAddr[id] = out
 	return out
 }
 
@@ -318,28 +408,48 @@ func (d *corpusData) langOf(h Hit) string {
 }
 
 // headingIndex finds sections by the words of their heading: the heading
-// without its leading number, as lexical terms, when it is specific enough
-// to be a name — two terms or more, or one with a digit ("302 Found",
-// "Retry-After", "Method sets"; not "Introduction" or "Examples").
+// without its leading number, as tokens (see headingTokens), when it is
+// specific enough to be a name — two tokens or more, or one with a digit or
+// a hyphen ("302 Found", "Retry-After", "Method sets"; not "Introduction"
+// or "Examples").
 type headingIndex struct {
 	byFirst map[string][]headingName
 }
 
 type headingName struct {
-	id    string
-	terms []string
-	// raw is the heading without its number, for a one-term heading
-	// ("Retry-After"), which must occur as it is written.
-	raw string
+	id     string
+	tokens []string
 }
 
 // reLeadNumber is a heading's own number: "6.4.3. ", "A.1 ", "2) ".
-var reLeadNumber = regexp.MustCompile(`^\s*(?:[A-Z]\.)?\d+(?:\.\d+)*[.):]?\s+`)
+var reLeadNumber = regexp.MustCompile(`^\s*(?:[A-Z]\.)?\d+(?:\.\d+)*[.):]?\s*(?:-\s+)?`)
 
 // genericHeadings are heading words that name no one thing.
 var genericHeadings = map[string]bool{"introduct": true, "overview": true, "exampl": true, "descript": true,
 	"intent": true, "rational": true, "scope": true, "note": true, "general": true, "definit": true,
 	"term": true, "refer": true, "summari": true, "background": true}
+
+// headingTokens splits text into the tokens headings are matched by: runs
+// of letters, digits and inner hyphens, lower-cased; a plain word is
+// stemmed and stop words dropped, a hyphenated one ("Retry-After",
+// "User-Agent") is kept whole, so "user agent" does not name "User-Agent".
+func headingTokens(text, lang string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-'
+	}) {
+		f = strings.Trim(f, "-")
+		if f == "" {
+			continue
+		}
+		if strings.Contains(f, "-") {
+			out = append(out, f)
+			continue
+		}
+		out = append(out, Terms(f, lang)...)
+	}
+	return out
+}
 
 func newHeadingIndex(c *Corpus) *headingIndex {
 	hx := &headingIndex{byFirst: map[string][]headingName{}}
@@ -348,36 +458,27 @@ func newHeadingIndex(c *Corpus) *headingIndex {
 			if n.Label != LabelSection || n.Title == "" {
 				continue
 			}
-			terms := Terms(reLeadNumber.ReplaceAllString(n.Title, ""), d.Lang)
-			if len(terms) == 0 || len(terms) > 6 || genericHeadings[terms[0]] && len(terms) < 3 {
+			toks := headingTokens(reLeadNumber.ReplaceAllString(n.Title, ""), d.Lang)
+			if len(toks) == 0 || len(toks) > 6 || genericHeadings[toks[0]] && len(toks) < 3 {
 				continue
 			}
-			if len(terms) == 1 && strings.IndexFunc(terms[0], func(r rune) bool { return r >= '0' && r <= '9' }) < 0 &&
-				!strings.ContainsAny(n.Title, "-_") {
+			if len(toks) == 1 && !strings.ContainsAny(toks[0], "-0123456789") {
 				continue
 			}
-			h := headingName{id: n.ID, terms: terms}
-			if len(terms) == 1 {
-				h.raw = strings.ToLower(strings.TrimSpace(reLeadNumber.ReplaceAllString(n.Title, "")))
-			}
-			hx.byFirst[terms[0]] = append(hx.byFirst[terms[0]], h)
+			hx.byFirst[toks[0]] = append(hx.byFirst[toks[0]], headingName{n.ID, toks})
 		}
 	}
 	return hx
 }
 
-// find returns the sections whose heading terms occur in terms (the
-// lexical terms of text) as a run; a one-term heading must occur in text
-// as written.
-func (hx *headingIndex) find(text string, terms []string) []string {
+// find returns the sections whose heading tokens occur in the tokens of
+// text as a run.
+func (hx *headingIndex) find(text, lang string) []string {
+	toks := headingTokens(text, lang)
 	var out []string
-	low := strings.ToLower(text)
-	for i, t := range terms {
+	for i, t := range toks {
 		for _, h := range hx.byFirst[t] {
-			if h.raw != "" && !strings.Contains(low, h.raw) {
-				continue
-			}
-			if i+len(h.terms) <= len(terms) && slices.Equal(terms[i:i+len(h.terms)], h.terms) && !slices.Contains(out, h.id) {
+			if i+len(h.tokens) <= len(toks) && slices.Equal(toks[i:i+len(h.tokens)], h.tokens) && !slices.Contains(out, h.id) {
 				out = append(out, h.id)
 			}
 		}
@@ -411,11 +512,16 @@ func (x *corpusIndex) clauseOf(id string) string {
 // boundedLeaves are a node's leaves, as many as fit maxSectionTokens (an
 // element is its own leaf).
 func (x *corpusIndex) boundedLeaves(id string, tok *chunker.Tokenizer) []string {
+	return x.boundedLeavesN(id, tok, maxSectionTokens)
+}
+
+// boundedLeavesN are a node's first leaves that fit n tokens (at least one).
+func (x *corpusIndex) boundedLeavesN(id string, tok *chunker.Tokenizer, n int) []string {
 	leaves := x.leaves(id)
 	total := 0
 	for i, e := range leaves {
 		total += tok.Count(x.nodes[e].Text)
-		if total > maxSectionTokens && i > 0 {
+		if total > n && i > 0 {
 			return leaves[:i]
 		}
 	}

@@ -164,7 +164,7 @@ func (d *corpusData) termsOf(u int) map[string]bool {
 		lang = DetectLanguage(unit.Text)
 	}
 	t := map[string]bool{}
-	for _, term := range Terms(unit.Text, lang) {
+	for _, term := range indexTerms(unit.Text, lang) {
 		t[term] = true
 	}
 	d.unitTerms[u] = t

@@ -155,8 +155,12 @@ type corpusData struct {
 	vectors   map[uint64][]float32
 	termsMu   sync.Mutex
 	unitTerms map[int]map[string]bool
+	termUse   map[string]bool // term id → used by many chunks
 	pat       patternCache
 	headings  *headingIndex
+
+	textAddrMu sync.Mutex
+	textAddr   map[string][]queryAddress
 }
 
 // Options narrow one search.
@@ -257,7 +261,7 @@ func (s *Searcher) load(ctx context.Context) (*corpusData, error) {
 func newCorpusData(c *Corpus) *corpusData {
 	x := newCorpusIndex(c)
 	d := &corpusData{corpus: c, x: x, addr: newAddressIndex(x, c), headings: newHeadingIndex(c), units: c.Units, byID: map[string][]int{},
-		coveredBy: map[string][]int{}, unitTerms: map[int]map[string]bool{}}
+		coveredBy: map[string][]int{}, unitTerms: map[int]map[string]bool{}, termUse: map[string]bool{}, textAddr: map[string][]queryAddress{}}
 	langs := map[string]bool{}
 	for _, doc := range c.Documents {
 		if doc.Lang != "" {
@@ -370,6 +374,13 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 		rest := fuse(lists, cfg)
 		l, matches := d.addressList(query, allowed, rest)
 		lists, res.Addresses = append(lists, l), matches
+	}
+	// A query that is nothing but addresses (and document names) is a
+	// look-up: the other signals would rank the words of the address.
+	if len(content) == 0 && len(res.Addresses) > 0 && slices.ContainsFunc(lists, func(l ranked) bool {
+		return l.signal == SignalAddress && len(l.units) > 0
+	}) {
+		lists = slices.DeleteFunc(lists, func(l ranked) bool { return l.signal != SignalAddress })
 	}
 	fused := fuse(lists, cfg)
 	order := make([]int, 0, len(fused))
