@@ -827,7 +827,11 @@ func (d *docx) emit(bl docxBlock) {
 		rendered, bullet = d.render(numID, ilvl)
 	}
 	text := normalizeSpace(bl.text)
-	if toc || text == "" {
+	if toc && text != "" {
+		d.b.root.Noise = append(d.b.root.Noise, Noise{Text: text, Reason: "table of contents"})
+		return
+	}
+	if text == "" {
 		return
 	}
 	full := text

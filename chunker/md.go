@@ -431,7 +431,9 @@ func mdInline(n ast.Node, src []byte) string {
 				sb.Write(c.Value)
 			case *ast.RawHTML:
 				// Inline tags carry no text of their own; the text between an
-				// opening and closing tag is a sibling Text node.
+				// opening and closing tag is a sibling Text node. A tag
+				// separates words ("…ssZ<br>where", "<li>…</li><li>").
+				sb.WriteByte(' ')
 			case *ast.AutoLink:
 				sb.Write(c.URL(src))
 			default:

@@ -223,6 +223,7 @@ func cleanLines(lines []string, markdown bool) cleanText {
 				continue
 			}
 			if calls, rest, ok := splitCalls(t, footnotes[p]); ok {
+				out.noise = append(out.noise, Noise{Text: strings.Join(calls, ""), Reason: "footnote call", Line: j + 1})
 				lines[j] = rest
 				for _, c := range calls {
 					callsAt[j] = append(callsAt[j], footnotes[p][c])
@@ -443,15 +444,20 @@ func okRest(rest string, inDigits bool) bool {
 var clauseStart = regexp.MustCompile(`^\d{1,3}(?:\.\d{1,3})*\.?\s+\S`)
 
 // repeatedLines drops, in a text without page markers, lines repeated at
-// page-like intervals (see above).
+// page-like intervals: at least four times, 15 lines apart or more, not
+// list items, table rows, lead-ins (":") or numbered clauses, and cutting
+// a sentence at least a third of the times (the text before does not end
+// one) — running headers fall where a page broke, repeated boilerplate
+// where a paragraph ends.
 func repeatedLines(lines, drop []string) {
 	at := map[string][]int{}
 	for i, l := range lines {
 		if drop[i] != "" {
 			continue
 		}
+		t := strings.TrimSpace(l)
 		s := strings.ToLower(mdStrip(l))
-		if utf8.RuneCountInString(s) < 12 || strings.HasSuffix(s, ":") || strings.HasPrefix(strings.TrimSpace(l), "|") ||
+		if utf8.RuneCountInString(s) < 12 || strings.HasSuffix(s, ":") || strings.HasPrefix(t, "|") || listLine.MatchString(t) ||
 			clauseStart.MatchString(s) || numberedTitle.MatchString(s) && !headingUnitOK(s) {
 			continue
 		}
@@ -461,11 +467,16 @@ func repeatedLines(lines, drop []string) {
 		if len(is) < 4 {
 			continue
 		}
-		spaced := true
-		for k := 1; k < len(is); k++ {
-			spaced = spaced && is[k]-is[k-1] >= 15
+		spaced, cuts := true, 0
+		for k, i := range is {
+			if k > 0 && i-is[k-1] < 15 {
+				spaced = false
+			}
+			if p := prevText(lines, drop, i); p != "" && !strings.ContainsAny(p[len(p)-1:], ".!?:;|`") && !strings.HasPrefix(strings.TrimSpace(p), "#") {
+				cuts++
+			}
 		}
-		if !spaced {
+		if !spaced || cuts*3 < len(is) {
 			continue
 		}
 		for k, i := range is {
@@ -475,6 +486,18 @@ func repeatedLines(lines, drop []string) {
 			drop[i] = "running header or footer"
 		}
 	}
+}
+
+var listLine = regexp.MustCompile(`^(?:[-*+•]\s|\d{1,3}[.)]\s|\([a-z0-9]{1,3}\)\s)`)
+
+// prevText is the last non-blank kept line before i, right-trimmed.
+func prevText(lines, drop []string, i int) string {
+	for j := i - 1; j >= 0; j-- {
+		if drop[j] == "" && strings.TrimSpace(lines[j]) != "" {
+			return strings.TrimRight(lines[j], " ")
+		}
+	}
+	return ""
 }
 
 func headingUnitOK(s string) bool { _, _, ok := headingUnit(s); return ok }

@@ -95,9 +95,10 @@ func parsePDF(content []byte) (root *Element, err error) {
 	if glyphs == 0 {
 		return nil, ErrNoTextLayer
 	}
-	lines := dropPDFFurniture(pages, heights)
+	lines, noise := dropPDFFurniture(pages, heights)
 	pb := &pdfBuilder{b: newBuilder()}
 	pb.run(lines)
+	pb.b.root.Noise = noise
 	return pb.b.root, nil
 }
 
@@ -228,8 +229,9 @@ func modeSize(sizes map[float64]int) float64 {
 var pageNumberLine = regexp.MustCompile(`(?i)^(?:page\s+)?#(?:\s*(?:of|/|из)\s*#)?$|^[-–—]\s*#\s*[-–—]$`)
 
 // dropPDFFurniture removes running headers, footers and page numbers and
-// returns the remaining lines in order.
-func dropPDFFurniture(pages [][]pdfLine, heights []float64) []pdfLine {
+// returns the remaining lines in order, and what it removed.
+func dropPDFFurniture(pages [][]pdfLine, heights []float64) ([]pdfLine, []Noise) {
+	var noise []Noise
 	band := func(l pdfLine, h float64) bool { return l.y > h*0.9 || l.y < h*0.1 }
 	sig := func(s string) string { return digitRun.ReplaceAllString(s, "#") }
 	counts := map[string]int{}
@@ -246,13 +248,18 @@ func dropPDFFurniture(pages [][]pdfLine, heights []float64) []pdfLine {
 	var out []pdfLine
 	for i, pg := range pages {
 		for _, l := range pg {
-			if band(l, heights[i]) && (counts[sig(l.text)] >= min || pageNumberLine.MatchString(sig(l.text))) {
+			if band(l, heights[i]) && counts[sig(l.text)] >= min {
+				noise = append(noise, Noise{Text: l.text, Reason: "running header or footer"})
+				continue
+			}
+			if band(l, heights[i]) && pageNumberLine.MatchString(sig(l.text)) {
+				noise = append(noise, Noise{Text: l.text, Reason: "page number"})
 				continue
 			}
 			out = append(out, l)
 		}
 	}
-	return out
+	return out, noise
 }
 
 var (

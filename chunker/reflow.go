@@ -37,15 +37,18 @@ import (
 // only where most text sits in long runs of short lines (see hardWrapped).
 
 // hardWrapped reports whether a Markdown text is hard-wrapped without
-// blank lines between paragraphs: its runs of plain lines are at least
-// five lines long at the median, and 90 % of its lines fit 110 characters.
+// blank lines between paragraphs: its runs of plain lines (not headings,
+// tables, lists, code, quotes, HTML or link definitions) are at least
+// eight lines long at the median, half its plain lines have 45 characters
+// or more and 90 % fit 110.
 func hardWrapped(lines []string) bool {
 	var runs, lengths []int
 	run := 0
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
 		plain := t != "" && !strings.HasPrefix(t, "#") && !strings.HasPrefix(t, "|") && !strings.HasPrefix(t, "```") &&
-			!strings.HasPrefix(t, "- ") && !strings.HasPrefix(t, "* ") && !strings.HasPrefix(t, ">") && !strings.HasPrefix(t, "<")
+			!strings.HasPrefix(t, "- ") && !strings.HasPrefix(t, "* ") && !strings.HasPrefix(t, ">") && !strings.HasPrefix(t, "<") &&
+			!strings.HasPrefix(t, "[") && !strings.HasPrefix(l, "    ")
 		if plain {
 			run++
 			lengths = append(lengths, utf8.RuneCountInString(l))
@@ -64,7 +67,7 @@ func hardWrapped(lines []string) bool {
 	}
 	sort.Ints(runs)
 	sort.Ints(lengths)
-	return runs[len(runs)/2] >= 5 && lengths[len(lengths)*9/10] <= 110
+	return runs[len(runs)/2] >= 8 && lengths[len(lengths)/2] >= 45 && lengths[len(lengths)*9/10] <= 110
 }
 
 // measure is the 90th percentile of the lengths of non-blank lines.

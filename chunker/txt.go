@@ -101,18 +101,22 @@ func parseTxt(content []byte) (*Element, error) {
 	}
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\r", "\n")
-	p := &txtParser{b: newBuilder(), lines: removePageFurniture(s)}
+	lines, noise := removePageFurniture(s)
+	p := &txtParser{b: newBuilder(), lines: lines}
+	p.b.root.Noise = noise
 	p.measure()
 	p.run()
 	return p.b.root, nil
 }
 
 // removePageFurniture drops running headers and footers around form feeds
-// and re-joins the pages; it returns the lines of the joined text.
-func removePageFurniture(s string) []string {
+// and re-joins the pages; it returns the lines of the joined text and
+// what it dropped.
+func removePageFurniture(s string) ([]string, []Noise) {
 	if !strings.Contains(s, "\f") {
-		return strings.Split(s, "\n")
+		return strings.Split(s, "\n"), nil
 	}
+	var noise []Noise
 	pages := strings.Split(s, "\f")
 	paged := make([][]string, len(pages))
 	for i, pg := range pages {
@@ -138,10 +142,12 @@ func removePageFurniture(s string) []string {
 	for i, pg := range paged {
 		// The last page has a footer but no form feed after it.
 		if j := lastNonBlank(pg); j >= 0 && furniture(pg[j]) {
+			noise = append(noise, Noise{Text: normalizeSpace(pg[j]), Reason: "running header or footer"})
 			pg = pg[:j]
 		}
 		if i > 0 {
 			if j := firstNonBlank(pg); j >= 0 && furniture(pg[j]) {
+				noise = append(noise, Noise{Text: normalizeSpace(pg[j]), Reason: "running header or footer"})
 				pg = pg[j+1:]
 			}
 		}
@@ -160,7 +166,7 @@ func removePageFurniture(s string) []string {
 		}
 		out = append(out, pg...)
 	}
-	return out
+	return out, noise
 }
 
 // continuesAcrossPage reports whether the line after a page break continues
