@@ -125,4 +125,3 @@ func TestNoTextLost(t *testing.T) {
 		})
 	}
 }
-
