@@ -31,8 +31,20 @@ const minCyrillicShare = 0.5
 // mark is removed), then valid UTF-8, then Windows-1251 when at least
 // minCyrillicShare of the decoded letters are Cyrillic (common for Russian
 // documents). Anything else is an error naming the offset of the first
-// invalid UTF-8 byte. Empty content is UTF-8.
+// invalid UTF-8 byte. Empty content is UTF-8. Decoded text holding a NUL
+// character is refused as binary (ErrBinary).
 func Decode(content []byte) (string, string, error) {
+	s, enc, err := decode(content)
+	if err == nil {
+		err = checkNUL(s)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return s, enc, nil
+}
+
+func decode(content []byte) (string, string, error) {
 	switch {
 	case bytes.HasPrefix(content, []byte{0xEF, 0xBB, 0xBF}):
 		if err := checkUTF8(content[3:]); err != nil {

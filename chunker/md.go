@@ -2,6 +2,7 @@ package chunker
 
 import (
 	"bytes"
+	"context"
 	"regexp"
 	"sort"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 	"golang.org/x/net/html"
@@ -26,7 +28,9 @@ var headingNumber = regexp.MustCompile(`^(\d{1,3}(?:\.\d+)*|[A-Z](?:\.\d+)+)\.?(
 
 // mdParser is goldmark with GitHub tables, built once (goldmark parsers are
 // safe for concurrent use).
-var mdParser = goldmark.New(goldmark.WithExtensions(extension.Table)).Parser()
+// stopInline (cancel.go) lets a cancelled parse stop.
+var mdParser = goldmark.New(goldmark.WithExtensions(extension.Table),
+	goldmark.WithParserOptions(parser.WithInlineParsers(util.Prioritized(stopInline{}, 0)))).Parser()
 
 // parseMarkdown parses CommonMark with GFM tables. Page noise (page
 // markers, running headers and footers, page numbers, footnote blocks,
@@ -53,8 +57,17 @@ var mdParser = goldmark.New(goldmark.WithExtensions(extension.Table)).Parser()
 // them. Inline markup is reduced to its text; inline HTML (for example
 // `<a name="7.1"></a>` anchors in headings) is dropped.
 func parseMarkdown(content []byte) (*Element, error) {
+	return parseMarkdownContext(context.Background(), content)
+}
+
+// parseMarkdownContext is parseMarkdown that stops when ctx is done.
+func parseMarkdownContext(ctx context.Context, content []byte) (_ *Element, err error) {
+	defer recoverStop(&err)
 	decoded, _, err := Decode(content)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkNesting([]byte(decoded)); err != nil {
 		return nil, err
 	}
 	decoded = strings.ReplaceAll(decoded, "\r\n", "\n")
@@ -95,7 +108,9 @@ func parseMarkdown(content []byte) (*Element, error) {
 	}
 	starts[len(lines)] = off
 	src := []byte(strings.Join(lines, "\n"))
-	doc := mdParser.Parse(text.NewReader(src))
+	pc := parser.NewContext()
+	pc.Set(mdCancelKey, ctx)
+	doc := mdParser.Parse(stopReader{text.NewReader(src), ctx}, parser.WithContext(pc))
 	m := &mdState{b: newBuilder(), src: src, starts: starts, notes: notes, synthetic: synthetic, top: -1}
 	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
 		m.block(n)

@@ -1,6 +1,7 @@
 package chunker
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -36,7 +37,7 @@ type registry struct {
 var formats = &registry{
 	parsers: map[string]Parser{
 		"txt":  ParserFunc(parseTxt),
-		"md":   ParserFunc(parseMarkdown),
+		"md":   markdownParser{},
 		"html": ParserFunc(parseHTML),
 		"docx": ParserFunc(parseDocx),
 		"pdf":  ParserFunc(parsePDF),
@@ -123,8 +124,23 @@ func Formats() map[string]string {
 // returns the KindDocument root. Sibling addresses are made unique (a
 // repeated address gets a "~2", "~3" suffix) so that every element has a
 // distinct address path, and every element gets its Citation. It returns an error for an unknown format (the
-// message lists the known ones) or content the parser rejects.
+// message lists the known ones) or content the parser rejects, including
+// the limits of limits.go (ErrTooComplex, ErrBinary).
 func Parse(format string, content []byte) (*Element, error) {
+	return parse(nil, format, content)
+}
+
+// markdownParser is the md format's ContextParser.
+type markdownParser struct{}
+
+func (markdownParser) Parse(content []byte) (*Element, error) { return parseMarkdown(content) }
+
+func (markdownParser) ParseContext(ctx context.Context, content []byte) (*Element, error) {
+	return parseMarkdownContext(ctx, content)
+}
+
+// parse is Parse with ParseContext's ctx (nil: none).
+func parse(ctx context.Context, format string, content []byte) (*Element, error) {
 	formats.mu.RLock()
 	p, ok := formats.parsers[format]
 	known := make([]string, 0, len(formats.parsers))
@@ -136,12 +152,21 @@ func Parse(format string, content []byte) (*Element, error) {
 		sort.Strings(known)
 		return nil, fmt.Errorf("parse: unknown format %q (known: %s)", format, strings.Join(known, ", "))
 	}
-	root, err := p.Parse(content)
+	var root *Element
+	var err error
+	if cp, ok := p.(ContextParser); ok && ctx != nil {
+		root, err = cp.ParseContext(ctx, content)
+	} else {
+		root, err = p.Parse(content)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", format, err)
 	}
 	if root == nil || root.Kind != KindDocument {
 		return nil, fmt.Errorf("parse %s: parser returned no document root", format)
+	}
+	if err := checkExpansion(root, len(content)); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", format, err)
 	}
 	collapseClauses(root)
 	emptySections(root)

@@ -1,6 +1,7 @@
 package chunker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -99,6 +100,22 @@ type unit struct {
 // A root without text yields no chunks and no error. Errors: nil root,
 // Options out of range.
 func Split(docKey string, root *Element, opts Options) ([]Chunk, error) {
+	return split(nil, docKey, root, opts)
+}
+
+// SplitContext is Split that stops within one leaf (or one window of a
+// huge leaf) once ctx is done, returning an error that wraps ctx.Err().
+func SplitContext(ctx context.Context, docKey string, root *Element, opts Options) (_ []Chunk, err error) {
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("split %s: %w", docKey, err)
+		}
+	}()
+	defer recoverStop(&err)
+	return split(ctx, docKey, root, opts)
+}
+
+func split(ctx context.Context, docKey string, root *Element, opts Options) ([]Chunk, error) {
 	if root == nil {
 		return nil, errors.New("split: nil root element")
 	}
@@ -120,12 +137,13 @@ func Split(docKey string, root *Element, opts Options) ([]Chunk, error) {
 	if opts.Tokenizer == nil {
 		opts.Tokenizer = DefaultTokenizer()
 	}
-	s := &splitter{opts: opts, tok: opts.Tokenizer, seen: map[string]int{}}
+	s := &splitter{ctx: ctx, opts: opts, tok: opts.Tokenizer, seen: map[string]int{}}
 	s.walk(root, docKey, nil, "")
 	return s.out, nil
 }
 
 type splitter struct {
+	ctx  context.Context // nil: never cancelled
 	opts Options
 	tok  *Tokenizer
 	out  []Chunk
@@ -161,6 +179,7 @@ func (s *splitter) walk(e *Element, path string, headings []string, cite string)
 func (s *splitter) run(path string, headings []string, cite string, leaves []*Element) {
 	var units []unit
 	for _, l := range leaves {
+		checkStop(s.ctx)
 		text := strings.TrimSpace(l.Text)
 		if text == "" {
 			continue
@@ -184,7 +203,11 @@ func (s *splitter) run(path string, headings []string, cite string, leaves []*El
 				key = l.Address + "#" + pieceKey(p.text)
 				join = p.join
 			}
-			units = append(units, unit{elem: elem, key: key, text: p.text, tokens: s.tok.Count(p.text), join: join, cite: l.Citation})
+			n := p.tokens
+			if n == 0 {
+				n = s.tok.Count(p.text)
+			}
+			units = append(units, unit{elem: elem, key: key, text: p.text, tokens: n, join: join, cite: l.Citation})
 		}
 	}
 	context := strings.Join(headings, PathSep)
@@ -417,6 +440,8 @@ func (s *splitter) tail(text string, n int) string {
 type piece struct {
 	text string
 	join string
+	// tokens is text's token count when fitLimit counted it, else 0.
+	tokens int
 }
 
 // pieces splits text (longer than MaxTokens) into sentences, and any
@@ -454,8 +479,11 @@ func (s *splitter) fit(seg, join string) []piece {
 // fitLimit is fit with limit tokens in place of MaxTokens (limit >= 1).
 func (s *splitter) fitLimit(seg, join string, limit int) []piece {
 	limit = max(limit, 1)
-	if s.tok.Count(seg) <= limit {
-		return []piece{{text: seg, join: join}}
+	if len(seg) > hugeSegmentTokens*limit {
+		return s.fitHuge(seg, join, limit)
+	}
+	if n := s.tok.Count(seg); n <= limit {
+		return []piece{{text: seg, join: join, tokens: n}}
 	}
 	words := wordSpans(seg)
 	if len(words) <= 1 {
@@ -493,6 +521,54 @@ func (s *splitter) fitLimit(seg, join string, limit int) []piece {
 		}
 		out = append(out, s.fitLimit(seg[w[0]:w[1]], j, limit)...)
 		prevEnd = w[1]
+	}
+	return out
+}
+
+// hugeSegmentTokens: a segment longer than this many bytes per token of
+// the limit (32 KiB at 512 tokens; no sentence of a real document is that
+// long) is cut by fitHuge before fitLimit's word windows and halving.
+const hugeSegmentTokens = 64
+
+// hugeSampleBytes is how much of a huge segment fitHuge counts to estimate
+// its bytes per token.
+const hugeSampleBytes = 64 << 10
+
+// fitHuge cuts a huge segment (a line of megabytes, a base64 blob) into
+// windows of about limit tokens, estimated from the bytes per token of the
+// segment's first hugeSampleBytes and ended at the last white space of the
+// window's second half (or a rune boundary), and fits each window. Each
+// byte is counted a bounded number of times, so its cost is linear in the
+// segment's length, where word-by-word counting and halving of the whole
+// run are not.
+func (s *splitter) fitHuge(seg, join string, limit int) []piece {
+	sample := seg[:min(len(seg), hugeSampleBytes)]
+	for len(sample) < len(seg) && !utf8.RuneStart(seg[len(sample)]) {
+		sample = seg[:len(sample)+1]
+	}
+	tokens := max(s.tok.Count(sample), 1)
+	width := max(int(float64(limit)*float64(len(sample))/float64(tokens)*0.9), 1)
+	var out []piece
+	for start := 0; start < len(seg); {
+		checkStop(s.ctx)
+		end := min(start+width, len(seg))
+		if end < len(seg) {
+			if ws := strings.LastIndexFunc(seg[start+width/2:end], unicode.IsSpace); ws >= 0 {
+				end = start + width/2 + ws
+			}
+			for end < len(seg) && !utf8.RuneStart(seg[end]) {
+				end++
+			}
+		}
+		next := end
+		for next < len(seg) && unicode.IsSpace(rune(seg[next])) {
+			next++
+		}
+		if w := seg[start:end]; strings.TrimSpace(w) != "" {
+			out = append(out, s.fitLimit(w, join, limit)...)
+			join = seg[end:next]
+		}
+		start = next
 	}
 	return out
 }

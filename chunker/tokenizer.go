@@ -3,6 +3,7 @@ package chunker
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tiktoken-go/tokenizer"
 )
@@ -17,6 +18,8 @@ import (
 type Tokenizer struct {
 	name  string
 	codec tokenizer.Codec
+	// tokenized, when set (tests), sums the bytes Count and Tokens see.
+	tokenized *atomic.Int64
 }
 
 // Encodings supported by NewTokenizer.
@@ -74,6 +77,9 @@ func (t *Tokenizer) Count(s string) int {
 	if s == "" {
 		return 0
 	}
+	if t.tokenized != nil {
+		t.tokenized.Add(int64(len(s)))
+	}
 	n, err := t.codec.Count(s)
 	if err != nil {
 		return (len(s) + 3) / 4
@@ -86,6 +92,9 @@ func (t *Tokenizer) Count(s string) int {
 func (t *Tokenizer) Tokens(s string) []string {
 	if s == "" {
 		return nil
+	}
+	if t.tokenized != nil {
+		t.tokenized.Add(int64(len(s)))
 	}
 	_, toks, err := t.codec.Encode(s)
 	if err != nil {

@@ -37,7 +37,7 @@ func (b *builder) section(level int, address, title string) *Element {
 		b.stack = b.stack[:len(b.stack)-1]
 	}
 	parent := b.stack[len(b.stack)-1].el
-	s := &Element{Kind: KindSection, Address: address, Title: title}
+	s := &Element{Kind: KindSection, Address: address, Title: stripControls(title)}
 	parent.Children = append(parent.Children, s)
 	b.stack = append(b.stack, frame{el: s, level: level})
 	return s
@@ -90,6 +90,7 @@ func (b *builder) annex(level int, address, title string) *Element {
 // "Таблица 7.1") takes the caption as its Title and its label as its
 // Address, and the caption paragraph is removed.
 func (b *builder) leaf(kind Kind, text string) *Element {
+	text = stripControls(text)
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
@@ -124,6 +125,9 @@ var (
 // captionLabel returns "Table 13" for a caption line matched by re (the
 // keyword capitalised as written, "ТАБЛИЦА" → "Таблица"); captions are short.
 func captionLabel(text string, re *regexp.Regexp) (string, bool) {
+	if len(text) > 4096 { // no caption is that long, however spaced
+		return "", false
+	}
 	t := normalizeSpace(text)
 	if utf8.RuneCountInString(t) > 200 {
 		return "", false
@@ -309,10 +313,51 @@ func slug(title string) string {
 
 // normalizeSpace collapses every run of white space (including newlines and
 // no-break spaces) to one space and trims the ends.
+//
+// It makes one pass and one allocation of at most len(s) bytes (none when
+// s is already normal): a paragraph of megabytes costs its size, not a
+// slice header per word.
 func normalizeSpace(s string) string {
-	return strings.Join(strings.FieldsFunc(s, func(r rune) bool {
-		return unicode.IsSpace(r) || r == '\u00a0'
-	}), " ")
+	if isNormalSpace(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	pending := false
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if isSpaceRune(r) {
+			pending = b.Len() > 0
+		} else {
+			if pending {
+				b.WriteByte(' ')
+				pending = false
+			}
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// isSpaceRune is the white space normalizeSpace collapses.
+func isSpaceRune(r rune) bool { return unicode.IsSpace(r) || r == '\u00a0' }
+
+// isNormalSpace reports whether normalizeSpace(s) == s: no white space at
+// the ends, only single ' ' between words.
+func isNormalSpace(s string) bool {
+	prevSpace := true // at the start, a space would be leading
+	for _, r := range s {
+		if isSpaceRune(r) {
+			if prevSpace || r != ' ' {
+				return false
+			}
+			prevSpace = true
+			continue
+		}
+		prevSpace = false
+	}
+	return !prevSpace || s == ""
 }
 
 // collapseClauses turns a clause that holds nothing but its own paragraph

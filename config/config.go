@@ -286,6 +286,11 @@ type Chunking struct {
 	OverlapTokens int `yaml:"overlap_tokens"`
 	// Tokenizer is "cl100k_base" (default) or "o200k_base".
 	Tokenizer string `yaml:"tokenizer,omitempty"`
+	// DocumentTimeout is the time budget of parsing and chunking one
+	// document (0 = pipeline.DefaultDocumentTimeout, 60s). A document over
+	// it is skipped, reported as "too complex", and the run goes on; it is
+	// not part of the fingerprint.
+	DocumentTimeout time.Duration `yaml:"document_timeout,omitempty"`
 }
 
 // Embedder configures the embedding provider.

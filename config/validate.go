@@ -369,6 +369,9 @@ func (ck *checker) chunking(at string, c *Chunking) {
 		ck.add(at+".max_tokens", "must be > overlap_tokens (%d <= %d)", c.MaxTokens, c.OverlapTokens)
 	}
 	ck.oneOf(at+".tokenizer", c.Tokenizer, "cl100k_base", "o200k_base")
+	if c.DocumentTimeout < 0 {
+		ck.add(at+".document_timeout", "must be >= 0, got %v", c.DocumentTimeout)
+	}
 }
 
 func (ck *checker) embedder(at string, e *Embedder) {

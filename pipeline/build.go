@@ -186,12 +186,13 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 		return nil, err
 	}
 	return &Pipeline{
-		Review:   rv,
-		Name:     pc.Name,
-		Sources:  srcs,
-		Embedder: emb,
-		Sink:     sk,
-		Store:    store,
+		Review:          rv,
+		Name:            pc.Name,
+		Sources:         srcs,
+		Embedder:        emb,
+		Sink:            sk,
+		Store:           store,
+		DocumentTimeout: pc.Chunking.DocumentTimeout,
 		Chunking: chunker.Options{
 			MaxTokens: pc.Chunking.MaxTokens, OverlapTokens: pc.Chunking.OverlapTokens, Tokenizer: tok,
 		},

@@ -214,6 +214,9 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 	outs := make([]*recordOutput, 0, len(items))
 	for _, it := range items {
 		out, err := r.mapRecord(ctx, it)
+		if err != nil && ctx.Err() != nil {
+			return err // stopping: not this record's fault
+		}
 		if err != nil {
 			// A record that cannot be parsed is reported and kept as it is in
 			// state and graph: nothing is lost.
@@ -314,17 +317,19 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 	}
 
 	if rec.Document != nil {
-		root, err := chunker.Parse(rec.Document.Format, rec.Document.Content)
+		pd, err := r.parseDocument(ctx, out)
 		if err != nil {
-			return nil, fmt.Errorf("parse %s: %w", rec.Key, err)
-		}
-		if t := documentTitle(root); t != "" {
-			out.node["title"] = t
-		}
-		if err := r.applyReview(ctx, out, root); err != nil {
 			return nil, err
 		}
-		g := buildDocGraph(out.nodeID, rec.Anchor, rec.Key, root)
+		if n := chunker.ControlBytes(rec.Document.Format, rec.Document.Content); n > 0 {
+			r.log.Warn("control characters stripped from document text", slog.String("source", it.source),
+				slog.String("key", rec.Key), slog.Int("bytes", n))
+		}
+		if pd.title != "" {
+			out.node["title"] = pd.title
+		}
+		g, chunks := pd.graph, pd.chunks
+		out.review = pd.review
 		out.sections, out.elements, out.terms, out.xrefs, out.ext, out.docIDs = g.sections, g.elements, g.terms, g.xrefs, g.ext, g.ids
 		out.refsResolved, out.refsUnresolved = g.resolved, g.unresolved
 		out.node["refs_resolved"] = int64(g.resolved)
@@ -335,13 +340,9 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 		if lang := documentLanguage(g.elements); lang != "" {
 			out.node[PropLang] = lang
 		}
-		chunks, err := chunker.Split(out.nodeID, root, r.p.Chunking)
-		if err != nil {
-			return nil, fmt.Errorf("chunk %s: %w", rec.Key, err)
-		}
 		out.chunks = chunks
 		out.group = make([]int, len(chunks))
-		r.reviewProvenance(out, root)
+		r.reviewProvenance(out, pd.root)
 	}
 	// Embeddable attributes: short texts become a vector property, long
 	// ones chunk nodes linked to the record's node.

@@ -69,6 +69,15 @@ type Pipeline struct {
 	Store state.Store
 	// Chunking configures the chunker.
 	Chunking chunker.Options
+	// DocumentTimeout is the time budget of one document's parse and
+	// chunking; a document over it is skipped as too complex (0 =
+	// DefaultDocumentTimeout).
+	DocumentTimeout time.Duration
+	// DocumentMemory is the memory budget of one document's parse and
+	// chunking: how far the heap may grow, in bytes (0 =
+	// DefaultDocumentMemory); over it the document is skipped as too
+	// complex.
+	DocumentMemory int64
 	// Model maps tables to anchors, attributes and links (nil = default mapping).
 	Model *Model
 	// Mandatory are element pairs always retrieved together (MANDATORY edges).

@@ -15,7 +15,8 @@
 // fatal): a file that cannot be opened or read (permission denied, gone
 // between the walk and the read), that is not a regular file (a FIFO, a
 // device), that is larger than MaxFileBytes, a text format (txt, md, html)
-// with invalid UTF-8, a dangling symlink, and a symlink whose target is
+// with invalid UTF-8 (or, with the pipeline's check, a NUL byte: binary
+// content), a dangling symlink, and a symlink whose target is
 // outside the root. Symlinks to files inside the root are followed (the key
 // is the link's path); symlinks to directories are not descended (their
 // files are listed under their real paths).

@@ -1,0 +1,102 @@
+package pipeline_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/internal/testlog"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/state"
+)
+
+// hostileDocs writes the documents of the reliability review next to two
+// good ones: a list nested 10,000 levels, NUL bytes, a paragraph goldmark
+// parses in quadratic time, and a one-line base64 blob.
+func hostileDocs(t *testing.T) string {
+	t.Helper()
+	dir := copyCorpus(t, "spdx-2.3-package-information.md", "rfc7239.txt")
+	blob := make([]byte, 64<<10)
+	for i := range blob {
+		blob[i] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(i*7919+i/3)%64]
+	}
+	for name, content := range map[string][]byte{
+		"deep-list.md": []byte(strings.Repeat("- ", 10000) + "x\n"),
+		"nul.txt":      []byte("abc\x00def"),
+		"nuls.txt":     make([]byte, 100),
+		"links.md":     []byte(strings.Repeat("[a](", 100000)),
+		"blob.txt":     blob,
+		"controls.txt": []byte("Colour \x1b[31mred\x1b[0m text.\n"),
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), content, 0o644))
+	}
+	return dir
+}
+
+// TestHostileDocumentsDoNotStallTheRun: each hostile document is skipped
+// with its reason (or, for the blob, chunked in linear time) and the good
+// documents beside it are synced in the same run.
+func TestHostileDocumentsDoNotStallTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, hostileDocs(t), 512, 64)
+	b.p.DocumentTimeout = 3 * time.Second // links.md needs minutes without it
+	res, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.NoError(t, err)
+	c := res.Run.Counts
+	require.Equal(t, 4, c.RecordsSkipped, "deep-list.md, links.md, nul.txt, nuls.txt")
+	docs := b.graph.Nodes("Document")
+	for _, want := range []string{"docs:spdx-2.3-package-information.md", "docs:rfc7239.txt", "docs:blob.txt", "docs:controls.txt"} {
+		require.Contains(t, docs, want)
+	}
+	for _, skipped := range []string{"deep-list.md", "links.md", "nul.txt", "nuls.txt"} {
+		require.NotContains(t, docs, "docs:"+skipped)
+	}
+	for id, props := range b.graph.Props() {
+		if text, ok := props["text"].(string); ok {
+			require.NotContains(t, text, "\x00", id.ID)
+			require.NotContains(t, text, "\x1b", id.ID)
+		}
+	}
+}
+
+// TestCancelStopsAHostileParse: cancelling a run (SIGTERM) reaches a
+// parse that would take minutes; the run stops at once with the
+// cancellation, not a skipped record.
+func TestCancelStopsAHostileParse(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "links.md"), []byte(strings.Repeat("[a](", 200000)), 0o644))
+	b := setup(t, dir, 512, 64)
+	b.p.DocumentTimeout = time.Hour
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err := b.p.Run(ctx, state.TriggerManual, pipeline.Mode{})
+	require.ErrorIs(t, err, context.Canceled)
+	n, _ := b.store.RecordList(context.Background(), "docs", "docs")
+	require.Empty(t, n, "nothing committed for the cancelled document")
+}
+
+// TestMemoryBudgetSkipsADocument: a document whose parse grows the heap
+// past Pipeline.DocumentMemory is skipped as too complex; the small one
+// beside it is synced. Not parallel: the budget watches the process's
+// heap.
+func TestMemoryBudgetSkipsADocument(t *testing.T) {
+	dir := copyCorpus(t, "rfc7239.txt")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "zz-big.txt"), []byte(strings.Repeat("word ", 400<<10)), 0o644))
+	b := setup(t, dir, 512, 64)
+	b.p.DocumentMemory = 16 << 20
+	var logs testlog.Buffer
+	b.p.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	res, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Run.Counts.RecordsSkipped)
+	require.Contains(t, b.graph.Nodes("Document"), "docs:rfc7239.txt")
+	require.NotContains(t, b.graph.Nodes("Document"), "docs:zz-big.txt")
+	require.Contains(t, logs.String(), "the heap grew by over 16 MiB")
+}
