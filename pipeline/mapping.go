@@ -249,7 +249,9 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 		if cursor == "" {
 			return nil
 		}
-		return r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, Cursors: map[string]string{source: cursor}})
+		c := state.Commit{Pipeline: r.p.Name, Cursors: map[string]string{source: cursor}}
+		r.takeAcks(&c)
+		return r.p.Store.Commit(ctx, c)
 	}
 	if err := r.ensure(ctx, anchors); err != nil {
 		return err
@@ -263,11 +265,7 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 		commit.Cursors = map[string]string{source: cursor}
 	}
 	r.markLinksPending(&commit)
-	intent, err := r.intent(source, outs, commit)
-	if err != nil {
-		return err
-	}
-	if err := r.writeAndCommit(ctx, b, commit, intent); err != nil {
+	if err := r.writeAndCommit(ctx, b, commit, batchIntent(source, outs)); err != nil {
 		return err
 	}
 	r.publishReview(ctx, outs)

@@ -2,9 +2,11 @@
 // step by step" describes: lock → open run → read → diff → map → chunk →
 // embed → write → commit → close.
 //
-// State for a batch is committed only after the sink acknowledged the
-// batch's writes, and sink writes are idempotent (MERGE), so a crash
-// anywhere means the next run redoes at most one batch and converges.
+// A batch's new state is committed with a write-ahead intent before its
+// sink write, and the intent is removed once the sink acknowledged the
+// write (writeAndCommit); sink writes are idempotent (MERGE), so a crash
+// anywhere means the next run marks at most one batch as interrupted,
+// redoes it and converges.
 // Deletions happen only after a source's listing completed without error,
 // and never beyond the mass-delete guard.
 package pipeline

@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"slices"
 
 	"github.com/kgsync/kgsync/diff"
@@ -28,6 +30,12 @@ type runner struct {
 	// docsChanged is set when the run wrote or deleted a document: the
 	// link pass then re-resolves references between documents.
 	docsChanged bool
+	// intentSeq numbers the run's write-ahead intents; acked are the
+	// intents of batches the sink acknowledged and ackCursors their
+	// cursors, both committed with the next commit (writeAndCommit).
+	intentSeq  int64
+	acked      []int64
+	ackCursors map[string]string
 }
 
 // item is one record that must be processed in a batch.
@@ -48,8 +56,9 @@ type item struct {
 	// from is the key the record had before (sources.Page.Renamed) when
 	// that record is stored: it moves to the new key. fromRec is its stored
 	// version (loaded for the batch).
-	from    string
-	fromRec *state.Record
+	from       string
+	fromRec    *state.Record
+	fromChunks []state.Chunk
 }
 
 // storedKey is the key the item's stored version is under: its own, or
@@ -63,7 +72,17 @@ func (it *item) storedKey() string {
 
 func (r *runner) counts() *state.Counts { return &r.run.Counts }
 
-func (r *runner) execute(ctx context.Context) error {
+func (r *runner) execute(ctx context.Context) (err error) {
+	if err := r.recoverIntents(ctx); err != nil {
+		return err
+	}
+	// Batches the sink acknowledged are recorded as such even when the
+	// run fails after them (else the next run would rewrite them).
+	defer func() {
+		if ferr := r.flushAcks(context.WithoutCancel(ctx)); ferr != nil && err == nil {
+			err = ferr
+		}
+	}()
 	// A link pass that a failed or killed run left to do is done now.
 	pending, err := r.p.Store.CursorGet(ctx, r.p.Name, linksPendingCursor)
 	if err != nil {
@@ -310,8 +329,10 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 	if m := r.p.configMark(); m != mark {
 		done[configCursor(name)] = m
 	}
-	if len(done) > 0 {
-		if err := r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, Cursors: done}); err != nil {
+	c := state.Commit{Pipeline: r.p.Name, Cursors: done}
+	r.takeAcks(&c)
+	if len(c.Cursors) > 0 || len(c.IntentsDone) > 0 {
+		if err := r.p.Store.Commit(ctx, c); err != nil {
 			return fmt.Errorf("commit cursor: %w", err)
 		}
 	}
@@ -494,6 +515,7 @@ func (r *runner) loadStored(ctx context.Context, source string, items []item) er
 		}
 		if rec, ok := recs[it.from]; ok && it.from != "" {
 			it.fromRec = &rec
+			it.fromChunks = chunks[it.from]
 		}
 	}
 	return nil
@@ -601,10 +623,11 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		r.counts().ChunksDeleted += len(chunks)
 	}
 	r.markLinksPending(&commit)
-	intent := &state.Commit{Pipeline: r.p.Name}
+	intent := &intentData{}
 	for _, rec := range gone {
-		rec.Hash = 0 // interrupted: if the record comes back, it is rewritten
-		intent.Records = append(intent.Records, rec)
+		// Interrupted, the record comes back with hash 0: rewritten if the
+		// source has it again, deleted again if not.
+		intent.Records = append(intent.Records, intentRecord{Source: source, Key: rec.Key, Stored: &rec, Chunks: stored[rec.Key]})
 	}
 	if err := r.writeAndCommit(ctx, b, commit, intent); err != nil {
 		return err
@@ -613,30 +636,106 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 	return nil
 }
 
-// writeAndCommit writes a batch to the sink, then commits state: state never
-// runs ahead of the graph.
-func (r *runner) writeAndCommit(ctx context.Context, b *sink.Batch, commit state.Commit, intent *state.Commit) error {
-	if intent != nil && b.Len() > 0 {
-		if err := r.p.Store.Commit(ctx, *intent); err != nil {
-			return fmt.Errorf("commit write intent: %w", err)
+// writeAndCommit writes a batch to the sink and commits state around it;
+// state never records a write the sink has not acknowledged unless an
+// intent marks it as possibly interrupted.
+//
+// With an intent (a batch of records): one commit before the sink write
+// holds the batch's new state and its intent (intentData), and acknowledges
+// the previous batch (removes its intent, stores its cursors); the next
+// commit acknowledges this one (flushAcks at the latest). So each batch
+// costs one transaction, and each record is written to state once.
+//
+// Without an intent (the link pass, a rebuild, a repair): the sink write,
+// then the commit.
+func (r *runner) writeAndCommit(ctx context.Context, b *sink.Batch, commit state.Commit, intent *intentData) error {
+	if intent == nil || b.Len() == 0 {
+		if err := r.sinkWrite(ctx, b); err != nil {
+			return err
 		}
-	}
-	if b.Len() > 0 {
-		st, err := r.p.Sink.Write(ctx, b)
-		r.counts().SinkStatements += st.Statements
-		r.counts().SinkBatches += st.Batches
-		r.counts().SinkRetries += st.Retries
-		if err != nil {
-			return fmt.Errorf("write batch: %w", err)
+		r.takeAcks(&commit)
+		if err := r.p.Store.Commit(ctx, commit); err != nil {
+			return fmt.Errorf("commit state: %w", err)
 		}
+		r.progress()
+		return nil
 	}
+	data, err := json.Marshal(intent)
+	if err != nil {
+		return fmt.Errorf("encode write intent: %w", err)
+	}
+	r.intentSeq++
+	id := r.run.ID<<32 | r.intentSeq
+	cursors := commit.Cursors
+	commit.Cursors = nil
+	r.takeAcks(&commit)
+	commit.Intent = &state.Intent{ID: id, Data: data}
 	if err := r.p.Store.Commit(ctx, commit); err != nil {
 		return fmt.Errorf("commit state: %w", err)
 	}
+	if err := r.sinkWrite(ctx, b); err != nil {
+		// The graph may hold part of the batch: mark its records as
+		// interrupted now (the next run would otherwise).
+		if rerr := r.recoverIntent(context.WithoutCancel(ctx), *commit.Intent); rerr != nil {
+			r.log.Warn("marking an interrupted batch failed; the next run does it", slog.String("err", rerr.Error()))
+		}
+		return err
+	}
+	r.acked = append(r.acked, id)
+	if len(cursors) > 0 && r.ackCursors == nil {
+		r.ackCursors = map[string]string{}
+	}
+	maps.Copy(r.ackCursors, cursors)
+	r.progress()
+	return nil
+}
+
+// sinkWrite writes a batch to the sink and counts it.
+func (r *runner) sinkWrite(ctx context.Context, b *sink.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	st, err := r.p.Sink.Write(ctx, b)
+	r.counts().SinkStatements += st.Statements
+	r.counts().SinkBatches += st.Batches
+	r.counts().SinkRetries += st.Retries
+	if err != nil {
+		return fmt.Errorf("write batch: %w", err)
+	}
+	return nil
+}
+
+// takeAcks moves the acknowledgements waiting for a commit into c: the
+// acknowledged batches' intents are removed and their cursors stored (a
+// cursor c already sets wins, being newer).
+func (r *runner) takeAcks(c *state.Commit) {
+	c.IntentsDone = append(c.IntentsDone, r.acked...)
+	if len(r.ackCursors) > 0 {
+		merged := maps.Clone(r.ackCursors)
+		maps.Copy(merged, c.Cursors)
+		c.Cursors = merged
+	}
+	r.acked, r.ackCursors = nil, nil
+}
+
+// flushAcks commits the acknowledgements still waiting, if any.
+func (r *runner) flushAcks(ctx context.Context) error {
+	if len(r.acked) == 0 && len(r.ackCursors) == 0 {
+		return nil
+	}
+	c := state.Commit{Pipeline: r.p.Name}
+	r.takeAcks(&c)
+	if err := r.p.Store.Commit(ctx, c); err != nil {
+		return fmt.Errorf("commit state: %w", err)
+	}
+	return nil
+}
+
+// progress reports the run's advance after a batch.
+func (r *runner) progress() {
 	if r.p.Progress != nil {
 		r.p.Progress(Progress{Records: r.counts().RecordsRead, Counts: *r.counts()})
 	}
-	return nil
 }
 
 // reembedCache hides cached vectors (resync --reembed) but still stores new ones.

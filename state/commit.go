@@ -15,8 +15,8 @@ import (
 // Check rejects a Commit that no state could apply: an empty
 // pipeline, a record, chunk or cursor with an empty name, a Record or Chunk
 // whose own Pipeline/Source/RecordKey disagree with where it is listed
-// (empty ones are taken from there), the same record twice in Records, or
-// the same chunk id twice in one record's list.
+// (empty ones are taken from there), the same record twice in Records,
+// the same chunk id twice in one record's list, or an intent without data.
 func (c Commit) Check() error {
 	if c.Pipeline == "" {
 		return errors.New("commit: empty pipeline name")
@@ -60,6 +60,9 @@ func (c Commit) Check() error {
 			}
 			ids[ch.ID] = struct{}{}
 		}
+	}
+	if c.Intent != nil && len(c.Intent.Data) == 0 {
+		return fmt.Errorf("commit %q: intent %d without data", c.Pipeline, c.Intent.ID)
 	}
 	for src := range c.Cursors {
 		if src == "" {

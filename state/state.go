@@ -102,6 +102,12 @@ type Record struct {
 	// Props is the node's property map as JSON, enough to rewrite the node
 	// from state (resync --rebuild-graph).
 	Props []byte
+	// Ord is the record's place in its source's listing order, as the run
+	// that last wrote it placed it: records of a source ordered by (Ord,
+	// Key) follow the order the source lists them in, so a run can compare
+	// a listing with state as two streams. 0 for records stored before
+	// state kept it.
+	Ord int64
 	// Origin is the record's upstream row (a Grist tableRef and row id),
 	// zero when the source has none.
 	Origin Origin
@@ -171,6 +177,12 @@ type Commit struct {
 	// them as they are (records stored before origins were kept); refs not
 	// stored are ignored.
 	SetOrigins map[RecordRef]Origin
+	// Intent, when set, is stored in the same transaction; IntentList
+	// returns it until a later commit lists its ID in IntentsDone.
+	Intent *Intent
+	// IntentsDone are the IDs of intents removed in the same transaction
+	// (IDs not stored are ignored).
+	IntentsDone []int64
 }
 
 // Kinds of lexical index rows.
@@ -224,6 +236,18 @@ type LexicalMatch struct {
 	TF  map[string]int
 }
 
+// Intent is a batch's write-ahead entry: a run commits it with the batch's
+// records before it writes the batch to the sink, and removes it once the
+// sink acknowledged the batch. An intent still stored when a run starts
+// belongs to a batch whose sink write may or may not have happened; the
+// pipeline then marks its records as interrupted.
+type Intent struct {
+	// ID is chosen by the caller, unique within the pipeline.
+	ID int64
+	// Data is the pipeline's encoding of the batch (opaque to state).
+	Data []byte
+}
+
 // RecordRef names one record of a pipeline.
 type RecordRef struct {
 	Source string
@@ -267,6 +291,8 @@ type Store interface {
 	CursorGet(ctx context.Context, pipeline, source string) (string, error)
 	// Commit applies one batch's changes atomically.
 	Commit(ctx context.Context, c Commit) error
+	// IntentList returns the pipeline's stored intents by ascending ID.
+	IntentList(ctx context.Context, pipeline string) ([]Intent, error)
 
 	// LexicalSearch returns the statistics of a pipeline's lexical rows of
 	// kind and every row of them that contains one of terms, with its term

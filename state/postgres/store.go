@@ -149,7 +149,7 @@ func (s *Store) RecordList(ctx context.Context, pipeline, source string) (map[st
 }
 
 // recordColumns are the columns readRecords scans, in its order.
-const recordColumns = `key, hash, fingerprint, anchor, props, origin_scope, origin_id`
+const recordColumns = `key, hash, fingerprint, anchor, props, origin_scope, origin_id, ord`
 
 // readRecords adds the rows of a records query selecting recordColumns to
 // out by key, and closes rows.
@@ -158,7 +158,7 @@ func readRecords(rows pgx.Rows, pipeline, source string, out map[string]state.Re
 	for rows.Next() {
 		r := state.Record{Pipeline: pipeline, Source: source}
 		var hash, fp int64
-		if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props, &r.Origin.Scope, &r.Origin.ID); err != nil {
+		if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props, &r.Origin.Scope, &r.Origin.ID, &r.Ord); err != nil {
 			return err
 		}
 		r.Hash, r.Fingerprint = uint64(hash), uint64(fp)
@@ -300,7 +300,7 @@ func (s *Store) CursorGet(ctx context.Context, pipeline, source string) (string,
 // trip), each kind of change one unnest statement: record upserts, chunk
 // replacements, lexical deletes and upserts, record deletes (with their
 // chunks and lexical rows, so a delete wins over an upsert of the same
-// record), cursor upserts. The transaction first takes
+// record), cursor upserts, the intent, the intents done. The transaction first takes
 // the pipeline's commit lock, AdvisoryKey(schema, "commit", pipeline), so
 // commits of one pipeline apply one after the other. c is checked first
 // (see checkCommit); nothing is written when it fails.
@@ -341,21 +341,21 @@ func queueCommit(b *pgx.Batch, c state.Commit, now time.Time) {
 			sources, keys, anchors = make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs))
 			hashes, fps            = make([]int64, len(recs)), make([]int64, len(recs))
 			props                  = make([][]byte, len(recs))
-			scopes, ids            = make([]string, len(recs)), make([]int64, len(recs))
+			scopes, ids, ords      = make([]string, len(recs)), make([]int64, len(recs)), make([]int64, len(recs))
 		)
 		for i, r := range recs {
 			sources[i], keys[i], anchors[i] = r.Source, r.Key, r.Anchor
 			hashes[i], fps[i], props[i] = int64(r.Hash), int64(r.Fingerprint), nullBytes(r.Props)
-			scopes[i], ids[i] = r.Origin.Scope, r.Origin.ID
+			scopes[i], ids[i], ords[i] = r.Origin.Scope, r.Origin.ID, r.Ord
 		}
-		b.Queue(`INSERT INTO records (pipeline, source, key, hash, fingerprint, anchor, props, updated_at, origin_scope, origin_id)
-			SELECT $1, u.source, u.key, u.hash, u.fingerprint, u.anchor, u.props, $8, u.origin_scope, u.origin_id
-			FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bytea[], $9::text[], $10::bigint[])
-				AS u(source, key, hash, fingerprint, anchor, props, origin_scope, origin_id)
+		b.Queue(`INSERT INTO records (pipeline, source, key, hash, fingerprint, anchor, props, updated_at, origin_scope, origin_id, ord)
+			SELECT $1, u.source, u.key, u.hash, u.fingerprint, u.anchor, u.props, $8, u.origin_scope, u.origin_id, u.ord
+			FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bytea[], $9::text[], $10::bigint[], $11::bigint[])
+				AS u(source, key, hash, fingerprint, anchor, props, origin_scope, origin_id, ord)
 			ON CONFLICT (pipeline, source, key) DO UPDATE SET hash = EXCLUDED.hash, fingerprint = EXCLUDED.fingerprint,
 				anchor = EXCLUDED.anchor, props = EXCLUDED.props, updated_at = EXCLUDED.updated_at,
-				origin_scope = EXCLUDED.origin_scope, origin_id = EXCLUDED.origin_id`,
-			p, sources, keys, hashes, fps, anchors, props, now, scopes, ids)
+				origin_scope = EXCLUDED.origin_scope, origin_id = EXCLUDED.origin_id, ord = EXCLUDED.ord`,
+			p, sources, keys, hashes, fps, anchors, props, now, scopes, ids, ords)
 	}
 	if len(c.SetOrigins) > 0 {
 		refs := state.SortedRefs(c.SetOrigins)
@@ -414,6 +414,31 @@ func queueCommit(b *pgx.Batch, c state.Commit, now time.Time) {
 			ON CONFLICT (pipeline, source) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = EXCLUDED.updated_at`,
 			p, srcs, vals, now)
 	}
+	if c.Intent != nil {
+		b.Queue(`INSERT INTO intents (pipeline, id, data, created_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (pipeline, id) DO UPDATE SET data = EXCLUDED.data, created_at = EXCLUDED.created_at`,
+			p, c.Intent.ID, c.Intent.Data, now)
+	}
+	if len(c.IntentsDone) > 0 {
+		b.Queue(`DELETE FROM intents WHERE pipeline = $1 AND id = ANY($2::bigint[])`, p, c.IntentsDone)
+	}
+}
+
+// IntentList returns the pipeline's stored intents by ascending ID.
+func (s *Store) IntentList(ctx context.Context, pipeline string) ([]state.Intent, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, data FROM intents WHERE pipeline = $1 ORDER BY id`, pipeline)
+	if err != nil {
+		return nil, fmt.Errorf("list intents of %q: %w", pipeline, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (state.Intent, error) {
+		var in state.Intent
+		err := row.Scan(&in.ID, &in.Data)
+		return in, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list intents of %q: %w", pipeline, err)
+	}
+	return out, nil
 }
 
 // queueLexical adds c's lexical deletes and upserts to b. Rows are sorted

@@ -1,10 +1,15 @@
 // Package sqlite is the embedded state.Store: one SQLite file (pure Go driver
 // modernc.org/sqlite, no cgo) in WAL mode, used by default on a fresh machine.
 //
-// The store keeps a single open connection (database/sql MaxOpenConns 1), so
-// the goroutines of one process queue for it instead of failing with
+// The store keeps a single writing connection (database/sql MaxOpenConns
+// 1), so the goroutines of one process queue for it instead of failing with
 // SQLITE_BUSY; transactions begin IMMEDIATE and wait up to busyTimeout for
-// another process's writer. Pipeline locks are file locks next to the
+// another process's writer. Reads outside a transaction go to a second
+// pool of readConns read-only connections with a small page cache: in WAL
+// mode they see the last committed state and neither wait for nor block
+// the writer, so a run reads the next batch's stored records while the
+// previous batch commits, and reading a large table (a no-op over a million
+// rows) does not grow the writer's cache. Pipeline locks are file locks next to the
 // database (see Store.Lock). Hash encoding and time units are described in
 // migration/001_init.up.sql.
 package sqlite
@@ -34,7 +39,8 @@ const busyTimeout = 10 * time.Second
 // Store is the SQLite state.Store. Create it with Open; it is safe for
 // concurrent use.
 type Store struct {
-	db   *sql.DB
+	db   *sql.DB // the writer: transactions, migrations, writes
+	rdb  *sql.DB // readers: queries outside a transaction
 	path string
 	now  func() time.Time
 
@@ -59,7 +65,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("open sqlite state %s: create directory: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", dsn(abs))
+	db, err := sql.Open("sqlite", dsn(abs, false))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite state %s: %w", path, err)
 	}
@@ -76,19 +82,44 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open sqlite state %s: %w", path, err)
 	}
+	// Readers open after the migrations, so they find the file in WAL mode.
+	rdb, err := sql.Open("sqlite", dsn(abs, true))
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open sqlite state %s: %w", path, err)
+	}
+	rdb.SetMaxOpenConns(readConns)
+	rdb.SetMaxIdleConns(readConns)
+	rdb.SetConnMaxLifetime(0)
+	rdb.SetConnMaxIdleTime(0)
+	s.rdb = rdb
 	return s, nil
 }
 
+// readConns is the size of the read pool: the run's reader of stored
+// records and the embedding cache's look-ups, each beside the writer.
+const readConns = 2
+
 // dsn is the driver's name for the database file at abs: a file: URI (so
-// '?' and '#' in the path are escaped) with the connection's pragmas.
-func dsn(abs string) string {
+// '?' and '#' in the path are escaped) with the connection's pragmas. The
+// writer has a 64 MiB page cache (the default is 2 MiB), enough to hold the
+// key index of a million records while a first sync writes them at random
+// places, and keeps statement journals in memory; a reader (readOnly) has
+// 4 MiB: it reads each page of a long scan once.
+func dsn(abs string, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+		q.Add("_pragma", "cache_size(-4096)")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		q.Add("_pragma", "cache_size(-65536)")
+		q.Add("_pragma", "temp_store(MEMORY)")
+		q.Set("_txlock", "immediate")
+	}
 	q.Add("_pragma", "foreign_keys(ON)")
-	q.Add("_pragma", "cache_size(-65536)") // 64 MiB of page cache (the default is 2 MiB)
-	q.Set("_txlock", "immediate")
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
 	return u.String()
 }
@@ -177,6 +208,9 @@ func (s *Store) Close() error {
 		delete(s.locks, fl)
 	}
 	s.mu.Unlock()
+	if err := s.rdb.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close sqlite state %s: %w", s.path, err))
+	}
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close sqlite state %s: %w", s.path, err))
 	}

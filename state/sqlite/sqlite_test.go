@@ -148,3 +148,44 @@ func BenchmarkEmbeddingsGet1000(b *testing.B) {
 func BenchmarkLexicalEdit(b *testing.B) {
 	statetest.BenchLexicalEdit(b, open(b, filepath.Join(b.TempDir(), "state.db")))
 }
+
+// TestMigrateKeepsRecordsOfVersion2: a database written before records
+// became a rowid table (migrations 001 and 002 only) keeps every record,
+// with Ord 0, and takes new ones.
+func TestMigrateKeepsRecordsOfVersion2(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	for _, f := range []string{"001_init.up.sql", "002_triggers.up.sql"} {
+		b, err := os.ReadFile(filepath.Join("migration", f))
+		require.NoError(t, err)
+		_, err = db.Exec(string(b))
+		require.NoError(t, err)
+	}
+	_, err = db.Exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);
+		INSERT INTO schema_migrations VALUES (1, 0), (2, 0);
+		INSERT INTO records (pipeline, source, "key", hash, fingerprint, anchor, props, updated_at)
+		VALUES ('p', 's', 'b', -2, 7, 'x', CAST('{"b":1}' AS BLOB), 1), ('p', 's', 'a', 1, 7, 'x', NULL, 1);
+		INSERT INTO chunks VALUES ('p', 's', 'a', 'c1', 5, 6, 0, NULL);`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	s := open(t, path)
+	got, err := s.RecordList(t.Context(), "p", "s")
+	require.NoError(t, err)
+	require.Equal(t, map[string]state.Record{
+		"a": {Pipeline: "p", Source: "s", Key: "a", Hash: 1, Fingerprint: 7, Anchor: "x"},
+		"b": {Pipeline: "p", Source: "s", Key: "b", Hash: uint64(1<<64 - 2), Fingerprint: 7, Anchor: "x", Props: []byte(`{"b":1}`)},
+	}, got)
+	n, err := s.ChunkCount(t.Context(), "p")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	// The key stays unique: an upsert of "a" replaces it.
+	require.NoError(t, s.Commit(t.Context(), state.Commit{Pipeline: "p", Records: []state.Record{{Source: "s", Key: "a", Hash: 9, Fingerprint: 7, Ord: 3}}}))
+	got, err = s.RecordList(t.Context(), "p", "s")
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, uint64(9), got["a"].Hash)
+	require.Equal(t, int64(3), got["a"].Ord)
+}

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -106,7 +107,7 @@ func scanRun(row interface{ Scan(...any) error }) (state.Run, error) {
 
 // RunGet returns the run with id or state.ErrNotFound.
 func (s *Store) RunGet(ctx context.Context, id int64) (state.Run, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	r, err := scanRun(s.rdb.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return state.Run{}, fmt.Errorf("get run %d: %w", id, state.ErrNotFound)
 	}
@@ -122,7 +123,7 @@ func (s *Store) RunList(ctx context.Context, pipeline string, limit int) ([]stat
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.rdb.QueryContext(ctx,
 		`SELECT `+runColumns+` FROM runs WHERE ? = '' OR pipeline = ? ORDER BY id DESC LIMIT ?`,
 		pipeline, pipeline, limit)
 	if err != nil {
@@ -147,7 +148,7 @@ func (s *Store) RunList(ctx context.Context, pipeline string, limit int) ([]stat
 // when there are none).
 func (s *Store) RecordList(ctx context.Context, pipeline, source string) (map[string]state.Record, error) {
 	out := map[string]state.Record{}
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.rdb.QueryContext(ctx,
 		`SELECT `+recordColumns+` FROM records WHERE pipeline = ? AND source = ?`, pipeline, source)
 	if err == nil {
 		err = readRecords(rows, pipeline, source, out)
@@ -159,7 +160,7 @@ func (s *Store) RecordList(ctx context.Context, pipeline, source string) (map[st
 }
 
 // recordColumns are the columns readRecords scans, in its order.
-const recordColumns = `"key", hash, fingerprint, anchor, props, origin_scope, origin_id`
+const recordColumns = `"key", hash, fingerprint, anchor, props, origin_scope, origin_id, ord`
 
 // readRecords adds the rows of a records query selecting recordColumns to
 // out by key, and closes rows.
@@ -168,7 +169,7 @@ func readRecords(rows *sql.Rows, pipeline, source string, out map[string]state.R
 	for rows.Next() {
 		r := state.Record{Pipeline: pipeline, Source: source}
 		var hash, fp int64
-		if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props, &r.Origin.Scope, &r.Origin.ID); err != nil {
+		if err := rows.Scan(&r.Key, &hash, &fp, &r.Anchor, &r.Props, &r.Origin.Scope, &r.Origin.ID, &r.Ord); err != nil {
 			return err
 		}
 		r.Hash, r.Fingerprint = uint64(hash), uint64(fp)
@@ -180,7 +181,7 @@ func readRecords(rows *sql.Rows, pipeline, source string, out map[string]state.R
 // RecordIndex calls fn with the key, hash and fingerprint of every stored
 // record of a source.
 func (s *Store) RecordIndex(ctx context.Context, pipeline, source string, fn func(key string, sum state.RecordSummary)) error {
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.rdb.QueryContext(ctx,
 		`SELECT "key", hash, fingerprint, origin_scope, origin_id FROM records WHERE pipeline = ? AND source = ?`, pipeline, source)
 	if err != nil {
 		return fmt.Errorf("index records of %q source %q: %w", pipeline, source, err)
@@ -213,7 +214,7 @@ func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []s
 		}
 		q := `SELECT ` + recordColumns + ` FROM records WHERE pipeline = ? AND source = ? AND "key" IN (?` +
 			strings.Repeat(",?", len(part)-1) + `)`
-		rows, err := s.db.QueryContext(ctx, q, args...)
+		rows, err := s.rdb.QueryContext(ctx, q, args...)
 		if err == nil {
 			err = readRecords(rows, pipeline, source, out)
 		}
@@ -237,7 +238,7 @@ func (s *Store) ChunkGet(ctx context.Context, pipeline, source string, keys []st
 		}
 		q := `SELECT ` + chunkColumns + ` FROM chunks WHERE pipeline = ? AND source = ? AND record_key IN (?` +
 			strings.Repeat(",?", len(part)-1) + `) ORDER BY record_key, position, id`
-		rows, err := s.db.QueryContext(ctx, q, args...)
+		rows, err := s.rdb.QueryContext(ctx, q, args...)
 		if err == nil {
 			err = readChunks(rows, pipeline, source, out)
 		}
@@ -271,7 +272,7 @@ func readChunks(rows *sql.Rows, pipeline, source string, out map[string][]state.
 // (state.OriginIndex), from the records_origin index.
 func (s *Store) RecordOrigins(ctx context.Context, pipeline, source, scope string) (map[int64]string, error) {
 	out := map[int64]string{}
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.rdb.QueryContext(ctx,
 		`SELECT origin_id, "key" FROM records WHERE pipeline = ? AND source = ? AND origin_scope = ? AND origin_scope <> ''`,
 		pipeline, source, scope)
 	if err != nil {
@@ -295,7 +296,7 @@ func (s *Store) RecordOrigins(ctx context.Context, pipeline, source, scope strin
 // ChunkCount counts the chunks of pipeline.
 func (s *Store) ChunkCount(ctx context.Context, pipeline string) (int, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM chunks WHERE pipeline = ?`, pipeline).Scan(&n); err != nil {
+	if err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM chunks WHERE pipeline = ?`, pipeline).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count chunks of %q: %w", pipeline, err)
 	}
 	return n, nil
@@ -304,7 +305,7 @@ func (s *Store) ChunkCount(ctx context.Context, pipeline string) (int, error) {
 // CursorGet returns the cursor of pipeline's source, "" when none is stored.
 func (s *Store) CursorGet(ctx context.Context, pipeline, source string) (string, error) {
 	var c string
-	err := s.db.QueryRowContext(ctx, `SELECT cursor FROM cursors WHERE pipeline = ? AND source = ?`, pipeline, source).Scan(&c)
+	err := s.rdb.QueryRowContext(ctx, `SELECT cursor FROM cursors WHERE pipeline = ? AND source = ?`, pipeline, source).Scan(&c)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -317,7 +318,7 @@ func (s *Store) CursorGet(ctx context.Context, pipeline, source string) (string,
 // Commit applies c in one transaction, in this order: record upserts,
 // chunk replacements, lexical deletes and upserts, record deletes (with
 // their chunks and lexical rows, so a delete wins over an upsert of the
-// same record), cursor upserts. c is checked first
+// same record), cursor upserts, the intent, the intents done. c is checked first
 // with state-independent rules (see checkCommit); nothing is written when
 // it fails.
 func (s *Store) Commit(ctx context.Context, c state.Commit) error {
@@ -338,18 +339,20 @@ func (s *Store) Commit(ctx context.Context, c state.Commit) error {
 	return nil
 }
 
-// commitTx runs c's statements in tx, prepared once each.
+// commitTx runs c's statements in tx: multi-row statements (execRows,
+// execKeys), so a batch of a thousand records costs a few statements, not
+// a thousand.
 func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error {
 	p := c.Pipeline
 	if len(c.Records) > 0 {
 		rows := make([][]any, len(c.Records))
 		for i, r := range c.Records {
-			rows[i] = []any{p, r.Source, r.Key, int64(r.Hash), int64(r.Fingerprint), r.Anchor, nullBytes(r.Props), now, r.Origin.Scope, r.Origin.ID}
+			rows[i] = []any{p, r.Source, r.Key, int64(r.Hash), int64(r.Fingerprint), r.Anchor, nullBytes(r.Props), now, r.Origin.Scope, r.Origin.ID, r.Ord}
 		}
-		if err := execRows(ctx, tx, `INSERT INTO records (pipeline, source, "key", hash, fingerprint, anchor, props, updated_at, origin_scope, origin_id) VALUES `,
+		if err := execRows(ctx, tx, `INSERT INTO records (pipeline, source, "key", hash, fingerprint, anchor, props, updated_at, origin_scope, origin_id, ord) VALUES `,
 			`ON CONFLICT (pipeline, source, "key") DO UPDATE SET hash = excluded.hash, fingerprint = excluded.fingerprint,
 				anchor = excluded.anchor, props = excluded.props, updated_at = excluded.updated_at,
-				origin_scope = excluded.origin_scope, origin_id = excluded.origin_id`, rows); err != nil {
+				origin_scope = excluded.origin_scope, origin_id = excluded.origin_id, ord = excluded.ord`, rows); err != nil {
 			return fmt.Errorf("upsert records: %w", err)
 		}
 	}
@@ -366,17 +369,13 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 			}
 		}
 	}
-	delChunks, err := tx.PrepareContext(ctx, `DELETE FROM chunks WHERE pipeline = ? AND source = ? AND record_key = ?`)
-	if err != nil {
-		return fmt.Errorf("prepare chunk delete: %w", err)
-	}
-	defer delChunks.Close()
 	if len(c.ReplaceChunks) > 0 {
+		refs := state.SortedRefs(c.ReplaceChunks)
+		if err := execKeys(ctx, tx, `DELETE FROM chunks WHERE pipeline = ? AND source = ? AND record_key IN `, p, refs); err != nil {
+			return fmt.Errorf("replace chunks: %w", err)
+		}
 		var rows [][]any
-		for _, ref := range state.SortedRefs(c.ReplaceChunks) {
-			if _, err := delChunks.ExecContext(ctx, p, ref.Source, ref.Key); err != nil {
-				return fmt.Errorf("replace chunks of %s/%s: %w", ref.Source, ref.Key, err)
-			}
+		for _, ref := range refs {
 			for _, ch := range c.ReplaceChunks[ref] {
 				rows = append(rows, []any{p, ref.Source, ref.Key, ch.ID, int64(ch.Hash), int64(ch.TextHash), ch.Position, nullBytes(ch.Props)})
 			}
@@ -390,18 +389,17 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 		return err
 	}
 	if len(c.DeleteRecords) > 0 {
-		delRec, err := tx.PrepareContext(ctx, `DELETE FROM records WHERE pipeline = ? AND source = ? AND "key" = ?`)
-		if err != nil {
-			return fmt.Errorf("prepare record delete: %w", err)
+		refs := slices.Clone(c.DeleteRecords)
+		slices.SortFunc(refs, func(a, b state.RecordRef) int {
+			return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Key, b.Key))
+		})
+		if err := execKeys(ctx, tx, `DELETE FROM chunks WHERE pipeline = ? AND source = ? AND record_key IN `, p, refs); err != nil {
+			return fmt.Errorf("delete chunks: %w", err)
 		}
-		defer delRec.Close()
-		for _, ref := range c.DeleteRecords {
-			if _, err := delChunks.ExecContext(ctx, p, ref.Source, ref.Key); err != nil {
-				return fmt.Errorf("delete chunks of %s/%s: %w", ref.Source, ref.Key, err)
-			}
-			if _, err := delRec.ExecContext(ctx, p, ref.Source, ref.Key); err != nil {
-				return fmt.Errorf("delete record %s/%s: %w", ref.Source, ref.Key, err)
-			}
+		if err := execKeys(ctx, tx, `DELETE FROM records WHERE pipeline = ? AND source = ? AND "key" IN `, p, refs); err != nil {
+			return fmt.Errorf("delete records: %w", err)
+		}
+		for _, ref := range refs {
 			if err := deleteLexicalRecord(ctx, tx, p, ref); err != nil {
 				return err
 			}
@@ -414,7 +412,66 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 			return fmt.Errorf("upsert cursor of source %q: %w", src, err)
 		}
 	}
+	if c.Intent != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO intents (pipeline, id, data, created_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (pipeline, id) DO UPDATE SET data = excluded.data, created_at = excluded.created_at`,
+			p, c.Intent.ID, c.Intent.Data, now); err != nil {
+			return fmt.Errorf("store intent %d: %w", c.Intent.ID, err)
+		}
+	}
+	for _, id := range c.IntentsDone {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM intents WHERE pipeline = ? AND id = ?`, p, id); err != nil {
+			return fmt.Errorf("remove intent %d: %w", id, err)
+		}
+	}
 	return nil
+}
+
+// keysPerStatement is how many keys execKeys lists in one IN (...).
+const keysPerStatement = 500
+
+// execKeys runs prefix + "(?, ...)" with the pipeline, a source and up to
+// keysPerStatement keys of refs (sorted by source) at a time.
+func execKeys(ctx context.Context, tx *sql.Tx, prefix, pipeline string, refs []state.RecordRef) error {
+	for start := 0; start < len(refs); {
+		src := refs[start].Source
+		end := start
+		for end < len(refs) && end-start < keysPerStatement && refs[end].Source == src {
+			end++
+		}
+		args := make([]any, 0, end-start+2)
+		args = append(args, pipeline, src)
+		for _, r := range refs[start:end] {
+			args = append(args, r.Key)
+		}
+		q := prefix + "(?" + strings.Repeat(", ?", end-start-1) + ")"
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// IntentList returns the pipeline's stored intents by ascending ID.
+func (s *Store) IntentList(ctx context.Context, pipeline string) ([]state.Intent, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, data FROM intents WHERE pipeline = ? ORDER BY id`, pipeline)
+	if err != nil {
+		return nil, fmt.Errorf("list intents of %q: %w", pipeline, err)
+	}
+	defer rows.Close()
+	var out []state.Intent
+	for rows.Next() {
+		var in state.Intent
+		if err := rows.Scan(&in.ID, &in.Data); err != nil {
+			return nil, fmt.Errorf("list intents of %q: %w", pipeline, err)
+		}
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list intents of %q: %w", pipeline, err)
+	}
+	return out, nil
 }
 
 // commitLexical applies c's lexical deletes, then its upserts: a row that
@@ -501,7 +558,7 @@ func deleteLexicalRecord(ctx context.Context, tx *sql.Tx, pipeline string, ref s
 // occurrence, read through FTS5's index for that term) joined to their row.
 func (s *Store) LexicalSearch(ctx context.Context, pipeline, kind string, terms []string) (state.LexicalStats, []state.LexicalMatch, error) {
 	st := state.LexicalStats{DF: map[string]int{}}
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(len), 0) FROM lexical WHERE pipeline = ? AND kind = ?`,
+	if err := s.rdb.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(len), 0) FROM lexical WHERE pipeline = ? AND kind = ?`,
 		pipeline, kind).Scan(&st.Rows, &st.TotalLen); err != nil {
 		return st, nil, fmt.Errorf("lexical search %q: %w", pipeline, err)
 	}
@@ -513,7 +570,7 @@ func (s *Store) LexicalSearch(ctx context.Context, pipeline, kind string, terms 
 		}
 		// CROSS JOIN keeps lexical_vocab outermost: FTS5 walks the term's
 		// postings, and each occurrence finds its row by primary key.
-		rows, err := s.db.QueryContext(ctx, `SELECT v.doc, l.source, l.record_key, l.node, l.len, count(*)
+		rows, err := s.rdb.QueryContext(ctx, `SELECT v.doc, l.source, l.record_key, l.node, l.len, count(*)
 			FROM lexical_vocab v CROSS JOIN lexical l ON l.doc = v.doc
 			WHERE v.term = ? AND l.pipeline = ? AND l.kind = ? GROUP BY v.doc`, term, pipeline, kind)
 		if err != nil {
@@ -557,16 +614,16 @@ func (s *Store) LexicalCount(ctx context.Context, pipeline, kind string) (int, e
 	if kind != "" {
 		q, args = q+` AND kind = ?`, append(args, kind)
 	}
-	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+	if err := s.rdb.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count lexical rows of %q: %w", pipeline, err)
 	}
 	return n, nil
 }
 
 // rowsPerStatement is how many rows execRows writes with one statement;
-// times the widest row (10 columns) it stays below SQLite's default limit of
+// times the widest row (11 columns) it stays below SQLite's default limit of
 // 32766 bound parameters.
-const rowsPerStatement = 100
+const rowsPerStatement = 500
 
 // execRows runs prefix + "(?, ...), (?, ...) ..." + suffix for rows, up to
 // rowsPerStatement rows at a time, with one prepared statement for the full
@@ -643,7 +700,7 @@ func (s *Store) EmbeddingsGet(ctx context.Context, model string, textHashes []ui
 
 // scanEmbeddings runs one EmbeddingsGet query and adds its rows to out.
 func (s *Store) scanEmbeddings(ctx context.Context, model, q string, args []any, out map[uint64][]float32) error {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("get embeddings of model %q: %w", model, err)
 	}
