@@ -16,6 +16,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -136,7 +137,8 @@ func (e *Encoder) Value(v any) error {
 			}
 		}
 	case map[string]any:
-		keys := make([]string, 0, len(x))
+		var small [16]string
+		keys := small[:0]
 		for k := range x {
 			keys = append(keys, k)
 		}
@@ -278,27 +280,53 @@ type Document struct {
 // links (sorted by type, target anchor and key, so the source's order does
 // not matter) and document format and bytes, in the canonical encoding.
 // Errors name the attribute or link value that cannot be encoded.
+//
+// It encodes into a pooled buffer and hashes a document's bytes where they
+// are, so hashing a table row allocates nothing and hashing a document does
+// not copy it.
 func RecordHash(r Record) (uint64, error) {
-	e := NewEncoder()
+	e := encoders.Get().(*Encoder)
+	defer func() {
+		if cap(e.buf) <= 64<<10 {
+			encoders.Put(e)
+		}
+	}()
+	e.buf = append(e.buf[:0], EncodingVersion)
 	e.String(r.Key).String(r.Anchor)
 	if err := e.Value(r.Attributes); err != nil {
 		return 0, err
 	}
-	links := slices.Clone(r.Links)
-	slices.SortStableFunc(links, func(a, b Link) int {
+	var small [8]*Link
+	links := small[:0]
+	for i := range r.Links {
+		links = append(links, &r.Links[i])
+	}
+	slices.SortStableFunc(links, func(a, b *Link) int {
 		return cmp.Or(strings.Compare(a.Type, b.Type), strings.Compare(a.ToAnchor, b.ToAnchor), strings.Compare(a.ToKey, b.ToKey))
 	})
-	list := make([]any, len(links))
+	// The encoding of []any{[]any{type, anchor, key, props}, ...}.
+	e.buf = append(e.buf, tagList)
+	e.uvarint(uint64(len(links)))
 	for i, l := range links {
-		list[i] = []any{l.Type, l.ToAnchor, l.ToKey, l.Props}
+		e.buf = append(e.buf, tagList)
+		e.uvarint(4)
+		e.String(l.Type).String(l.ToAnchor).String(l.ToKey)
+		if err := e.Value(l.Props); err != nil {
+			return 0, fmt.Errorf("links: [%d]: [3]: %w", i, err)
+		}
 	}
-	if err := e.Value(list); err != nil {
-		return 0, fmt.Errorf("links: %w", err)
-	}
-	if r.Document != nil {
-		e.String(r.Document.Format).RawBytes(r.Document.Content)
-	} else {
+	if r.Document == nil {
 		e.buf = append(e.buf, tagNil)
+		return xxhash.Sum64(e.buf), nil
 	}
-	return e.Sum(), nil
+	e.String(r.Document.Format)
+	e.buf = append(e.buf, tagBytes)
+	e.uvarint(uint64(len(r.Document.Content)))
+	d := xxhash.New()
+	_, _ = d.Write(e.buf)
+	_, _ = d.Write(r.Document.Content)
+	return d.Sum64(), nil
 }
+
+// encoders are RecordHash's reusable buffers.
+var encoders = sync.Pool{New: func() any { return &Encoder{buf: make([]byte, 0, 1024)} }}

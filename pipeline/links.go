@@ -232,7 +232,9 @@ func (r *runner) linkPass(ctx context.Context) error {
 			return fmt.Errorf("link pass: stored mandatory links: %w", err)
 		}
 	}
-	mandatoryChanged := stored.Hash != fmt.Sprintf("%016x", mandatoryHash)
+	// No mandatory link configured and none written is no change.
+	mandatoryChanged := stored.Hash != fmt.Sprintf("%016x", mandatoryHash) &&
+		(storedMandatory != "" || len(r.p.Mandatory) > 0 || r.p.Model.hasMandatoryTables())
 	if !r.docsChanged && !mandatoryChanged && !r.mode.RebuildGraph {
 		return nil
 	}

@@ -347,7 +347,9 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 	names := slices.Sorted(maps.Keys(embeds))
 	for gi, attr := range names {
 		text := embeds[attr]
-		if r.p.Chunking.Tokenizer == nil || r.p.Chunking.Tokenizer.Count(text) <= r.p.Model.LongTextTokens() {
+		// Every token covers at least one byte: a text of no more bytes
+		// than the limit needs no counting.
+		if limit := r.p.Model.LongTextTokens(); r.p.Chunking.Tokenizer == nil || len(text) <= limit || r.p.Chunking.Tokenizer.Count(text) <= limit {
 			out.vecTexts[attr] = text
 			continue
 		}

@@ -118,6 +118,9 @@ func (m *Model) LongTextTokens() int {
 	return m.cfg.LongTextTokens
 }
 
+// hasMandatoryTables reports whether the model declares mandatory tables.
+func (m *Model) hasMandatoryTables() bool { return m != nil && len(m.mandatory) > 0 }
+
 // Label returns the node label of a source table.
 func (m *Model) Label(table string) string {
 	if m != nil {

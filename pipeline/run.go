@@ -456,9 +456,10 @@ func (r *runner) classify(source string, rec sources.Record, stored *recordIndex
 
 // recordHash is a record's content hash (diff.RecordHash).
 func recordHash(rec sources.Record) (uint64, error) {
-	d := diff.Record{Key: rec.Key, Anchor: rec.Anchor, Attributes: rec.Attributes}
+	var small [4]diff.Link
+	d := diff.Record{Key: rec.Key, Anchor: rec.Anchor, Attributes: rec.Attributes, Links: small[:0]}
 	for _, l := range rec.Links {
-		d.Links = append(d.Links, diff.Link{Type: l.Type, ToAnchor: l.ToAnchor, ToKey: l.ToKey, Props: l.Props})
+		d.Links = append(d.Links, diff.Link(l))
 	}
 	if rec.Document != nil {
 		d.Document = &diff.Document{Format: rec.Document.Format, Content: rec.Document.Content}

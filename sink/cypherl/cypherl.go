@@ -100,6 +100,9 @@ type Sink struct {
 	// statements in the current file (ForgetSchema).
 	standalone bool
 	closed     bool
+	buf        []byte // rendering buffer, reused by write
+	// dirSynced is set once the directory entry of the open file is synced.
+	dirSynced bool
 }
 
 var _ sink.Sink = (*Sink)(nil)
@@ -394,11 +397,11 @@ func (s *Sink) schemaFilesExist() bool {
 // replaceFile replaces the file name in the pipeline's directory with sts,
 // one per line, atomically (temporary file, sync, rename).
 func (s *Sink) replaceFile(name string, sts []sink.Statement) error {
-	text, err := render(sts)
+	text, err := render(nil, sts)
 	if err != nil {
 		return err
 	}
-	return s.replace(name, []byte(text))
+	return s.replace(name, text)
 }
 
 // Write appends b's statements (sink.Statements, values inlined) to the
@@ -445,14 +448,17 @@ func (s *Sink) Close(ctx context.Context) error {
 // write renders every statement first, so a statement that cannot be
 // written leaves the file untouched, then appends them and flushes.
 func (s *Sink) write(sts []sink.Statement) error {
-	text, err := render(sts)
+	text, err := render(s.buf[:0], sts)
 	if err != nil {
 		return err
+	}
+	if cap(text) <= maxKeptBuffer {
+		s.buf = text
 	}
 	if err := s.open(); err != nil {
 		return err
 	}
-	if _, err := s.w.WriteString(text); err != nil {
+	if _, err := s.w.Write(text); err != nil {
 		return fmt.Errorf("write %s: %w", s.f.Name(), err)
 	}
 	if err := s.w.Flush(); err != nil {
@@ -461,25 +467,29 @@ func (s *Sink) write(sts []sink.Statement) error {
 	return nil
 }
 
-// render inlines every statement, one per line ending in ";\n".
-func render(sts []sink.Statement) (string, error) {
-	var sb strings.Builder
+// render appends every statement inlined to dst, one per line ending in
+// ";\n".
+func render(dst []byte, sts []sink.Statement) ([]byte, error) {
 	for _, st := range sts {
-		line, err := Inline(st)
-		if err != nil {
-			return "", err
+		start := len(dst)
+		var err error
+		if dst, err = appendInline(dst, st); err != nil {
+			return nil, err
 		}
-		line += ";"
-		if !splitsCleanly(line) {
+		dst = append(dst, ';')
+		if !splitsCleanly(dst[start:]) {
 			// Cannot happen for names that pass sink.ValidName and literals
 			// from Literal; kept as the last guard of the file format.
-			return "", fmt.Errorf("%s %q: statement would not load as one line", st.Kind, st.Target)
+			return nil, fmt.Errorf("%s %q: statement would not load as one line", st.Kind, st.Target)
 		}
-		sb.WriteString(line)
-		sb.WriteByte('\n')
+		dst = append(dst, '\n')
 	}
-	return sb.String(), nil
+	return dst, nil
 }
+
+// maxKeptBuffer is the largest rendering buffer a Sink keeps for the next
+// write (a larger batch's is left to the garbage collector).
+const maxKeptBuffer = 16 << 20
 
 // open creates the next file unless one is open.
 func (s *Sink) open() error {
@@ -500,7 +510,7 @@ func (s *Sink) open() error {
 	}
 	s.seq++
 	s.last = path
-	s.f, s.w = f, bufio.NewWriterSize(f, 1<<20)
+	s.f, s.w, s.dirSynced = f, bufio.NewWriterSize(f, 1<<20), false
 	s.files = append(s.files, path)
 	return nil
 }
@@ -515,7 +525,15 @@ func (s *Sink) syncFile() error {
 	if err := s.f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", s.f.Name(), err)
 	}
-	return syncDir(s.dir)
+	if s.dirSynced {
+		return nil
+	}
+	// The new file's directory entry, once.
+	if err := syncDir(s.dir); err != nil {
+		return err
+	}
+	s.dirSynced = true
+	return nil
 }
 
 func (s *Sink) closeFile() error {

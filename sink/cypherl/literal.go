@@ -1,12 +1,12 @@
 package cypherl
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -19,17 +19,21 @@ import (
 // and string literals. Errors: a parameter missing from st.Params, or a value
 // Literal cannot write.
 func Inline(st sink.Statement) (string, error) {
+	b, err := appendInline(nil, st)
+	return string(b), err
+}
+
+// appendInline appends Inline(st) to dst.
+func appendInline(dst []byte, st sink.Statement) ([]byte, error) {
 	q := st.Query
-	var sb strings.Builder
-	sb.Grow(len(q))
 	for i := 0; i < len(q); {
 		switch c := q[i]; c {
 		case '`', '"', '\'':
 			end := closing(q, i)
 			if end < 0 {
-				return "", fmt.Errorf("inline %s %q: unterminated %c at byte %d", st.Kind, st.Target, c, i)
+				return dst, fmt.Errorf("inline %s %q: unterminated %c at byte %d", st.Kind, st.Target, c, i)
 			}
-			sb.WriteString(q[i : end+1])
+			dst = append(dst, q[i:end+1]...)
 			i = end + 1
 		case '$':
 			j := i + 1
@@ -39,20 +43,23 @@ func Inline(st sink.Statement) (string, error) {
 			name := q[i+1 : j]
 			v, ok := st.Params[name]
 			if name == "" || !ok {
-				return "", fmt.Errorf("inline %s %q: no value for parameter $%s", st.Kind, st.Target, name)
+				return dst, fmt.Errorf("inline %s %q: no value for parameter $%s", st.Kind, st.Target, name)
 			}
-			lit, err := Literal(v)
-			if err != nil {
-				return "", fmt.Errorf("inline %s %q: $%s: %w", st.Kind, st.Target, name, err)
+			var err error
+			if dst, err = appendLiteral(dst, v); err != nil {
+				return dst, fmt.Errorf("inline %s %q: $%s: %w", st.Kind, st.Target, name, err)
 			}
-			sb.WriteString(lit)
 			i = j
 		default:
-			sb.WriteByte(c)
-			i++
+			k := i + 1
+			for k < len(q) && q[k] != '`' && q[k] != '"' && q[k] != '\'' && q[k] != '$' {
+				k++
+			}
+			dst = append(dst, q[i:k]...)
+			i = k
 		}
 	}
-	return sb.String(), nil
+	return dst, nil
 }
 
 // closing returns the index of the quote that closes the one at q[start]:
@@ -98,142 +105,196 @@ func isParamByte(c byte) bool {
 // nil, bool, int, int32, int64, float32, float64, string, []float32,
 // []float64, []int64, []string, []any, map[string]any, []map[string]any.
 func Literal(v any) (string, error) {
-	var sb strings.Builder
-	if err := writeLiteral(&sb, v); err != nil {
+	b, err := appendLiteral(nil, v)
+	if err != nil {
 		return "", err
 	}
-	return sb.String(), nil
+	return string(b), nil
 }
 
-func writeLiteral(sb *strings.Builder, v any) error {
+// appendLiteral appends Literal(v) to dst.
+func appendLiteral(dst []byte, v any) ([]byte, error) {
+	var err error
 	switch v := v.(type) {
 	case nil:
-		sb.WriteString("null")
+		dst = append(dst, "null"...)
 	case bool:
-		sb.WriteString(strconv.FormatBool(v))
+		dst = strconv.AppendBool(dst, v)
 	case int:
-		writeInt(sb, int64(v))
+		dst = appendInt(dst, int64(v))
 	case int32:
-		writeInt(sb, int64(v))
+		dst = appendInt(dst, int64(v))
 	case int64:
-		writeInt(sb, v)
+		dst = appendInt(dst, v)
 	case float32:
-		return writeFloat(sb, float64(v))
+		return appendFloat(dst, float64(v))
 	case float64:
-		return writeFloat(sb, v)
+		return appendFloat(dst, v)
 	case string:
-		return writeString(sb, v)
+		return appendString(dst, v)
 	case []float32:
-		return writeList(sb, len(v), func(i int) error { return writeFloat(sb, float64(v[i])) })
+		dst = append(dst, '[')
+		for i, f := range v {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			if dst, err = appendFloat(dst, float64(f)); err != nil {
+				return dst, fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+		dst = append(dst, ']')
 	case []float64:
-		return writeList(sb, len(v), func(i int) error { return writeFloat(sb, v[i]) })
+		dst = append(dst, '[')
+		for i, f := range v {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			if dst, err = appendFloat(dst, f); err != nil {
+				return dst, fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+		dst = append(dst, ']')
 	case []int64:
-		return writeList(sb, len(v), func(i int) error { writeInt(sb, v[i]); return nil })
+		dst = append(dst, '[')
+		for i, n := range v {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = appendInt(dst, n)
+		}
+		dst = append(dst, ']')
 	case []string:
-		return writeList(sb, len(v), func(i int) error { return writeString(sb, v[i]) })
+		dst = append(dst, '[')
+		for i, s := range v {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			if dst, err = appendString(dst, s); err != nil {
+				return dst, fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+		dst = append(dst, ']')
 	case []any:
-		return writeList(sb, len(v), func(i int) error { return writeLiteral(sb, v[i]) })
+		dst = append(dst, '[')
+		for i, x := range v {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			if dst, err = appendLiteral(dst, x); err != nil {
+				return dst, fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+		dst = append(dst, ']')
 	case []map[string]any:
-		return writeList(sb, len(v), func(i int) error { return writeLiteral(sb, v[i]) })
+		dst = append(dst, '[')
+		for i, x := range v {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			if dst, err = appendLiteral(dst, x); err != nil {
+				return dst, fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+		dst = append(dst, ']')
 	case map[string]any:
-		keys := make([]string, 0, len(v))
+		var small [16]string
+		keys := small[:0]
 		for k := range v {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		sb.WriteByte('{')
+		dst = append(dst, '{')
 		for i, k := range keys {
 			if err := sink.ValidName(k); err != nil {
-				return fmt.Errorf("map key: %w", err)
+				return dst, fmt.Errorf("map key: %w", err)
 			}
 			if i > 0 {
-				sb.WriteString(", ")
+				dst = append(dst, ", "...)
 			}
-			sb.WriteString(sink.QuoteName(k))
-			sb.WriteString(": ")
-			if err := writeLiteral(sb, v[k]); err != nil {
-				return fmt.Errorf("%q: %w", k, err)
+			dst = append(dst, sink.QuoteName(k)...)
+			dst = append(dst, ": "...)
+			if dst, err = appendLiteral(dst, v[k]); err != nil {
+				return dst, fmt.Errorf("%q: %w", k, err)
 			}
 		}
-		sb.WriteByte('}')
+		dst = append(dst, '}')
 	default:
-		return fmt.Errorf("no Cypher literal for %T", v)
+		return dst, fmt.Errorf("no Cypher literal for %T", v)
 	}
-	return nil
+	return dst, nil
 }
 
-func writeList(sb *strings.Builder, n int, item func(i int) error) error {
-	sb.WriteByte('[')
-	for i := range n {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		if err := item(i); err != nil {
-			return fmt.Errorf("[%d]: %w", i, err)
-		}
-	}
-	sb.WriteByte(']')
-	return nil
-}
-
-func writeInt(sb *strings.Builder, i int64) {
+func appendInt(dst []byte, i int64) []byte {
 	if i == math.MinInt64 {
 		// 9223372036854775808 overflows int64, so -9223372036854775808 is
 		// not a literal.
-		sb.WriteString("(-9223372036854775807 - 1)")
-		return
+		return append(dst, "(-9223372036854775807 - 1)"...)
 	}
-	sb.WriteString(strconv.FormatInt(i, 10))
+	return strconv.AppendInt(dst, i, 10)
 }
 
 var errNonFinite = errors.New("NaN and infinite floats have no Cypher literal")
 
-func writeFloat(sb *strings.Builder, f float64) error {
+func appendFloat(dst []byte, f float64) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return errNonFinite
+		return dst, errNonFinite
 	}
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	s = strings.Replace(s, "e+", "e", 1)
-	if !strings.ContainsAny(s, ".e") {
-		s += ".0"
+	start := len(dst)
+	dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+	num := dst[start:]
+	if i := bytes.Index(num, []byte("e+")); i >= 0 {
+		dst = append(dst[:start+i+1], num[i+2:]...)
+		return dst, nil
 	}
-	sb.WriteString(s)
-	return nil
+	if bytes.IndexByte(num, '.') < 0 && bytes.IndexByte(num, 'e') < 0 {
+		dst = append(dst, ".0"...)
+	}
+	return dst, nil
 }
 
-func writeString(sb *strings.Builder, s string) error {
+func appendString(dst []byte, s string) ([]byte, error) {
 	if !utf8.ValidString(s) {
-		return fmt.Errorf("string %q is not valid UTF-8", s)
+		return dst, fmt.Errorf("string %q is not valid UTF-8", s)
 	}
-	sb.WriteByte('"')
-	for _, r := range s {
+	dst = append(dst, '"')
+	plain := 0 // start of the bytes not copied yet
+	for i, r := range s {
+		var esc string
 		switch r {
 		case '\\':
-			sb.WriteString(`\\`)
+			esc = `\\`
 		case '\'':
-			sb.WriteString(`\'`)
+			esc = `\'`
 		case '"':
-			sb.WriteString(`\"`)
+			esc = `\"`
 		case '\b':
-			sb.WriteString(`\b`)
+			esc = `\b`
 		case '\f':
-			sb.WriteString(`\f`)
+			esc = `\f`
 		case '\n':
-			sb.WriteString(`\n`)
+			esc = `\n`
 		case '\r':
-			sb.WriteString(`\r`)
+			esc = `\r`
 		case '\t':
-			sb.WriteString(`\t`)
+			esc = `\t`
 		default:
-			if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-				fmt.Fprintf(sb, `\u%04X`, r)
+			if r < 0x80 && r >= 0x20 && r != 0x7f {
 				continue
 			}
-			sb.WriteRune(r)
+			if !unicode.IsControl(r) && r != '\u2028' && r != '\u2029' {
+				continue
+			}
 		}
+		dst = append(dst, s[plain:i]...)
+		if esc != "" {
+			dst = append(dst, esc...)
+		} else {
+			dst = fmt.Appendf(dst, `\u%04X`, r)
+		}
+		plain = i + utf8.RuneLen(r)
 	}
-	sb.WriteByte('"')
-	return nil
+	dst = append(dst, s[plain:]...)
+	return append(dst, '"'), nil
 }
 
 // splitsCleanly reports whether mgconsole reads line as exactly one
@@ -241,7 +302,7 @@ func writeString(sb *strings.Builder, s string) error {
 // ends a statement only outside '…' / "…" quotes, a backslash escapes the
 // next character only inside quotes, backticks are not quotes
 // (docs/memgraph.md §7).
-func splitsCleanly(line string) bool {
+func splitsCleanly[T string | []byte](line T) bool {
 	var quote byte
 	escaped := false
 	for i := 0; i < len(line); i++ {
