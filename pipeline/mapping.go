@@ -206,10 +206,23 @@ type recordOutput struct {
 	review *review.Applied
 }
 
-// processBatch maps, chunks, embeds, writes and commits one batch of records.
-func (r *runner) processBatch(ctx context.Context, source string, items []item, cursor string) error {
+// prepared is a batch ready for the sink: its graph operations, the state
+// commit that follows them, its write-ahead intent (nil when only the
+// cursor moves) and the labels whose indexes must exist before it.
+type prepared struct {
+	b       *sink.Batch
+	commit  state.Commit
+	intent  *intentData
+	anchors []string
+	// outs are the mapped records, published to the review once written.
+	outs []*recordOutput
+}
+
+// prepareBatch loads the stored version of a batch's records, maps, chunks
+// and embeds them, and builds the graph operations and the state commit.
+func (r *runner) prepareBatch(ctx context.Context, source string, items []item, cursor string) (*prepared, error) {
 	if err := r.loadStored(ctx, source, items); err != nil {
-		return err
+		return nil, err
 	}
 	outs := make([]*recordOutput, 0, len(items))
 	for _, it := range items {
@@ -231,6 +244,15 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 		}
 		outs = append(outs, out)
 	}
+	var cursors map[string]string
+	if cursor != "" {
+		cursors = map[string]string{source: cursor}
+	}
+	if len(outs) == 0 {
+		// Nothing could be mapped (a document that fails to parse is kept
+		// as it is): no sink call, only the cursor moves on.
+		return &prepared{b: &sink.Batch{}, commit: state.Commit{Pipeline: r.p.Name, Cursors: cursors}}, nil
+	}
 	anchors := []string{}
 	for _, o := range outs {
 		if o.label != "" {
@@ -243,33 +265,16 @@ func (r *runner) processBatch(ctx context.Context, source string, items []item, 
 			anchors = append(anchors, l.ToAnchor)
 		}
 	}
-	if len(outs) == 0 {
-		// Nothing could be mapped (a document that fails to parse is kept
-		// as it is): no sink call, only the cursor moves on.
-		if cursor == "" {
-			return nil
-		}
-		c := state.Commit{Pipeline: r.p.Name, Cursors: map[string]string{source: cursor}}
-		r.takeAcks(&c)
-		return r.p.Store.Commit(ctx, c)
-	}
-	if err := r.ensure(ctx, anchors); err != nil {
-		return err
-	}
+	slices.Sort(anchors)
+	anchors = slices.Compact(anchors)
 	vectors, err := r.embedChunks(ctx, outs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b, commit := r.buildBatch(source, outs, vectors)
-	if cursor != "" {
-		commit.Cursors = map[string]string{source: cursor}
-	}
+	commit.Cursors = cursors
 	r.markLinksPending(&commit)
-	if err := r.writeAndCommit(ctx, b, commit, batchIntent(source, outs)); err != nil {
-		return err
-	}
-	r.publishReview(ctx, outs)
-	return nil
+	return &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs}, nil
 }
 
 // mapRecord turns a record into its node, sections and chunks, and decides

@@ -110,6 +110,14 @@ func (r *runner) execute(ctx context.Context) (err error) {
 // ensure creates the sink's indexes before the first write of the run, and
 // again when a batch brings labels not yet ensured in this run.
 func (r *runner) ensure(ctx context.Context, anchors []string) error {
+	st, err := r.ensureSchema(ctx, anchors)
+	r.addSinkStats(st)
+	return err
+}
+
+// ensureSchema is ensure without counting (the batch writer's goroutine
+// returns the stats instead).
+func (r *runner) ensureSchema(ctx context.Context, anchors []string) (sink.Stats, error) {
 	if r.labels == nil {
 		r.labels = map[string]bool{}
 	}
@@ -121,7 +129,7 @@ func (r *runner) ensure(ctx context.Context, anchors []string) error {
 		}
 	}
 	if !grew {
-		return nil
+		return sink.Stats{}, nil
 	}
 	all := make([]string, 0, len(r.labels))
 	for l := range r.labels {
@@ -129,14 +137,18 @@ func (r *runner) ensure(ctx context.Context, anchors []string) error {
 	}
 	slices.Sort(all)
 	st, err := r.p.Sink.Ensure(ctx, r.p.Schema(all))
+	if err != nil {
+		return st, fmt.Errorf("ensure sink schema: %w", err)
+	}
+	r.ensured = true
+	return st, nil
+}
+
+// addSinkStats counts sink calls.
+func (r *runner) addSinkStats(st sink.Stats) {
 	r.counts().SinkStatements += st.Statements
 	r.counts().SinkBatches += st.Batches
 	r.counts().SinkRetries += st.Retries
-	if err != nil {
-		return fmt.Errorf("ensure sink schema: %w", err)
-	}
-	r.ensured = true
-	return nil
 }
 
 func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
@@ -179,6 +191,10 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 	// origins the origins of unchanged records that state lacks.
 	moving := map[string]bool{}
 	origins := map[state.RecordRef]state.Origin{}
+	w := r.startWriter(ctx)
+	defer func() { _ = w.stop() }()
+	// flush prepares the pending records and hands them to the writer,
+	// which writes them while the next batch is read and prepared.
 	flush := func() error {
 		if len(origins) > 0 {
 			// Records stored before their origin was kept get it, without
@@ -191,9 +207,20 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		if len(pending) == 0 {
 			return nil
 		}
-		err := r.processBatch(ctx, name, pending, lastCursor)
+		p, err := r.prepareBatch(ctx, name, pending, lastCursor)
 		pending = pending[:0]
-		return err
+		if err != nil {
+			return errors.Join(err, w.wait())
+		}
+		return w.submit(p)
+	}
+	// drain flushes and waits until everything before is written: before
+	// deletions, which follow the records read before them.
+	drain := func() error {
+		if err := flush(); err != nil {
+			return err
+		}
+		return w.wait()
 	}
 
 	mark, err := r.p.Store.CursorGet(ctx, r.p.Name, configCursor(name))
@@ -214,12 +241,12 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 			r.warn(sources.NotModifiedWarnings(err))
 			r.log.Info("source not modified", slog.String("source", name))
 			cancelIndex()
-			return flush()
+			return drain()
 		}
 		if err != nil {
 			// A failed or partial listing deletes nothing; batches already
 			// committed stay committed (they were acknowledged by the sink).
-			if ferr := flush(); ferr != nil {
+			if ferr := drain(); ferr != nil {
 				return errors.Join(fmt.Errorf("read: %w", err), ferr)
 			}
 			return fmt.Errorf("read: %w", err)
@@ -233,7 +260,7 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		if len(page.Deleted) > 0 {
 			// Deletions the source reports explicitly (an incremental
 			// listing): applied after the records before them are written.
-			if err := flush(); err != nil {
+			if err := drain(); err != nil {
 				return err
 			}
 			if err := r.deleteKeys(ctx, name, stored, page.Deleted); err != nil {
@@ -245,7 +272,7 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 			if moving[rec.Key] {
 				// A record moved in this batch comes back under its old key:
 				// the move is written first.
-				if err := flush(); err != nil {
+				if err := drain(); err != nil {
 					return err
 				}
 				clear(moving)
@@ -303,7 +330,7 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		// lists everything again instead of moving on without them.
 		lastCursor = prevCursor
 	}
-	if err := flush(); err != nil {
+	if err := drain(); err != nil {
 		return err
 	}
 	if partial {
@@ -637,9 +664,20 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 	return nil
 }
 
-// writeAndCommit writes a batch to the sink and commits state around it;
-// state never records a write the sink has not acknowledged unless an
-// intent marks it as possibly interrupted.
+// writeAndCommit writes a batch to the sink and commits state around it
+// (writeBatch), counts it and reports progress.
+func (r *runner) writeAndCommit(ctx context.Context, b *sink.Batch, commit state.Commit, intent *intentData) error {
+	st, err := r.writeBatch(ctx, b, commit, intent)
+	r.addSinkStats(st)
+	if err == nil {
+		r.progress()
+	}
+	return err
+}
+
+// writeBatch writes a batch to the sink and commits state around it; state
+// never records a write the sink has not acknowledged unless an intent
+// marks it as possibly interrupted.
 //
 // With an intent (a batch of records): one commit before the sink write
 // holds the batch's new state and its intent (intentData), and acknowledges
@@ -649,21 +687,21 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 //
 // Without an intent (the link pass, a rebuild, a repair): the sink write,
 // then the commit.
-func (r *runner) writeAndCommit(ctx context.Context, b *sink.Batch, commit state.Commit, intent *intentData) error {
+func (r *runner) writeBatch(ctx context.Context, b *sink.Batch, commit state.Commit, intent *intentData) (sink.Stats, error) {
 	if intent == nil || b.Len() == 0 {
-		if err := r.sinkWrite(ctx, b); err != nil {
-			return err
+		st, err := r.sinkWrite(ctx, b)
+		if err != nil {
+			return st, err
 		}
 		r.takeAcks(&commit)
 		if err := r.p.Store.Commit(ctx, commit); err != nil {
-			return fmt.Errorf("commit state: %w", err)
+			return st, fmt.Errorf("commit state: %w", err)
 		}
-		r.progress()
-		return nil
+		return st, nil
 	}
 	data, err := json.Marshal(intent)
 	if err != nil {
-		return fmt.Errorf("encode write intent: %w", err)
+		return sink.Stats{}, fmt.Errorf("encode write intent: %w", err)
 	}
 	r.intentSeq++
 	id := r.run.ID<<32 | r.intentSeq
@@ -672,38 +710,35 @@ func (r *runner) writeAndCommit(ctx context.Context, b *sink.Batch, commit state
 	r.takeAcks(&commit)
 	commit.Intent = &state.Intent{ID: id, Data: data}
 	if err := r.p.Store.Commit(ctx, commit); err != nil {
-		return fmt.Errorf("commit state: %w", err)
+		return sink.Stats{}, fmt.Errorf("commit state: %w", err)
 	}
-	if err := r.sinkWrite(ctx, b); err != nil {
+	st, err := r.sinkWrite(ctx, b)
+	if err != nil {
 		// The graph may hold part of the batch: mark its records as
 		// interrupted now (the next run would otherwise).
 		if rerr := r.recoverIntent(context.WithoutCancel(ctx), *commit.Intent); rerr != nil {
 			r.log.Warn("marking an interrupted batch failed; the next run does it", slog.String("err", rerr.Error()))
 		}
-		return err
+		return st, err
 	}
 	r.acked = append(r.acked, id)
 	if len(cursors) > 0 && r.ackCursors == nil {
 		r.ackCursors = map[string]string{}
 	}
 	maps.Copy(r.ackCursors, cursors)
-	r.progress()
-	return nil
+	return st, nil
 }
 
-// sinkWrite writes a batch to the sink and counts it.
-func (r *runner) sinkWrite(ctx context.Context, b *sink.Batch) error {
+// sinkWrite writes a batch to the sink.
+func (r *runner) sinkWrite(ctx context.Context, b *sink.Batch) (sink.Stats, error) {
 	if b.Len() == 0 {
-		return nil
+		return sink.Stats{}, nil
 	}
 	st, err := r.p.Sink.Write(ctx, b)
-	r.counts().SinkStatements += st.Statements
-	r.counts().SinkBatches += st.Batches
-	r.counts().SinkRetries += st.Retries
 	if err != nil {
-		return fmt.Errorf("write batch: %w", err)
+		return st, fmt.Errorf("write batch: %w", err)
 	}
-	return nil
+	return st, nil
 }
 
 // takeAcks moves the acknowledgements waiting for a commit into c: the
