@@ -248,7 +248,7 @@ func TestDefaults(t *testing.T) {
 			Timeout: 60 * time.Second, MaxRetries: &five, MaxInputTokens: 8191,
 		},
 		Sink:           &config.Sink{Type: "cypherl", Cypherl: &config.CypherlSink{Dir: filepath.Join(dir, ".kgsync/cypherl")}},
-		BatchSize:      64,
+		BatchSize:      1000,
 		MaxDeleteRatio: &ratio,
 	}
 	require.Equal(t, want, c.Pipelines[0])

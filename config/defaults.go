@@ -27,7 +27,7 @@ const (
 	DefaultVectorMetric       = "cos"
 	DefaultDialect            = "memgraph"
 	DefaultMemgraphTimeout    = 60 * time.Second
-	DefaultPipelineBatchSize  = 64
+	DefaultPipelineBatchSize  = 1000
 	DefaultMaxDeleteRatio     = 0.3
 	DefaultAnchor             = "Document"
 	DefaultMaxFileBytes       = 64 << 20 // 64 MiB

@@ -87,7 +87,8 @@ type Pipeline struct {
 	// Review is the expert review of the pipeline's documents in Grist
 	// (pipeline/review); nil = none.
 	Review *review.Review
-	// BatchSize is the number of records per write-and-commit batch.
+	// BatchSize is the number of records per write-and-commit batch; a
+	// batch also ends once its documents hold 8 MiB.
 	BatchSize int
 	// MaxDeleteRatio is the mass-delete guard (0 < r <= 1; 1 disables it).
 	MaxDeleteRatio float64

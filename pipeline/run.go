@@ -38,6 +38,11 @@ type runner struct {
 	ackCursors map[string]string
 }
 
+// maxBatchDocumentBytes ends a batch early once its documents hold this
+// many bytes: a batch of a thousand table rows is a few hundred KiB, one of
+// a thousand documents could be gigabytes of parsed trees and chunks.
+const maxBatchDocumentBytes = 8 << 20
+
 // item is one record that must be processed in a batch.
 type item struct {
 	source string
@@ -183,6 +188,7 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		return nil
 	}
 	var pending []item
+	pendingBytes := 0 // document bytes in pending
 	var lastCursor, prevCursor string
 	partial := false
 	batchSize := max(r.p.BatchSize, 1)
@@ -208,7 +214,7 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 			return nil
 		}
 		p, err := r.prepareBatch(ctx, name, pending, lastCursor)
-		pending = pending[:0]
+		pending, pendingBytes = pending[:0], 0
 		if err != nil {
 			return errors.Join(err, w.wait())
 		}
@@ -305,7 +311,10 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 				}
 			}
 			pending = append(pending, it)
-			if len(pending) >= batchSize {
+			if rec.Document != nil {
+				pendingBytes += len(rec.Document.Content)
+			}
+			if len(pending) >= batchSize || pendingBytes >= maxBatchDocumentBytes {
 				// The batch commits the cursor of the last page whose
 				// records it completes, never this page's: the rest of
 				// this page is not written yet.

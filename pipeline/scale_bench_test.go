@@ -129,7 +129,7 @@ func scalePipeline(b *testing.B, store state.Store, sk sink.Sink, model *config.
 	return &pipeline.Pipeline{
 		Name: "scale", Sources: srcs, Embedder: hashing.New("hashing-v1", 32), Sink: sk, Store: store,
 		Chunking:  chunker.Options{MaxTokens: 256, OverlapTokens: 32, Tokenizer: tok},
-		BatchSize: 64, MaxDeleteRatio: 0.3, Fingerprint: 1, Model: pipeline.NewModel(model),
+		BatchSize: benchBatch(), MaxDeleteRatio: 0.3, Fingerprint: 1, Model: pipeline.NewModel(model),
 	}
 }
 
