@@ -228,7 +228,7 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	for _, it := range items {
 		out, err := r.mapRecord(ctx, it)
 		if err != nil && ctx.Err() != nil {
-			return err // stopping: not this record's fault
+			return nil, err // stopping: not this record's fault
 		}
 		if err != nil {
 			// A record that cannot be parsed is reported and kept as it is in
