@@ -33,6 +33,9 @@ type metrics struct {
 	jobLatency    *prometheus.HistogramVec // pipeline
 	coalescedJobs *prometheus.CounterVec   // pipeline
 	takeovers     *prometheus.CounterVec   // pipeline
+	reviewRows    *prometheus.CounterVec   // pipeline, kind: read, expert_changes, written
+	reviewFlagged *prometheus.CounterVec   // pipeline
+	reviewNeeds   *prometheus.GaugeVec     // pipeline
 }
 
 // Webhook delivery outcomes (kgsync_webhook_deliveries_total{outcome}).
@@ -84,10 +87,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"pipeline"}),
 		coalescedJobs: counter("triggers_coalesced_total", "Triggers served by a job already queued for the pipeline (River unique jobs), including ones that replaced it with a stronger mode.", "pipeline"),
 		takeovers:     counter("job_takeovers_total", "Jobs left running by a replica that died, queued again by this replica.", "pipeline"),
+		reviewRows:    counter("review_rows_total", "Rows of the expert review's Elements table in Grist: read back, with expert changes taken, written (added, updated, deleted).", "pipeline", "kind"),
+		reviewFlagged: counter("review_conflicts_total", "Review elements newly flagged needs_review: a correction whose parsed text changed, an element with expert input gone from its document.", "pipeline"),
+		reviewNeeds:   gauge("review_needs_review", "Review elements needing review at the end of the last run (conflicts, elements gone, expert flags).", "pipeline"),
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.runDuration, m.running, m.records, m.chunks, m.sinkStmts,
 		m.sinkBatches, m.sinkRetries, m.embedRequests, m.embedErrors, m.lastSuccess, m.triggers, m.lockBusy, m.deliveries, m.webhookRows, m.coalesced, m.rowSinkErrors, m.rowsDropped, m.rowsBuffered,
-		m.jobs, m.jobLatency, m.coalescedJobs, m.takeovers} {
+		m.jobs, m.jobLatency, m.coalescedJobs, m.takeovers, m.reviewRows, m.reviewFlagged, m.reviewNeeds} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -112,4 +118,11 @@ func (m *metrics) observeRun(name, outcome string, run state.Run, seconds float6
 	m.sinkRetries.WithLabelValues(name).Add(float64(c.SinkRetries))
 	m.embedRequests.WithLabelValues(name).Add(float64(c.EmbedRequests))
 	m.embedErrors.WithLabelValues(name).Add(float64(c.EmbedErrors))
+	if c.ReviewRequests > 0 || c.ReviewNeedsReview > 0 {
+		m.reviewRows.WithLabelValues(name, "read").Add(float64(c.ReviewRowsRead))
+		m.reviewRows.WithLabelValues(name, "expert_changes").Add(float64(c.ReviewExpertChanges))
+		m.reviewRows.WithLabelValues(name, "written").Add(float64(c.ReviewRowsWritten))
+		m.reviewFlagged.WithLabelValues(name).Add(float64(c.ReviewConflicts))
+		m.reviewNeeds.WithLabelValues(name).Set(float64(c.ReviewNeedsReview))
+	}
 }

@@ -83,6 +83,11 @@ func (r *runner) reviewEnd() {
 	c.ReviewRowsRead, c.ReviewExpertChanges = st.RowsRead, st.ExpertChanges
 	c.ReviewRowsWritten = st.RowsAdded + st.RowsUpdated + st.RowsDeleted
 	c.ReviewConflicts, c.ReviewRequests = st.Conflicts+st.Missing, int(st.Requests)
+	if rs, ok := r.p.Store.(state.ReviewStore); ok {
+		if n, err := rs.ReviewCounts(context.Background(), r.p.Name); err == nil {
+			c.ReviewNeedsReview = n.Flagged
+		}
+	}
 }
 
 // reviewMark is the review mark of a document record and whether its

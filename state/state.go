@@ -69,6 +69,9 @@ type Counts struct {
 	ReviewRowsWritten   int `json:"review_rows_written,omitempty"`
 	ReviewConflicts     int `json:"review_conflicts,omitempty"`
 	ReviewRequests      int `json:"review_requests,omitempty"`
+	// ReviewNeedsReview is the number of elements needing review when the
+	// run ended (a state, not a delta).
+	ReviewNeedsReview int `json:"review_needs_review,omitempty"`
 }
 
 // Run is one execution of a pipeline.

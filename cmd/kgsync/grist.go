@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/pipeline/review"
 	"github.com/kgsync/kgsync/sources/grist"
 )
 
@@ -55,7 +56,69 @@ Running it again changes nothing. It needs owner access to the document.`,
 	_ = install.MarkFlagRequired("public-url")
 	hooks.AddCommand(install)
 	cmd.AddCommand(hooks)
+	rev := &cobra.Command{
+		Use:   "review",
+		Short: "Manage the Grist tables where experts review a files pipeline's documents",
+		Args:  cobra.NoArgs,
+	}
+	var reviewJSON bool
+	rinstall := &cobra.Command{
+		Use:   "install PIPELINE",
+		Short: "Create the review tables and columns of a pipeline in its Grist document",
+		Long: `Create, in the Grist document of PIPELINE's review section, the
+Documents and Elements tables (review.grist.documents_table and
+elements_table) and every column they lack (docs/review.md lists them).
+Existing tables, columns and rows are left as they are: running it again
+changes nothing. A column that exists with another type is reported, not
+converted. A run does the same before its first write to the tables; this
+command lets an owner do it explicitly (it needs owner access to the
+document, a run then only needs edit access).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runGristReviewInstall(cmd.Context(), g, args[0], reviewJSON)
+		},
+	}
+	rinstall.Flags().BoolVar(&reviewJSON, "json", false, "print one JSON object per change")
+	rev.AddCommand(rinstall)
+	cmd.AddCommand(rev)
 	return cmd
+}
+
+func runGristReviewInstall(ctx context.Context, g *globals, name string, asJSON bool) error {
+	cfg, err := g.load()
+	if err != nil {
+		return err
+	}
+	pc, ok := cfg.Pipeline(name)
+	if !ok {
+		return &exitError{code: 2, err: fmt.Errorf("no pipeline %q in the config", name)}
+	}
+	if pc.Review == nil || pc.Review.Grist == nil {
+		return &exitError{code: 2, err: fmt.Errorf("pipeline %q has no review section (review.grist: server, doc_id, api_key)", name)}
+	}
+	rg := pc.Review.Grist
+	w, err := grist.NewWriter(grist.Config{Server: rg.Server, DocID: rg.DocID, APIKey: rg.APIKey, MaxInFlight: rg.MaxInFlight,
+		HTTPClient: &http.Client{Timeout: 60 * time.Second}}, nil)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	changes, err := review.Install(ctx, w, rg.DocumentsTable, rg.ElementsTable)
+	for _, c := range changes {
+		if asJSON {
+			line, _ := json.Marshal(c)
+			fmt.Fprintln(g.stdout, string(line))
+			continue
+		}
+		if c.Column != "" {
+			fmt.Fprintf(g.stdout, "%s: %s %s\n", c.Table, c.Action, c.Column)
+		} else {
+			fmt.Fprintf(g.stdout, "%s: %s\n", c.Table, c.Action)
+		}
+	}
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	return nil
 }
 
 // webhookResult is the outcome for one table, as install prints it.

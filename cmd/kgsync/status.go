@@ -12,6 +12,8 @@ import (
 
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/daemon"
+	"github.com/kgsync/kgsync/pipeline/review"
+	"github.com/kgsync/kgsync/state"
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -71,6 +73,9 @@ with the run each one ran. With --json, one line per run, then one per job
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			if err := printReviews(ctx, g, e, pcs, asJSON); err != nil {
+				return err
+			}
 			return printJobs(ctx, g, e, pcs, limit, asJSON)
 		},
 	}
@@ -125,4 +130,47 @@ func printJobs(ctx context.Context, g *globals, e *env, pcs []*config.Pipeline, 
 		}
 	}
 	return tw.Flush()
+}
+
+// printReviews prints, for each reviewed pipeline, its review summary and
+// the elements that need review, from state alone.
+func printReviews(ctx context.Context, g *globals, e *env, pcs []*config.Pipeline, asJSON bool) error {
+	rs, ok := e.store.(state.ReviewStore)
+	if !ok {
+		return nil
+	}
+	for _, pc := range pcs {
+		if pc.Review == nil {
+			continue
+		}
+		s, err := review.Summarize(ctx, rs, pc.Name)
+		if err != nil {
+			return fmt.Errorf("pipeline %q: review: %w", pc.Name, err)
+		}
+		if asJSON {
+			b, _ := json.Marshal(struct {
+				Pipeline string         `json:"pipeline"`
+				Review   review.Summary `json:"review"`
+			}{pc.Name, s})
+			fmt.Fprintln(g.stdout, string(b))
+			continue
+		}
+		fmt.Fprintf(g.stdout, "\n%s review (Grist %s, tables %s/%s): %d documents, %d elements; %d corrected, %d excluded, %d with mandatory links; %d need review",
+			pc.Name, pc.Review.Grist.DocID, pc.Review.Grist.DocumentsTable, pc.Review.Grist.ElementsTable,
+			s.Documents, s.Elements, s.Corrected, s.Excluded, s.Linked, len(s.NeedsReview))
+		if s.Pending > 0 {
+			fmt.Fprintf(g.stdout, "; %d documents wait to be written to Grist again", s.Pending)
+		}
+		fmt.Fprintln(g.stdout)
+		for _, f := range s.NeedsReview {
+			fmt.Fprintf(g.stdout, "  NEEDS REVIEW row %d %s (%s): %s\n", f.Row, f.Element, f.Status, oneLine(f.Reason, 100))
+			if f.Corrected != "" {
+				fmt.Fprintf(g.stdout, "    corrected: %s\n", oneLine(f.Corrected, 100))
+			}
+			if f.Then != "" && f.Status == review.StatusCurrent {
+				fmt.Fprintf(g.stdout, "    made against: %s\n", oneLine(f.Then, 100))
+			}
+		}
+	}
+	return nil
 }

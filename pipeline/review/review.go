@@ -356,3 +356,74 @@ func (r *Review) Mandatory(ctx context.Context) ([]Link, error) {
 	})
 	return out, nil
 }
+
+// Summary is a pipeline's review at a glance, from state alone (`kgsync
+// status`).
+type Summary struct {
+	Documents int `json:"documents"`
+	Elements  int `json:"elements"`
+	// Corrected, Excluded and Linked count elements with a corrected text,
+	// an exclusion and mandatory links; Pending documents whose rows wait
+	// to be written to Grist again.
+	Corrected int `json:"corrected"`
+	Excluded  int `json:"excluded"`
+	Linked    int `json:"linked"`
+	Pending   int `json:"pending"`
+	// NeedsReview are the elements flagged: corrections whose parsed text
+	// changed, elements gone with their expert input, and those an expert
+	// flagged.
+	NeedsReview []Flagged `json:"needs_review"`
+}
+
+// Flagged is one element that needs review.
+type Flagged struct {
+	Document string `json:"document"`
+	Element  string `json:"element"`
+	Row      int64  `json:"row"`
+	// Status is "current", "missing" or "document deleted"; Reason what
+	// kgsync wrote in review_reason ("" when an expert flagged it).
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// Corrected is the expert's text; Then the parsed text it was made
+	// against.
+	Corrected string `json:"corrected,omitempty"`
+	Then      string `json:"then,omitempty"`
+}
+
+// Summarize reads a pipeline's review summary from state.
+func Summarize(ctx context.Context, st state.ReviewStore, pipeline string) (Summary, error) {
+	var s Summary
+	c, err := st.ReviewCounts(ctx, pipeline)
+	if err != nil {
+		return s, err
+	}
+	s.Documents, s.Elements, s.Pending = c.Documents, c.Elements, c.Pending
+	exp, err := st.ReviewExpert(ctx, pipeline)
+	if err != nil {
+		return s, err
+	}
+	for _, se := range exp {
+		e, err := decodeElem(se)
+		if err != nil {
+			return s, err
+		}
+		if e.d.Corrected != "" {
+			s.Corrected++
+		}
+		if e.d.Exclude {
+			s.Excluded++
+		}
+		if len(e.d.With) > 0 {
+			s.Linked++
+		}
+		if se.Flagged {
+			status := e.d.Status
+			if status == "" {
+				status = StatusCurrent
+			}
+			s.NeedsReview = append(s.NeedsReview, Flagged{Document: e.Doc, Element: e.Element, Row: e.RowID, Status: status,
+				Reason: e.d.Reason, Corrected: e.d.Corrected, Then: e.d.BaseText})
+		}
+	}
+	return s, nil
+}
