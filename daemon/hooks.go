@@ -326,6 +326,11 @@ func newHookTables(pc *config.Pipeline) hookTables {
 			h.names[t] = true
 		}
 	}
+	if r := pc.Review; r != nil && r.Grist != nil {
+		// The experts' edits in the review's Elements table.
+		h.grist = true
+		h.names[r.Grist.ElementsTable] = true
+	}
 	return h
 }
 

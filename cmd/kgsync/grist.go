@@ -169,8 +169,28 @@ func runGristWebhooksInstall(ctx context.Context, g *globals, name, publicURL st
 			failed = append(failed, fmt.Errorf("source %q: %w", sc.Name, err))
 		}
 	}
+	if rv := pc.Review; rv != nil && rv.Grist != nil {
+		// The experts' edits in the review's Elements table trigger a run
+		// too: updates of their columns only (kgsync adds the rows and
+		// writes the other columns itself).
+		found = true
+		c, err := newGristAdmin(&config.GristSource{Server: rv.Grist.Server, DocID: rv.Grist.DocID, APIKey: rv.Grist.APIKey})
+		if err != nil {
+			failed = append(failed, fmt.Errorf("review: %w", err))
+		} else {
+			rs, err := installWebhooks(ctx, c, webhookSpec{
+				Pipeline: pc.Name, Source: "review", Tables: []string{rv.Grist.ElementsTable}, Base: base,
+				Authorization: "Bearer " + cfg.Daemon.WebhookSecret,
+				EventTypes:    []string{"update"}, Watched: review.WatchedColumns(),
+			})
+			results = append(results, rs...)
+			if err != nil {
+				failed = append(failed, fmt.Errorf("review: %w", err))
+			}
+		}
+	}
 	if !found {
-		return &exitError{code: 2, err: fmt.Errorf("pipeline %q has no grist source", name)}
+		return &exitError{code: 2, err: fmt.Errorf("pipeline %q has no grist source and no review", name)}
 	}
 	for _, r := range results {
 		if asJSON {
@@ -213,6 +233,11 @@ type webhookSpec struct {
 	Base string
 	// Authorization is the header value Grist sends with each delivery.
 	Authorization string
+	// EventTypes are the events to subscribe to (default add and update);
+	// Watched, when set, the only columns whose updates send events (a
+	// review's Elements table: the experts' columns, so that kgsync's own
+	// writes send none).
+	EventTypes, Watched []string
 }
 
 // hookFields are the webhook fields install manages (grist-api.md §6;
@@ -226,19 +251,27 @@ type hookFields struct {
 	Enabled       bool     `json:"enabled"`
 	Name          string   `json:"name"`
 	Memo          string   `json:"memo"`
+	// WatchedColIDs limits update events to changes of these columns
+	// (grist-api.md §6, since v1.1.13); nil = every column.
+	WatchedColIDs []string `json:"watchedColIds,omitempty"`
 }
 
 // want returns the fields of the webhook for table.
 func (s webhookSpec) want(table string) hookFields {
-	return hookFields{
+	h := hookFields{
 		URL:           s.Base + "/hooks/grist/" + url.PathEscape(s.Pipeline) + "/" + url.PathEscape(table),
 		Authorization: s.Authorization,
 		EventTypes:    []string{"add", "update"},
+		WatchedColIDs: s.Watched,
 		TableID:       table,
 		Enabled:       true,
 		Name:          "kgsync " + s.Pipeline + " " + table,
 		Memo:          "Managed by kgsync (grist webhooks install): triggers pipeline " + s.Pipeline + " on changes to " + table + ".",
 	}
+	if s.EventTypes != nil {
+		h.EventTypes = s.EventTypes
+	}
+	return h
 }
 
 // diff returns the JSON names of the fields of have that differ from want,
@@ -260,6 +293,9 @@ func (want hookFields) diff(have hookFields) ([]string, map[string]any) {
 	set("enabled", have.Enabled != want.Enabled, want.Enabled)
 	set("name", have.Name != want.Name, want.Name)
 	set("memo", have.Memo != want.Memo, want.Memo)
+	if want.WatchedColIDs != nil {
+		set("watchedColIds", !sameSet(have.WatchedColIDs, want.WatchedColIDs), want.WatchedColIDs)
+	}
 	return names, patch
 }
 

@@ -21,6 +21,7 @@ func reviewConfig(t *testing.T, srv *gristtest.Server) (cfg, docs string) {
 	require.NoError(t, os.WriteFile(filepath.Join(docs, "rules.md"),
 		[]byte("# Rules\n\n## Storage\n\nKeep the records for five years.\n\nDestroy them afterwards.\n"), 0o644))
 	yaml := `state: {driver: sqlite, path: state.db}
+daemon: {webhook_secret: s3cret}
 sink: {cypherl: {dir: out}}
 embedder: {provider: hashing, dimensions: 8}
 pipelines:
@@ -67,6 +68,16 @@ func TestGristReviewInstall(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "Documents: present\nElements: present\n", out)
 	require.Zero(t, srv.Requests("POST", ""), "nothing written the second time")
+
+	// The experts' edits trigger the daemon: one webhook on Elements,
+	// updates of the experts' columns only.
+	code, _, errOut = kgsync(t, "grist", "webhooks", "install", "docs", "--public-url", "https://kg.example.com", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	hooks := srv.Webhooks()
+	require.Len(t, hooks, 1)
+	require.Equal(t, "https://kg.example.com/hooks/grist/docs/Elements", hooks[0].Fields.URL)
+	require.Equal(t, []string{"update"}, hooks[0].Fields.EventTypes)
+	require.ElementsMatch(t, []string{"corrected_text", "exclude", "mandatory_with", "note", "needs_review"}, hooks[0].Fields.WatchedColIDs)
 
 	code, _, errOut = kgsync(t, "sync", "docs", "--config", cfg)
 	require.Equal(t, 0, code, errOut)

@@ -66,6 +66,10 @@ type colDef struct {
 // expertCols are the columns whose change stamps corrected_by/at.
 var expertCols = []string{ColCorrectedText, ColExclude, ColMandatoryWith, ColNote}
 
+// WatchedColumns are the Elements columns whose updates a webhook should
+// report: the experts' ones (needs_review included).
+func WatchedColumns() []string { return append(slices.Clone(expertCols), ColNeedsReview) }
+
 // expertSet is the condition the trigger formulas share: the row carries
 // expert input ("" and None otherwise, so that rows kgsync adds stay
 // unstamped).
