@@ -68,6 +68,13 @@ func (p *Plan) Count(c diff.Class) int {
 func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 	plan := &Plan{Pipeline: p.Name}
 	r := &runner{p: p, run: &state.Run{}, mode: mode, log: p.logger()}
+	if p.Review != nil {
+		// The review marks as state has them: a plan writes nothing, so it
+		// does not read the experts' latest edits back from Grist.
+		if err := p.Review.Load(ctx); err != nil {
+			return nil, fmt.Errorf("review: %w", err)
+		}
+	}
 	missSeen := map[uint64]bool{}
 	for _, src := range p.Sources {
 		name := src.Name()

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,6 +85,28 @@ func (rg *reviewRig) sync(t *testing.T) state.Run {
 	require.Equal(t, state.StatusSucceeded, res.Run.Status, res.Run.Error)
 	require.Empty(t, rg.graph.Dangling())
 	return res.Run
+}
+
+// requests summarises the Grist requests since the last sync began.
+func (rg *reviewRig) requests() string {
+	var parts []string
+	total := 0
+	for _, c := range []struct{ m, p string }{{"GET", "/states"}, {"GET", "/compare"}, {"GET", "/tables"}, {"GET", "/columns"},
+		{"POST", "/sql"}, {"GET", "/records"}, {"POST", "/tables"}, {"POST", "/columns"}, {"POST", "/apply"},
+		{"POST", "/records"}, {"PATCH", "/records"}, {"POST", "/records/delete"}} {
+		if n := rg.srv.Requests(c.m, c.p); n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s ×%d", c.m, c.p, n))
+			total += n
+		}
+	}
+	return fmt.Sprintf("%d requests (%s)", total, strings.Join(parts, ", "))
+}
+
+// step logs a step's Grist requests and embedding calls.
+func (rg *reviewRig) step(t *testing.T, name string, run state.Run) {
+	t.Helper()
+	t.Logf("%-34s Grist %s; embedding calls %d, chunks embedded %d; rows written %d",
+		name+":", rg.requests(), run.Counts.EmbedRequests, run.Counts.ChunksEmbedded, run.Counts.ReviewRowsWritten)
 }
 
 func (rg *reviewRig) write(t *testing.T, name, text string) {
@@ -175,7 +198,7 @@ func TestReviewLoop(t *testing.T) {
 	require.Equal(t, 2, rg.srv.RowCount("Documents"))
 	require.Equal(t, 300+3, rg.srv.RowCount("Elements"), "300 elements, and the annex's two sections and paragraph")
 	require.Zero(t, rg.srv.Responses(413))
-	t.Logf("first run: %d Grist requests, %d embedding calls, %d chunks", run.Counts.ReviewRequests, run.Counts.EmbedRequests, run.Counts.ChunksEmbedded)
+	rg.step(t, "first run (publish 303 rows)", run)
 
 	// 2. A correction of one element re-embeds only the chunk or two that
 	// hold it.
@@ -192,7 +215,7 @@ func TestReviewLoop(t *testing.T) {
 	require.LessOrEqual(t, run.Counts.ChunksEmbedded, 2)
 	require.Positive(t, run.Counts.ChunksEmbedded)
 	require.Equal(t, 1, run.Counts.ReviewExpertChanges)
-	t.Logf("correction: %d Grist requests, %d embedding calls, %d chunks embedded", run.Counts.ReviewRequests, run.Counts.EmbedRequests, run.Counts.ChunksEmbedded)
+	rg.step(t, "one correction", run)
 	require.NotEmpty(t, rg.chunkWith("ten years"))
 	require.Empty(t, rg.chunkWith("shall keep records 7 for inspection by the authority, and report incidents concerning item 9-7"))
 	chunk, _ := rg.graph.Node("Chunk", rg.chunkOf(t, row["element"].(string)))
@@ -212,6 +235,8 @@ func TestReviewLoop(t *testing.T) {
 
 	// A run with nothing changed writes nothing and embeds nothing.
 	run = rg.sync(t)
+	rg.step(t, "no change", run)
+	require.LessOrEqual(t, rg.srv.Requests("", ""), 4, "/states, /compare (kgsync's own writes moved the document), /tables, /columns")
 	require.Zero(t, run.Counts.RecordsChanged)
 	require.Zero(t, run.Counts.EmbedRequests)
 	require.Zero(t, rg.srv.Requests("POST", "/records")+rg.srv.Requests("PATCH", "/records"))
@@ -224,6 +249,7 @@ func TestReviewLoop(t *testing.T) {
 		return ""
 	}))
 	run = rg.sync(t)
+	rg.step(t, "edit elsewhere in the file", run)
 	require.Equal(t, 1, run.Counts.RecordsChanged)
 	require.NotEmpty(t, rg.chunkWith("ten years"))
 	require.LessOrEqual(t, run.Counts.ChunksEmbedded, 2)
@@ -233,6 +259,7 @@ func TestReviewLoop(t *testing.T) {
 	// 4. A chunk-size change regroups every chunk; the correction stays.
 	rg.configure(t, 256)
 	run = rg.sync(t)
+	rg.step(t, "max_tokens 128 → 256", run)
 	require.Equal(t, 2, run.Counts.RecordsChanged)
 	require.NotEmpty(t, rg.chunkWith("ten years"))
 	require.Empty(t, rg.chunkWith("shall keep records 7 for inspection by the authority, and report incidents concerning item 9-7"))
@@ -253,6 +280,7 @@ func TestReviewLoop(t *testing.T) {
 		return ""
 	}))
 	run = rg.sync(t)
+	rg.step(t, "conflict", run)
 	require.Equal(t, 1, run.Counts.ReviewConflicts)
 	rowID, row = rg.rowOf(t, "Paragraph 7 of article 9:")
 	require.Equal(t, true, row["needs_review"])
@@ -271,6 +299,7 @@ func TestReviewLoop(t *testing.T) {
 	// The expert checks it and unticks needs_review: resolved.
 	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{rowID: {"needs_review": false}})
 	run = rg.sync(t)
+	rg.step(t, "conflict resolved", run)
 	el, _ = rg.graph.Node("Element", row["element"].(string))
 	require.Nil(t, el["review"])
 	_, row = rg.rowOf(t, "Paragraph 7 of article 9:")
@@ -284,6 +313,7 @@ func TestReviewLoop(t *testing.T) {
 	exID, exRow := rg.rowOf(t, "Paragraph 2 of article 4:")
 	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{exID: {"exclude": true}})
 	run = rg.sync(t)
+	rg.step(t, "exclude", run)
 	_, ok = rg.graph.Node("Element", exRow["element"].(string))
 	require.False(t, ok)
 	require.Empty(t, rg.chunkWith("Paragraph 2 of article 4:"))
@@ -293,7 +323,8 @@ func TestReviewLoop(t *testing.T) {
 	// from the expert.
 	formID, formRow := rg.rowOf(t, "The incident form")
 	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{rowID: {"mandatory_with": []any{"L", formID}, "note": "the form goes with the log"}})
-	rg.sync(t)
+	run = rg.sync(t)
+	rg.step(t, "mandatory_with", run)
 	var mand []graphtest.Edge
 	for _, e := range rg.graph.Edges() {
 		if e.Type == "MANDATORY" {
@@ -315,6 +346,7 @@ func TestReviewLoop(t *testing.T) {
 		return ""
 	}))
 	run = rg.sync(t)
+	rg.step(t, "corrected element removed", run)
 	_, row = rg.rowOf(t, "Paragraph 7 of article 9:")
 	require.Equal(t, review.StatusMissing, row["status"])
 	require.Equal(t, true, row["needs_review"])
@@ -326,6 +358,7 @@ func TestReviewLoop(t *testing.T) {
 	// expert's link points at: kept and marked.
 	require.NoError(t, os.Remove(filepath.Join(rg.root, "annex.md")))
 	run = rg.sync(t)
+	rg.step(t, "document deleted", run)
 	require.Equal(t, 1, run.Counts.RecordsDeleted)
 	_, formRow = rg.rowOf(t, "The incident form")
 	require.Equal(t, review.StatusDeleted, formRow["status"])
@@ -342,4 +375,117 @@ func findRow(rg *reviewRig, suffix string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no row ends with %q", suffix)
+}
+
+// TestReviewSurvivesGristFailures: Grist failing during the read-back is a
+// warning (the run succeeds with the corrections state holds); failing
+// during the publish leaves the document pending; a POST whose answer was
+// lost (the rows were added) is reconciled on the next run without
+// duplicate rows.
+func TestReviewSurvivesGristFailures(t *testing.T) {
+	t.Parallel()
+	rg := newReviewRig(t, 128)
+	rg.write(t, "rules.md", "# Rules\n\nKeep the records for five years.\n\nDestroy them afterwards.\n")
+
+	// Every POST /records of the first publish fails after Grist applied
+	// it (the answer is lost): rows exist that state does not know.
+	lost := true
+	rg.srv.SetLoseAnswer(func(r *http.Request) bool {
+		if lost && r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/Elements/records") {
+			lost = false
+			return true
+		}
+		return false
+	})
+	run := rg.sync(t)
+	require.NotEmpty(t, run.Warnings, "the failed publish is a warning")
+	require.Equal(t, 3, rg.srv.RowCount("Elements"), "Grist applied the lost POST")
+	counts, err := rg.store.ReviewCounts(t.Context(), "docs")
+	require.NoError(t, err)
+	require.Equal(t, 1, counts.Pending)
+
+	// Next run: the document is reconciled; no duplicate rows.
+	run = rg.sync(t)
+	require.Empty(t, run.Warnings)
+	require.Equal(t, 3, rg.srv.RowCount("Elements"))
+	counts, err = rg.store.ReviewCounts(t.Context(), "docs")
+	require.NoError(t, err)
+	require.Zero(t, counts.Pending)
+	require.Equal(t, 3, counts.Elements)
+
+	// A correction, then Grist is down for the whole next run: the run
+	// succeeds with a warning; the correction arrives once Grist is back.
+	id, _ := rg.rowOf(t, "Keep the records")
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{id: {"corrected_text": "Keep the records for ten years."}})
+	rg.srv.SetFault(func(*http.Request) (int, string) { return 503, "down" })
+	run = rg.sync(t)
+	require.NotEmpty(t, run.Warnings)
+	require.Empty(t, rg.chunkWith("ten years"))
+	rg.srv.SetFault(nil)
+	rg.sync(t)
+	require.NotEmpty(t, rg.chunkWith("ten years"))
+
+	// An expert who typed into parsed_text made a correction: it moves to
+	// corrected_text, parsed_text is restored.
+	id2, _ := rg.rowOf(t, "Destroy them")
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{id2: {"parsed_text": "Shred them afterwards."}})
+	rg.sync(t)
+	row := rg.srv.Table("Elements")[id2]
+	require.Equal(t, "Shred them afterwards.", row["corrected_text"])
+	require.Equal(t, "Destroy them afterwards.", row["parsed_text"])
+	require.NotEmpty(t, rg.chunkWith("Shred them"))
+
+	// An expert deleting a row drops its input: the element is published
+	// again as parsed.
+	rg.srv.DeleteRows("Elements", id)
+	rg.sync(t)
+	require.Empty(t, rg.chunkWith("ten years"))
+	require.NotEmpty(t, rg.chunkWith("five years"))
+	_, row = rg.rowOf(t, "Keep the records")
+	require.Equal(t, "", row["corrected_text"])
+}
+
+// TestReviewFollowsRenumberedElements: under a parent of few leaves,
+// elements are named by ordinal (p1, p2…), so a paragraph inserted before
+// a corrected one renames it; the correction follows its text, and the
+// rows are not duplicated.
+func TestReviewFollowsRenumberedElements(t *testing.T) {
+	t.Parallel()
+	rg := newReviewRig(t, 128)
+	rg.write(t, "rules.md", "# Rules\n\nAlpha rule applies.\n\nBeta rule applies.\n\nGamma rule applies.\n")
+	rg.sync(t)
+	id, row := rg.rowOf(t, "Beta rule")
+	require.True(t, strings.HasSuffix(row["element"].(string), "p2"), row["element"])
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{id: {"corrected_text": "Beta rule applies twice."}})
+	rg.sync(t)
+	require.NotEmpty(t, rg.chunkWith("twice"))
+
+	rg.write(t, "rules.md", "# Rules\n\nNew first rule.\n\nAlpha rule applies.\n\nBeta rule applies.\n\nGamma rule applies.\n")
+	rg.sync(t)
+	require.NotEmpty(t, rg.chunkWith("twice"), "the correction followed its element")
+	require.Empty(t, rg.chunkWith("Beta rule applies."))
+	id2, row := rg.rowOf(t, "Beta rule")
+	require.Equal(t, id, id2, "the same row, so the expert's row and links stay")
+	require.True(t, strings.HasSuffix(row["element"].(string), "p3"), row["element"])
+	require.Equal(t, false, row["needs_review"])
+	require.Equal(t, 5, rg.srv.RowCount("Elements"), "one section and four paragraphs")
+	el, _ := rg.graph.Node("Element", row["element"].(string))
+	require.Equal(t, "expert", el["text_source"])
+}
+
+// TestReviewPlanKnowsTheMarks: a plan after a correction was applied
+// finds nothing to do (it folds the same review marks into the hashes).
+func TestReviewPlanKnowsTheMarks(t *testing.T) {
+	t.Parallel()
+	rg := newReviewRig(t, 128)
+	rg.write(t, "rules.md", "# Rules\n\nKeep the records for five years.\n")
+	rg.sync(t)
+	id, _ := rg.rowOf(t, "Keep the records")
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{id: {"corrected_text": "Keep the records for ten years."}})
+	rg.sync(t)
+	rg.configure(t, 128) // a new process: nothing in memory
+	plan, err := rg.p.Plan(t.Context(), pipeline.Mode{})
+	require.NoError(t, err)
+	require.Empty(t, plan.Items, "nothing to process")
+	require.Equal(t, 1, plan.Unchanged)
 }

@@ -93,8 +93,13 @@ type parsed struct {
 	// Text is a leaf's text, a section's title; Hash its text hash.
 	Text string
 	Hash uint64
-	Pos  int
-	node *chunker.Element
+	// Pos is the element's index in document order; Order its ordinal
+	// path ("0009.0007": the 7th child of the 9th), which sorts in
+	// document order and changes only for the later siblings of an
+	// inserted or removed element.
+	Pos   int
+	Order string
+	node  *chunker.Element
 	up   *chunker.Element // parent node
 }
 
@@ -103,12 +108,16 @@ type parsed struct {
 // section when it has children or is a section or annex.
 func listElements(docID string, root *chunker.Element) []parsed {
 	var out []parsed
-	var walk func(e *chunker.Element, path string, headings []string)
-	walk = func(e *chunker.Element, path string, headings []string) {
-		for _, c := range e.Children {
+	var walk func(e *chunker.Element, path, order string, headings []string)
+	walk = func(e *chunker.Element, path, order string, headings []string) {
+		for i, c := range e.Children {
 			id := path + chunker.PathSep + c.Address
+			ord := fmt.Sprintf("%04d", i+1)
+			if order != "" {
+				ord = order + "." + ord
+			}
 			p := parsed{ID: id, Parent: path, Kind: string(c.Kind), Address: c.Address, Citation: c.Citation,
-				Heading: strings.Join(headings, chunker.PathSep), Pos: len(out), node: c, up: e}
+				Heading: strings.Join(headings, chunker.PathSep), Pos: len(out), Order: ord, node: c, up: e}
 			section := len(c.Children) > 0 || c.Kind == chunker.KindSection || c.Kind == chunker.KindAnnex
 			if section {
 				p.Text = c.Title
@@ -122,11 +131,11 @@ func listElements(docID string, root *chunker.Element) []parsed {
 				if c.Title != "" {
 					h = append(headings[:len(headings):len(headings)], c.Title)
 				}
-				walk(c, id, h)
+				walk(c, id, ord, h)
 			}
 		}
 	}
-	walk(root, docID, nil)
+	walk(root, docID, "", nil)
 	return out
 }
 

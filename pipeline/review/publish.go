@@ -221,7 +221,7 @@ func (r *Review) elementRows(a *Applied, docRow int64, pl *plan) {
 		chunks := strings.Join(a.chunks[p.ID], " ")
 		cells := map[string]any{
 			ColElement: p.ID, ColDoc: docRow, ColKind: p.Kind, ColAddress: e.d.Address, ColHeadingPath: p.Heading,
-			ColPosition: int64(p.Pos), ColParsedText: p.Text, ColChunk: chunks, ColElementStatus: StatusCurrent,
+			ColOrder: p.Order, ColParsedText: p.Text, ColChunk: chunks, ColElementStatus: StatusCurrent,
 			ColReviewReason: reason, ColCorrectedFrom: from,
 		}
 		h := cellsHash(cells)

@@ -156,9 +156,18 @@ func (r *Review) readBack(ctx context.Context) error {
 		if err != nil {
 			var se *grist.SchemaError
 			var ae *grist.APIError
-			if errors.As(err, &se) || errors.As(err, &ae) && ae.Status == http.StatusNotFound && strings.Contains(ae.Message, "Table not found") {
+			if cursor == "" && (errors.As(err, &se) || errors.As(err, &ae) && ae.Status == http.StatusNotFound && strings.Contains(ae.Message, "Table not found")) {
+				// Never read before: the tables are created by the first
+				// publish.
 				r.log.Info("review tables not there yet: nothing to read back", "err", err)
 				return nil
+			}
+			if errors.As(err, &se) {
+				// A column of the experts' removed or renamed: the next
+				// publish adds what is missing (Install).
+				r.mu.Lock()
+				r.installed = false
+				r.mu.Unlock()
 			}
 			return err
 		}

@@ -220,6 +220,10 @@ func (r *Review) Begin(ctx context.Context) error {
 	return r.load(ctx)
 }
 
+// Load reads what Mark and Pending answer from state alone, without
+// reading Grist (Begin does both).
+func (r *Review) Load(ctx context.Context) error { return r.load(ctx) }
+
 // load reads the expert elements and pending documents from state.
 func (r *Review) load(ctx context.Context) error {
 	exp, err := r.cfg.Store.ReviewExpert(ctx, r.cfg.Pipeline)

@@ -38,7 +38,7 @@ const (
 	ColKind          = "kind"
 	ColAddress       = "address"
 	ColHeadingPath   = "heading_path"
-	ColPosition      = "position"
+	ColOrder         = "order" // ordinal path, sorts in document order
 	ColParsedText    = "parsed_text"
 	ColChunk         = "chunk"
 	ColCorrectedText = "corrected_text"
@@ -102,7 +102,7 @@ func elementsCols(documents, elements string) []colDef {
 		{id: ColKind, typ: "Text", label: "Kind"},
 		{id: ColAddress, typ: "Text", label: "Address"},
 		{id: ColHeadingPath, typ: "Text", label: "Heading path"},
-		{id: ColPosition, typ: "Int", label: "Position"},
+		{id: ColOrder, typ: "Text", label: "Order"},
 		{id: ColParsedText, typ: "Text", label: "Parsed text (read-only)"},
 		{id: ColChunk, typ: "Text", label: "Chunk"},
 		{id: ColCorrectedText, typ: "Text", label: "Corrected text"},

@@ -155,6 +155,14 @@ func (s *Server) handler() http.Handler {
 				return
 			}
 		}
+		s.mu.Lock()
+		lose := s.lose
+		s.mu.Unlock()
+		if lose != nil && lose(r) {
+			mux.ServeHTTP(&discardWriter{header: http.Header{}}, r)
+			writeErr(w, r, 502, "Bad Gateway")
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
 }
@@ -472,3 +480,10 @@ func (s *Server) columnRecordsLocked() []map[string]any {
 	}
 	return out
 }
+
+// discardWriter swallows an answer (SetLoseAnswer).
+type discardWriter struct{ header http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.header }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}

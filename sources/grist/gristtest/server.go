@@ -133,6 +133,7 @@ type Server struct {
 
 	fail429     int
 	fault       func(*http.Request) (int, string)
+	lose        func(*http.Request) bool
 	sqlMaxRows  int
 	latency     time.Duration
 	parallel    int
@@ -597,6 +598,15 @@ func (s *Server) SetFault(f func(*http.Request) (status int, msg string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fault = f
+}
+
+// SetLoseAnswer installs f: a request it returns true for is served in
+// full (a write is applied) but its answer is replaced by a 502 from a
+// proxy, as when a connection drops after the server acted. nil removes it.
+func (s *Server) SetLoseAnswer(f func(*http.Request) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lose = f
 }
 
 // SetSQLMaxRows makes SQL statements returning more than n rows fail with
