@@ -100,7 +100,7 @@ type parsed struct {
 	Pos   int
 	Order string
 	node  *chunker.Element
-	up   *chunker.Element // parent node
+	up    *chunker.Element // parent node
 }
 
 // listElements walks a parsed tree as the graph does (pipeline
