@@ -584,6 +584,7 @@ func TestSchedules(t *testing.T) {
 // documentation cannot drift from the code.
 func TestDocsExamples(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("GRIST_API_KEY", "grist-test")
 	t.Setenv("PGPASSWORD", "pw")
 	md, err := os.ReadFile("../docs/config.md")
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/sources/grist/gristtest"
 )
 
@@ -113,4 +114,15 @@ func TestGristReviewInstallRefusesAConflictingColumn(t *testing.T) {
 	code, _, errOut = kgsync(t, "grist", "review", "install", "nope", "--config", cfg)
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, `no pipeline "nope"`)
+}
+
+// TestReviewExampleConfig: examples/grist/review.yaml loads and is valid
+// once its variables are set.
+func TestReviewExampleConfig(t *testing.T) {
+	t.Setenv("GRIST_API_KEY", "k")
+	t.Setenv("GRIST_REVIEW_DOC_ID", "8Bp2kWMmZ4Zn")
+	c, err := config.Load("../../examples/grist/review.yaml")
+	require.NoError(t, err)
+	require.NoError(t, c.Validate())
+	require.Equal(t, "Elements", c.Pipelines[0].Review.Grist.ElementsTable)
 }
