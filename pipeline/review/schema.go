@@ -131,7 +131,7 @@ type Change struct {
 // lack, and leaves everything else as it is: running it again changes
 // nothing. Plain columns are created with POST /tables and POST
 // /tables/{t}/columns; the trigger formula columns (corrected_by,
-// corrected_at) with the AddColumn user action through POST /apply, which
+// corrected_at) with the AddVisibleColumn user action through POST /apply, which
 // takes recalcWhen and recalcDeps (colRefs of the expert's columns) as the
 // Grist UI sets them. A column that exists with another type is an error
 // naming it: kgsync does not convert an expert's data.
@@ -238,7 +238,7 @@ func installTable(ctx context.Context, w *grist.Writer, tables []grist.TableInfo
 			}
 			deps = append(deps, c.Ref)
 		}
-		actions = append(actions, []any{"AddColumn", id, d.id, map[string]any{
+		actions = append(actions, []any{"AddVisibleColumn", id, d.id, map[string]any{
 			"type": d.typ, "label": d.label, "isFormula": false, "formula": d.formula,
 			"recalcWhen": 0, "recalcDeps": deps,
 		}})

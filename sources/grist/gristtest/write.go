@@ -16,7 +16,7 @@ package gristtest
 //     have same fields`), an unknown row is 400 `Invalid row id N`.
 //   - POST /tables/{t}/records/delete [ids] → null.
 //   - POST /apply [[action, …], …] → {actionNum, actionHash, retValues,
-//     isModification} for the user actions AddColumn, RemoveTable,
+//     isModification} for the user actions AddColumn, AddVisibleColumn, RemoveTable,
 //     BulkAddRecord, BulkUpdateRecord and BulkRemoveRecord.
 //   - A JSON body over 1 MiB is 413 {"error":"request entity too large"}
 //     (1,048,576 bytes accepted, one more refused).
@@ -463,7 +463,7 @@ func (s *Server) checkAction(a []any) error {
 	name := argString(a, 0)
 	tid := argString(a, 1)
 	switch name {
-	case "AddColumn", "RemoveTable", "BulkAddRecord", "BulkUpdateRecord", "BulkRemoveRecord":
+	case "AddColumn", "AddVisibleColumn", "RemoveTable", "BulkAddRecord", "BulkUpdateRecord", "BulkRemoveRecord":
 	default:
 		return fmt.Errorf("gristtest does not emulate the user action %q", name)
 	}
@@ -519,8 +519,9 @@ func (s *Server) applyOne(act *action, a []any, u User) (any, error) {
 		}
 	}
 	switch argString(a, 0) {
-	case "AddColumn":
-		// ["AddColumn", tableId, colId, colInfo]
+	case "AddColumn", "AddVisibleColumn":
+		// ["AddColumn", tableId, colId, colInfo] (AddVisibleColumn also
+		// shows it in the table's views, which the server has none of)
 		info, _ := cellValue(a[min(3, len(a)-1)]).(map[string]any)
 		c := s.addColumnLocked(t, newColumn(argString(a, 2), info))
 		act.colRenames[t.id] = append(act.colRenames[t.id], [2]string{"", c.ID})
