@@ -174,35 +174,66 @@ func (o *recordOutput) reviewChunk(c chunker.Chunk, props map[string]any) {
 	}
 }
 
-// publishReview publishes a committed batch's reviewed documents.
-func (r *runner) publishReview(ctx context.Context, outs []*recordOutput) {
-	if r.p.Review == nil {
-		return
-	}
+func reviewBatch(outs []*recordOutput) []*review.Applied {
 	var batch []*review.Applied
 	for _, o := range outs {
 		if o.review != nil {
 			batch = append(batch, o.review)
 		}
 	}
-	if err := r.p.Review.Publish(ctx, batch); err != nil {
+	return batch
+}
+
+// prepareReview marks a batch's reviewed documents pending before its
+// write (review.Prepare): a process that dies before their publish leaves
+// them to the next run.
+func (r *runner) prepareReview(ctx context.Context, outs []*recordOutput) error {
+	if r.p.Review == nil {
+		return nil
+	}
+	if err := r.p.Review.Prepare(ctx, reviewBatch(outs)); err != nil {
+		return fmt.Errorf("review: %w", err)
+	}
+	return nil
+}
+
+// publishReview publishes a committed batch's reviewed documents.
+func (r *runner) publishReview(ctx context.Context, outs []*recordOutput) {
+	if r.p.Review == nil {
+		return
+	}
+	if err := r.p.Review.Publish(ctx, reviewBatch(outs)); err != nil {
 		r.log.Warn("review publish failed; retried next run", slog.String("err", err.Error()))
 		r.warn([]string{err.Error()})
 	}
 }
 
-// reviewDeleted tells the review about deleted documents.
-func (r *runner) reviewDeleted(ctx context.Context, source string, gone []state.Record) {
+// prepareReviewDeleted marks the reviewed documents among records about to
+// be deleted pending deletion (review.PrepareDeleted) and returns their
+// node ids.
+func (r *runner) prepareReviewDeleted(ctx context.Context, source string, gone []state.Record) ([]string, error) {
 	if !r.reviewing(source) {
-		return
+		return nil, nil
 	}
-	var ids []string
+	var ids, keys []string
 	for _, rec := range gone {
 		sp, err := decodeRecordProps(rec.Props)
 		if err != nil || (len(sp.Sections) == 0 && len(sp.Elements) == 0) {
 			continue
 		}
 		ids = append(ids, nodeIDOf(source, rec.Key, sp))
+		keys = append(keys, rec.Key)
+	}
+	if err := r.p.Review.PrepareDeleted(ctx, source, keys, ids); err != nil {
+		return nil, fmt.Errorf("review: %w", err)
+	}
+	return ids, nil
+}
+
+// reviewDeleted tells the review about deleted documents.
+func (r *runner) reviewDeleted(ctx context.Context, ids []string) {
+	if r.p.Review == nil || len(ids) == 0 {
+		return
 	}
 	if err := r.p.Review.Deleted(ctx, ids); err != nil {
 		r.log.Warn("review deletion failed; retried next run", slog.String("err", err.Error()))

@@ -274,6 +274,9 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	b, commit := r.buildBatch(source, outs, vectors)
 	commit.Cursors = cursors
 	r.markLinksPending(&commit)
+	if err := r.prepareReview(ctx, outs); err != nil {
+		return nil, err
+	}
 	return &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs}, nil
 }
 

@@ -489,3 +489,30 @@ func TestReviewPlanKnowsTheMarks(t *testing.T) {
 	require.Empty(t, plan.Items, "nothing to process")
 	require.Equal(t, 1, plan.Unchanged)
 }
+
+// TestReviewPublishCutShort: a process that dies after a batch's graph
+// commit and before its publish left the document pending (Prepare runs
+// before the write); the next run processes and publishes it, though its
+// file did not change.
+func TestReviewPublishCutShort(t *testing.T) {
+	t.Parallel()
+	rg := newReviewRig(t, 128)
+	rg.write(t, "rules.md", "# Rules\n\nKeep the records for five years.\n")
+	rg.sync(t)
+	content, err := os.ReadFile(filepath.Join(rg.root, "rules.md"))
+	require.NoError(t, err)
+	root, err := chunker.Parse("md", content)
+	require.NoError(t, err)
+	a, err := rg.p.Review.Apply(t.Context(), "docs", "rules.md", "docs:rules.md", root)
+	require.NoError(t, err)
+	require.NoError(t, rg.p.Review.Prepare(t.Context(), []*review.Applied{a}))
+	// … and the process dies: no Publish.
+	rg.configure(t, 128)
+	run := rg.sync(t)
+	require.Equal(t, 1, run.Counts.RecordsChanged, "the pending document is processed again")
+	require.Zero(t, run.Counts.ChunksEmbedded)
+	counts, err := rg.store.ReviewCounts(t.Context(), "docs")
+	require.NoError(t, err)
+	require.Zero(t, counts.Pending)
+	require.Equal(t, 2, rg.srv.RowCount("Elements"), "reconciled: no duplicate rows")
+}

@@ -666,10 +666,14 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		// source has it again, deleted again if not.
 		intent.Records = append(intent.Records, intentRecord{Source: source, Key: rec.Key, Stored: &rec, Chunks: stored[rec.Key]})
 	}
+	reviewed, err := r.prepareReviewDeleted(ctx, source, gone)
+	if err != nil {
+		return err
+	}
 	if err := r.writeAndCommit(ctx, b, commit, intent); err != nil {
 		return err
 	}
-	r.reviewDeleted(ctx, source, gone)
+	r.reviewDeleted(ctx, reviewed)
 	return nil
 }
 

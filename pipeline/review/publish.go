@@ -327,6 +327,72 @@ func warnings(a *Applied) string {
 	return strings.Join(parts, "; ")
 }
 
+// docMeta is a ReviewDocument's Data: the document's record, and whether
+// it is being deleted.
+type docMeta struct {
+	Source  string `json:"source,omitempty"`
+	Key     string `json:"key,omitempty"`
+	Deleted bool   `json:"deleted,omitempty"`
+}
+
+func decodeMeta(b []byte) docMeta {
+	var m docMeta
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+func encodeMeta(m docMeta) []byte {
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// Prepare marks a batch's documents pending before the batch's graph
+// write and state commit: a process that dies before Publish finished
+// leaves them pending, so the next run reprocesses and publishes them.
+func (r *Review) Prepare(ctx context.Context, batch []*Applied) error {
+	c := state.ReviewCommit{Pipeline: r.cfg.Pipeline}
+	for _, a := range batch {
+		if a.doc.Pending {
+			continue
+		}
+		a.doc.Pending = true
+		a.doc.Data = encodeMeta(docMeta{Source: a.Source, Key: a.Key})
+		c.Documents = append(c.Documents, *a.doc)
+	}
+	if len(c.Documents) == 0 {
+		return nil
+	}
+	return r.cfg.Store.ReviewCommit(ctx, c)
+}
+
+// PrepareDeleted marks documents about to be deleted (docIDs, with the
+// keys of their records in source) pending deletion before the graph
+// write: the next run's Begin finishes a deletion a dead process left, or
+// publishes the document again when its record turns out to be kept.
+func (r *Review) PrepareDeleted(ctx context.Context, source string, keys, docIDs []string) error {
+	if len(docIDs) == 0 {
+		return nil
+	}
+	docs, err := r.cfg.Store.ReviewDocuments(ctx, r.cfg.Pipeline, docIDs)
+	if err != nil {
+		return err
+	}
+	c := state.ReviewCommit{Pipeline: r.cfg.Pipeline}
+	for i, id := range docIDs {
+		d, ok := docs[id]
+		if !ok {
+			continue
+		}
+		d.Pending = true
+		d.Data = encodeMeta(docMeta{Source: source, Key: keys[i], Deleted: true})
+		c.Documents = append(c.Documents, d)
+	}
+	if len(c.Documents) == 0 {
+		return nil
+	}
+	return r.cfg.Store.ReviewCommit(ctx, c)
+}
+
 // Publish writes the Grist rows of a batch's documents after the batch was
 // committed: only rows whose cells changed are written (new rows with one
 // POST per 500 rows or 1 MB, changed ones with PATCH, gone ones with a
@@ -444,7 +510,7 @@ func (r *Review) publish(ctx context.Context, batch []*Applied) error {
 	for _, a := range batch {
 		d := *a.doc
 		d.Pending = false
-		d.Data, _ = json.Marshal(map[string]any{"source": a.Source, "key": a.Key})
+		d.Data = encodeMeta(docMeta{Source: a.Source, Key: a.Key})
 		pl.commit.Documents = append(pl.commit.Documents, d)
 	}
 	pl.commit.DeleteElements = dedupeRefs(pl.commit.DeleteElements, pl.commit.Elements)
@@ -490,19 +556,9 @@ func (r *Review) Deleted(ctx context.Context, docIDs []string) error {
 	if err == nil {
 		return nil
 	}
-	c := state.ReviewCommit{Pipeline: r.cfg.Pipeline}
-	docs, gerr := r.cfg.Store.ReviewDocuments(ctx, r.cfg.Pipeline, docIDs)
-	if gerr == nil {
-		for _, id := range docIDs {
-			if d, ok := docs[id]; ok {
-				d.Pending = true
-				d.Data, _ = json.Marshal(map[string]any{"deleted": true})
-				c.Documents = append(c.Documents, d)
-			}
-		}
-		gerr = r.cfg.Store.ReviewCommit(context.WithoutCancel(ctx), c)
-	}
-	return fmt.Errorf("review: document deletion in Grist: %w", errors.Join(err, gerr))
+	// The documents stay pending deletion (PrepareDeleted): the next
+	// run's Begin retries.
+	return fmt.Errorf("review: document deletion in Grist: %w", err)
 }
 
 func (r *Review) deleted(ctx context.Context, docIDs []string) error {
@@ -548,7 +604,9 @@ func (r *Review) deleted(ctx context.Context, docIDs []string) error {
 				docPatches = append(docPatches, grist.Row{ID: d.RowID, Fields: map[string]any{ColStatus: StatusDeleted}})
 			}
 			d.Pending = false
-			d.Data, _ = json.Marshal(map[string]any{"deleted": true})
+			m := decodeMeta(d.Data)
+			m.Deleted = true
+			d.Data = encodeMeta(m)
 			pl.commit.Documents = append(pl.commit.Documents, d)
 		case kept == 0:
 			if d.RowID != 0 {
@@ -593,19 +651,41 @@ func (r *Review) deleted(ctx context.Context, docIDs []string) error {
 	return r.cfg.Store.ReviewCommit(ctx, pl.commit)
 }
 
-// retryDeleted retries the deletions a failed run left pending.
+// retryDeleted finishes the deletions a failed or dead run left pending:
+// a document whose record is gone from state is deleted from the review;
+// one whose record is still there (its deletion did not commit) is only
+// published again.
 func (r *Review) retryDeleted(ctx context.Context) error {
 	docs, err := r.cfg.Store.ReviewDocuments(ctx, r.cfg.Pipeline, nil)
 	if err != nil {
 		return err
 	}
 	var ids []string
-	for id, d := range docs {
-		var m map[string]any
-		if d.Pending && json.Unmarshal(d.Data, &m) == nil && m["deleted"] == true {
-			ids = append(ids, id)
+	keep := state.ReviewCommit{Pipeline: r.cfg.Pipeline}
+	for _, id := range slices.Sorted(maps.Keys(docs)) {
+		d := docs[id]
+		m := decodeMeta(d.Data)
+		if !d.Pending || !m.Deleted {
+			continue
+		}
+		if m.Key != "" {
+			got, err := r.cfg.Store.RecordGet(ctx, r.cfg.Pipeline, m.Source, []string{m.Key})
+			if err != nil {
+				return err
+			}
+			if _, ok := got[m.Key]; ok {
+				m.Deleted = false
+				d.Data = encodeMeta(m)
+				keep.Documents = append(keep.Documents, d)
+				continue
+			}
+		}
+		ids = append(ids, id)
+	}
+	if len(keep.Documents) > 0 {
+		if err := r.cfg.Store.ReviewCommit(ctx, keep); err != nil {
+			return err
 		}
 	}
-	slices.Sort(ids)
 	return r.Deleted(ctx, ids)
 }

@@ -70,6 +70,7 @@ type Store interface {
 	state.ReviewStore
 	CursorGet(ctx context.Context, pipeline, source string) (string, error)
 	Commit(ctx context.Context, c state.Commit) error
+	RecordGet(ctx context.Context, pipeline, source string, keys []string) (map[string]state.Record, error)
 }
 
 // Stats count one run's review work.
