@@ -74,7 +74,7 @@ func TestParseRFC7231(t *testing.T) {
 	secs := sections(root)
 	for _, path := range []string{
 		"1 › 1.1", "3 › 3.1 › 3.1.1 › 3.1.1.5", "6 › 6.5 › 6.5.1", "7 › 7.1 › 7.1.1 › 7.1.1.1",
-		"A", "A › A.1", "A › A.6", "D", "abstract", "index",
+		"Appendix A", "Appendix A › A.1", "Appendix A › A.6", "Appendix D", "abstract", "index",
 	} {
 		require.Contains(t, secs, path)
 	}
@@ -83,7 +83,7 @@ func TestParseRFC7231(t *testing.T) {
 	// lines of the file (grep '^([0-9]+\.|[A-Z]\.[0-9]|Appendix [A-Z])') gives 150.
 	numbered := 0
 	for path := range secs {
-		if regexp.MustCompile(`^([0-9]+|[A-D])(\.[0-9]+)*$`).MatchString(lastPart(path)) {
+		if regexp.MustCompile(`^([0-9]+|[A-D]|Appendix [A-D])(\.[0-9]+)*$`).MatchString(lastPart(path)) {
 			numbered++
 		}
 	}
@@ -106,7 +106,7 @@ func TestParseRFC7239(t *testing.T) {
 	secs := sections(root)
 	numbered := 0
 	for path := range secs {
-		if regexp.MustCompile(`^([0-9]+|A)(\.[0-9]+)*$`).MatchString(lastPart(path)) {
+		if regexp.MustCompile(`^([0-9]+|A|Appendix A)(\.[0-9]+)*$`).MatchString(lastPart(path)) {
 			numbered++
 		}
 	}
@@ -255,8 +255,8 @@ func TestParseTxtHeuristics(t *testing.T) {
 		"1 = 1. Scope",
 		"1 › 1.1 = 1.1. Details",
 		"2 = 2. Terms",
-		"B = Appendix B. Extras",
-		"B › B.1 = B.1. Sub",
+		"Appendix B = Appendix B. Extras",
+		"Appendix B › B.1 = B.1. Sub",
 	}, got)
 	// "Section 4.1" needs an open 4: it stays text of section 2.
 	requireLeafContains(t, root, "Section 4.1 - Keyword heading")

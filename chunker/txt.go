@@ -341,7 +341,7 @@ func (p *txtParser) heading(line, next string) (txtHeading, bool) {
 		return txtHeading{level: 1, address: "Раздел " + strings.ToLower(m[1]), title: title, keyword: true, needCap: m[2] == ""}, true
 	}
 	if m := appendixKw.FindStringSubmatch(trimmed); m != nil && indentOf(line) == 0 {
-		return txtHeading{level: 1, address: m[1], title: title, keyword: true}, true
+		return txtHeading{level: 1, address: "Appendix " + m[1], title: title, keyword: true}, true
 	}
 	if m := sectionKw.FindStringSubmatch(trimmed); m != nil && indentOf(line) == 0 {
 		if h, ok := p.numbered(m[1], title); ok {
@@ -378,7 +378,7 @@ func (p *txtParser) numbered(number, title string) (txtHeading, bool) {
 	}
 	parent := strings.Join(parts[:depth-1], ".")
 	for _, a := range p.b.openAddresses() {
-		if a == parent {
+		if a == parent || a == "Appendix "+parent {
 			return txtHeading{level: depth, address: number, title: title}, true
 		}
 	}

@@ -124,7 +124,7 @@ var (
 	partLine  = regexp.MustCompile(`^(\d+)\. `)
 	pointLine = regexp.MustCompile(`^([а-я](?:\.\d)?)\) `)
 	mdNumHead = regexp.MustCompile(`(?m)^#+ (\d+(?:\.\d+)*)[ :\-]`)
-	htmlHead  = regexp.MustCompile(`<h([2-6]) id="[^"]*">([^<]*(?:<[^>]+>[^<]*)*?)</h[2-6]>`)
+	htmlHead  = regexp.MustCompile(`<h([2-6])(?: id="[^"]*")?>([^<]*(?:<[^>]+>[^<]*)*?)</h[2-6]>`)
 	tagRe     = regexp.MustCompile(`<[^>]+>`)
 )
 
@@ -160,7 +160,7 @@ func openChainUnits() []Unit {
 	return out
 }
 
-// htmlHeadings: <h2>–<h6> with ids, cited by their titles; the parent is
+// htmlHeadings: <h2>–<h6>, cited by their titles; the parent is
 // the last heading of a higher level.
 func htmlHeadings(s string) []Unit {
 	var out []Unit
