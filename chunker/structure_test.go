@@ -22,7 +22,7 @@ var handCounts = map[string]map[string]int{
 	// "а) " inside articles counted by line: 331 and 124.
 	"constitutionrf.txt": {"part": 2, "chapter": 9, "article": 142, "part of article": 331, "point": 124},
 	// MANIFEST: headings 1 / 27 / 81, all numbered.
-	"spdx-2.3-package-information.md":           {"clause": 109},
+	"spdx-2.3-package-information.md": {"clause": 109},
 	// MANIFEST: 1, 2 (2.1–2.14), 3 (3.1–3.4, leaves 3.1.1–3.1.5,
 	// 3.2.1–3.2.2, 3.3.1–3.3.2, 3.4.1–3.4.2).
 	"openchain-security-specification-1.1.md":   {"clause": 32},
