@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -39,7 +40,13 @@ import (
 	"github.com/kgsync/kgsync/state/sqlite"
 )
 
-var docs = []string{"rfc7231.txt", "rfc7239.txt", "constitutionrf.txt", "spdx-2.3-package-information.md", "openchain-security-specification-1.1.md", "go_spec.html"}
+var docs = []string{"rfc7231.txt", "rfc7239.txt", "constitutionrf.txt", "spdx-2.3-package-information.md", "openchain-security-specification-1.1.md", "go_spec.html",
+	"eu-mdr-2017-745-oj.html", "mdcg-2019-9-rev1-sscp.md"}
+
+// headingless is a text without headings made from the constitution (its
+// heading lines taken out, one paragraph a line), for edit locality where
+// structure cannot anchor chunks.
+const headingless = "headingless.txt"
 
 // allFormats adds the DOCX and PDF renditions to the documents.
 var allFormats = append(append([]string{}, docs...), "openchain-security-specification-1.1.docx", "openchain-security-specification-1.1.pdf", "OpenChainSpec-2.0-Translation-ru.docx")
@@ -84,7 +91,7 @@ func newEnv(ctx context.Context, corpus string, names []string) (*env, error) {
 		return nil, err
 	}
 	for _, n := range names {
-		b, err := os.ReadFile(filepath.Join(corpus, n))
+		b, err := readCorpus(corpus, n)
 		if err != nil {
 			return nil, err
 		}
@@ -113,6 +120,26 @@ func newEnv(ctx context.Context, corpus string, names []string) (*env, error) {
 		Sink: sk, Store: store, BatchSize: 64, MaxDeleteRatio: 1, Fingerprint: 1,
 		Chunking: chunker.Options{MaxTokens: maxTokens, OverlapTokens: overlap, Tokenizer: tok},
 	}}, nil
+}
+
+// readCorpus reads a corpus document, or makes the heading-less text.
+func readCorpus(corpus, name string) ([]byte, error) {
+	if name != headingless {
+		return os.ReadFile(filepath.Join(corpus, name))
+	}
+	b, err := os.ReadFile(filepath.Join(corpus, "constitutionrf.txt"))
+	if err != nil {
+		return nil, err
+	}
+	heading := regexp.MustCompile(`^(Статья|ГЛАВА|РАЗДЕЛ|Глава)`)
+	var kept []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) == "" || heading.MatchString(l) || strings.ToUpper(l) == l {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return []byte(strings.Join(kept, "\n\n")), nil
 }
 
 func (e *env) close() {
@@ -174,9 +201,10 @@ func run(ctx context.Context, w io.Writer, corpus string, reps int) error {
 	for _, ed := range edits {
 		fmt.Fprintf(w, "## Chunks re-embedded after an edit: %s\n\n", ed.name)
 		fmt.Fprintf(w, "Same token budget for all three (%d tokens; overlap %d for structural and fixed window); a text-keyed embedding cache in front of each.\n\n", maxTokens, overlap)
-		fmt.Fprintln(w, "| document | structural (kgsync) | fixed window | recursive splitter | chunks before (structural / fixed / recursive) |")
-		fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
-		for _, n := range []string{"rfc7231.txt", "constitutionrf.txt", "rfc7239.txt", "spdx-2.3-package-information.md", "go_spec.html"} {
+		fmt.Fprintln(w, "| document | structural (kgsync) | chunk ids gone | fixed window | recursive splitter | chunks before (structural / fixed / recursive) |")
+		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
+		for _, n := range []string{"rfc7231.txt", "constitutionrf.txt", "rfc7239.txt", "spdx-2.3-package-information.md", "go_spec.html",
+			"eu-mdr-2017-745-oj.html", "mdcg-2019-9-rev1-sscp.md", headingless} {
 			if err := locality(ctx, w, corpus, n, tok, ed); err != nil {
 				return fmt.Errorf("%s: %w", n, err)
 			}
@@ -215,6 +243,7 @@ func run(ctx context.Context, w io.Writer, corpus string, reps int) error {
 		parsed = append(parsed, doc)
 	}
 	graphReport(w, parsed)
+	structureReport(w, corpus, parsed)
 	return nil
 }
 
@@ -293,6 +322,23 @@ var edits = []edit{
 	{"one sentence (~25 tokens) inserted in the middle", func(s string) string {
 		return insertAt(s, "This sentence was added by an editor to check how many chunks change when a paragraph grows in the middle of a long document. ")
 	}},
+	{"one paragraph inserted in the middle", insertParagraph},
+}
+
+// insertParagraph inserts a paragraph at the first paragraph boundary after
+// the middle of s (after a </p> in HTML, at a blank line elsewhere).
+func insertParagraph(s string) string {
+	const para = "This paragraph was added by an editor to check how many chunks change when a document grows by a paragraph in the middle."
+	mid := len(s) / 2
+	if i := strings.Index(s[mid:], "</p>"); i >= 0 {
+		at := mid + i + len("</p>")
+		return s[:at] + "\n<p>" + para + "</p>" + s[at:]
+	}
+	if i := strings.Index(s[mid:], "\n\n"); i >= 0 {
+		at := mid + i
+		return s[:at] + "\n\n" + para + s[at:]
+	}
+	return s + "\n\n" + para
 }
 
 // insertAt inserts text at the first word start after the middle of s.
@@ -348,6 +394,6 @@ func locality(ctx context.Context, w io.Writer, corpus, name string, tok *chunke
 	}
 	fb, fa := baseline.FixedWindow(before, maxTokens, overlap, tok), baseline.FixedWindow(after, maxTokens, overlap, tok)
 	rb, ra := baseline.Recursive(before, maxTokens, tok), baseline.Recursive(after, maxTokens, tok)
-	fmt.Fprintf(w, "| %s | %d | %d | %d | %d / %d / %d |\n", name, c2.ChunksEmbedded, newTexts(fb, fa), newTexts(rb, ra), c.ChunksTotal, len(fb), len(rb))
+	fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d / %d / %d |\n", name, c2.ChunksEmbedded, c2.ChunksDeleted, newTexts(fb, fa), newTexts(rb, ra), c.ChunksTotal, len(fb), len(rb))
 	return nil
 }
