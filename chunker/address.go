@@ -849,6 +849,10 @@ func unitOf(segment string) (addrUnit, bool) {
 		// "Section 2", "SECTION 1": a division of a chapter.
 		return addrUnit{kind: unitSection, word: c.word, id: u.id}, true
 	}
+	if u.kind == unitNumber && c.locator == "пункт" {
+		// "пункт 1" of a Russian article.
+		return addrUnit{kind: unitPunkt, word: "пункт", id: u.id}, true
+	}
 	if u.kind == unitNumber && c.locator != "" {
 		return addrUnit{}, false
 	}

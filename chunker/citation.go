@@ -166,10 +166,9 @@ func (ctx citeCtx) child(c *Element, scoped bool) citeCtx {
 		out.self = u.String()
 		out.parent = out.self
 	case unitTable, unitFigure:
+		// Numbered through the document ("Tabla 1.1" says its section);
+		// a repeated number takes its parent's citation (see above).
 		out.self = u.String()
-		if scoped || ctx.scope != "" && !ctx.inAnnex {
-			out.self = prefix(ctx.scope, out.self)
-		}
 		out.parent = out.self
 	case unitPart, unitTitle, unitChapter, unitSection:
 		s := u.String()
@@ -186,7 +185,9 @@ func (ctx citeCtx) child(c *Element, scoped bool) citeCtx {
 		}
 	case unitNumber:
 		s := u.id
-		if ctx.scope != "" && !(ctx.scopeID != "" && (strings.HasPrefix(u.id, ctx.scopeID+".") || u.id == ctx.scopeID)) {
+		// "A.1" in Appendix A carries its scope; "1.1" in Sección SI 1
+		// does not (a numeric scope id is no clause prefix).
+		if ctx.scope != "" && !(ctx.scopeID != "" && !isDigits(ctx.scopeID) && strings.HasPrefix(u.id, ctx.scopeID+".")) {
 			s = prefix(ctx.scope, s)
 		}
 		out.self = s

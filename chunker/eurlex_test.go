@@ -205,3 +205,28 @@ func TestEURLexOlderAndConsolidated(t *testing.T) {
 		require.NotContains(t, e.Text, "▼", path)
 	})
 }
+
+// TestEURLexDefinitions: MANIFEST: Article 2 has 71 definitions "(n)
+// ‘term’ means …"; each is a term defined in its point; the articles of
+// Chapter I ("SCOPE AND DEFINITIONS") are not terms.
+func TestEURLexDefinitions(t *testing.T) {
+	root := parseDoc(t, "eu-mdr-2017-745-oj.html")
+	cites := citations(root)
+	points := map[string]bool{}
+	names := map[string]string{}
+	for _, tm := range chunker.Terms(root) {
+		require.NotContains(t, tm.Name, "Article ", "an article is no term")
+		p := tm.Address
+		for p != "" && !strings.HasPrefix(cites[p], "Article 2(") {
+			p = p[:max(strings.LastIndex(p, chunker.PathSep), 0)]
+		}
+		if p != "" {
+			points[cites[p]] = true
+			names[tm.Name] = cites[p]
+		}
+	}
+	require.Len(t, points, 71)
+	require.Equal(t, "Article 2(1)", names["medical device"])
+	require.Equal(t, "Article 2(15)", names["UDI"], "the abbreviation in brackets is a term too")
+	require.Equal(t, "Article 2(71)", names["common specifications"])
+}

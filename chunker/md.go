@@ -133,10 +133,14 @@ type mdState struct {
 	synthetic map[int]bool     // lines that reflow made headings
 	// top is the level of top-level numbered sections (-1 until the first).
 	top     int
-	annex   int // level of the open annex, 0 for none
+	annex   int // level of the open annex or division, 0 for none
 	annexID string
-	lastTop int
-	fresh   bool
+	// scopeKind is the kind of that annex or division.
+	scopeKind unitKind
+	// annexLevel is the level of the open annex, 0 for none.
+	annexLevel int
+	lastTop    int
+	fresh      bool
 }
 
 // lineOf is the source line of a byte offset.
@@ -250,7 +254,7 @@ func (m *mdState) numberLevel(number string, hashLevel int) int {
 	parts := strings.Split(number, ".")
 	depth := len(parts)
 	if m.annex > 0 {
-		if m.annexID != "" && parts[0] == m.annexID {
+		if m.annexID != "" && !isDigits(m.annexID) && parts[0] == m.annexID {
 			depth--
 		}
 		return m.annex + max(depth, 1)
@@ -283,9 +287,10 @@ func (m *mdState) heading(title string, hashLevel int, synthetic bool) {
 		case unitAnnex:
 			lv := max(m.top, 1)
 			b.annex(lv, u.String(), title)
-			m.annex, m.annexID, m.lastTop, m.fresh = lv, lastField(u.id), 0, true
+			m.annex, m.annexID, m.lastTop, m.fresh, m.scopeKind = lv, lastField(u.id), 0, true, unitAnnex
+			m.annexLevel = lv
 		case unitSection:
-			if m.top >= 0 || m.annex > 0 {
+			if (m.top >= 0 || m.annex > 0) && isDigits(u.id) && m.scopeKind != unitSection {
 				// "Section 4" in a numbered document is clause 4.
 				m.openNumber(u.id, title, hashLevel)
 				return
@@ -293,8 +298,8 @@ func (m *mdState) heading(title string, hashLevel int, synthetic bool) {
 			fallthrough
 		default:
 			base := max(m.top, 1) - 1
-			if m.annex > 0 {
-				base = m.annex - 1
+			if m.annexLevel > 0 {
+				base = m.annexLevel - 1
 			}
 			lv := base + unitLevel(u) - 1
 			b.section(lv, u.String(), title)
@@ -302,7 +307,7 @@ func (m *mdState) heading(title string, hashLevel int, synthetic bool) {
 			if u.kind != unitArticle {
 				// Numbers inside a division ("Sección SI 1", "CHAPTER 2")
 				// nest below it.
-				m.annex, m.annexID = lv, lastField(u.id)
+				m.annex, m.annexID, m.scopeKind = lv, lastField(u.id), u.kind
 			}
 		}
 		_ = rest
@@ -311,7 +316,8 @@ func (m *mdState) heading(title string, hashLevel int, synthetic bool) {
 	if lineAnnex.MatchString(title) {
 		lv := max(m.top, 1)
 		b.annex(lv, slug(title), title)
-		m.annex, m.annexID, m.lastTop, m.fresh = lv, "", 0, true
+		m.annex, m.annexID, m.lastTop, m.fresh, m.scopeKind = lv, "", 0, true, unitAnnex
+		m.annexLevel = lv
 		return
 	}
 	if num := headingNumber.FindStringSubmatch(title); num != nil {
@@ -326,7 +332,7 @@ func (m *mdState) heading(title string, hashLevel int, synthetic bool) {
 		b.section(hashLevel, slug(title), title)
 	case topHeading.MatchString(title):
 		b.section(max(m.top, 1), slug(title), title)
-		m.annex = 0
+		m.annex, m.annexLevel = 0, 0
 	default:
 		b.section(max(m.innerNumbered(), m.annex)+1, slug(title), title)
 	}

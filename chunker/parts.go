@@ -55,6 +55,8 @@ var (
 	partHead = regexp.MustCompile(`^(\d{1,3})\.(?:\s|\x{00a0})+\S`)
 	// pointHead: "(a) ", "(a)\u00a0", "a) ", "а) ", "ж.1) ", "(iv) ".
 	pointHead = regexp.MustCompile(`^(?:\(([a-z]{1,4}|[ivxlc]{1,6})\)|([a-zа-яё](?:\.\d{1,2})?)\))(?:\s|\x{00a0})*\S`)
+	// numPoint: "1) " (the numbered points of a Russian article, "пункт 1").
+	numPoint = regexp.MustCompile(`^(\d{1,2}(?:\.\d{1,2})?)\)\s+\S`)
 )
 
 // nestArticle finds the numbered paragraphs and the points of an article.
@@ -136,6 +138,7 @@ func nestPoints(e *Element, russian bool) {
 	var out []*Element
 	var point, sub *Element
 	var last rune // last letter label
+	lastNum := 0  // last numbered point "N)"
 	for _, c := range e.Children {
 		if c.Kind != KindParagraph {
 			if (point != nil || sub != nil) && !isContainer(c.Kind) && len(c.Children) == 0 && c.Kind != KindClause {
@@ -145,6 +148,16 @@ func nestPoints(e *Element, russian bool) {
 			point, sub = nil, nil
 			out = append(out, c)
 			continue
+		}
+		if m := numPoint.FindStringSubmatch(c.Text); m != nil && russian && last == 0 {
+			if v := atoiOr(strings.SplitN(m[1], ".", 2)[0], -1); v == lastNum+1 || (v == lastNum && strings.Contains(m[1], ".")) {
+				lastNum = v
+				c.Kind = KindClause
+				c.Address = "пункт " + m[1]
+				point, sub = c, nil
+				out = append(out, c)
+				continue
+			}
 		}
 		label, paren := pointLabel(c.Text)
 		if len(out) == 0 && label != "" && (e.Address == "("+label+")" || e.Address == "пункт "+label) {

@@ -170,6 +170,7 @@ func parse(ctx context.Context, format string, content []byte) (*Element, error)
 	}
 	collapseClauses(root)
 	emptySections(root)
+	attachCaptions(root)
 	structureParts(root)
 	assignLeafAddresses(root)
 	dedupeAddresses(root)

@@ -22,27 +22,42 @@ type Term struct {
 
 var (
 	// definitionsTitle matches the title of a definitions section.
-	definitionsTitle = regexp.MustCompile(`(?i)\b(?:terms|definitions|terminology|glossary)\b|^(?:термины|определения|терминология|глоссарий)|термины и определения`)
-	// quotedDef: `"X" - …`, `«X» — …`, `“X”: …` at the start of a paragraph.
-	quotedDef = regexp.MustCompile(`^["“«]([^"”»]{1,80})["”»]\s*(?:[-–—:]|means\b|refers to\b|is defined as\b|означает\b|—)\s*(\S.*)$`)
+	definitionsTitle = regexp.MustCompile(`(?i)\b(?:terms|definitions|terminology|glossary|abbreviations|acronyms|definiciones|terminología|glosario|abreviaturas|définitions|terminologie|begriffsbestimmungen|glossar)\b|(?:^|\s)(?:термины|определения|терминология|глоссарий|основные понятия|понятия|сокращения)`)
+	// quotedDef: `"X" - …`, `«X» — …`, `“X”: …`, `‘X’ means …` at the start
+	// of a paragraph (after a point label).
+	quotedDef = regexp.MustCompile(`^["“«‘']([^"”»’']{1,80})["”»’']\s*(?:or\s+["“«‘']([^"”»’']{1,80})["”»’']\s*)?(?:\(\s*["“«‘']?([^"”»’'()]{1,20}?)["”»’']?\s*\)\s*)?(?:,[^,]{1,120},\s*)?(?:[-–—:]|means\b|refers to\b|is defined as\b|shall mean\b|is\b|are\b|означает\b|significa\b|désigne\b|bezeichnet\b|—)\s*(\S.*)$`)
 	// termRefersTo: `The term "X" refers to …` / `The term "X" means …`.
-	termRefersTo = regexp.MustCompile(`(?i)\bthe term ["“]([^"”]{1,60})["”]\s+(?:refers to|means|is used to (?:refer to|mean)|denotes)\s+(\S[^.]*\.?)`)
-	// plainDef: `X — …` or `X: …` with a short capitalised X; only inside
+	termRefersTo = regexp.MustCompile(`(?i)\bthe term ["“‘]([^"”’]{1,60})["”’]\s+(?:refers to|means|is used to (?:refer to|mean)|denotes)\s+(\S[^.]*\.?)`)
+	// plainDef: `X — …`, `X - …` or `X: …` with a short X; only inside
 	// definitions sections.
-	plainDef = regexp.MustCompile(`^([\p{Lu}][^:—–\-"“«.;]{0,60}?)\s*(?::|\s[—–-])\s+(\S.*)$`)
+	plainDef = regexp.MustCompile(`^(\pL[^:—–"“«.;]{0,60}?)\s*(?::|\s[—–-])\s+(\S.*)$`)
+	// meansDef: `X means …` (an unquoted term, as the OJ printed them in
+	// italics); only inside definitions sections.
+	meansDef = regexp.MustCompile(`^(\pL[^,;:.]{0,60}?)\s+(?:means|shall mean|significa|означает|désigne)\s+(\S.*)$`)
+	// acronymDefLine: an abbreviation list line, "CMR carcinogenic, …".
+	acronymDefLine = regexp.MustCompile(`^([A-Z][A-Z0-9-]{1,9}(?:\s[A-Z]{2,5})?)\s+(\pL.{2,200})$`)
+	// leadLabel: a point label or clause number before a definition
+	// ("(1) ", "1. ", "a) ", "3.1 ").
+	leadLabel = regexp.MustCompile(`^(?:\(\s*[0-9a-zа-я]{1,4}\s*\)|[0-9a-zа-я]{1,3}[.)]|\d{1,3}(?:\.\d{1,3})+\.?)\s+`)
 )
 
 // Terms returns the terms root defines, in document order:
 //
-//   - In a definitions section (its title matches Terms, Definitions,
-//     Terminology, Glossary, Определения, Термины): every sub-section with
-//     a short title is one term, named by its title without the number
-//     ("2.1 - Component Records" → "Component Records") and defined by its
-//     first paragraph; without sub-sections, every paragraph that reads
-//     `"X" - …`, `X: …` or `X — …` (X at most 8 words) is one term.
-//   - Anywhere: a paragraph that starts with a quoted term and a dash or
-//     "means" (`"Артефакты соответствия" - …`), and RFC phrasing
-//     `The term "X" refers to …`.
+//   - In a definitions section (its title names terms, definitions,
+//     terminology, a glossary or abbreviations, in English, Spanish,
+//     French, German or Russian: "Article 2 Definitions", "Anejo SI A
+//     Terminología", "3 Термины и определения", "Статья 2. Основные
+//     понятия"): every sub-section with a short title is one term, named by
+//     its title without the number ("2.1 - Component Records" →
+//     "Component Records") and defined by its first paragraph; without
+//     sub-sections, every paragraph or point that reads `"X" - …`, `X: …`,
+//     `X — …`, `X means …` (X at most 8 words, after any point label or
+//     clause number), or an abbreviation line ("CMR carcinogenic, …").
+//   - Anywhere: a paragraph or point that starts with a quoted term and a
+//     dash or "means" (`"Артефакты соответствия" - …`, "(1) ‘medical
+//     device’ means …"; an abbreviation in brackets after the term,
+//     "‘Unique Device Identifier’ (‘UDI’) means …", is a term too), and RFC
+//     phrasing `The term "X" refers to …`.
 //
 // Precision comes first: sentences that merely mention a word in quotes are
 // not terms. A term defined twice keeps its first definition.
@@ -55,7 +70,7 @@ func Terms(root *Element) []Term {
 	add := func(name, def, addr string) {
 		name = strings.TrimSpace(name)
 		key := strings.ToLower(name)
-		if name == "" || seen[key] || utf8.RuneCountInString(name) > 80 || len(strings.Fields(name)) > 8 {
+		if name == "" || seen[key] || utf8.RuneCountInString(name) > 80 || len(strings.Fields(name)) > 8 || strings.TrimSpace(def) == "" {
 			return
 		}
 		seen[key] = true
@@ -63,7 +78,7 @@ func Terms(root *Element) []Term {
 	}
 	var walk func(e *Element, path string, inDefs bool)
 	walk = func(e *Element, path string, inDefs bool) {
-		isDefs := isContainer(e.Kind) && e.Kind != KindDocument && definitionsTitle.MatchString(stripNumber(e.Title))
+		isDefs := inDefs || (isContainer(e.Kind) && e.Kind != KindDocument && definitionsTitle.MatchString(stripNumber(e.Title)))
 		hasSub := false
 		for _, c := range e.Children {
 			hasSub = hasSub || c.Kind == KindSection
@@ -71,7 +86,9 @@ func Terms(root *Element) []Term {
 		for _, c := range e.Children {
 			p := joinPath(path, c.Address)
 			if c.Kind == KindSection || c.Kind == KindAnnex {
-				if isDefs && hasSub {
+				if u, ok := unitOf(c.Address); isDefs && hasSub && !(ok && u.kind != unitNumber) {
+					// Sub-sections are terms; articles and chapters of a
+					// "Scope and definitions" chapter are not.
 					name := stripNumber(c.Title)
 					if def := firstText(c); def != "" && name != "" && !strings.HasSuffix(name, ":") {
 						add(name, def, p)
@@ -80,16 +97,36 @@ func Terms(root *Element) []Term {
 				walk(c, p, false)
 				continue
 			}
-			text := normalizeSpace(c.Text)
+			if len(c.Children) > 0 {
+				// A point or paragraph with sub-points: its own text first.
+				walk(c, p, isDefs && !hasSub)
+				continue
+			}
 			if c.Kind != KindParagraph && c.Kind != KindClause {
 				continue
 			}
-			if m := quotedDef.FindStringSubmatch(text); m != nil {
-				add(m[1], m[2], p)
+			text := normalizeSpace(c.Text)
+			body := leadLabel.ReplaceAllString(text, "")
+			if m := quotedDef.FindStringSubmatch(body); m != nil {
+				// The term, an alternative name ("‘CE marking of
+				// conformity’ or ‘CE marking’"), an abbreviation ("(CS)").
+				for _, name := range m[1:4] {
+					if name != "" {
+						add(name, m[4], p)
+					}
+				}
 				continue
 			}
 			if isDefs && !hasSub {
-				if m := plainDef.FindStringSubmatch(text); m != nil && len(strings.Fields(m[1])) <= 8 {
+				if m := plainDef.FindStringSubmatch(body); m != nil && len(strings.Fields(m[1])) <= 8 {
+					add(m[1], m[2], p)
+					continue
+				}
+				if m := meansDef.FindStringSubmatch(body); m != nil && len(strings.Fields(m[1])) <= 8 {
+					add(m[1], m[2], p)
+					continue
+				}
+				if m := acronymDefLine.FindStringSubmatch(body); m != nil && body == text {
 					add(m[1], m[2], p)
 					continue
 				}

@@ -1,7 +1,6 @@
 package chunker
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -97,14 +96,14 @@ func (b *builder) leaf(kind Kind, text string) *Element {
 	parent := b.current()
 	el := &Element{Kind: kind, Text: text}
 	if kind == KindParagraph {
-		if label, ok := captionLabel(text, figureCaption); ok {
+		if label, ok := captionLabel(text, unitFigure); ok {
 			el.Kind, el.Address = KindCaption, label
 		}
 	}
 	if kind == KindTable && len(parent.Children) > 0 {
 		last := parent.Children[len(parent.Children)-1]
 		if last.Kind == KindParagraph {
-			if label, ok := captionLabel(last.Text, tableCaption); ok {
+			if label, ok := captionLabel(last.Text, unitTable); ok {
 				parent.Children = parent.Children[:len(parent.Children)-1]
 				el.Address, el.Title = label, normalizeSpace(last.Text)
 			}
@@ -114,31 +113,56 @@ func (b *builder) leaf(kind Kind, text string) *Element {
 	return el
 }
 
-var (
-	// tableCaption and figureCaption match a caption line: the label word,
-	// its number ("13", "7.1", "A.2", "Б.1"), then the end or a separator
-	// and the caption text. Markdown emphasis is already gone.
-	tableCaption  = regexp.MustCompile(`^(Table|TABLE|Таблица|ТАБЛИЦА)\s+((?:[A-ZА-Я]\.)?\d{1,3}(?:\.\d{1,3})*)\s*(?:$|[—–\-:.]\s*\S)`)
-	figureCaption = regexp.MustCompile(`^(Figure|FIGURE|Рисунок|РИСУНОК)\s+((?:[A-ZА-Я]\.)?\d{1,3}(?:\.\d{1,3})*)\s*(?:$|[—–\-:.]\s*\S)`)
-)
-
-// captionLabel returns "Table 13" for a caption line matched by re (the
-// keyword capitalised as written, "ТАБЛИЦА" → "Таблица"); captions are short.
-func captionLabel(text string, re *regexp.Regexp) (string, bool) {
+// captionLabel returns the label of a caption line ("Table 13 — Metadata
+// …" → "Table 13", "Tabla 1.1 Condiciones …" → "Tabla 1.1", "ТАБЛИЦА 7.1"
+// → "Таблица 7.1", "Figure 3: Flow" → "Figure 3") when the line starts
+// with a table (kind unitTable) or figure (unitFigure) label; captions
+// are short.
+func captionLabel(text string, kind unitKind) (string, bool) {
 	if len(text) > 4096 { // no caption is that long, however spaced
 		return "", false
 	}
 	t := normalizeSpace(text)
-	if utf8.RuneCountInString(t) > 200 {
+	if utf8.RuneCountInString(t) > 200 || t == "" {
 		return "", false
 	}
-	m := re.FindStringSubmatch(t)
-	if m == nil {
+	c, ok := parseComp(t, 0)
+	if !ok || len(c.units) != 1 || c.units[0].kind != kind || c.plural {
 		return "", false
 	}
-	kw := []rune(strings.ToLower(m[1]))
-	kw[0] = unicode.ToUpper(kw[0])
-	return string(kw) + " " + m[2], true
+	rest := strings.TrimSpace(t[c.end:])
+	if rest != "" {
+		r, _ := utf8.DecodeRuneInString(rest)
+		// "Table 1 shows …" is a sentence about the table, not its caption.
+		if !(strings.ContainsRune(".:—–-", r) || unicode.IsUpper(r)) || c.end < len(t) && t[c.end] != ' ' && t[c.end] != ':' && t[c.end] != '.' {
+			return "", false
+		}
+	}
+	return c.units[0].String(), true
+}
+
+// attachCaptions gives a table without a caption the caption paragraph
+// right after it ("Table 1: Initial Assignments" under an RFC's table),
+// when no table follows that paragraph (then it is that table's caption).
+func attachCaptions(e *Element) {
+	out := e.Children[:0]
+	for i, c := range e.Children {
+		if len(c.Children) > 0 {
+			attachCaptions(c)
+		}
+		if c.Kind == KindParagraph && len(out) > 0 {
+			prev := out[len(out)-1]
+			nextTable := i+1 < len(e.Children) && e.Children[i+1].Kind == KindTable
+			if prev.Kind == KindTable && prev.Title == "" && !nextTable {
+				if label, ok := captionLabel(c.Text, unitTable); ok {
+					prev.Address, prev.Title = label, normalizeSpace(c.Text)
+					continue
+				}
+			}
+		}
+		out = append(out, c)
+	}
+	e.Children = out
 }
 
 // openLevel returns the level of the innermost open section whose address

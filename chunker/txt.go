@@ -78,8 +78,9 @@ type txtHeading struct {
 	level   int
 	address string
 	title   string
-	keyword bool // a keyword heading (Section, Appendix, Раздел, …)
-	needCap bool // keyword heading without title text: may take the next capitals line
+	keyword bool   // a keyword heading (Section, Appendix, Раздел, …)
+	body    string // text after the heading on its line, when it is a sentence
+	needCap bool   // keyword heading without title text: may take the next capitals line
 }
 
 type txtParser struct {
@@ -302,6 +303,9 @@ func (p *txtParser) open(h txtHeading, i int) int {
 		}
 	}
 	p.b.section(h.level, h.address, h.title)
+	if h.body != "" {
+		p.b.leaf(KindParagraph, normalizeSpace(h.body))
+	}
 	return i
 }
 
@@ -324,14 +328,23 @@ func isCapitals(s string) bool {
 // last top-level number) only for lines it accepts.
 func (p *txtParser) heading(line, next string) (txtHeading, bool) {
 	trimmed := strings.TrimSpace(line)
+	title := normalizeSpace(trimmed)
+	if m := statyaKw.FindStringSubmatch(trimmed); m != nil && (m[2] == "" || utf8.RuneCountInString(trimmed) <= maxHeadingRunes ||
+		strings.HasPrefix(strings.TrimSpace(trimmed[len(strings.Fields(trimmed)[0]):]), m[1]+".")) {
+		p.keywords = true
+		h := txtHeading{level: 3, address: "Статья " + m[1], title: title, keyword: true}
+		if body := m[2]; body != "" && (endsWithSentence(body) || utf8.RuneCountInString(body) > 80) {
+			// "Статья 2. Настоящий Федеральный закон вступает в силу …":
+			// the heading carries its body.
+			h.title, h.body = normalizeSpace(strings.TrimSuffix(trimmed, body)), body
+			h.title = strings.TrimRight(h.title, " .")
+		}
+		return h, true
+	}
 	if utf8.RuneCountInString(trimmed) > maxHeadingRunes || tocLine.MatchString(trimmed) {
 		return txtHeading{}, false
 	}
-	title := normalizeSpace(trimmed)
-	if m := statyaKw.FindStringSubmatch(trimmed); m != nil {
-		p.keywords = true
-		return txtHeading{level: 3, address: "Статья " + m[1], title: title, keyword: true}, true
-	}
+
 	if m := glavaKw.FindStringSubmatch(trimmed); m != nil {
 		p.keywords = true
 		return txtHeading{level: 2, address: "Глава " + m[1], title: title, keyword: true, needCap: m[2] == ""}, true
@@ -405,7 +418,7 @@ func (p *txtParser) flush(block []string) {
 	}
 	if p.unwrapped {
 		for _, l := range block {
-			p.b.leaf(KindParagraph, normalizeSpace(l))
+			p.paragraph(normalizeSpace(l))
 		}
 		return
 	}
@@ -422,8 +435,34 @@ func (p *txtParser) flush(block []string) {
 	case bulletMarker.MatchString(first) && len(block) > 1:
 		p.b.leaf(KindList, dedent(block))
 	default:
-		p.b.leaf(KindParagraph, unwrap(block))
+		p.paragraph(unwrap(block))
 	}
+}
+
+// paragraph adds a paragraph; one that opens with a clause number fitting
+// the open sections ("5.2.3 Ширина выхода …" under 5.2, "1.2 Not
+// applicable." after 1.1) is that numbered clause, holding what follows
+// up to the next number or heading.
+func (p *txtParser) paragraph(text string) {
+	if !p.keywords {
+		if m := mdClause.FindStringSubmatch(text); m != nil && strings.Contains(m[1], ".") && p.clauseFits(m[1]) {
+			p.b.clause(strings.Count(m[1], ".")+1, m[1])
+		}
+	}
+	p.b.leaf(KindParagraph, text)
+}
+
+// clauseFits reports whether clause number n sits under an open section
+// or clause (its parent number, or a sibling's parent).
+func (p *txtParser) clauseFits(n string) bool {
+	parts := strings.Split(n, ".")
+	parent := strings.Join(parts[:len(parts)-1], ".")
+	for _, a := range p.b.openAddresses() {
+		if a == parent || a == "Appendix "+parent {
+			return true
+		}
+	}
+	return false
 }
 
 // isASCIITable reports whether most of block's lines are table borders or
