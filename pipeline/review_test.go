@@ -516,3 +516,57 @@ func TestReviewPublishCutShort(t *testing.T) {
 	require.Zero(t, counts.Pending)
 	require.Equal(t, 2, rg.srv.RowCount("Elements"), "reconciled: no duplicate rows")
 }
+
+// TestReviewRealRegulation runs the review over the EUR-Lex MDR (the whole
+// Official Journal HTML, thousands of elements) and a PDF conversion: every
+// request within Grist's body cap, a correction of one point re-embeds the
+// chunk or two that hold it, and an edit elsewhere in the file keeps it.
+func TestReviewRealRegulation(t *testing.T) {
+	t.Parallel()
+	rg := newReviewRig(t, 512)
+	for _, name := range []string{"eu-mdr-2017-745-oj.html", "mdcg-2019-9-rev1-sscp.md"} {
+		b, err := os.ReadFile(filepath.Join(corpusDir(t), name))
+		require.NoError(t, err)
+		rg.write(t, name, string(b))
+	}
+	run := rg.sync(t)
+	rg.step(t, "first run (MDR + MDCG)", run)
+	require.Zero(t, rg.srv.Responses(413))
+	n := rg.srv.RowCount("Elements")
+	require.Greater(t, n, 3000)
+	require.GreaterOrEqual(t, rg.srv.Requests("POST", "/Elements/records"), n/500)
+
+	// Article 2 (71) defines 'substantial modification' … correct the
+	// point that reads "'manufacturer' means".
+	id, row := rg.rowOf(t, "(30) ‘manufacturer’ means")
+	fixed := row["parsed_text"].(string) + " (as corrected by the review board)"
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{id: {"corrected_text": fixed}})
+	run = rg.sync(t)
+	rg.step(t, "one point corrected", run)
+	require.Equal(t, 1, run.Counts.RecordsChanged)
+	require.Positive(t, run.Counts.ChunksEmbedded)
+	require.LessOrEqual(t, run.Counts.ChunksEmbedded, 2)
+	require.NotEmpty(t, rg.chunkWith("as corrected by the review board"))
+
+	// An edit far away in the file: the correction stays, no conflict.
+	b, err := os.ReadFile(filepath.Join(rg.root, "eu-mdr-2017-745-oj.html"))
+	require.NoError(t, err)
+	require.True(t, strings.Contains(string(b), "The Commission shall"))
+	edited := strings.Replace(string(b), "The Commission shall", "The Commission must", 1)
+	rg.write(t, "eu-mdr-2017-745-oj.html", edited)
+	run = rg.sync(t)
+	rg.step(t, "an edit elsewhere in the MDR", run)
+	require.LessOrEqual(t, run.Counts.ChunksEmbedded, 2)
+	require.NotEmpty(t, rg.chunkWith("as corrected by the review board"))
+	_, row = rg.rowOf(t, "(30) ‘manufacturer’ means")
+	require.Equal(t, false, row["needs_review"])
+	require.Equal(t, fixed, row["corrected_text"])
+	docs := rg.srv.Table("Documents")
+	warned := false
+	for _, d := range docs {
+		if w, _ := d["warnings"].(string); strings.Contains(w, "noise") || strings.Contains(w, "unresolved") {
+			warned = true
+		}
+	}
+	require.True(t, warned, "parse warnings reach the Documents table")
+}
