@@ -234,7 +234,7 @@ type Search struct {
 	K int `yaml:"k,omitempty"`
 	// Budget is the token budget of an expanded context (default 2500).
 	Budget int `yaml:"budget,omitempty"`
-	// RRFK is the rank constant of reciprocal rank fusion (default 60).
+	// RRFK is the rank constant of reciprocal rank fusion (default 10).
 	RRFK float64 `yaml:"rrf_k,omitempty"`
 	// OverFetch is how many candidates each signal ranks per hit asked for
 	// (default 10, at least 50 in all).

@@ -28,7 +28,7 @@ type Floor struct {
 }
 
 // DefaultFloor is the floor used when the config sets none.
-func DefaultFloor() Floor { return Floor{MinCoverage: 0.37, Hits: 3} }
+func DefaultFloor() Floor { return Floor{MinCoverage: 0.45, Hits: 3} }
 
 // Evidence is what the relevance floor decides on.
 type Evidence struct {

@@ -110,8 +110,8 @@ func DefaultConfig() Config {
 	return Config{
 		K:         5,
 		Budget:    DefaultBudget,
-		Weights:   Weights{Vector: 1, Lexical: 1, Element: 0.5, Term: 1, Address: 3},
-		RRFK:      60,
+		Weights:   Weights{Vector: 0.7, Lexical: 1, Element: 0.5, Term: 1, Address: 3},
+		RRFK:      10,
 		OverFetch: 10,
 		Floor:     DefaultFloor(),
 	}
@@ -260,6 +260,7 @@ func (s *Searcher) load(ctx context.Context) (*corpusData, error) {
 
 func newCorpusData(c *Corpus) *corpusData {
 	x := newCorpusIndex(c)
+	x.terms = append(x.terms, inlineDefinitions(c, x)...)
 	d := &corpusData{corpus: c, x: x, addr: newAddressIndex(x, c), headings: newHeadingIndex(c), units: c.Units, byID: map[string][]int{},
 		coveredBy: map[string][]int{}, unitTerms: map[int]map[string]bool{}, termUse: map[string]bool{}, textAddr: map[string][]queryAddress{}}
 	langs := map[string]bool{}
@@ -299,10 +300,12 @@ func boolRank(b bool) int {
 	return 1
 }
 
-// ranked is one signal's list: unit indexes, best first.
+// ranked is one signal's list: unit indexes, best first; boost
+// multiplies the signal's weight for this query (0 means 1).
 type ranked struct {
 	signal string
 	units  []int
+	boost  float64
 }
 
 // Search runs a hybrid search: every signal opts allows ranks its
@@ -343,12 +346,13 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	res := &Result{Hits: []Hit{}}
 	var lists []ranked
 	cos := map[int]float64{}
+	var qvec []float32
 	if use[SignalVector] {
-		l, c, err := s.vectorList(ctx, d, query, allowed, fetch)
+		l, c, q, err := s.vectorList(ctx, d, query, allowed, fetch)
 		if err != nil {
 			return nil, err
 		}
-		lists, cos = append(lists, l), c
+		lists, cos, qvec = append(lists, l), c, q
 	}
 	if use[SignalLexical] && len(words) > 0 {
 		l, err := s.lexicalList(ctx, d, words, allowed, fetch, &res.Warnings)
@@ -366,6 +370,9 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	}
 	if use[SignalTerm] {
 		l, names := d.termList(query, allowed)
+		if reAsksDefinition.MatchString(query) {
+			l.boost = 2 // "what is X", "define X": X's definition first
+		}
 		lists, res.Terms = append(lists, l), names
 	}
 	if use[SignalAddress] {
@@ -399,6 +406,13 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	for _, u := range order[:min(k, len(order))] {
 		h := d.units[u].hit()
 		h.Score, h.Ranks, h.Cosine = fused[u].score, fused[u].ranks, cos[u]
+		if _, ok := cos[u]; !ok && qvec != nil {
+			// Found by other signals than the graph's vector index: the
+			// cosine from the cache, as over state.
+			if v, ok := d.vectors[d.units[u].TextHash]; ok {
+				h.Cosine = cosine(qvec, v)
+			}
+		}
 		res.Hits = append(res.Hits, h)
 	}
 	res.Evidence, err = s.evidence(ctx, d, content, res, order, fused)
@@ -427,6 +441,9 @@ func fuse(lists []ranked, cfg Config) map[int]fusedScore {
 	var best float64
 	for _, l := range lists {
 		w := cfg.Weights.of(l.signal)
+		if l.boost > 0 {
+			w *= l.boost
+		}
 		if w <= 0 || len(l.units) == 0 {
 			continue
 		}
@@ -529,16 +546,16 @@ func (s *Searcher) vectorsOf(ctx context.Context, d *corpusData) (map[uint64][]f
 // and the query's: all of them from the embedding cache, or, with a Graph,
 // the candidates its vector indexes return, re-scored from the cache (so
 // both rank by the same signed cosine; Memgraph's similarity is |cos|).
-func (s *Searcher) vectorList(ctx context.Context, d *corpusData, query string, allowed []bool, fetch int) (ranked, map[int]float64, error) {
+func (s *Searcher) vectorList(ctx context.Context, d *corpusData, query string, allowed []bool, fetch int) (ranked, map[int]float64, []float32, error) {
 	l := ranked{signal: SignalVector}
 	vecs, err := s.Embedder.Embed(ctx, []string{query})
 	if err != nil {
-		return l, nil, fmt.Errorf("search: embed query: %w", err)
+		return l, nil, nil, fmt.Errorf("search: embed query: %w", err)
 	}
 	q := vecs[0]
 	cache, err := s.vectorsOf(ctx, d)
 	if err != nil {
-		return l, nil, err
+		return l, nil, nil, err
 	}
 	cos := map[int]float64{}
 	var cands []int
@@ -559,7 +576,7 @@ func (s *Searcher) vectorList(ctx context.Context, d *corpusData, query string, 
 		for _, name := range sortedKeys(indexes) {
 			hits, err := s.Graph.VectorSearch(ctx, name, fetch, q)
 			if err != nil {
-				return l, nil, fmt.Errorf("search: vector index %s: %w", name, err)
+				return l, nil, nil, fmt.Errorf("search: vector index %s: %w", name, err)
 			}
 			for _, h := range hits {
 				for _, i := range d.byID[h.ID] {
@@ -590,7 +607,7 @@ func (s *Searcher) vectorList(ctx context.Context, d *corpusData, query string, 
 		return strings.Compare(d.units[a].ID, d.units[b].ID)
 	})
 	l.units = l.units[:min(fetch, len(l.units))]
-	return l, cos, nil
+	return l, cos, q, nil
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -858,6 +875,40 @@ func (d *corpusData) termList(query string, allowed []bool) (ranked, []string) {
 		}
 	}
 	return l, names
+}
+
+// reAsksDefinition is a question asking what a term means.
+var reAsksDefinition = regexp.MustCompile(`(?i)\b(?:what (?:is|are|does)\b.*\b(?:mean|stand for)|what (?:is|are) (?:a|an|the)?\s*\S|defin(?:e|es|ed|ition)\b|meaning of\b)|что (?:такое|означает)|что понимается под|определени\p{L}*|qu[ée] (?:es|son|significa)\b|definici[óo]n`)
+
+// reDefinition is an element that defines a term inline, the way
+// regulations and specifications do: "(30) ‘manufacturer’ means …",
+// "\"Артефакты соответствия\" - набор …", "«X» означает …", "«X»: …".
+var reDefinition = regexp.MustCompile(`^\s*(?:\(\d+[a-z]?\)\s*|\d+[.)]\s*)?[‘'"“«]([^’'"”»]{2,80})[’'"”»](?:\s*\([^)]{1,40}\))?\s*(?:means\b|shall mean\b|is defined as\b|refers to\b|[-–—:]|означает\b|это\b|significa\b|se entiende\b|désigne\b)`)
+
+// inlineDefinitions are the terms the corpus's elements define inline
+// that the document's own term list lacks (chunker.Terms finds term lists
+// in definition sections; a regulation's "(30) ‘manufacturer’ means …"
+// may not be one).
+func inlineDefinitions(c *Corpus, x *corpusIndex) []Term {
+	have := map[string]bool{}
+	for _, t := range x.terms {
+		have[t.DefinedIn] = true
+	}
+	var out []Term
+	for _, d := range c.Documents {
+		for _, n := range d.Nodes {
+			if n.Label != LabelElement || have[n.ID] {
+				continue
+			}
+			m := reDefinition.FindStringSubmatch(n.Text)
+			if m == nil {
+				continue
+			}
+			out = append(out, Term{ID: n.ID + "#definition", Name: strings.TrimSpace(m[1]), Definition: n.Text,
+				DefinedIn: n.ID, DefinedInLabel: LabelElement})
+		}
+	}
+	return out
 }
 
 // reParen is a parenthesised part of a term's name: "(SBOM)".
