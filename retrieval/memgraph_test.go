@@ -2,6 +2,7 @@ package retrieval_test
 
 import (
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -93,7 +94,8 @@ func (m *fakeMemgraph) respond(q bolttest.Query) ([]string, [][]any, bool) {
 		avg := float64(st.TotalLen) / float64(max(st.Rows, 1))
 		scores := make([]float64, len(ms))
 		for i, mt := range ms {
-			for term, tf := range mt.TF {
+			for _, term := range slices.Sorted(maps.Keys(mt.TF)) { // in one order: float sums must not vary
+				tf := mt.TF[term]
 				idf := math.Log(1 + (float64(st.Rows)-float64(st.DF[term])+0.5)/(float64(st.DF[term])+0.5))
 				scores[i] += idf * float64(tf) * 2.2 / (float64(tf) + 1.2*(0.25+0.75*float64(mt.Len)/avg))
 			}
@@ -171,7 +173,7 @@ func TestMemgraphModeMatchesEmbedded(t *testing.T) {
 			require.Zero(t, rq.Tx, "procedure calls are auto-commit")
 			if strings.HasPrefix(rq.Text, "CALL vector_search.search") {
 				require.Equal(t, retrieval.ChunkVectorIndex, rq.Params["index"])
-				require.Equal(t, int64(50), rq.Params["k"], "K 5 × over-fetch 10")
+				require.Equal(t, int64(100), rq.Params["k"], "K 5 × over-fetch 10, twice for |cos|")
 			}
 			if strings.HasPrefix(rq.Text, "CALL text_search.search") {
 				require.Contains(t, []any{"chunk_lex", "element_lex"}, rq.Params["index"])

@@ -574,7 +574,10 @@ func (s *Searcher) vectorList(ctx context.Context, d *corpusData, query string, 
 		}
 		seen := map[int]bool{}
 		for _, name := range sortedKeys(indexes) {
-			hits, err := s.Graph.VectorSearch(ctx, name, fetch, q)
+			// Twice the candidates: Memgraph ranks by |cos|, and a vector
+			// pointing away from the query must not take the place of
+			// one of the signed cosine's first (docs/memgraph.md §4).
+			hits, err := s.Graph.VectorSearch(ctx, name, 2*fetch, q)
 			if err != nil {
 				return l, nil, nil, fmt.Errorf("search: vector index %s: %w", name, err)
 			}
@@ -630,8 +633,8 @@ func idf(rows, df int) float64 {
 	return math.Log(1 + (float64(rows)-float64(df)+0.5)/(float64(df)+0.5))
 }
 
-// bm25 ranks a pipeline's lexical rows of kind for words: each word scores
-// by the best of its terms (its stems in the corpus's languages).
+// bm25 ranks a pipeline's lexical rows of kind for words: the BM25 sum
+// over the words' distinct terms (their stems in the corpus's languages).
 func (s *Searcher) bm25(ctx context.Context, kind string, words []queryWord) ([]state.LexicalMatch, []float64, error) {
 	var terms []string
 	for _, w := range words {
@@ -645,17 +648,16 @@ func (s *Searcher) bm25(ctx context.Context, kind string, words []queryWord) ([]
 	if st.Rows > 0 && st.TotalLen > 0 {
 		avg = float64(st.TotalLen) / float64(st.Rows)
 	}
+	// Summed over the distinct terms, as a text index's OR query sums
+	// them (Tantivy in Memgraph), so both modes rank alike.
+	distinct := lexicalTerms(words)
 	scores := make([]float64, len(ms))
 	for i, m := range ms {
 		norm := bm25K1 * (1 - bm25B + bm25B*float64(m.Len)/avg)
-		for _, w := range words {
-			var best float64
-			for _, t := range w.terms {
-				if tf := float64(m.TF[t]); tf > 0 {
-					best = max(best, idf(st.Rows, st.DF[t])*tf*(bm25K1+1)/(tf+norm))
-				}
+		for _, t := range distinct {
+			if tf := float64(m.TF[t]); tf > 0 {
+				scores[i] += idf(st.Rows, st.DF[t]) * tf * (bm25K1 + 1) / (tf + norm)
 			}
-			scores[i] += best
 		}
 	}
 	return ms, scores, nil
