@@ -309,6 +309,17 @@ type Store interface {
 	EmbeddingsGet(ctx context.Context, model string, textHashes []uint64) (map[uint64][]float32, error)
 	EmbeddingsPut(ctx context.Context, model string, vecs map[uint64][]float32) error
 
+	// QuarantinePut records that the run runID failed on these records:
+	// new keys start with Attempts 1 and FirstAt now; known keys take the
+	// new stage and error, LastAt now and one more attempt.
+	QuarantinePut(ctx context.Context, pipeline string, runID int64, qs []Quarantined) error
+	// QuarantineRelease removes records from quarantine (absent keys are
+	// ignored).
+	QuarantineRelease(ctx context.Context, pipeline string, refs []RecordRef) error
+	// QuarantineList returns a pipeline's quarantined records ("" = every
+	// pipeline's), by source and key.
+	QuarantineList(ctx context.Context, pipeline string) ([]Quarantined, error)
+
 	// Close releases the store's connections.
 	Close() error
 }

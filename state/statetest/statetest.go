@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 		{"Origins", testOrigins},
 		{"RunWarnings", testRunWarnings},
 		{"Review", testReview},
+		{"Quarantine", testQuarantine},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -953,4 +954,39 @@ func testReview(t *testing.T, s state.Store) {
 	counts, err = rs.ReviewCounts(ctx, "p")
 	require.NoError(t, err)
 	require.Equal(t, 1, counts.Documents, "a refused commit writes nothing")
+}
+
+func testQuarantine(t *testing.T, s state.Store) {
+	ctx := context.Background()
+	list := func(pipeline string) []state.Quarantined {
+		t.Helper()
+		qs, err := s.QuarantineList(ctx, pipeline)
+		require.NoError(t, err)
+		return qs
+	}
+	require.Empty(t, list("p"))
+	require.NoError(t, s.QuarantinePut(ctx, "p", 7, []state.Quarantined{
+		{Source: "docs", Key: "b.md", Stage: state.StageParse, Error: "too complex (x)"},
+		{Source: "docs", Key: "a/", Stage: state.StageList, Error: "permission denied"},
+	}))
+	require.NoError(t, s.QuarantinePut(ctx, "other", 1, []state.Quarantined{{Source: "docs", Key: "b.md", Stage: state.StageRead, Error: "e"}}))
+	qs := list("p")
+	require.Len(t, qs, 2)
+	require.Equal(t, "a/", qs[0].Key, "by source and key")
+	b := qs[1]
+	require.Equal(t, state.Quarantined{Pipeline: "p", Source: "docs", Key: "b.md", Stage: state.StageParse, Error: "too complex (x)",
+		FirstAt: b.FirstAt, LastAt: b.LastAt, Attempts: 1, RunID: 7}, b)
+	require.False(t, b.FirstAt.IsZero())
+	require.NoError(t, s.QuarantinePut(ctx, "p", 9, []state.Quarantined{{Source: "docs", Key: "b.md", Stage: state.StageEmbed, Error: "status 400"}}))
+	b2 := list("p")[1]
+	require.Equal(t, 2, b2.Attempts)
+	require.Equal(t, int64(9), b2.RunID)
+	require.Equal(t, state.StageEmbed, b2.Stage)
+	require.Equal(t, "status 400", b2.Error)
+	require.True(t, b2.FirstAt.Equal(b.FirstAt), "first_at kept")
+	require.False(t, b2.LastAt.Before(b.LastAt))
+	require.Len(t, list(""), 3)
+	require.NoError(t, s.QuarantineRelease(ctx, "p", []state.RecordRef{{Source: "docs", Key: "b.md"}, {Source: "docs", Key: "absent"}}))
+	require.Len(t, list("p"), 1)
+	require.Len(t, list("other"), 1, "other pipelines untouched")
 }
