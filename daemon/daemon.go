@@ -237,6 +237,17 @@ func New(opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("new daemon: register metrics: %w", err)
 	}
 	d.m = m
+	for _, name := range d.names {
+		m.initPipeline(name)
+	}
+	// Records in quarantine from earlier runs, until this replica's first run.
+	if qs, err := opts.Store.QuarantineList(context.Background(), ""); err == nil {
+		for _, q := range qs {
+			if _, ok := d.workers[q.Pipeline]; ok {
+				m.quarantined.WithLabelValues(q.Pipeline).Inc()
+			}
+		}
+	}
 	d.countJobs(nil) // kgsync_jobs at 0 until the first poll
 	if opts.Verify != nil && d.cfg.VerifyInterval > 0 {
 		if d.verifyGauge, err = newVerifyGauge(reg); err != nil {

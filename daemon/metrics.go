@@ -10,7 +10,8 @@ import (
 // is always a configured pipeline name ("" for a request naming none),
 // outcome, class and reason come from fixed sets.
 type metrics struct {
-	runs          *prometheus.CounterVec   // pipeline, outcome: succeeded, failed, cancelled
+	runs          *prometheus.CounterVec   // pipeline, outcome: succeeded, partial, failed, cancelled
+	quarantined   *prometheus.GaugeVec     // pipeline
 	runDuration   *prometheus.HistogramVec // pipeline
 	running       *prometheus.GaugeVec     // pipeline
 	records       *prometheus.CounterVec   // pipeline, class: read, new, changed, unchanged, deleted, skipped
@@ -58,7 +59,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "kgsync", Name: name, Help: help}, labels)
 	}
 	m := &metrics{
-		runs: counter("runs_total", "Finished runs by outcome (succeeded, failed, cancelled).", "pipeline", "outcome"),
+		runs:        counter("runs_total", "Finished runs by outcome (succeeded, partial, failed, cancelled).", "pipeline", "outcome"),
+		quarantined: gauge("quarantined_records", "Records in quarantine (a run could not read, parse or embed them; they keep their last good version and are retried every run), as of the last run or start-up.", "pipeline"),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "kgsync", Name: "run_duration_seconds", Help: "Duration of runs, seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 16), // 50 ms .. ~27 min
@@ -91,7 +93,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		reviewFlagged: counter("review_conflicts_total", "Review elements newly flagged needs_review: a correction whose parsed text changed, an element with expert input gone from its document.", "pipeline"),
 		reviewNeeds:   gauge("review_needs_review", "Review elements needing review at the end of the last run (conflicts, elements gone, expert flags).", "pipeline"),
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.runDuration, m.running, m.records, m.chunks, m.sinkStmts,
+	for _, c := range []prometheus.Collector{m.runs, m.quarantined, m.runDuration, m.running, m.records, m.chunks, m.sinkStmts,
 		m.sinkBatches, m.sinkRetries, m.embedRequests, m.embedErrors, m.lastSuccess, m.triggers, m.lockBusy, m.deliveries, m.webhookRows, m.coalesced, m.rowSinkErrors, m.rowsDropped, m.rowsBuffered,
 		m.jobs, m.jobLatency, m.coalescedJobs, m.takeovers, m.reviewRows, m.reviewFlagged, m.reviewNeeds} {
 		if err := reg.Register(c); err != nil {
@@ -101,8 +103,46 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
+// initPipeline creates every series of a pipeline at 0, so that
+// dashboards and alerts see them from start-up, before the first run
+// (Prometheus practice: export a labelled series before it happens).
+func (m *metrics) initPipeline(name string) {
+	for _, o := range []string{"succeeded", "partial", "failed", "cancelled"} {
+		m.runs.WithLabelValues(name, o)
+	}
+	m.runDuration.WithLabelValues(name)
+	m.running.WithLabelValues(name)
+	m.quarantined.WithLabelValues(name)
+	for _, c := range []string{"read", "new", "changed", "unchanged", "deleted", "skipped"} {
+		m.records.WithLabelValues(name, c)
+	}
+	for _, o := range []string{"embedded", "cached", "deleted"} {
+		m.chunks.WithLabelValues(name, o)
+	}
+	for _, v := range []*prometheus.CounterVec{m.sinkStmts, m.sinkBatches, m.sinkRetries, m.embedRequests, m.embedErrors,
+		m.lockBusy, m.webhookRows, m.coalesced, m.rowSinkErrors, m.rowsDropped, m.coalescedJobs, m.takeovers} {
+		v.WithLabelValues(name)
+	}
+	m.lastSuccess.WithLabelValues(name)
+	m.rowsBuffered.WithLabelValues(name)
+	m.jobLatency.WithLabelValues(name)
+	for _, r := range []string{"cron", "webhook", "manual"} {
+		m.triggers.WithLabelValues(name, r)
+	}
+	for _, o := range []string{deliveryAccepted, deliveryUnauthorized, deliveryDisabled, deliveryTooLarge, deliveryMalformed,
+		deliveryUnknownTable, deliveryStopping} {
+		m.deliveries.WithLabelValues(name, o)
+	}
+}
+
 // observeRun records a finished run's counts.
 func (m *metrics) observeRun(name, outcome string, run state.Run, seconds float64) {
+	if outcome == "succeeded" && run.Status == state.StatusPartial {
+		outcome = "partial"
+	}
+	if run.ID != 0 && outcome != "cancelled" {
+		m.quarantined.WithLabelValues(name).Set(float64(run.Counts.Quarantined))
+	}
 	m.runs.WithLabelValues(name, outcome).Inc()
 	m.runDuration.WithLabelValues(name).Observe(seconds)
 	c := run.Counts

@@ -50,6 +50,17 @@ func TestHostileDocumentsDoNotStallTheRun(t *testing.T) {
 	require.NoError(t, err)
 	c := res.Run.Counts
 	require.Equal(t, 4, c.RecordsSkipped, "deep-list.md, links.md, nul.txt, nuls.txt")
+	require.Equal(t, state.StatusPartial, res.Run.Status)
+	qs, err := b.store.QuarantineList(t.Context(), "docs")
+	require.NoError(t, err)
+	why := map[string]string{}
+	for _, q := range qs {
+		why[q.Key] = q.Stage + ": " + q.Error
+	}
+	require.Contains(t, why["deep-list.md"], "parse: parse deep-list.md: parse md: too complex (list or quote nesting")
+	require.Contains(t, why["links.md"], "too complex (not parsed and chunked within 3s")
+	require.Contains(t, why["nul.txt"], "read: read nul.txt: binary content: NUL byte at offset 3")
+	require.Contains(t, why["nuls.txt"], "binary content")
 	docs := b.graph.Nodes("Document")
 	for _, want := range []string{"docs:spdx-2.3-package-information.md", "docs:rfc7239.txt", "docs:blob.txt", "docs:controls.txt"} {
 		require.Contains(t, docs, want)

@@ -231,15 +231,10 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 			return nil, err // stopping: not this record's fault
 		}
 		if err != nil {
-			// A record that cannot be parsed is reported and kept as it is in
-			// state and graph: nothing is lost.
-			r.counts().RecordsSkipped++
-			if it.class == diff.ClassNew {
-				r.counts().RecordsNew--
-			} else if it.class == diff.ClassChanged {
-				r.counts().RecordsChanged--
-			}
-			r.log.Warn("record not processed", slog.String("source", source), slog.String("key", it.rec.Key), slog.String("err", err.Error()))
+			// A record that cannot be parsed is quarantined and kept as it
+			// is in state and graph: nothing is lost.
+			r.unprocessed(it)
+			r.quarantineRecord(source, it.rec.Key, stageOf(err), err)
 			continue
 		}
 		outs = append(outs, out)
@@ -267,9 +262,12 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	}
 	slices.Sort(anchors)
 	anchors = slices.Compact(anchors)
-	vectors, err := r.embedChunks(ctx, outs)
+	vectors, outs, err := r.embedIsolated(ctx, source, outs)
 	if err != nil {
 		return nil, err
+	}
+	if len(outs) == 0 {
+		return &prepared{b: &sink.Batch{}, commit: state.Commit{Pipeline: r.p.Name, Cursors: cursors}}, nil
 	}
 	b, commit := r.buildBatch(source, outs, vectors)
 	commit.Cursors = cursors
@@ -278,6 +276,46 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 		return nil, err
 	}
 	return &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs}, nil
+}
+
+// unprocessed takes a record that will not be written out of the run's
+// new and changed counts, into skipped.
+func (r *runner) unprocessed(it item) {
+	r.counts().RecordsSkipped++
+	if it.class == diff.ClassNew {
+		r.counts().RecordsNew--
+	} else if it.class == diff.ClassChanged {
+		r.counts().RecordsChanged--
+	}
+}
+
+// embedIsolated embeds a batch's texts. When the provider refuses them
+// (embedRefused: an input it will not take), each record is embedded on
+// its own and the records it refuses are quarantined, so that one bad
+// document does not block the others; it returns the vectors and the
+// records left to write. Any other failure (the provider down, throttling,
+// a malformed answer) fails the batch, as every record would fail alike.
+func (r *runner) embedIsolated(ctx context.Context, source string, outs []*recordOutput) (map[uint64][]float32, []*recordOutput, error) {
+	vectors, err := r.embedChunks(ctx, outs)
+	if err == nil || !embedRefused(err) {
+		return vectors, outs, err
+	}
+	vectors = map[uint64][]float32{}
+	kept := outs[:0:0]
+	for _, o := range outs {
+		v, err := r.embedChunks(ctx, []*recordOutput{o})
+		switch {
+		case err == nil:
+			maps.Copy(vectors, v)
+			kept = append(kept, o)
+		case embedRefused(err):
+			r.unprocessed(o.it)
+			r.quarantineRecord(source, o.it.rec.Key, state.StageEmbed, err)
+		default:
+			return nil, nil, err
+		}
+	}
+	return vectors, kept, nil
 }
 
 // mapRecord turns a record into its node, sections and chunks, and decides

@@ -262,6 +262,12 @@ func (p *Pipeline) Run(ctx context.Context, trigger state.Trigger, mode Mode) (r
 
 	run.FinishedAt = p.now()
 	run.Status = state.StatusSucceeded
+	if qs, qerr := p.Store.QuarantineList(context.WithoutCancel(ctx), p.Name); qerr == nil {
+		run.Counts.Quarantined = len(qs)
+		if len(qs) > 0 {
+			run.Status = state.StatusPartial
+		}
+	}
 	if err != nil {
 		run.Status = state.StatusFailed
 		run.Error = err.Error()
@@ -276,6 +282,10 @@ func (p *Pipeline) Run(ctx context.Context, trigger state.Trigger, mode Mode) (r
 	if err != nil {
 		log.Error("run failed", slog.String("err", err.Error()))
 		return res, fmt.Errorf("pipeline %q: %w", p.Name, err)
+	}
+	if run.Status == state.StatusPartial {
+		log.Warn("run partial: records in quarantine keep their last good version and are retried next run",
+			slog.Int("quarantined", run.Counts.Quarantined))
 	}
 	log.Info("run finished",
 		slog.Int("read", run.Counts.RecordsRead), slog.Int("new", run.Counts.RecordsNew),

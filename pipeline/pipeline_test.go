@@ -252,11 +252,33 @@ func TestUnreadableFileIsSkippedNotDeleted(t *testing.T) {
 	body, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, append(body, 0xff, 0xfe, 0x00), 0o644))
-	c := b.sync(t, pipeline.Mode{})
+	res, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.NoError(t, err)
+	c := res.Run.Counts
+	require.Equal(t, state.StatusPartial, res.Run.Status, "the run says a record is quarantined")
 	require.Equal(t, 1, c.RecordsSkipped)
+	require.Equal(t, 1, c.Quarantined)
 	require.Zero(t, c.RecordsDeleted)
 	_, ok := b.graph.Node("Document", "docs:rfc7239.txt")
 	require.True(t, ok)
+	qs, err := b.store.QuarantineList(t.Context(), "docs")
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+	require.Equal(t, "rfc7239.txt", qs[0].Key)
+	require.Equal(t, state.StageRead, qs[0].Stage)
+	require.Contains(t, qs[0].Error, "invalid UTF-8")
+	// Still bad: a second attempt is counted.
+	res, err = b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.NoError(t, err)
+	require.Equal(t, state.StatusPartial, res.Run.Status)
+	qs, _ = b.store.QuarantineList(t.Context(), "docs")
+	require.Equal(t, 2, qs[0].Attempts)
+	// Repaired: the next run reads it and releases it.
+	require.NoError(t, os.WriteFile(path, body, 0o644))
+	c = b.sync(t, pipeline.Mode{})
+	require.Zero(t, c.Quarantined)
+	qs, _ = b.store.QuarantineList(t.Context(), "docs")
+	require.Empty(t, qs)
 }
 
 func TestSameTextInTwoFilesEmbedsOnce(t *testing.T) {

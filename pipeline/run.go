@@ -27,6 +27,8 @@ type runner struct {
 	// the labels in labels.
 	ensured bool
 	labels  map[string]bool
+	// q is the run's quarantine (quarantine.go).
+	q quarantine
 	// docsChanged is set when the run wrote or deleted a document: the
 	// link pass then re-resolves references between documents.
 	docsChanged bool
@@ -104,12 +106,24 @@ func (r *runner) execute(ctx context.Context) (err error) {
 	if err := r.reviewBegin(ctx); err != nil {
 		return err
 	}
+	if err := r.loadQuarantine(ctx); err != nil {
+		return fmt.Errorf("load quarantine: %w", err)
+	}
+	// A source that fails does not stop the others: the run goes on and
+	// fails at the end, naming every failed source.
+	var failed []error
 	for _, src := range r.p.Sources {
 		if err := r.syncSource(ctx, src); err != nil {
-			return fmt.Errorf("source %q: %w", src.Name(), err)
+			failed = append(failed, fmt.Errorf("source %q: %w", src.Name(), err))
+			if ctx.Err() != nil {
+				return errors.Join(failed...)
+			}
 		}
 	}
-	return r.linkPass(ctx)
+	if err := r.linkPass(ctx); err != nil {
+		failed = append(failed, err)
+	}
+	return errors.Join(failed...)
 }
 
 // ensure creates the sink's indexes before the first write of the run, and
@@ -156,7 +170,27 @@ func (r *runner) addSinkStats(st sink.Stats) {
 	r.counts().SinkRetries += st.Retries
 }
 
+// listing is what syncListing learned of a source's listing.
+type listing struct {
+	stored   *recordIndex // nil until loaded
+	partial  bool         // an incremental listing
+	complete bool         // read to its end
+}
+
+// syncSource syncs one source, then stores its quarantine.
 func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
+	var l listing
+	err := r.syncListing(ctx, src, &l)
+	seen := func(string) bool { return false }
+	if l.stored != nil {
+		seen = l.stored.isSeen
+	}
+	qerr := r.settleQuarantine(context.WithoutCancel(ctx), src.Name(), seen, l.complete && !l.partial, err == nil && l.complete)
+	return errors.Join(err, qerr)
+}
+
+// syncListing reads a source's listing and writes what changed.
+func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing) error {
 	name := src.Name()
 	cursor, err := r.p.Store.CursorGet(ctx, r.p.Name, name)
 	if err != nil {
@@ -185,6 +219,7 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 			return fmt.Errorf("index stored records: %w", res.err)
 		}
 		stored = res.x
+		l.stored = stored
 		return nil
 	}
 	var pending []item
@@ -234,11 +269,12 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		return fmt.Errorf("get config mark: %w", err)
 	}
 	from := cursor
-	if r.mode.Full || r.mode.Reembed || mark != r.p.configMark() {
+	if r.mode.Full || r.mode.Reembed || mark != r.p.configMark() || r.quarantined(name) {
 		// A resync lists everything, whatever the cursor says (a source
 		// answering "not modified" would make it a no-op), and so does the
 		// first run after the mapping changed: records that did not change
-		// upstream must be mapped anew.
+		// upstream must be mapped anew. A source with quarantined records
+		// is listed in full too, so that they are retried.
 		from = sources.FullCursor(src, cursor)
 	}
 	read := func(c context.Context) iter.Seq2[*sources.Page, error] { return r.p.read(c, src, from) }
@@ -262,6 +298,7 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		}
 		if page.Partial {
 			partial = true
+			l.partial = true
 		}
 		if len(page.Deleted) > 0 {
 			// Deletions the source reports explicitly (an incremental
@@ -327,11 +364,12 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 		// the record with the same key that was read.
 		for _, sk := range page.Skipped {
 			r.counts().RecordsSkipped++
-			r.log.Warn("record skipped", slog.String("source", name), slog.String("key", sk.Key), slog.String("err", sk.Err.Error()))
+			r.quarantineRecord(name, sk.Key, state.StageRead, sk.Err)
 			stored.markSeen(sk.Key)
 		}
 		prevCursor, lastCursor = lastCursor, page.Cursor
 	}
+	l.complete = true
 	finalCursor := lastCursor
 	if !partial {
 		// A complete listing's last cursor is committed only after its
@@ -674,6 +712,7 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		return err
 	}
 	r.reviewDeleted(ctx, reviewed)
+	r.releaseDeleted(commit.DeleteRecords)
 	return nil
 }
 

@@ -21,19 +21,19 @@ const (
 // good version stays in state and the graph; the record is retried on
 // every run until one writes it, reads it cleanly or deletes it.
 type Quarantined struct {
-	Pipeline string
-	Source   string
+	Pipeline string `json:"pipeline"`
+	Source   string `json:"source"`
 	// Key is the record key, or for StageList the prefix of the keys the
 	// failed part of the listing holds.
-	Key   string
-	Stage string
+	Key   string `json:"quarantined"`
+	Stage string `json:"stage"`
 	// Error says why, naming the file, row or field.
-	Error string
+	Error string `json:"error"`
 	// FirstAt is when the record was first quarantined, LastAt when last,
 	// Attempts how many runs failed on it since FirstAt, RunID the last
 	// such run.
-	FirstAt  time.Time
-	LastAt   time.Time
-	Attempts int
-	RunID    int64
+	FirstAt  time.Time `json:"first_at"`
+	LastAt   time.Time `json:"last_at"`
+	Attempts int       `json:"attempts"`
+	RunID    int64     `json:"run_id"`
 }

@@ -34,7 +34,11 @@ type Status string
 const (
 	StatusRunning   Status = "running"
 	StatusSucceeded Status = "succeeded"
-	StatusFailed    Status = "failed"
+	// StatusPartial: the run finished, but records it could not read,
+	// parse or embed are in quarantine (Counts.Quarantined); they keep
+	// their last good version and are retried on the next run.
+	StatusPartial Status = "partial"
+	StatusFailed  Status = "failed"
 )
 
 // Counts are a run's counters, as printed by `kgsync sync --json`.
@@ -60,6 +64,9 @@ type Counts struct {
 	EmbedRequests int `json:"embed_requests"`
 	// EmbedErrors counts embedding steps that failed after the provider's own retries.
 	EmbedErrors int `json:"embed_errors"`
+	// Quarantined is how many of the pipeline's records (or failed parts
+	// of listings) are in quarantine when the run ends (state.Quarantined).
+	Quarantined int `json:"quarantined"`
 	// Review counts of a pipeline with an expert review in Grist: rows of
 	// the Elements table read back and those whose expert columns changed,
 	// rows written (added, updated, deleted), corrections newly flagged

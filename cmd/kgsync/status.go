@@ -25,8 +25,11 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Long: `Show the last runs of each pipeline with their counts, then the
 pipeline's newest daemon jobs (River jobs: queued, running, retrying,
 completed, cancelled or discarded; River keeps finished ones for 24 hours)
-with the run each one ran. With --json, one line per run, then one per job
-(the objects with "job_id").`,
+with the run each one ran. Records in quarantine (a run could not read,
+parse or embed them; they keep their last good version and are retried
+on every run) are listed between the two with their error. With --json,
+one line per run, then one per quarantined record (the objects with
+"quarantined", its key), then one per job (the objects with "job_id").`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			e, err := g.open(ctx)
@@ -73,6 +76,9 @@ with the run each one ran. With --json, one line per run, then one per job
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			if err := printQuarantine(ctx, g, e, pcs, asJSON); err != nil {
+				return err
+			}
 			if err := printReviews(ctx, g, e, pcs, asJSON); err != nil {
 				return err
 			}
@@ -95,6 +101,33 @@ func oneLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return string(r)
+}
+
+// printQuarantine lists the quarantined records of pcs, as a table after
+// the runs', or as JSON lines.
+func printQuarantine(ctx context.Context, g *globals, e *env, pcs []*config.Pipeline, asJSON bool) error {
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	header := false
+	for _, pc := range pcs {
+		qs, err := e.store.QuarantineList(ctx, pc.Name)
+		if err != nil {
+			return fmt.Errorf("pipeline %q: %w", pc.Name, err)
+		}
+		for _, q := range qs {
+			if asJSON {
+				b, _ := json.Marshal(q)
+				fmt.Fprintln(g.stdout, string(b))
+				continue
+			}
+			if !header {
+				fmt.Fprintln(tw, "\nPIPELINE\tSOURCE\tQUARANTINED\tSTAGE\tSINCE\tATTEMPTS\tLAST RUN\tERROR")
+				header = true
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", pc.Name, q.Source, q.Key, q.Stage,
+				q.FirstAt.Local().Format(time.DateTime), q.Attempts, q.RunID, oneLine(q.Error, 120))
+		}
+	}
+	return tw.Flush()
 }
 
 // printJobs prints the newest limit daemon jobs of each of pcs, as a table

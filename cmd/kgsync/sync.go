@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -59,6 +60,9 @@ type runJSON struct {
 		Deleted   int `json:"deleted"`
 		Skipped   int `json:"skipped"`
 		Renamed   int `json:"renamed"`
+		// Quarantined counts the pipeline's records in quarantine at the
+		// end of the run (status "partial" when > 0).
+		Quarantined int `json:"quarantined"`
 	} `json:"records"`
 	Chunks struct {
 		Total    int `json:"total"`
@@ -86,14 +90,21 @@ func toJSON(name string, res pipeline.Result) runJSON {
 	j.DurationMS = res.Duration.Milliseconds()
 	j.Error = res.Run.Error
 	j.Records.Renamed = c.RecordsRenamed
+	j.Records.Quarantined = c.Quarantined
 	j.Warnings = res.Run.Warnings
 	return j
 }
 
+// exitPartial is the exit code of a sync or resync whose runs all
+// finished but at least one partially (records in quarantine).
+const exitPartial = 3
+
 // runPipelines builds and runs the selected pipelines in order. A failed
-// pipeline does not stop the others; the command fails if any failed.
+// pipeline does not stop the others; the command fails (exit 1) if any
+// failed, and exits exitPartial when none failed but a run was partial.
 func runPipelines(ctx context.Context, g *globals, names []string, mode pipeline.Mode, trigger state.Trigger, asJSON bool) error {
-	return g.forPipelines(ctx, names, func(e *env, pc *config.Pipeline) error {
+	var partial []string
+	err := g.forPipelines(ctx, names, func(e *env, pc *config.Pipeline) error {
 		res, err := runOne(ctx, g, e, pc, mode, trigger, asJSON)
 		if asJSON {
 			line, _ := json.Marshal(toJSON(pc.Name, res))
@@ -101,8 +112,16 @@ func runPipelines(ctx context.Context, g *globals, names []string, mode pipeline
 		} else {
 			printSummary(g.stdout, pc.Name, res, err)
 		}
+		if err == nil && res.Run.Status == state.StatusPartial {
+			partial = append(partial, fmt.Sprintf("%s (%d quarantined)", pc.Name, res.Run.Counts.Quarantined))
+		}
 		return err
 	})
+	if err == nil && len(partial) > 0 {
+		return &exitError{code: exitPartial, err: fmt.Errorf("partial: %s; `kgsync status` lists the quarantined records and why",
+			strings.Join(partial, ", "))}
+	}
+	return err
 }
 
 func runOne(ctx context.Context, g *globals, e *env, pc *config.Pipeline, mode pipeline.Mode, trigger state.Trigger, asJSON bool) (pipeline.Result, error) {
@@ -152,6 +171,9 @@ func printSummary(w io.Writer, name string, res pipeline.Result, err error) {
 	fmt.Fprintf(w, "  chunks:  %d total; texts: %d embedded, %d reused from cache; %d chunks deleted\n",
 		c.ChunksTotal, c.ChunksEmbedded, c.ChunksReused, c.ChunksDeleted)
 	fmt.Fprintf(w, "  sink:    %d statements in %d batches\n", c.SinkStatements, c.SinkBatches)
+	if c.Quarantined > 0 {
+		fmt.Fprintf(w, "  quarantined: %d records kept at their last good version, retried next run (kgsync status)\n", c.Quarantined)
+	}
 	for _, s := range res.Run.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", s)
 	}
