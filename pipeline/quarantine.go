@@ -21,7 +21,7 @@ import (
 // is listed in full, cursor or not). A run that ends with records in
 // quarantine is partial.
 type quarantine struct {
-	mu       sync.Mutex // the writer goroutine releases deleted records
+	mu       sync.Mutex                            // the writer goroutine releases deleted records
 	prev     map[state.RecordRef]state.Quarantined // at the start of the run
 	failed   map[state.RecordRef]state.Quarantined // in this run
 	order    []state.RecordRef                     // failed, in the order met
