@@ -3,15 +3,24 @@
 //
 //   - first sync vs no-op re-sync time of the whole pipeline (SQLite state,
 //     CYPHERL sink, hashing embedder);
+//
 //   - chunks re-embedded after a one-word and a one-sentence edit in the
 //     middle of a document,
 //     for the structural chunker (measured through the pipeline) and for two
 //     baselines (fixed-size sliding window; greedy recursive splitter), each
 //     behind the same text-keyed embedding cache;
+//
 //   - parse + chunk throughput per document in MB/s.
 //
-// Usage: go run ./cmd/bench [-corpus DIR] [-reps 5] (default: the corpus's
-// docs, ../shared/corpus/docs or the copy in testdata/shared).
+//   - with -golden FILE: `kgsync eval` of that golden set over every
+//     document of the corpus (all modes side by side, flat baselines
+//     included), at -golden-max-tokens / -golden-overlap, so a change of
+//     chunking is measured against retrieval in the same run.
+//
+// Usage: go run ./cmd/bench [-corpus DIR] [-reps 5] [-golden FILE
+// [-golden-only]] (default: the corpus's docs, ../shared/corpus/docs or the
+// copy in testdata/shared). Example: go run ./cmd/bench -golden
+// testdata/golden/corpus.jsonl -golden-only.
 package main
 
 import (
@@ -32,6 +41,7 @@ import (
 	"github.com/kgsync/kgsync/embed/hashing"
 	"github.com/kgsync/kgsync/internal/corpus"
 	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/retrieval"
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sink/cypherl"
 	"github.com/kgsync/kgsync/sources"
@@ -59,6 +69,10 @@ const (
 func main() {
 	corpusDir := flag.String("corpus", "", "directory of the corpus documents (default: ../shared/corpus/docs, else testdata/shared/corpus/docs)")
 	reps := flag.Int("reps", 5, "repetitions of each timed step (the median is reported)")
+	golden := flag.String("golden", "", "golden set (JSON Lines) to evaluate retrieval on over every corpus document")
+	goldenOnly := flag.Bool("golden-only", false, "only the golden set evaluation")
+	goldenMax := flag.Int("golden-max-tokens", config.DefaultMaxTokens, "chunking.max_tokens of the golden set's pipeline")
+	goldenOverlap := flag.Int("golden-overlap", config.DefaultOverlapTokens, "chunking.overlap_tokens of the golden set's pipeline")
 	flag.Parse()
 	if *corpusDir == "" {
 		shared, err := corpus.Locate()
@@ -69,10 +83,62 @@ func main() {
 		*corpusDir = filepath.Join(shared, "corpus", "docs")
 	}
 	corpus := corpusDir
-	if err := run(context.Background(), os.Stdout, *corpus, *reps); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+	if !*goldenOnly {
+		if err := run(context.Background(), os.Stdout, *corpus, *reps); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
 	}
+	if *golden != "" {
+		if err := evalGolden(context.Background(), os.Stdout, *corpus, *golden, *goldenMax, *goldenOverlap); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// evalGolden syncs every document of the corpus directory into a fresh
+// pipeline with the given chunking and prints `kgsync eval` of the golden
+// set over it.
+func evalGolden(ctx context.Context, w io.Writer, corpus, golden string, maxTok, overlapTok int) error {
+	f, err := os.Open(golden)
+	if err != nil {
+		return err
+	}
+	qs, err := retrieval.ReadGolden(f, golden)
+	_ = f.Close()
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(corpus)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, e := range entries {
+		if _, ok := chunker.FormatForPath(e.Name()); ok && !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	e, err := newEnv(ctx, corpus, names)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	e.p.Chunking.MaxTokens, e.p.Chunking.OverlapTokens = maxTok, overlapTok
+	if _, _, err := e.sync(ctx); err != nil {
+		return err
+	}
+	rep, err := e.p.Searcher().Eval(ctx, qs, retrieval.EvalOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n## Retrieval: %s over %d documents (max_tokens %d, overlap %d)\n\n```\n", filepath.Base(golden), len(names), maxTok, overlapTok)
+	if err := rep.WriteText(w); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "```")
+	return nil
 }
 
 type env struct {
