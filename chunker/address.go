@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -166,6 +167,33 @@ func kwRe(forms string) *regexp.Regexp {
 	return regexp.MustCompile(`^(?i)(` + forms + `)`)
 }
 
+// firstLetters are the first letters of the forms of a keyword pattern.
+func firstLetters(re *regexp.Regexp) string {
+	src := strings.TrimSuffix(strings.TrimPrefix(re.String(), "^(?i)("), ")")
+	var sb strings.Builder
+	for _, f := range strings.Split(src, "|") {
+		r, _ := utf8.DecodeRuneInString(f)
+		r = unicode.ToLower(r)
+		if !strings.ContainsRune(sb.String(), r) {
+			sb.WriteRune(r)
+			if u := unicode.ToUpper(r); u != r {
+				sb.WriteRune(u)
+			}
+		}
+	}
+	return sb.String()
+}
+
+// keywordFirst holds, for each keyword, the first letters of its forms
+// (both cases), so that parseComp tries only the patterns that can match.
+var keywordFirst = func() []string {
+	out := make([]string, len(keywords))
+	for i, k := range keywords {
+		out[i] = firstLetters(k.re)
+	}
+	return out
+}()
+
 var keywords = []keyword{
 	{unitArticle, kwRe(`articles|article|arts?\.|artículos|artículo|articulos|articulo|artigos|artigo|articoli|articolo|artikels|artikel|artykuł|статьями|статьях|статьям|статьей|статьёй|статья|статьи|статье|статью|статей|ст\.`),
 		byPrefix("ст", "Статья", "artí", "Artículo", "articulo", "Artículo", "artig", "Artigo", "artico", "Articolo", "artik", "Artikel", "artyk", "Artykuł", "Article")},
@@ -311,7 +339,11 @@ func parseComp(s string, i int) (comp, bool) {
 		}
 		return comp{}, false
 	}
-	for _, k := range keywords {
+	r0, _ := utf8.DecodeRuneInString(s[i:])
+	for ki, k := range keywords {
+		if !strings.ContainsRune(keywordFirst[ki], r0) {
+			continue
+		}
 		m := k.re.FindStringSubmatchIndex(s[i:])
 		if m == nil {
 			continue
@@ -808,19 +840,47 @@ func AddressKey(s string) string {
 
 // foldKey folds an address already in canonical form (see AddressKey).
 func foldKey(c string) string {
-	fields := strings.Fields(strings.ToLower(c))
-	for i, f := range fields {
+	var sb strings.Builder
+	sb.Grow(len(c))
+	cyrillic := false
+	for i := 0; i < len(c); {
+		// One field at a time.
+		for i < len(c) && c[i] == ' ' {
+			i++
+		}
+		if i >= len(c) {
+			break
+		}
+		j := i
+		for j < len(c) && c[j] != ' ' {
+			if c[j] >= 0x80 {
+				cyrillic = true
+			}
+			j++
+		}
+		f := c[i:j]
+		if sb.Len() > 0 {
+			sb.WriteByte(' ')
+		}
 		head, tail := f, ""
 		if k := strings.IndexByte(f, '('); k > 0 {
 			head, tail = f[:k], f[k:]
 		}
-		if w, ok := keyWords[head]; ok {
-			fields[i] = w + tail
-			continue
+		if r, _ := utf8.DecodeRuneInString(head); unicode.IsLetter(r) {
+			if w, ok := keyWords[strings.ToLower(head)]; ok {
+				sb.WriteString(w)
+				sb.WriteString(strings.ToLower(tail))
+				i = j
+				continue
+			}
 		}
-		fields[i] = lookalike.Replace(f)
+		sb.WriteString(strings.ToLower(f))
+		i = j
 	}
-	return strings.Join(fields, " ")
+	if !cyrillic {
+		return sb.String()
+	}
+	return lookalike.Replace(sb.String())
 }
 
 // unitOf reads an element segment address ("Article 7", "(3)", "6.3",
@@ -830,6 +890,39 @@ func unitOf(segment string) (addrUnit, bool) {
 	if segment == "" {
 		return addrUnit{}, false
 	}
+	if isLeafKey(segment) {
+		return addrUnit{}, false
+	}
+	unitCache.Lock()
+	r, ok := unitCache.m[segment]
+	unitCache.Unlock()
+	if ok {
+		return r.u, r.ok
+	}
+	u, found := parseUnit(segment)
+	unitCache.Lock()
+	if len(unitCache.m) >= 8192 {
+		unitCache.m = map[string]unitResult{}
+	}
+	unitCache.m[segment] = unitResult{u, found}
+	unitCache.Unlock()
+	return u, found
+}
+
+// unitCache remembers unitOf's answers: segments repeat ("1", "(a)",
+// "Article 5") and parsers ask about them many times. It is bounded (it
+// starts afresh past 8192 segments).
+var unitCache = struct {
+	sync.Mutex
+	m map[string]unitResult
+}{m: map[string]unitResult{}}
+
+type unitResult struct {
+	u  addrUnit
+	ok bool
+}
+
+func parseUnit(segment string) (addrUnit, bool) {
 	if i := strings.IndexByte(segment, '~'); i > 0 {
 		segment = segment[:i]
 	}

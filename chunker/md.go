@@ -99,12 +99,15 @@ func parseMarkdownContext(ctx context.Context, content []byte) (_ *Element, err 
 		starts[i] = off
 		off += len(l) + 1
 		for ; next <= from[i]; next++ {
-			notes[i] = append(notes[i], ct.notes[next]...)
+			if ns := ct.notes[next]; len(ns) > 0 {
+				notes[i] = append(notes[i], ns...)
+			}
 		}
 	}
 	for ; next < len(ct.lines); next++ {
-		last := len(lines) - 1
-		notes[last] = append(notes[last], ct.notes[next]...)
+		if ns := ct.notes[next]; len(ns) > 0 {
+			notes[len(lines)-1] = append(notes[len(lines)-1], ns...)
+		}
 	}
 	starts[len(lines)] = off
 	src := []byte(strings.Join(lines, "\n"))
@@ -202,16 +205,18 @@ func (m *mdState) notesUpTo(end int) {
 
 func (m *mdState) block(n ast.Node) {
 	b, src := m.b, m.src
-	if last := m.lastLine(n); last >= 0 {
-		defer m.notesUpTo(last + 1)
+	if len(m.notes) > 0 {
+		if last := m.lastLine(n); last >= 0 {
+			defer m.notesUpTo(last + 1)
+		}
 	}
 	switch n := n.(type) {
 	case *ast.Heading:
 		title := normalizeSpace(mdInline(n, src))
-		m.heading(title, n.Level, m.synthetic[m.firstLine(n)])
+		m.heading(title, n.Level, m.isSynthetic(n))
 	case *ast.Paragraph, *ast.TextBlock:
 		text := normalizeSpace(mdInline(n, src))
-		if m.synthetic[m.firstLine(n)] {
+		if m.isSynthetic(n) {
 			m.heading(text, 0, true)
 			return
 		}
@@ -247,6 +252,11 @@ func (m *mdState) block(n ast.Node) {
 	default:
 		b.leaf(KindParagraph, mdFlatten(n, src))
 	}
+}
+
+// isSynthetic reports whether block n is a heading reflow found.
+func (m *mdState) isSynthetic(n ast.Node) bool {
+	return len(m.synthetic) > 0 && m.synthetic[m.firstLine(n)]
 }
 
 // numberLevelMD is the level of a clause number (see parseMarkdown).
@@ -349,6 +359,9 @@ func (m *mdState) openNumber(number, title string, hashLevel int) {
 // numbered reads a paragraph that opens with a clause number continuing
 // the numbering (see parseMarkdown); it reports false for any other.
 func (m *mdState) numbered(text string) bool {
+	if text == "" || !(text[0] >= '0' && text[0] <= '9' || text[0] >= 'A' && text[0] <= 'Z' && len(text) > 1 && text[1] == '.') {
+		return false
+	}
 	mm := mdClause.FindStringSubmatch(text)
 	if mm == nil || !m.fits(mm[1]) {
 		return false

@@ -63,9 +63,11 @@ var (
 func mdStrip(l string) string {
 	t := strings.TrimSpace(l)
 	t = strings.TrimLeft(t, "#")
-	t = strings.NewReplacer("**", "", "__", "", "*", "", "_", " ").Replace(t)
+	t = emphasisMarks.Replace(t)
 	return normalizeSpace(t)
 }
+
+var emphasisMarks = strings.NewReplacer("**", "", "__", "", "*", "", "_", " ")
 
 // lineSig is how running headers and footers are compared: the line
 // without Markdown marks, in lower case, with a page number at its start
@@ -73,16 +75,60 @@ func mdStrip(l string) string {
 // Numbers inside the line stay, so numbered headings differ.
 func lineSig(l string) string {
 	t := strings.ToLower(mdStrip(l))
-	if clauseStart.MatchString(t) {
+	if t == "" || t[0] >= '0' && t[0] <= '9' && clauseStart.MatchString(t) {
 		return t
 	}
-	t = edgeNumber.ReplaceAllString(t, "#")
-	return t
+	return edgeNumbers(t)
 }
 
-// edgeNumber is a page number at the start or end of a line ("12 …",
-// "… 12", "… 12/40", "… 12 of 40").
-var edgeNumber = regexp.MustCompile(`^\d{1,4}(?:\s*/\s*\d{1,4})?\b|\b\d{1,4}(?:\s*(?:/|of|de|из)\s*\d{1,4})?$`)
+// edgeNumbers replaces a page number at the start or end of a line ("12
+// …", "… 12", "… 12/40", "… 12 of 40") by "#".
+func edgeNumbers(t string) string {
+	digitsAt := func(i int) int { // end of the digit run at i
+		j := i
+		for j < len(t) && t[j] >= '0' && t[j] <= '9' {
+			j++
+		}
+		return j
+	}
+	start, end := 0, len(t)
+	if j := digitsAt(0); j > 0 && j <= 4 && (j == len(t) || t[j] == ' ' || t[j] == '/') {
+		k := j
+		if k < len(t) && t[k] == '/' {
+			if m := digitsAt(k + 1); m > k+1 {
+				k = m
+			}
+		}
+		start = k
+	}
+	// The last digit run, and "N of M" or "N/M" before it.
+	i := end
+	for i > start && t[i-1] >= '0' && t[i-1] <= '9' {
+		i--
+	}
+	if i < end && end-i <= 4 && (i == 0 || t[i-1] == ' ' || t[i-1] == '/' || t[i-1] == '-') {
+		head := strings.TrimRight(t[start:i], " /")
+		for _, w := range []string{" of", " de", " из"} {
+			head = strings.TrimSuffix(head, w)
+		}
+		j := len(head)
+		for j > 0 && head[j-1] >= '0' && head[j-1] <= '9' {
+			j--
+		}
+		if j < len(head) && (j == 0 || head[j-1] == ' ') {
+			head = head[:j]
+		}
+		t2 := strings.TrimSpace(head) + " #"
+		if start > 0 {
+			return "# " + strings.TrimSpace(t2)
+		}
+		return strings.TrimSpace(t2)
+	}
+	if start > 0 {
+		return strings.TrimSpace("# " + strings.TrimSpace(t[start:]))
+	}
+	return t
+}
 
 // cleanLines removes the page noise from lines (see above); markdown
 // enables the Markdown forms (front matter, page comments, rules).
@@ -109,7 +155,11 @@ func cleanLines(lines []string, markdown bool) cleanText {
 		if drop[i] != "" {
 			continue
 		}
-		if (markdown && (pageComment.MatchString(l) || pageSep.MatchString(l))) || strings.TrimSpace(l) == "\f" {
+		t := strings.TrimLeft(l, " ")
+		if t == "" {
+			continue
+		}
+		if (markdown && (t[0] == '<' && pageComment.MatchString(l) || t[0] == '{' && pageSep.MatchString(l))) || t[0] == '\f' && strings.TrimSpace(l) == "\f" {
 			drop[i] = "page marker"
 			bounds = append(bounds, i)
 		}
@@ -117,7 +167,7 @@ func cleanLines(lines []string, markdown bool) cleanText {
 	if markdown && len(bounds) == 0 {
 		var rules []int
 		for i, l := range lines {
-			if drop[i] == "" && ruleLine.MatchString(l) && (i == 0 || strings.TrimSpace(lines[i-1]) == "") {
+			if drop[i] == "" && strings.HasPrefix(strings.TrimLeft(l, " "), "---") && ruleLine.MatchString(l) && (i == 0 || strings.TrimSpace(lines[i-1]) == "") {
 				rules = append(rules, i)
 			}
 		}
@@ -175,10 +225,19 @@ func cleanLines(lines []string, markdown bool) cleanText {
 	}
 	if len(pages) >= 3 {
 		count := map[string]int{}
+		sigs := map[int]string{}
+		sigOf := func(j int) string {
+			s, ok := sigs[j]
+			if !ok {
+				s = lineSig(lines[j])
+				sigs[j] = s
+			}
+			return s
+		}
 		for _, pg := range pages {
 			seen := map[string]bool{}
 			for _, j := range edges(pg) {
-				if s := lineSig(lines[j]); s != "" && !seen[s] {
+				if s := sigOf(j); s != "" && !seen[s] {
 					seen[s] = true
 					count[s]++
 				}
@@ -191,7 +250,7 @@ func cleanLines(lines []string, markdown bool) cleanText {
 				if drop[j] != "" {
 					continue
 				}
-				s := lineSig(lines[j])
+				s := sigOf(j)
 				switch {
 				case count[s] >= min:
 					if !kept[s] && headingLike(lines[j]) {
@@ -450,9 +509,17 @@ var clauseStart = regexp.MustCompile(`^\d{1,3}(?:\.\d{1,3})*\.?\s+\S`)
 // one) — running headers fall where a page broke, repeated boilerplate
 // where a paragraph ends.
 func repeatedLines(lines, drop []string) {
+	// Only lines whose trimmed text occurs four times or more are looked
+	// at closely.
+	seen := map[string]int{}
+	for i, l := range lines {
+		if drop[i] == "" && len(l) >= 12 {
+			seen[strings.TrimSpace(l)]++
+		}
+	}
 	at := map[string][]int{}
 	for i, l := range lines {
-		if drop[i] != "" {
+		if drop[i] != "" || len(l) < 12 || seen[strings.TrimSpace(l)] < 4 {
 			continue
 		}
 		t := strings.TrimSpace(l)

@@ -72,17 +72,26 @@ func hardWrapped(lines []string) bool {
 
 // measure is the 90th percentile of the lengths of non-blank lines.
 func measure(lines []string) int {
-	var ls []int
+	var hist [257]int
+	n := 0
 	for _, l := range lines {
-		if strings.TrimSpace(l) != "" {
-			ls = append(ls, utf8.RuneCountInString(strings.TrimRight(l, " ")))
+		t := strings.TrimRight(l, " ")
+		if t == "" {
+			continue
 		}
+		hist[min(utf8.RuneCountInString(t), 256)]++
+		n++
 	}
-	if len(ls) == 0 {
+	if n == 0 {
 		return 80
 	}
-	sort.Ints(ls)
-	return max(ls[len(ls)*9/10], 20)
+	k := n * 9 / 10
+	for length, c := range hist {
+		if k -= c; k < 0 {
+			return max(length, 20)
+		}
+	}
+	return 256
 }
 
 var (
@@ -179,13 +188,13 @@ func reflow(lines []string) reflowed {
 		atStart := pt == "" || endsSentence(prev) || strings.HasPrefix(pt, "#") || strings.HasPrefix(pt, "|") || lastHeading == i-1
 		afterLeadIn := strings.HasSuffix(pt, ":")
 		// A numbered or keyword line: a block of its own, wraps joined.
-		if lineClause.MatchString(t) || (lineAnnex.MatchString(t) && utf8.RuneCountInString(t) <= 80) {
+		if clauseLike(t) || (annexLike(t) && lineAnnex.MatchString(t) && utf8.RuneCountInString(t) <= 80) {
 			blank(i)
 			joined := t
 			cur := l
-			for k := 0; k < 3 && i+1 < len(lines) && lineClause.MatchString(t); k++ {
+			for k := 0; k < 3 && i+1 < len(lines) && clauseLike(t); k++ {
 				nx := strings.TrimSpace(lines[i+1])
-				if nx == "" || endsSentence(cur) || lineClause.MatchString(nx) || strings.HasPrefix(nx, "#") || strings.HasPrefix(nx, "|") {
+				if nx == "" || endsSentence(cur) || clauseLike(nx) || strings.HasPrefix(nx, "#") || strings.HasPrefix(nx, "|") {
 					break
 				}
 				if !(startsLower(nx) || length(cur) >= w*85/100) {
@@ -196,7 +205,7 @@ func reflow(lines []string) reflowed {
 				joined += " " + nx
 			}
 			emit(joined, i)
-			if !hasSentenceEnd(joined) || lineAnnex.MatchString(t) {
+			if !hasSentenceEnd(joined) || annexLike(t) && lineAnnex.MatchString(t) {
 				// A heading: its own block. A clause that is a sentence
 				// goes on as a paragraph.
 				blank(i)
@@ -204,10 +213,9 @@ func reflow(lines []string) reflowed {
 			continue
 		}
 		// An unnumbered heading line.
-		words := len(strings.Fields(t))
-		if atStart && !afterLeadIn && length(l) < w*85/100 && !endsSentence(t) && startsUpper(t) && words <= 12 && textFollows(lines, i, w) &&
-			(startsUpper(next) || strings.TrimSpace(next) == "") && !strings.HasPrefix(next, " ") &&
-			!(words == 1 && strings.IndexFunc(t, unicode.IsDigit) >= 0) && hasLetter(t) {
+		if atStart && !afterLeadIn && length(l) < w*85/100 && !endsSentence(t) && startsUpper(t) &&
+			(startsUpper(next) || strings.TrimSpace(next) == "") && !strings.HasPrefix(next, " ") && textFollows(lines, i, w) &&
+			fewWords(t) && hasLetter(t) {
 			blank(i)
 			out.headings[len(out.lines)] = true
 			emit(t, i)
@@ -244,13 +252,54 @@ func textFollows(lines []string, i, w int) bool {
 }
 
 // hasSentenceEnd reports whether s ends a sentence or holds one ("2.2. The
-// indications shall be described. This includes …").
+// indications shall be described. This includes …": a lower-case letter
+// or ")" , a full stop, space, a capital).
 func hasSentenceEnd(s string) bool {
 	t := strings.TrimRight(s, " ")
 	if t != "" && strings.ContainsAny(t[len(t)-1:], ".!?;:") {
 		return true
 	}
-	return sentenceInside.MatchString(t)
+	for i := 1; i+2 < len(t); i++ {
+		if (t[i] == '.' || t[i] == '!' || t[i] == '?') && (t[i-1] >= 'a' && t[i-1] <= 'z' || t[i-1] == ')') && t[i+1] == ' ' {
+			j := i + 1
+			for j < len(t) && t[j] == ' ' {
+				j++
+			}
+			if j < len(t) && t[j] >= 'A' && t[j] <= 'Z' {
+				return true
+			}
+		}
+	}
+	return false
 }
 
-var sentenceInside = regexp.MustCompile(`[a-z)][.!?]\s+[A-Z]`)
+// fewWords: at most twelve words, and not a single token with digits.
+func fewWords(t string) bool {
+	words := 0
+	in := false
+	for i := 0; i < len(t); i++ {
+		if t[i] == ' ' || t[i] == '\t' {
+			in = false
+			continue
+		}
+		if !in {
+			words++
+			if words > 12 {
+				return false
+			}
+		}
+		in = true
+	}
+	return !(words == 1 && strings.IndexFunc(t, unicode.IsDigit) >= 0)
+}
+
+// clauseLike is lineClause with a cheap first test.
+func clauseLike(t string) bool {
+	return t != "" && (t[0] >= '0' && t[0] <= '9' || len(t) > 1 && t[0] >= 'A' && t[0] <= 'Z' && t[1] == '.') && lineClause.MatchString(t)
+}
+
+// annexLike: the line may start with an annex keyword.
+func annexLike(t string) bool {
+	r, _ := utf8.DecodeRuneInString(t)
+	return strings.ContainsRune("aAпП", r)
+}

@@ -122,6 +122,10 @@ func captionLabel(text string, kind unitKind) (string, bool) {
 	if len(text) > 4096 { // no caption is that long, however spaced
 		return "", false
 	}
+	// Every caption keyword starts with one of these.
+	if !captionStart(strings.TrimLeft(text, " \t")) {
+		return "", false
+	}
 	t := normalizeSpace(text)
 	if utf8.RuneCountInString(t) > 200 || t == "" {
 		return "", false
@@ -139,6 +143,28 @@ func captionLabel(text string, kind unitKind) (string, bool) {
 		}
 	}
 	return c.units[0].String(), true
+}
+
+// captionStart reports whether s starts like a caption keyword ("Table",
+// "Tabla", "Fig.", "Abbildung", "Таблица", "Рисунок").
+func captionStart(s string) bool {
+	n := 0
+	var b [3]rune
+	for _, r := range s {
+		if n == 3 {
+			break
+		}
+		b[n] = unicode.ToLower(r)
+		n++
+	}
+	if n < 3 {
+		return false
+	}
+	switch string(b[:]) {
+	case "tab", "fig", "abb", "таб", "рис":
+		return true
+	}
+	return false
 }
 
 // attachCaptions gives a table without a caption the caption paragraph

@@ -444,7 +444,7 @@ func (p *txtParser) flush(block []string) {
 // applicable." after 1.1) is that numbered clause, holding what follows
 // up to the next number or heading.
 func (p *txtParser) paragraph(text string) {
-	if !p.keywords {
+	if !p.keywords && text != "" && (text[0] >= '0' && text[0] <= '9' || text[0] >= 'A' && text[0] <= 'Z') {
 		if m := mdClause.FindStringSubmatch(text); m != nil && strings.Contains(m[1], ".") && p.clauseFits(m[1]) {
 			p.b.clause(strings.Count(m[1], ".")+1, m[1])
 		}
