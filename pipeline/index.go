@@ -80,6 +80,15 @@ func (x *recordIndex) markSeen(key string) (already bool) {
 	return already
 }
 
+// markPrefixSeen marks every stored key under prefix as listed: a part of
+// the listing that could not be read (sources.Unlisted) deletes nothing.
+func (x *recordIndex) markPrefixSeen(prefix string) {
+	i, _ := slices.BinarySearch(x.keys, prefix)
+	for ; i < len(x.keys) && strings.HasPrefix(x.keys[i], prefix); i++ {
+		x.seen[i] = true
+	}
+}
+
 // isSeen reports whether the listing had the key.
 func (x *recordIndex) isSeen(key string) bool {
 	if i := x.find(key); i >= 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/kgsync/kgsync/embed"
 	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/sources/csvtable"
 	"github.com/kgsync/kgsync/sources/files"
 	"github.com/kgsync/kgsync/state"
 )
@@ -95,4 +96,48 @@ func TestFailedSourceDoesNotBlockTheOthers(t *testing.T) {
 	require.ErrorContains(t, err, `source "gone"`)
 	require.Equal(t, state.StatusFailed, res.Run.Status)
 	require.Contains(t, b.graph.Nodes("Document"), "docs:rfc7239.txt")
+}
+
+// TestBadCSVFileBlocksOnlyItsTable: an unterminated quote in one CSV file
+// of a source used to fail the whole source; now the other table is
+// synced, the broken table's rows stay as they were (none deleted), the
+// run is partial, and the table leaves quarantine once its file is fixed.
+func TestBadCSVFileBlocksOnlyItsTable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	write("faq.csv", "id,question\n1,What is a heading?\n2,What is a chapter?\n3,What is a note?\n")
+	write("guide.csv", "id,title\n1,Fruit\n2,Vegetables\n")
+	src, err := csvtable.New("csv", csvtable.Config{Tables: []csvtable.Table{
+		{Path: filepath.Join(dir, "faq.csv"), Table: "faq", Key: "id"},
+		{Path: filepath.Join(dir, "guide.csv"), Table: "guide", Key: "id"}}}, nil)
+	require.NoError(t, err)
+	b := setup(t, t.TempDir(), 256, 32)
+	b.p.Sources = []sources.Source{src}
+	b.sync(t, pipeline.Mode{})
+	require.Len(t, b.graph.Nodes("faq"), 3)
+
+	write("faq.csv", "id,question\n1,What is a heading?\n2,\"What is a chapter?\n3,What is a note?\n")
+	write("guide.csv", "id,title\n1,Fruit\n2,Vegetables and roots\n")
+	res, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.NoError(t, err)
+	require.Equal(t, state.StatusPartial, res.Run.Status)
+	require.Zero(t, res.Run.Counts.RecordsDeleted, "the broken table deletes nothing")
+	require.Len(t, b.graph.Nodes("faq"), 3)
+	n, ok := b.graph.Node("guide", "guide:2")
+	require.True(t, ok)
+	require.Equal(t, "Vegetables and roots", n["title"], "the other table is synced")
+	qs, err := b.store.QuarantineList(t.Context(), "docs")
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+	require.Equal(t, "faq:", qs[0].Key)
+	require.Equal(t, state.StageList, qs[0].Stage)
+	require.Contains(t, qs[0].Error, "faq.csv")
+
+	write("faq.csv", "id,question\n1,What is a heading?\n2,What is a chapter?\n")
+	c := b.sync(t, pipeline.Mode{})
+	require.Equal(t, 1, c.RecordsDeleted, "fixed and complete: row 3 is gone")
+	require.Zero(t, c.Quarantined)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kgsync/kgsync/chunker"
@@ -100,7 +101,8 @@ func (r *runner) settleQuarantine(ctx context.Context, source string, seen func(
 		if _, again := r.q.failed[ref]; again {
 			continue
 		}
-		if r.q.released[ref] || (q.Stage == state.StageList && complete) || (q.Stage != state.StageList && seen(ref.Key)) {
+		if r.q.released[ref] || (q.Stage == state.StageList && complete) ||
+			(q.Stage != state.StageList && seen(ref.Key) && !r.underUnlisted(ref)) {
 			freed = append(freed, ref)
 		}
 	}
@@ -118,6 +120,17 @@ func (r *runner) settleQuarantine(ctx context.Context, source string, seen func(
 	}
 	r.q.order = slices.DeleteFunc(r.q.order, func(ref state.RecordRef) bool { return ref.Source == source })
 	return nil
+}
+
+// underUnlisted reports whether ref lies under a part of its source's
+// listing that failed in this run (its records were not read).
+func (r *runner) underUnlisted(ref state.RecordRef) bool {
+	for f, q := range r.q.failed {
+		if q.Stage == state.StageList && f.Source == ref.Source && strings.HasPrefix(ref.Key, f.Key) {
+			return true
+		}
+	}
+	return false
 }
 
 // embedRefused reports whether an embedding error is the provider refusing

@@ -367,6 +367,10 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			r.quarantineRecord(name, sk.Key, state.StageRead, sk.Err)
 			stored.markSeen(sk.Key)
 		}
+		for _, u := range page.Unlisted {
+			r.quarantineRecord(name, u.Prefix, state.StageList, u.Err)
+			stored.markPrefixSeen(u.Prefix)
+		}
 		prevCursor, lastCursor = lastCursor, page.Cursor
 	}
 	l.complete = true

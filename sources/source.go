@@ -54,6 +54,12 @@ type Page struct {
 	// unreadable file, invalid UTF-8, too large). They are reported and kept
 	// as they are in state and graph: never treated as deleted.
 	Skipped []Skip
+	// Unlisted are parts of the listing that could not be read (a folder
+	// of a files source, one CSV file of a csv source): the stored records
+	// whose keys start with the part's Prefix are kept as they are, never
+	// treated as deleted, and the part is reported and retried next run,
+	// while the rest of the listing counts as complete.
+	Unlisted []Unlisted
 	// Cursor is the position after this page, stored once the page's batch
 	// is committed ("" when the source has no cursor).
 	Cursor string
@@ -84,6 +90,15 @@ type Page struct {
 // children with it, and, in a partial listing that lists the parent, the
 // children the listing does not list.
 const ChildMarker = "#child:"
+
+// Unlisted is a part of a listing that could not be read.
+type Unlisted struct {
+	// Prefix is the key prefix of the part's records: "guides/" for a
+	// folder, "<table>:" for a CSV table.
+	Prefix string
+	// Err says why, naming the folder or file (and line).
+	Err error
+}
 
 // Skip is a record that could not be read.
 type Skip struct {

@@ -30,11 +30,12 @@
 // that does not parse (never coerced silently), or a cell with invalid
 // UTF-8.
 //
-// What fails the listing (the iterator yields an error, so the pipeline
-// deletes nothing): a file that cannot be opened, an empty file (no header
-// row), a CSV syntax error (bare or missing quote, a file truncated inside a
-// quoted cell), a header without the key column or with a duplicate name, a
-// configured column absent from the header, and a done context.
+// What blocks one table (Page.Unlisted with prefix "<table>:", so the
+// pipeline deletes none of its stored rows and reads the other tables): a
+// file that cannot be opened, an empty file (no header row), a CSV syntax
+// error (bare or missing quote, a file truncated inside a quoted cell), a
+// header without the key column or with a duplicate name, and a configured
+// column absent from the header. A done context fails the listing.
 //
 // There is no cursor: every listing is complete and Page.Cursor is "";
 // the pipeline's content hash makes unchanged rows free.
@@ -264,9 +265,21 @@ func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Pag
 			if errors.Is(err, errStopped) {
 				return
 			}
-			if err != nil {
+			if err != nil && ctx.Err() != nil {
 				yield(nil, err)
 				return
+			}
+			if err != nil {
+				// A file that cannot be read whole (an unterminated quote, a
+				// bad header, gone) blocks only its table: its stored rows
+				// are kept, the other tables are read.
+				s.logger.Warn("csv table not read; its stored rows are kept", slog.String("source", s.name),
+					slog.String("table", t.id), slog.String("err", err.Error()))
+				p.page.Unlisted = append(p.page.Unlisted, sources.Unlisted{Prefix: t.id + ":", Err: err})
+				if err := p.add(); err != nil {
+					return
+				}
+				continue
 			}
 			s.logger.Debug("csv table read", slog.String("source", s.name), slog.String("table", t.id), slog.String("file", t.path), slog.Int("rows", n))
 		}

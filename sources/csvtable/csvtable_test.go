@@ -27,11 +27,12 @@ func tablesDir(t testing.TB) string { return corpus.Tables(t) }
 
 // listing collects a whole Read: its pages, or its error.
 type listing struct {
-	pages   []*sources.Page
-	records []sources.Record
-	byKey   map[string]sources.Record
-	skipped []sources.Skip
-	err     error
+	pages    []*sources.Page
+	records  []sources.Record
+	byKey    map[string]sources.Record
+	skipped  []sources.Skip
+	unlisted []sources.Unlisted
+	err      error
 }
 
 func readAll(t testing.TB, src *Source) listing {
@@ -47,6 +48,7 @@ func readAll(t testing.TB, src *Source) listing {
 		require.False(t, pg.Partial)
 		l.pages = append(l.pages, pg)
 		l.skipped = append(l.skipped, pg.Skipped...)
+		l.unlisted = append(l.unlisted, pg.Unlisted...)
 		for _, r := range pg.Records {
 			_, dup := l.byKey[r.Key]
 			require.False(t, dup, "key %s yielded twice", r.Key)
@@ -368,9 +370,13 @@ func TestFailedListings(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			// A file that cannot be read is an unlisted part of the
+			// listing (its table's stored rows are kept), not a failure
+			// of the whole source.
 			l := readAll(t, newSource(t, tc.table))
-			require.Error(t, l.err)
-			require.Contains(t, l.err.Error(), tc.want)
+			require.NoError(t, l.err)
+			require.Len(t, l.unlisted, 1)
+			require.Contains(t, l.unlisted[0].Err.Error(), tc.want)
 		})
 	}
 }
@@ -381,12 +387,15 @@ func TestBareQuoteLine(t *testing.T) {
 	t.Parallel()
 	p := writeCSV(t, "q.csv", "a,b\n1,2\n3,x\"y\n")
 	l := readAll(t, newSource(t, Table{Path: p}))
+	require.Len(t, l.unlisted, 1)
+	err := l.unlisted[0].Err
 	var pe *csv.ParseError
-	require.ErrorAs(t, l.err, &pe)
+	require.ErrorAs(t, err, &pe)
 	require.Equal(t, 3, pe.Line)
-	require.ErrorIs(t, l.err, csv.ErrBareQuote)
-	require.Contains(t, l.err.Error(), "q.csv")
-	// Records read before the error may have been yielded, but the listing failed.
+	require.ErrorIs(t, err, csv.ErrBareQuote)
+	require.Contains(t, err.Error(), "q.csv")
+	// Records read before the error may have been yielded; the table is
+	// reported unlisted, so none of its stored rows is deleted.
 }
 
 func TestNewValidation(t *testing.T) {
@@ -530,4 +539,26 @@ func BenchmarkHarmonizedSystem(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// TestBadFileBlocksOnlyItsTable: a file with an unterminated quote is
+// reported as an unlisted part ("<table>:"), and the table beside it is
+// read whole; the listing does not fail.
+func TestBadFileBlocksOnlyItsTable(t *testing.T) {
+	t.Parallel()
+	bad := writeCSV(t, "bad.csv", "id,name\n1,one\n2,\"unterminated\n3,three\n")
+	good := writeCSV(t, "good.csv", "id,name\n1,one\n2,two\n")
+	s := newSource(t, Table{Path: bad, Table: "bad", Key: "id"}, Table{Path: good, Table: "good", Key: "id"})
+	l := readAll(t, s)
+	require.NoError(t, l.err)
+	require.Contains(t, l.byKey, "good:1")
+	require.Contains(t, l.byKey, "good:2")
+	var unlisted []sources.Unlisted
+	for _, pg := range l.pages {
+		unlisted = append(unlisted, pg.Unlisted...)
+	}
+	require.Len(t, unlisted, 1)
+	require.Equal(t, "bad:", unlisted[0].Prefix)
+	require.ErrorContains(t, unlisted[0].Err, "bad.csv")
+	require.ErrorContains(t, unlisted[0].Err, `extraneous or missing " in quoted-field`)
 }

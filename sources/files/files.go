@@ -21,9 +21,13 @@
 // is the link's path); symlinks to directories are not descended (their
 // files are listed under their real paths).
 //
+// A folder under the root that cannot be read is reported in
+// Page.Unlisted (prefix "<folder>/"): the records stored under it are
+// kept, and the rest of the tree is listed.
+//
 // What fails the listing (the iterator yields an error, so the pipeline
-// deletes nothing): a root that does not exist or is not a directory, a
-// directory that cannot be read, and a done context.
+// deletes nothing): a root that does not exist, is not a directory or
+// cannot be read, and a done context.
 //
 // Records carry no modification time: touching a file is not a change.
 // Files have no cursor: every listing is complete and Page.Cursor is "".
@@ -115,6 +119,8 @@ type Source struct {
 	pageSize  int
 	pageBytes int64
 	logger    *slog.Logger
+	// walk walks the tree (filepath.WalkDir; tests inject failures).
+	walk func(root string, fn fs.WalkDirFunc) error
 }
 
 // New returns a files source named name over cfg.Root (used as given:
@@ -155,6 +161,7 @@ func New(name string, cfg config.FilesSource, formats map[string]string, logger 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Source{
+		walk: filepath.WalkDir,
 		name:      name,
 		root:      cfg.Root,
 		include:   slices.Clone(cfg.Include),
@@ -189,12 +196,12 @@ type entry struct {
 // skipped and what fails the listing.
 func (s *Source) Read(ctx context.Context, _ string) iter.Seq2[*sources.Page, error] {
 	return func(yield func(*sources.Page, error) bool) {
-		entries, err := s.list(ctx)
+		entries, unlisted, err := s.list(ctx)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		page := &sources.Page{}
+		page := &sources.Page{Unlisted: unlisted}
 		var size int64
 		for _, en := range entries {
 			if err := ctx.Err(); err != nil {
@@ -215,20 +222,20 @@ func (s *Source) Read(ctx context.Context, _ string) iter.Seq2[*sources.Page, er
 				page, size = &sources.Page{}, 0
 			}
 		}
-		if len(page.Records)+len(page.Skipped) > 0 {
+		if len(page.Records)+len(page.Skipped)+len(page.Unlisted) > 0 {
 			yield(page, nil)
 		}
 	}
 }
 
 // list walks the tree and returns the entries sorted by key.
-func (s *Source) list(ctx context.Context) ([]entry, error) {
+func (s *Source) list(ctx context.Context) ([]entry, []sources.Unlisted, error) {
 	info, err := os.Stat(s.root)
 	if err != nil {
-		return nil, fmt.Errorf("files source %q: root: %w", s.name, err)
+		return nil, nil, fmt.Errorf("files source %q: root: %w", s.name, err)
 	}
 	if !info.IsDir() {
-		return nil, fmt.Errorf("files source %q: root %s is not a directory", s.name, s.root)
+		return nil, nil, fmt.Errorf("files source %q: root %s is not a directory", s.name, s.root)
 	}
 	// Walk the real root, so a root that is itself a symlink is descended and
 	// symlink targets can be compared with it.
@@ -237,13 +244,25 @@ func (s *Source) list(ctx context.Context) ([]entry, error) {
 		real, err = filepath.Abs(real)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("files source %q: resolve root %s: %w", s.name, s.root, err)
+		return nil, nil, fmt.Errorf("files source %q: resolve root %s: %w", s.name, s.root, err)
 	}
 	var entries []entry
-	err = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+	var unlisted []sources.Unlisted
+	err = s.walk(real, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			// An unreadable directory: its files would look deleted.
-			return fmt.Errorf("walk %s: %w", p, err)
+			if p == real || d == nil || !d.IsDir() {
+				// The root itself: its files would look deleted.
+				return fmt.Errorf("walk %s: %w", p, err)
+			}
+			// An unreadable folder blocks only itself: the stored records
+			// under it are kept, the rest of the tree is listed.
+			rel, rerr := filepath.Rel(real, p)
+			if rerr != nil {
+				return fmt.Errorf("walk %s: %w", p, err)
+			}
+			key := filepath.ToSlash(rel) + "/"
+			unlisted = append(unlisted, sources.Unlisted{Prefix: key, Err: fmt.Errorf("files source %q: folder %s: %w", s.name, key, err)})
+			return filepath.SkipDir
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -272,10 +291,10 @@ func (s *Source) list(ctx context.Context) ([]entry, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("files source %q: list %s: %w", s.name, s.root, err)
+		return nil, nil, fmt.Errorf("files source %q: list %s: %w", s.name, s.root, err)
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
-	return entries, nil
+	return entries, unlisted, nil
 }
 
 // classify decides whether key is listed (want) and, if so, its format or

@@ -3,6 +3,7 @@ package files
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -462,4 +463,54 @@ func TestAnchorFromConfig(t *testing.T) {
 	l := readAll(t, newSource(t, config.FilesSource{Root: root, Anchor: "Manual"}))
 	require.NoError(t, l.err)
 	require.Equal(t, "Manual", l.records[0].Anchor)
+}
+
+// TestUnreadableFolderBlocksOnlyItself: a folder that cannot be read is
+// reported as an unlisted part ("sub/") and the rest of the tree is
+// listed; an unreadable root still fails the listing. (Tests run as root,
+// who reads a chmod 000 folder, so the walk's failure is injected.)
+func TestUnreadableFolderBlocksOnlyItself(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a.md"), []byte("# A\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "sub", "b.md"), []byte("# B\n"), 0o644))
+	s, err := New("docs", config.FilesSource{Root: root}, map[string]string{".md": "md"}, nil)
+	require.NoError(t, err)
+	denied := func(dir string) func(string, fs.WalkDirFunc) error {
+		return func(r string, fn fs.WalkDirFunc) error {
+			return filepath.WalkDir(r, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.IsDir() && filepath.Base(p) == dir {
+					if err := fn(p, d, nil); err != nil {
+						return err
+					}
+					return fn(p, d, fs.ErrPermission)
+				}
+				return fn(p, d, err)
+			})
+		}
+	}
+	s.walk = denied("sub")
+	var keys []string
+	var unlisted []sources.Unlisted
+	for pg, err := range s.Read(t.Context(), "") {
+		require.NoError(t, err)
+		unlisted = append(unlisted, pg.Unlisted...)
+		for _, r := range pg.Records {
+			keys = append(keys, r.Key)
+		}
+	}
+	require.Equal(t, []string{"a.md"}, keys)
+	require.Len(t, unlisted, 1)
+	require.Equal(t, "sub/", unlisted[0].Prefix)
+	require.ErrorIs(t, unlisted[0].Err, fs.ErrPermission)
+
+	s.walk = denied(filepath.Base(root))
+	var failed error
+	for _, err := range s.Read(t.Context(), "") {
+		if err != nil {
+			failed = err
+		}
+	}
+	require.ErrorIs(t, failed, fs.ErrPermission, "an unreadable root fails the listing")
 }
