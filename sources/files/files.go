@@ -161,7 +161,7 @@ func New(name string, cfg config.FilesSource, formats map[string]string, logger 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Source{
-		walk: filepath.WalkDir,
+		walk:      filepath.WalkDir,
 		name:      name,
 		root:      cfg.Root,
 		include:   slices.Clone(cfg.Include),
