@@ -21,7 +21,9 @@ type recordIndex struct {
 	seen    []bool
 	removed []bool
 	live    int
-	extra   map[string]bool
+	// seenLive counts the stored, not removed keys the listing had.
+	seenLive int
+	extra    map[string]bool
 	// deleted counts the keys removed because the source reported them
 	// deleted, for the mass-delete guard.
 	deleted int
@@ -74,6 +76,9 @@ func (x *recordIndex) get(key string) (state.RecordSummary, bool) {
 func (x *recordIndex) markSeen(key string) (already bool) {
 	if i := x.find(key); i >= 0 {
 		already, x.seen[i] = x.seen[i], true
+		if !already {
+			x.seenLive++
+		}
 		return already
 	}
 	already, x.extra[key] = x.extra[key], true
@@ -85,6 +90,9 @@ func (x *recordIndex) markSeen(key string) (already bool) {
 func (x *recordIndex) markPrefixSeen(prefix string) {
 	i, _ := slices.BinarySearch(x.keys, prefix)
 	for ; i < len(x.keys) && strings.HasPrefix(x.keys[i], prefix); i++ {
+		if !x.seen[i] && !x.removed[i] {
+			x.seenLive++
+		}
 		x.seen[i] = true
 	}
 }
@@ -103,11 +111,23 @@ func (x *recordIndex) remove(key string) {
 	if i := x.find(key); i >= 0 {
 		x.removed[i] = true
 		x.live--
+		if x.seen[i] {
+			x.seenLive--
+		}
 	}
 }
 
 // len is the number of stored records.
 func (x *recordIndex) len() int { return x.live }
+
+// netLoss is what a complete listing read so far would delete, net of
+// the records it brought under new keys: stored records not listed yet,
+// minus new keys. It only falls as the listing goes on, so once it is
+// within the mass-delete guard it stays there (a rename of every file
+// loses nothing).
+func (x *recordIndex) netLoss() int {
+	return max(x.live-x.seenLive-len(x.extra), 0)
+}
 
 // unseen returns the stored keys the listing did not have.
 func (x *recordIndex) unseen() []string {

@@ -234,9 +234,34 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 	origins := map[state.RecordRef]state.Origin{}
 	w := r.startWriter(ctx)
 	defer func() { _ = w.stop() }()
+	// While a complete listing could still trip the mass-delete guard,
+	// batches are held, not written: the guard rules before the first
+	// write, and a tripped guard leaves graph and state as they were.
+	var h hold
+	holding := func() bool {
+		if h.released || stored == nil {
+			return !h.released
+		}
+		if partial || !r.guardTrips(stored.netLoss(), stored.len()) {
+			h.released = true
+		}
+		return !h.released
+	}
 	// flush prepares the pending records and hands them to the writer,
 	// which writes them while the next batch is read and prepared.
-	flush := func() error {
+	var flush func() error
+	writeHeld := func() error {
+		batches := h.batches
+		h.batches, h.bytes, h.records = nil, 0, 0
+		for _, hb := range batches {
+			pending, lastCursor = hb.items, hb.cursor
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	flush = func() error {
 		if len(origins) > 0 {
 			// Records stored before their origin was kept get it, without
 			// being rewritten.
@@ -247,6 +272,21 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		}
 		if len(pending) == 0 {
 			return nil
+		}
+		if holding() {
+			h.batches = append(h.batches, heldBatch{items: slices.Clone(pending), cursor: lastCursor})
+			h.bytes += pendingBytes
+			h.records += len(pending)
+			pending, pendingBytes = pending[:0], 0
+			return h.check(stored)
+		}
+		if len(h.batches) > 0 {
+			cur, curBytes := slices.Clone(pending), pendingBytes
+			saved := lastCursor
+			if err := writeHeld(); err != nil {
+				return err
+			}
+			pending, pendingBytes, lastCursor = cur, curBytes, saved
 		}
 		p, err := r.prepareBatch(ctx, name, pending, lastCursor)
 		pending, pendingBytes = pending[:0], 0
@@ -279,6 +319,11 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 	}
 	read := func(c context.Context) iter.Seq2[*sources.Page, error] { return r.p.read(c, src, from) }
 	for page, err := range prefetch(ctx, read, 2) {
+		if err != nil {
+			// A listing that ends early deletes nothing: what it held is
+			// written whatever the guard would say.
+			h.released = true
+		}
 		if errors.Is(err, sources.ErrNotModified) {
 			r.warn(sources.NotModifiedWarnings(err))
 			r.log.Info("source not modified", slog.String("source", name))
@@ -382,6 +427,20 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		lastCursor = prevCursor
 	}
 	if err := drain(); err != nil {
+		return err
+	}
+	if !partial && stored != nil {
+		// The guard rules on the whole listing before anything held is
+		// written.
+		if err := r.guard(stored.netLoss(), stored.len()); err != nil {
+			return err
+		}
+	}
+	h.released = true
+	if err := writeHeld(); err != nil {
+		return err
+	}
+	if err := w.wait(); err != nil {
 		return err
 	}
 	if partial {
@@ -552,7 +611,7 @@ func (r *runner) deleteMissing(ctx context.Context, source string, stored *recor
 	if len(gone) == 0 {
 		return nil
 	}
-	if err := r.guard(len(gone), stored.len()); err != nil {
+	if err := r.guard(stored.netLoss(), stored.len()); err != nil {
 		return err
 	}
 	return r.deleteStored(ctx, source, gone)
@@ -634,6 +693,50 @@ func (r *runner) warn(ws []string) {
 	}
 }
 
+// guardTrips reports whether deleting deletes of stored records is more
+// than the mass-delete guard allows.
+func (r *runner) guardTrips(deletes, stored int) bool {
+	ratio := r.p.MaxDeleteRatio
+	if ratio <= 0 {
+		ratio = 0.3
+	}
+	if r.mode.AllowMassDelete || ratio >= 1 || deletes < 2 {
+		return false
+	}
+	return float64(deletes) > ratio*float64(stored)
+}
+
+// hold keeps a complete listing's batches while the mass-delete guard
+// could still trip (see syncListing).
+type hold struct {
+	batches  []heldBatch
+	bytes    int // document bytes held
+	records  int
+	released bool
+}
+
+type heldBatch struct {
+	items  []item
+	cursor string
+}
+
+// Bounds of a hold: past them, with the guard still undecided, the run
+// stops without writing (ErrMassDelete), as a tripped guard does.
+const (
+	maxHeldBytes   = 256 << 20
+	maxHeldRecords = 100000
+)
+
+// check refuses a hold past its bounds.
+func (h *hold) check(stored *recordIndex) error {
+	if h.bytes <= maxHeldBytes && h.records <= maxHeldRecords {
+		return nil
+	}
+	return fmt.Errorf("%w: %d records changed (%d MiB of documents) before the listing reached enough of the %d stored records to rule out a mass delete "+
+		"(%d not listed yet); nothing was written; rerun with --allow-mass-delete to confirm", ErrMassDelete,
+		h.records, h.bytes>>20, stored.len(), stored.len()-stored.seenLive)
+}
+
 // guard is the mass-delete guard: deleting more than MaxDeleteRatio of a
 // source's stored records stops the run, unless the operator allowed it. A
 // single deletion never trips it.
@@ -642,10 +745,7 @@ func (r *runner) guard(deletes, stored int) error {
 	if ratio <= 0 {
 		ratio = 0.3
 	}
-	if r.mode.AllowMassDelete || ratio >= 1 || deletes < 2 {
-		return nil
-	}
-	if float64(deletes) > ratio*float64(stored) {
+	if r.guardTrips(deletes, stored) {
 		return fmt.Errorf("%w: the run would delete %d of %d records (%.0f%%, limit %.0f%%); nothing was deleted; rerun with --allow-mass-delete to confirm",
 			ErrMassDelete, deletes, stored, 100*float64(deletes)/float64(stored), 100*ratio)
 	}
