@@ -222,3 +222,31 @@ func TestLinkPassSurvivesAFailedRun(t *testing.T) {
 	c = b.sync(t, pipeline.Mode{})
 	require.Zero(t, c.SinkStatements, "and then nothing is left to do")
 }
+
+// TestRegulationAndItsGuidance: MDCG 2019-9 cites the MDR as "MDR,
+// Article 32 (1)" (an abbreviation it defines) and "Regulation (EU)
+// 2017/745"; the MDR's own title gives it those identifiers, so the link
+// pass draws CROSS_REF edges from the guidance to the regulation's
+// articles, paragraphs, recitals and annexes.
+func TestRegulationAndItsGuidance(t *testing.T) {
+	t.Parallel()
+	b := setup(t, copyCorpus(t, "eu-mdr-2017-745-oj.html", "mdcg-2019-9-rev1-sscp.md"), 256, 32)
+	b.sync(t, pipeline.Mode{})
+	mdr, _ := b.graph.Node("Document", "docs:eu-mdr-2017-745-oj.html")
+	require.Contains(t, mdr["title"], "REGULATION (EU) 2017/745")
+	targets := map[string]bool{}
+	for _, e := range b.graph.Edges() {
+		if e.Type == pipeline.RelCrossRef && strings.HasPrefix(e.From.ID, "docs:mdcg-2019-9-rev1-sscp.md") &&
+			strings.HasPrefix(e.To.ID, "docs:eu-mdr-2017-745-oj.html") {
+			n, ok := b.graph.Node(e.To.Label, e.To.ID)
+			require.True(t, ok)
+			c, _ := n["citation"].(string)
+			targets[c] = true
+		}
+	}
+	for _, c := range []string{"Article 32(1)", "Article 61(11)", "Article 2(71)", "Annex XIV Part B", "Recital 43", "Annex VI Part A 2.14"} {
+		require.True(t, targets[c], "%s in %v", c, targets)
+	}
+	doc, _ := b.graph.Node("Document", "docs:mdcg-2019-9-rev1-sscp.md")
+	require.Greater(t, doc["refs_external_resolved"], int64(100))
+}
