@@ -399,8 +399,8 @@ func joinsAcross(lines, drop []string, i int) bool {
 }
 
 // footnoteBlock finds the footnote block that ends the page [start, end):
-// lines that start with consecutive numbers, the first one after last
-// (the document's count so far) or 1, each with the lines under it. It
+// lines that start with consecutive numbers, the first one a little after
+// last (the document's count so far) or 1, each with the lines under it. It
 // returns the numbers, their texts and the block's first line, or -1.
 func footnoteBlock(lines, drop []string, start, end, last int) ([]int, []string, int) {
 	var nums []int
@@ -441,7 +441,9 @@ func footnoteBlock(lines, drop []string, start, end, last int) ([]int, []string,
 		}
 		break
 	}
-	if len(nums) == 0 || (nums[0] != last+1 && nums[0] != 1) {
+	// The block continues the document's count (a few numbers may have
+	// been missed on an earlier page) or starts again at 1.
+	if len(nums) == 0 || (nums[0] <= last || nums[0] > last+10) && nums[0] != 1 {
 		return nil, nil, -1
 	}
 	return nums, texts, from

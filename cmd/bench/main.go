@@ -392,7 +392,8 @@ var edits = []edit{
 }
 
 // insertParagraph inserts a paragraph at the first paragraph boundary after
-// the middle of s (after a </p> in HTML, at a blank line elsewhere).
+// the middle of s (after a </p> in HTML, at a blank line elsewhere that
+// does not end a converted page).
 func insertParagraph(s string) string {
 	const para = "This paragraph was added by an editor to check how many chunks change when a document grows by a paragraph in the middle."
 	mid := len(s) / 2
@@ -400,9 +401,18 @@ func insertParagraph(s string) string {
 		at := mid + i + len("</p>")
 		return s[:at] + "\n<p>" + para + "</p>" + s[at:]
 	}
-	if i := strings.Index(s[mid:], "\n\n"); i >= 0 {
-		at := mid + i
-		return s[:at] + "\n\n" + para + s[at:]
+	// A blank line in the body, not the one before a page marker (where a
+	// converted page ends in its footnotes).
+	for at := mid; at < len(s); {
+		i := strings.Index(s[at:], "\n\n")
+		if i < 0 {
+			break
+		}
+		at += i
+		if !strings.HasPrefix(strings.TrimLeft(s[at:], "\n"), "<!--") {
+			return s[:at] + "\n\n" + para + s[at:]
+		}
+		at += 2
 	}
 	return s + "\n\n" + para
 }
