@@ -105,6 +105,10 @@ type HTTPPagination struct {
 	Size      int    `yaml:"size,omitempty"`
 	// Next is the jq expression of the next cursor or URL.
 	Next string `yaml:"next,omitempty"`
+	// Total is the jq expression of the listing's record count (".total").
+	Total string `yaml:"total,omitempty"`
+	// HasMore is the jq expression of the more-pages flag (".has_more").
+	HasMore string `yaml:"has_more,omitempty"`
 }
 
 // HTTPLink is one link of an API record.

@@ -338,7 +338,8 @@ func httpConfig(c *config.HTTPSource) httpapi.Config {
 	}
 	if c.Pagination != nil {
 		out.Pagination = httpapi.Pagination{Style: c.Pagination.Style, Param: c.Pagination.Param, Start: c.Pagination.Start,
-			SizeParam: c.Pagination.SizeParam, Size: c.Pagination.Size, Next: c.Pagination.Next}
+			SizeParam: c.Pagination.SizeParam, Size: c.Pagination.Size, Next: c.Pagination.Next,
+			Total: c.Pagination.Total, HasMore: c.Pagination.HasMore}
 	}
 	if len(c.Links) > 0 {
 		out.Links = map[string]httpapi.LinkConfig{}

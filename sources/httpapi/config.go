@@ -157,6 +157,19 @@ type Pagination struct {
 	// Next is the jq expression yielding the next cursor token (StyleCursor)
 	// or next URL (StyleNextURL), e.g. ".meta.next_cursor" or ".links.next".
 	Next string
+	// Total is a jq expression yielding the number of records the whole
+	// listing holds, e.g. ".total" or ".meta.total_count": the listing
+	// ends when that many were received, and one that ends before (an
+	// empty page, no next link) is an incomplete read that fails and
+	// deletes nothing. Without it, a top-level "total", "total_count",
+	// "totalCount", "total_results" or "meta.total" / "meta.total_count"
+	// number in the body is used for that check only.
+	Total string
+	// HasMore is a jq expression yielding whether more pages follow, e.g.
+	// ".has_more": false ends the listing; true on an empty page is an
+	// incomplete read. Without it, a top-level boolean "has_more" or
+	// "hasMore" is used for that check only.
+	HasMore string
 }
 
 // LinkConfig says where in a record the keys of linked records are.

@@ -262,7 +262,7 @@ func (m *mapper) record(ctx context.Context, key string, obj map[string]any) (so
 			}
 			if !seen[k] {
 				seen[k] = true
-				rec.Links = append(rec.Links, sources.Link{Type: l.typ, ToAnchor: l.anchor, ToKey: k})
+				rec.Links = append(rec.Links, sources.Link{Type: l.typ, ToAnchor: l.anchor, ToKey: RecordKey(l.anchor, k)})
 			}
 			return nil
 		}

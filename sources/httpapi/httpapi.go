@@ -63,6 +63,8 @@ type Source struct {
 	records    *jqExpr
 	key        *jqExpr
 	next       *jqExpr
+	total      *jqExpr // nil: detect a total (completeness check only)
+	hasMore    *jqExpr // nil: detect has_more (completeness check only)
 	cursorExpr *jqExpr
 	detailPath *jqExpr
 	mapper     mapper
@@ -128,6 +130,8 @@ func New(name string, cfg Config, logger *slog.Logger) (*Source, error) {
 	s.records = jq("records", cfg.Records)
 	s.key = jq("key", cfg.Key)
 	s.next = jq("pagination.next", cfg.Pagination.Next)
+	s.total = jq("pagination.total", cfg.Pagination.Total)
+	s.hasMore = jq("pagination.has_more", cfg.Pagination.HasMore)
 	s.mapper.anchor = cfg.Anchor
 	if len(cfg.Attributes) > 0 {
 		names := make([]string, 0, len(cfg.Attributes))
@@ -220,6 +224,8 @@ type listing struct {
 	hw     string         // running high-water mark
 	seen   map[string]int // key → page first seen on
 	pageNo int            // 1-based
+	// received counts the records of the listing's pages so far.
+	received int
 }
 
 // Read yields the endpoint's pages after cursor. A read without cursor, or
@@ -344,6 +350,10 @@ func (s *Source) list(ctx context.Context, l *listing, yield func(*sources.Page,
 			nextURL = nu
 		}
 
+		l.received += len(raws)
+		if done, err = s.complete(ctx, l, at, resp.body, len(raws), done); err != nil {
+			return err
+		}
 		page, err := s.page(ctx, l, at, raws)
 		if err != nil {
 			return err
@@ -431,9 +441,15 @@ func (s *Source) pageCursor(l *listing, final bool) string {
 // item is a list record with its key.
 type item struct {
 	idx int
-	key string
+	key string // the API's key, as the detail URL template sees it
+	id  string // the record key: "<anchor>:<key>"
 	obj map[string]any
 }
+
+// RecordKey is the key of an API record whose key is key: "<anchor>:<key>",
+// the identity every source gives a table row, so that a Ref from a CSV or
+// Grist table to the anchor reaches it (docs/config.md, "Node ids").
+func RecordKey(anchor, key string) string { return anchor + ":" + key }
 
 // page turns the raw records of one page into a Page: keys (a record without
 // one fails the page), duplicates (skipped), high-water mark, detail fetch,
@@ -458,20 +474,21 @@ func (s *Source) page(ctx context.Context, l *listing, at string, raws []any) (*
 			}
 			return nil, fmt.Errorf("%s: record index %d: key %q yielded no key (got %s), want a non-empty string or number", at, i, s.key.expr, got)
 		}
-		if first, dup := l.seen[k]; dup {
-			page.Skipped = append(page.Skipped, sources.Skip{Key: k, Err: fmt.Errorf("duplicate key %q on page %d, first seen on page %d; the first is kept", k, l.pageNo, first)})
+		id := RecordKey(s.cfg.Anchor, k)
+		if first, dup := l.seen[id]; dup {
+			page.Skipped = append(page.Skipped, sources.Skip{Key: id, Err: fmt.Errorf("duplicate key %q on page %d, first seen on page %d; the first is kept", k, l.pageNo, first)})
 			continue
 		}
-		l.seen[k] = l.pageNo
+		l.seen[id] = l.pageNo
 		if s.cursorExpr != nil {
 			cv, _, err := s.cursorExpr.first(ctx, obj)
 			if err != nil {
-				page.Skipped = append(page.Skipped, sources.Skip{Key: k, Err: fmt.Errorf("%s: record %q: %w", at, k, err)})
+				page.Skipped = append(page.Skipped, sources.Skip{Key: id, Err: fmt.Errorf("%s: record %q: %w", at, k, err)})
 				continue
 			}
 			l.hw = maxMark(l.hw, cv)
 		}
-		items = append(items, item{idx: i, key: k, obj: obj})
+		items = append(items, item{idx: i, key: k, id: id, obj: obj})
 	}
 	objs := make([]map[string]any, len(items))
 	errs := make([]error, len(items))
@@ -486,12 +503,12 @@ func (s *Source) page(ctx context.Context, l *listing, at string, raws []any) (*
 	}
 	for i, it := range items {
 		if errs[i] != nil {
-			page.Skipped = append(page.Skipped, sources.Skip{Key: it.key, Err: s.redact(errs[i])})
+			page.Skipped = append(page.Skipped, sources.Skip{Key: it.id, Err: s.redact(errs[i])})
 			continue
 		}
-		rec, err := s.mapper.record(ctx, it.key, objs[i])
+		rec, err := s.mapper.record(ctx, it.id, objs[i])
 		if err != nil {
-			page.Skipped = append(page.Skipped, sources.Skip{Key: it.key, Err: fmt.Errorf("%s: record %q (index %d): %w", at, it.key, it.idx, err)})
+			page.Skipped = append(page.Skipped, sources.Skip{Key: it.id, Err: fmt.Errorf("%s: record %q (index %d): %w", at, it.key, it.idx, err)})
 			continue
 		}
 		page.Records = append(page.Records, rec)
@@ -592,4 +609,123 @@ func compact(v any) string {
 		return string(b[:80]) + "…"
 	}
 	return string(b)
+}
+
+// complete decides whether the page just read ends the listing. done is
+// what the pagination style says (an empty page, no next cursor or link).
+// The source's own word wins where it gives one: has_more false ends the
+// listing, a stated total ends it once that many records arrived. An end
+// the source contradicts (has_more true, or fewer records than the total)
+// is an incomplete read: an error, so that the pipeline deletes nothing.
+// A total or has_more found in the body without configuration only guards
+// against such an early end.
+func (s *Source) complete(ctx context.Context, l *listing, at string, body any, n int, done bool) (bool, error) {
+	if s.cfg.Pagination.Style == StyleNone {
+		return true, nil
+	}
+	more, moreKnown, err := s.hasMoreOf(ctx, body)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", at, err)
+	}
+	total, totalKnown, err := s.totalOf(ctx, body)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", at, err)
+	}
+	if s.hasMore != nil && moreKnown {
+		if !more {
+			return true, nil
+		}
+		if n > 0 && done && s.cfg.Pagination.Style != StylePage && s.cfg.Pagination.Style != StyleOffset {
+			// no next cursor or link although has_more says so
+			return false, fmt.Errorf("%s: has_more is true but the page gives no next page; the listing is incomplete and deletes nothing", at)
+		}
+		if n > 0 {
+			done = false
+		}
+	}
+	if s.total != nil && totalKnown && l.received >= total {
+		return true, nil
+	}
+	if !done {
+		return false, nil
+	}
+	switch {
+	case moreKnown && more:
+		return false, fmt.Errorf("%s: the listing ended (%d records on this page) while the body says has_more is true; it is incomplete and deletes nothing", at, n)
+	case totalKnown && l.received < total:
+		return false, fmt.Errorf("%s: the listing ended after %d of the %d records the body announces as its total; it is incomplete and deletes nothing", at, l.received, total)
+	}
+	return true, nil
+}
+
+// totalKeys are the body fields taken for a listing's total when
+// pagination.total is not configured.
+var totalKeys = [][]string{{"total"}, {"total_count"}, {"totalCount"}, {"total_results"}, {"totalResults"},
+	{"meta", "total"}, {"meta", "total_count"}}
+
+// totalOf reads the listing's total from a page body.
+func (s *Source) totalOf(ctx context.Context, body any) (int, bool, error) {
+	var v any
+	if s.total != nil {
+		x, ok, err := s.total.first(ctx, body)
+		if err != nil || !ok || x == nil {
+			return 0, false, err
+		}
+		v = x
+	} else {
+		for _, path := range totalKeys {
+			if x, ok := lookup(body, path); ok {
+				v = x
+				break
+			}
+		}
+	}
+	switch x := canonical(v).(type) {
+	case int64:
+		return int(x), x >= 0, nil
+	case nil:
+		return 0, false, nil
+	default:
+		if s.total != nil {
+			return 0, false, fmt.Errorf("pagination.total %q yielded %s, want a number", s.total.expr, typeName(v))
+		}
+		return 0, false, nil
+	}
+}
+
+// hasMoreOf reads whether more pages follow from a page body.
+func (s *Source) hasMoreOf(ctx context.Context, body any) (bool, bool, error) {
+	if s.hasMore != nil {
+		x, ok, err := s.hasMore.first(ctx, body)
+		if err != nil || !ok || x == nil {
+			return false, false, err
+		}
+		b, isBool := x.(bool)
+		if !isBool {
+			return false, false, fmt.Errorf("pagination.has_more %q yielded %s, want a boolean", s.hasMore.expr, typeName(x))
+		}
+		return b, true, nil
+	}
+	for _, k := range []string{"has_more", "hasMore"} {
+		if x, ok := lookup(body, []string{k}); ok {
+			if b, isBool := x.(bool); isBool {
+				return b, true, nil
+			}
+		}
+	}
+	return false, false, nil
+}
+
+// lookup follows object keys from v.
+func lookup(v any, path []string) (any, bool) {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
 }

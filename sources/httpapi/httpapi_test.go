@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,11 +75,18 @@ func readAll(t *testing.T, src *Source, cursor string) ([]*sources.Page, error) 
 }
 
 // keys lists the record keys of pages in order.
+// keys are the API keys of the pages' records: their record keys
+// without the "<anchor>:" every record key starts with (a key without it is
+// returned whole, failing the comparison).
 func keys(pages []*sources.Page) []string {
 	var out []string
 	for _, p := range pages {
 		for _, r := range p.Records {
-			out = append(out, r.Key)
+			k, ok := strings.CutPrefix(r.Key, r.Anchor+":")
+			if !ok {
+				k = r.Key
+			}
+			out = append(out, k)
 		}
 	}
 	return out
@@ -260,9 +268,9 @@ func TestPaginationStyles(t *testing.T) {
 				"priority": int64(4), "requester_id": int64(9002), "updated_at": "2024-03-01T09:06:00Z",
 			}, r.Attributes)
 			require.Equal(t, []sources.Link{
-				{Type: "REQUESTED_BY", ToAnchor: "user", ToKey: "9002"},
-				{Type: "TAGGED", ToAnchor: "tag", ToKey: "1"},
-				{Type: "TAGGED", ToAnchor: "tag", ToKey: "11"},
+				{Type: "REQUESTED_BY", ToAnchor: "user", ToKey: "user:9002"},
+				{Type: "TAGGED", ToAnchor: "tag", ToKey: "tag:1"},
+				{Type: "TAGGED", ToAnchor: "tag", ToKey: "tag:11"},
 			}, r.Links)
 			_, onlyBearer := authSeen.Load("Bearer tok-123")
 			require.True(t, onlyBearer)
@@ -475,7 +483,7 @@ func TestDuplicateKeyAcrossPages(t *testing.T) {
 	require.Equal(t, "first copy", pages[0].Records[1].Attributes["updated_at"])
 	require.Empty(t, pages[0].Skipped)
 	require.Len(t, pages[1].Skipped, 1)
-	require.Equal(t, "2", pages[1].Skipped[0].Key)
+	require.Equal(t, "ticket:2", pages[1].Skipped[0].Key)
 	require.EqualError(t, pages[1].Skipped[0].Err, `duplicate key "2" on page 2, first seen on page 1; the first is kept`)
 }
 
@@ -551,7 +559,7 @@ func TestJQErrors(t *testing.T) {
 	require.Equal(t, []string{"1"}, keys(pages))
 	require.Equal(t, "paper jam", pages[0].Records[0].Attributes["title"])
 	require.Len(t, pages[0].Skipped, 1)
-	require.Equal(t, "2", pages[0].Skipped[0].Key)
+	require.Equal(t, "ticket:2", pages[0].Skipped[0].Key)
 	require.ErrorContains(t, pages[0].Skipped[0].Err, `record "2" (index 1): attributes["title"]: jq ".subject | ascii_downcase": ascii_downcase cannot be applied to: number (17)`)
 	require.ErrorContains(t, err, `page 2 (GET `+srv.URL+`/tickets?page=2): record index 1: key ".id" yielded no key (got null null)`)
 }
@@ -650,11 +658,11 @@ func TestDetailFetchConcurrency(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"1", "2", "3", "4", "6", "7", "8", "9", "10", "11", "12"}, keys(pages))
 	for _, r := range pages[0].Records {
-		require.Equal(t, "Body of ticket "+r.Key, r.Attributes["body"], "detail merged into its own record")
+		require.Equal(t, "Body of ticket "+strings.TrimPrefix(r.Key, "ticket:"), r.Attributes["body"], "detail merged into its own record")
 		require.Equal(t, "closed", r.Attributes["status"], "detail fields override list fields")
 	}
 	require.Len(t, pages[0].Skipped, 1)
-	require.Equal(t, "5", pages[0].Skipped[0].Key)
+	require.Equal(t, "ticket:5", pages[0].Skipped[0].Key)
 	require.ErrorContains(t, pages[0].Skipped[0].Err, `record "5": detail GET `+srv.URL+`/tickets/5: client error: status 404 Not Found`)
 	mu.Lock()
 	defer mu.Unlock()
