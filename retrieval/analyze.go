@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/kljensen/snowball/english"
@@ -165,6 +166,36 @@ func isStopWord(lang, w string) bool {
 // folded afterwards ("evacuación" → "evacu"); a word in another script
 // than lang's, or in an unknown language, is returned as it is.
 func stem(lang, w string) string {
+	k := stemKey{lang, w}
+	stems.Lock()
+	s, ok := stems.m[k]
+	stems.Unlock()
+	if ok {
+		return s
+	}
+	s = stemUncached(lang, w)
+	stems.Lock()
+	if len(stems.m) >= maxStems {
+		clear(stems.m) // bounded: a long index run's vocabulary starts over
+	}
+	stems.m[k] = s
+	stems.Unlock()
+	return s
+}
+
+// stems caches stem: Snowball costs microseconds a word, and the words of
+// a table's rows repeat.
+var stems = struct {
+	sync.Mutex
+	m map[stemKey]string
+}{m: map[stemKey]string{}}
+
+type stemKey struct{ lang, word string }
+
+// maxStems bounds the stem cache (a few MiB).
+const maxStems = 1 << 16
+
+func stemUncached(lang, w string) string {
 	var s string
 	switch lang {
 	case LangEnglish:

@@ -399,10 +399,11 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 		if err := execKeys(ctx, tx, `DELETE FROM records WHERE pipeline = ? AND source = ? AND "key" IN `, p, refs); err != nil {
 			return fmt.Errorf("delete records: %w", err)
 		}
-		for _, ref := range refs {
-			if err := deleteLexicalRecord(ctx, tx, p, ref); err != nil {
-				return err
-			}
+		if err := execKeys(ctx, tx, `DELETE FROM lexical_fts WHERE rowid IN (SELECT doc FROM lexical WHERE pipeline = ? AND source = ? AND record_key IN `, p, refs, ")"); err != nil {
+			return fmt.Errorf("delete lexical rows: %w", err)
+		}
+		if err := execKeys(ctx, tx, `DELETE FROM lexical WHERE pipeline = ? AND source = ? AND record_key IN `, p, refs); err != nil {
+			return fmt.Errorf("delete lexical rows: %w", err)
 		}
 	}
 	for _, src := range slices.Sorted(maps.Keys(c.Cursors)) {
@@ -430,9 +431,9 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 // keysPerStatement is how many keys execKeys lists in one IN (...).
 const keysPerStatement = 500
 
-// execKeys runs prefix + "(?, ...)" with the pipeline, a source and up to
-// keysPerStatement keys of refs (sorted by source) at a time.
-func execKeys(ctx context.Context, tx *sql.Tx, prefix, pipeline string, refs []state.RecordRef) error {
+// execKeys runs prefix + "(?, ...)" + suffix with the pipeline, a source
+// and up to keysPerStatement keys of refs (sorted by source) at a time.
+func execKeys(ctx context.Context, tx *sql.Tx, prefix, pipeline string, refs []state.RecordRef, suffix ...string) error {
 	for start := 0; start < len(refs); {
 		src := refs[start].Source
 		end := start
@@ -444,7 +445,7 @@ func execKeys(ctx context.Context, tx *sql.Tx, prefix, pipeline string, refs []s
 		for _, r := range refs[start:end] {
 			args = append(args, r.Key)
 		}
-		q := prefix + "(?" + strings.Repeat(", ?", end-start-1) + ")"
+		q := prefix + "(?" + strings.Repeat(", ?", end-start-1) + ")" + strings.Join(suffix, "")
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return err
 		}
@@ -475,48 +476,53 @@ func (s *Store) IntentList(ctx context.Context, pipeline string) ([]state.Intent
 }
 
 // commitLexical applies c's lexical deletes, then its upserts: a row that
-// exists gets its FTS5 entry replaced under the same doc id.
+// exists gets its FTS5 entry replaced under the same doc id. The rows that
+// exist are found with one query per 500 records, deletions and new rows
+// are multi-row statements; new rows take doc ids above the largest one
+// (the transaction holds the write lock, so no other writer takes them).
 func commitLexical(ctx context.Context, tx *sql.Tx, c state.Commit) error {
 	if len(c.LexicalDeletes)+len(c.LexicalUpserts) == 0 {
 		return nil
 	}
-	find, err := tx.PrepareContext(ctx, `SELECT doc FROM lexical WHERE pipeline = ? AND source = ? AND record_key = ? AND node = ?`)
+	refs := make([]state.LexicalRef, 0, len(c.LexicalDeletes)+len(c.LexicalUpserts))
+	refs = append(refs, c.LexicalDeletes...)
+	for _, r := range c.LexicalUpserts {
+		refs = append(refs, r.LexicalRef)
+	}
+	docs, err := lexicalDocs(ctx, tx, c.Pipeline, refs)
 	if err != nil {
-		return fmt.Errorf("prepare lexical lookup: %w", err)
+		return err
 	}
-	defer find.Close()
-	lookup := func(ref state.LexicalRef) (int64, bool, error) {
-		var doc int64
-		switch err := find.QueryRowContext(ctx, c.Pipeline, ref.Source, ref.RecordKey, ref.ID).Scan(&doc); {
-		case errors.Is(err, sql.ErrNoRows):
-			return 0, false, nil
-		case err != nil:
-			return 0, false, fmt.Errorf("lexical row %s/%s %q: %w", ref.Source, ref.RecordKey, ref.ID, err)
-		}
-		return doc, true, nil
-	}
+	var gone []any
 	for _, ref := range c.LexicalDeletes {
-		doc, ok, err := lookup(ref)
-		if err != nil || !ok {
-			if err != nil {
-				return err
-			}
+		if doc, ok := docs[ref]; ok {
+			gone = append(gone, doc)
+			delete(docs, ref)
+		}
+	}
+	for start := 0; start < len(gone); start += keysPerStatement {
+		part := gone[start:min(start+keysPerStatement, len(gone))]
+		in := "(?" + strings.Repeat(", ?", len(part)-1) + ")"
+		if _, err := tx.ExecContext(ctx, `DELETE FROM lexical_fts WHERE rowid IN `+in, part...); err != nil {
+			return fmt.Errorf("delete lexical rows: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM lexical WHERE doc IN `+in, part...); err != nil {
+			return fmt.Errorf("delete lexical rows: %w", err)
+		}
+	}
+	// The last upsert of a row wins.
+	last := make(map[state.LexicalRef]int, len(c.LexicalUpserts))
+	for i, r := range c.LexicalUpserts {
+		last[r.LexicalRef] = i
+	}
+	var next int64
+	var rows, fts [][]any
+	for i, r := range c.LexicalUpserts {
+		if last[r.LexicalRef] != i {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM lexical_fts WHERE rowid = ?`, doc); err != nil {
-			return fmt.Errorf("delete lexical row %q: %w", ref.ID, err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM lexical WHERE doc = ?`, doc); err != nil {
-			return fmt.Errorf("delete lexical row %q: %w", ref.ID, err)
-		}
-	}
-	for _, r := range c.LexicalUpserts {
 		_, n := state.LexicalTerms(r.Text)
-		doc, ok, err := lookup(r.LexicalRef)
-		if err != nil {
-			return err
-		}
-		if ok {
+		if doc, ok := docs[r.LexicalRef]; ok {
 			if _, err := tx.ExecContext(ctx, `UPDATE lexical SET kind = ?, len = ? WHERE doc = ?`, r.Kind, n, doc); err != nil {
 				return fmt.Errorf("update lexical row %q: %w", r.ID, err)
 			}
@@ -525,32 +531,71 @@ func commitLexical(ctx context.Context, tx *sql.Tx, c state.Commit) error {
 			}
 			continue
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO lexical (pipeline, source, record_key, node, kind, len) VALUES (?, ?, ?, ?, ?, ?)`,
-			c.Pipeline, r.Source, r.RecordKey, r.ID, r.Kind, n)
-		if err != nil {
-			return fmt.Errorf("insert lexical row %q: %w", r.ID, err)
+		if next == 0 {
+			if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(doc), 0) + 1 FROM lexical`).Scan(&next); err != nil {
+				return fmt.Errorf("insert lexical rows: %w", err)
+			}
 		}
-		if doc, err = res.LastInsertId(); err != nil {
-			return fmt.Errorf("insert lexical row %q: %w", r.ID, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO lexical_fts (rowid, text) VALUES (?, ?)`, doc, r.Text); err != nil {
-			return fmt.Errorf("insert lexical row %q: %w", r.ID, err)
-		}
+		rows = append(rows, []any{next, c.Pipeline, r.Source, r.RecordKey, r.ID, r.Kind, n})
+		fts = append(fts, []any{next, r.Text})
+		next++
+	}
+	if err := execRows(ctx, tx, `INSERT INTO lexical (doc, pipeline, source, record_key, node, kind, len) VALUES `, "", rows); err != nil {
+		return fmt.Errorf("insert lexical rows: %w", err)
+	}
+	if err := execRows(ctx, tx, `INSERT INTO lexical_fts (rowid, text) VALUES `, "", fts); err != nil {
+		return fmt.Errorf("insert lexical rows: %w", err)
 	}
 	return nil
 }
 
-// deleteLexicalRecord removes a deleted record's lexical rows.
-func deleteLexicalRecord(ctx context.Context, tx *sql.Tx, pipeline string, ref state.RecordRef) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM lexical_fts WHERE rowid IN
-		(SELECT doc FROM lexical WHERE pipeline = ? AND source = ? AND record_key = ?)`, pipeline, ref.Source, ref.Key); err != nil {
-		return fmt.Errorf("delete lexical rows of %s/%s: %w", ref.Source, ref.Key, err)
+// lexicalDocs returns the doc ids of the stored rows among refs, reading
+// the rows of their records, 500 records a query.
+func lexicalDocs(ctx context.Context, tx *sql.Tx, pipeline string, refs []state.LexicalRef) (map[state.LexicalRef]int64, error) {
+	want := make(map[state.LexicalRef]bool, len(refs))
+	bySource := map[string][]string{}
+	seenRec := map[[2]string]bool{}
+	for _, r := range refs {
+		want[r] = true
+		if k := [2]string{r.Source, r.RecordKey}; !seenRec[k] {
+			seenRec[k] = true
+			bySource[r.Source] = append(bySource[r.Source], r.RecordKey)
+		}
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM lexical WHERE pipeline = ? AND source = ? AND record_key = ?`,
-		pipeline, ref.Source, ref.Key); err != nil {
-		return fmt.Errorf("delete lexical rows of %s/%s: %w", ref.Source, ref.Key, err)
+	out := map[state.LexicalRef]int64{}
+	for _, src := range slices.Sorted(maps.Keys(bySource)) {
+		keys := bySource[src]
+		for start := 0; start < len(keys); start += keysPerStatement {
+			part := keys[start:min(start+keysPerStatement, len(keys))]
+			args := make([]any, 0, len(part)+2)
+			args = append(args, pipeline, src)
+			for _, k := range part {
+				args = append(args, k)
+			}
+			rows, err := tx.QueryContext(ctx, `SELECT record_key, node, doc FROM lexical
+				WHERE pipeline = ? AND source = ? AND record_key IN (?`+strings.Repeat(", ?", len(part)-1)+`)`, args...)
+			if err != nil {
+				return nil, fmt.Errorf("find lexical rows: %w", err)
+			}
+			for rows.Next() {
+				ref := state.LexicalRef{Source: src}
+				var doc int64
+				if err := rows.Scan(&ref.RecordKey, &ref.ID, &doc); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("find lexical rows: %w", err)
+				}
+				if want[ref] {
+					out[ref] = doc
+				}
+			}
+			err = rows.Err()
+			rows.Close()
+			if err != nil {
+				return nil, fmt.Errorf("find lexical rows: %w", err)
+			}
+		}
 	}
-	return nil
+	return out, nil
 }
 
 // LexicalSearch implements state.Store: the row count and total length
