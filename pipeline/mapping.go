@@ -15,6 +15,7 @@ import (
 	"github.com/kgsync/kgsync/embed"
 	"github.com/kgsync/kgsync/pipeline/review"
 	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/sink/cypherl"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
 )
@@ -216,6 +217,8 @@ type prepared struct {
 	anchors []string
 	// outs are the mapped records, published to the review once written.
 	outs []*recordOutput
+	// rendered is b rendered by the sink ahead of its write (renderer).
+	rendered *cypherl.Rendered
 }
 
 // prepareBatch loads the stored version of a batch's records, maps, chunks
@@ -275,7 +278,13 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	if err := r.prepareReview(ctx, outs); err != nil {
 		return nil, err
 	}
-	return &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs}, nil
+	p := &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs}
+	if rs, ok := r.p.Sink.(renderer); ok && b.Len() > 0 {
+		if p.rendered, err = rs.Render(b); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // unprocessed takes a record that will not be written out of the run's

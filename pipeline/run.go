@@ -13,6 +13,7 @@ import (
 	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/embed"
 	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/sink/cypherl"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
 )
@@ -823,7 +824,7 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 // writeAndCommit writes a batch to the sink and commits state around it
 // (writeBatch), counts it and reports progress.
 func (r *runner) writeAndCommit(ctx context.Context, b *sink.Batch, commit state.Commit, intent *intentData) error {
-	st, err := r.writeBatch(ctx, b, commit, intent)
+	st, err := r.writeBatch(ctx, b, nil, commit, intent)
 	r.addSinkStats(st)
 	if err == nil {
 		r.progress()
@@ -843,9 +844,9 @@ func (r *runner) writeAndCommit(ctx context.Context, b *sink.Batch, commit state
 //
 // Without an intent (the link pass, a rebuild, a repair): the sink write,
 // then the commit.
-func (r *runner) writeBatch(ctx context.Context, b *sink.Batch, commit state.Commit, intent *intentData) (sink.Stats, error) {
+func (r *runner) writeBatch(ctx context.Context, b *sink.Batch, rendered *cypherl.Rendered, commit state.Commit, intent *intentData) (sink.Stats, error) {
 	if intent == nil || b.Len() == 0 {
-		st, err := r.sinkWrite(ctx, b)
+		st, err := r.sinkWrite(ctx, b, rendered)
 		if err != nil {
 			return st, err
 		}
@@ -868,7 +869,7 @@ func (r *runner) writeBatch(ctx context.Context, b *sink.Batch, commit state.Com
 	if err := r.p.Store.Commit(ctx, commit); err != nil {
 		return sink.Stats{}, fmt.Errorf("commit state: %w", err)
 	}
-	st, err := r.sinkWrite(ctx, b)
+	st, err := r.sinkWrite(ctx, b, rendered)
 	if err != nil {
 		// The graph may hold part of the batch: mark its records as
 		// interrupted now (the next run would otherwise).
@@ -885,16 +886,31 @@ func (r *runner) writeBatch(ctx context.Context, b *sink.Batch, commit state.Com
 	return st, nil
 }
 
-// sinkWrite writes a batch to the sink.
-func (r *runner) sinkWrite(ctx context.Context, b *sink.Batch) (sink.Stats, error) {
+// sinkWrite writes a batch to the sink (rendered ahead when the sink
+// renders: renderer).
+func (r *runner) sinkWrite(ctx context.Context, b *sink.Batch, rendered *cypherl.Rendered) (sink.Stats, error) {
 	if b.Len() == 0 {
 		return sink.Stats{}, nil
 	}
-	st, err := r.p.Sink.Write(ctx, b)
+	var st sink.Stats
+	var err error
+	if rs, ok := r.p.Sink.(renderer); ok && rendered != nil {
+		st, err = rs.WriteRendered(ctx, rendered)
+	} else {
+		st, err = r.p.Sink.Write(ctx, b)
+	}
 	if err != nil {
 		return st, fmt.Errorf("write batch: %w", err)
 	}
 	return st, nil
+}
+
+// renderer is a sink that renders a batch apart from writing it (the
+// CYPHERL sink): the run renders a batch on its own goroutine, while the
+// batch writer writes the previous one.
+type renderer interface {
+	Render(b *sink.Batch) (*cypherl.Rendered, error)
+	WriteRendered(ctx context.Context, r *cypherl.Rendered) (sink.Stats, error)
 }
 
 // takeAcks moves the acknowledgements waiting for a commit into c: the

@@ -36,7 +36,7 @@ func (r *runner) startWriter(ctx context.Context) *batchWriter {
 			st, err := r.ensureSchema(ctx, p.anchors)
 			if err == nil {
 				var ws sink.Stats
-				ws, err = r.writeBatch(ctx, p.b, p.commit, p.intent)
+				ws, err = r.writeBatch(ctx, p.b, p.rendered, p.commit, p.intent)
 				st = sink.Stats{Statements: st.Statements + ws.Statements, Batches: st.Batches + ws.Batches, Retries: st.Retries + ws.Retries}
 			}
 			w.results <- writeResult{st, err}

@@ -410,11 +410,57 @@ func (s *Sink) replaceFile(name string, sts []sink.Statement) error {
 // returns zero Stats; otherwise Stats{Statements: n, Batches: 1}. Errors
 // from sink.Statements and Inline are returned before anything is written.
 func (s *Sink) Write(ctx context.Context, b *sink.Batch) (sink.Stats, error) {
+	r, err := s.Render(b)
+	if err != nil {
+		return sink.Stats{}, err
+	}
+	return s.WriteRendered(ctx, r)
+}
+
+// Rendered is a batch's statements as the lines of a file (Render), to be
+// written by WriteRendered.
+type Rendered struct {
+	text       []byte
+	statements int
+}
+
+// Render turns a batch into its file lines without touching the file
+// (safe to call while another batch is written): a run renders the next
+// batch while the previous one is written. Errors are Write's.
+func (s *Sink) Render(b *sink.Batch) (*Rendered, error) {
 	sts, err := sink.Statements(s.d, b, sink.Options{Pipeline: s.pipeline, RowsPerStatement: s.rows})
 	if err != nil {
-		return sink.Stats{}, fmt.Errorf("cypherl write: %w", err)
+		return nil, fmt.Errorf("cypherl write: %w", err)
 	}
-	if len(sts) == 0 {
+	buf, _ := buffers.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	text, err := render((*buf)[:0], sts)
+	if err != nil {
+		buffers.Put(buf)
+		return nil, fmt.Errorf("cypherl write: %w", err)
+	}
+	return &Rendered{text: text, statements: len(sts)}, nil
+}
+
+// buffers are rendering buffers, reused across batches.
+var buffers sync.Pool
+
+// WriteRendered appends a rendered batch to the current file, opening one
+// if needed, flushes and syncs it (durable before state commits the batch:
+// a power loss must not lose a batch that state records as written). A
+// batch of no statement writes nothing and returns zero Stats; otherwise
+// Stats{Statements: n, Batches: 1}.
+func (s *Sink) WriteRendered(ctx context.Context, r *Rendered) (sink.Stats, error) {
+	defer func() {
+		if cap(r.text) <= maxKeptBuffer {
+			text := r.text[:0]
+			buffers.Put(&text)
+		}
+		r.text = nil
+	}()
+	if r.statements == 0 {
 		return sink.Stats{}, nil
 	}
 	s.mu.Lock()
@@ -422,15 +468,13 @@ func (s *Sink) Write(ctx context.Context, b *sink.Batch) (sink.Stats, error) {
 	if s.closed {
 		return sink.Stats{}, errors.New("cypherl write: sink closed")
 	}
-	if err := s.write(sts); err != nil {
+	if err := s.writeText(r.text); err != nil {
 		return sink.Stats{}, fmt.Errorf("cypherl write: %w", err)
 	}
-	// Durable before state commits the batch: a power loss must not lose a
-	// batch that state records as written.
 	if err := s.syncFile(); err != nil {
 		return sink.Stats{}, fmt.Errorf("cypherl write: %w", err)
 	}
-	return sink.Stats{Statements: len(sts), Batches: 1}, nil
+	return sink.Stats{Statements: r.statements, Batches: 1}, nil
 }
 
 // Close flushes and syncs the current file and closes it. Further calls do
@@ -455,6 +499,11 @@ func (s *Sink) write(sts []sink.Statement) error {
 	if cap(text) <= maxKeptBuffer {
 		s.buf = text
 	}
+	return s.writeText(text)
+}
+
+// writeText appends rendered lines to the current file and flushes them.
+func (s *Sink) writeText(text []byte) error {
 	if err := s.open(); err != nil {
 		return err
 	}
