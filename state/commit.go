@@ -147,3 +147,18 @@ func DecodeVector(b []byte) ([]float32, error) {
 	}
 	return v, nil
 }
+
+// PrefixEnd is the smallest string above every string starting with
+// prefix, in byte order (ok false when there is none: prefix is empty or
+// all 0xff bytes), so that keys with the prefix are those >= prefix and <
+// the end.
+func PrefixEnd(prefix string) (end string, ok bool) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
+}

@@ -140,6 +140,31 @@ type OriginIndex interface {
 	RecordOrigins(ctx context.Context, pipeline, source, scope string) (map[int64]string, error)
 }
 
+// RecordPos is a place in a source's listing order: records sort by Ord,
+// then by Key in byte order.
+type RecordPos struct {
+	Ord int64
+	Key string
+}
+
+// Less reports whether p sorts before q.
+func (p RecordPos) Less(q RecordPos) bool {
+	return p.Ord < q.Ord || p.Ord == q.Ord && p.Key < q.Key
+}
+
+// RecordEntry is a stored record without its props: its key, place in the
+// listing order and summary.
+type RecordEntry struct {
+	RecordPos
+	RecordSummary
+}
+
+// RecordStats are a source's stored record count and largest Ord.
+type RecordStats struct {
+	Count  int
+	MaxOrd int64
+}
+
 // RecordSummary is a stored record's hash and config fingerprint.
 type RecordSummary struct {
 	Hash        uint64
@@ -187,6 +212,10 @@ type Commit struct {
 	// them as they are (records stored before origins were kept); refs not
 	// stored are ignored.
 	SetOrigins map[RecordRef]Origin
+	// Ords sets the listing place (Record.Ord) of stored records that are
+	// not rewritten (records that moved in the listing); refs not stored
+	// are ignored.
+	Ords map[RecordRef]int64
 	// Intent, when set, is stored in the same transaction; IntentList
 	// returns it until a later commit lists its ID in IntentsDone.
 	Intent *Intent
@@ -291,6 +320,22 @@ type Store interface {
 	// RecordGet returns the named records of a pipeline's source, by key;
 	// keys not stored are absent.
 	RecordGet(ctx context.Context, pipeline, source string, keys []string) (map[string]Record, error)
+	// RecordScan returns up to limit stored records of a pipeline's
+	// source, without props, in listing order (Ord, then Key in byte
+	// order), starting after the position after (nil: from the first):
+	// the stored side of a run's comparison with a listing, read a page at
+	// a time so that memory does not grow with the source.
+	RecordScan(ctx context.Context, pipeline, source string, after *RecordPos, limit int) ([]RecordEntry, error)
+	// RecordSummaries returns the named records of a pipeline's source
+	// without props, by key; keys not stored are absent.
+	RecordSummaries(ctx context.Context, pipeline, source string, keys []string) (map[string]RecordEntry, error)
+	// RecordStats counts a pipeline's source's stored records and gives
+	// their largest Ord (0 when there are none).
+	RecordStats(ctx context.Context, pipeline, source string) (RecordStats, error)
+	// RecordKeysWithPrefix returns the stored keys of a pipeline's source
+	// that start with one of prefixes, sorted (the children of records:
+	// sources.ChildMarker).
+	RecordKeysWithPrefix(ctx context.Context, pipeline, source string, prefixes []string) ([]string, error)
 	// ChunkGet returns the stored chunks of the named records of a
 	// pipeline's source, by record key, each by position, in one or a few
 	// queries for a whole batch. Keys with no chunks are absent.

@@ -209,6 +209,101 @@ func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []s
 	return out, nil
 }
 
+// RecordScan returns up to limit records of a source in listing order
+// (ord, then key in byte order), after the position after (nil: from the
+// first), from the index records_ord.
+func (s *Store) RecordScan(ctx context.Context, pipeline, source string, after *state.RecordPos, limit int) ([]state.RecordEntry, error) {
+	q := `SELECT ` + entryColumns + ` FROM records WHERE pipeline = $1 AND source = $2`
+	args := []any{pipeline, source, limit}
+	if after != nil {
+		q += ` AND (ord, key COLLATE "C") > ($4, $5::text COLLATE "C")`
+		args = append(args, after.Ord, after.Key)
+	}
+	q += ` ORDER BY ord, key COLLATE "C" LIMIT $3`
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("scan records of %q source %q: %w", pipeline, source, err)
+	}
+	out, err := pgx.CollectRows(rows, scanEntry)
+	if err != nil {
+		return nil, fmt.Errorf("scan records of %q source %q: %w", pipeline, source, err)
+	}
+	return out, nil
+}
+
+// entryColumns are the columns scanEntry reads, in its order.
+const entryColumns = `key, ord, hash, fingerprint, origin_scope, origin_id`
+
+func scanEntry(row pgx.CollectableRow) (state.RecordEntry, error) {
+	var e state.RecordEntry
+	var hash, fp int64
+	err := row.Scan(&e.Key, &e.Ord, &hash, &fp, &e.Origin.Scope, &e.Origin.ID)
+	e.Hash, e.Fingerprint = uint64(hash), uint64(fp)
+	return e, err
+}
+
+// RecordSummaries returns the named records of a source without props in
+// one query (= ANY($3)).
+func (s *Store) RecordSummaries(ctx context.Context, pipeline, source string, keys []string) (map[string]state.RecordEntry, error) {
+	out := make(map[string]state.RecordEntry, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+entryColumns+` FROM records WHERE pipeline = $1 AND source = $2 AND key = ANY($3)`,
+		pipeline, source, keys)
+	if err != nil {
+		return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
+	}
+	es, err := pgx.CollectRows(rows, scanEntry)
+	if err != nil {
+		return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
+	}
+	for _, e := range es {
+		out[e.Key] = e
+	}
+	return out, nil
+}
+
+// RecordStats counts a source's records and gives their largest ord.
+func (s *Store) RecordStats(ctx context.Context, pipeline, source string) (state.RecordStats, error) {
+	var st state.RecordStats
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(max(ord), 0) FROM records WHERE pipeline = $1 AND source = $2`,
+		pipeline, source).Scan(&n, &st.MaxOrd)
+	if err != nil {
+		return st, fmt.Errorf("count records of %q source %q: %w", pipeline, source, err)
+	}
+	st.Count = int(n)
+	return st, nil
+}
+
+// RecordKeysWithPrefix returns a source's keys starting with one of
+// prefixes, sorted in byte order, in one query over the key ranges.
+func (s *Store) RecordKeysWithPrefix(ctx context.Context, pipeline, source string, prefixes []string) ([]string, error) {
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	los, his := make([]string, len(prefixes)), make([]*string, len(prefixes))
+	for i, p := range prefixes {
+		los[i] = p
+		if end, ok := state.PrefixEnd(p); ok {
+			his[i] = &end
+		}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT r.key COLLATE "C" AS k FROM unnest($3::text[], $4::text[]) AS u(lo, hi)
+		JOIN records r ON r.pipeline = $1 AND r.source = $2 AND r.key COLLATE "C" >= u.lo COLLATE "C"
+			AND (u.hi IS NULL OR r.key COLLATE "C" < u.hi COLLATE "C")
+		ORDER BY k`, pipeline, source, los, his)
+	if err != nil {
+		return nil, fmt.Errorf("list keys of %q source %q: %w", pipeline, source, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list keys of %q source %q: %w", pipeline, source, err)
+	}
+	return out, nil
+}
+
 // ChunkGet returns the chunks of the named records of a source in one
 // query (= ANY($3)), by record key, each ordered by Position, then ID.
 func (s *Store) ChunkGet(ctx context.Context, pipeline, source string, keys []string) (map[string][]state.Chunk, error) {
@@ -356,6 +451,17 @@ func queueCommit(b *pgx.Batch, c state.Commit, now time.Time) {
 				anchor = EXCLUDED.anchor, props = EXCLUDED.props, updated_at = EXCLUDED.updated_at,
 				origin_scope = EXCLUDED.origin_scope, origin_id = EXCLUDED.origin_id, ord = EXCLUDED.ord`,
 			p, sources, keys, hashes, fps, anchors, props, now, scopes, ids, ords)
+	}
+	if len(c.Ords) > 0 {
+		refs := state.SortedRefs(c.Ords)
+		rs, rk := refColumns(refs)
+		ords := make([]int64, len(refs))
+		for i, ref := range refs {
+			ords[i] = c.Ords[ref]
+		}
+		b.Queue(`UPDATE records r SET ord = u.ord
+			FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(source, key, ord)
+			WHERE r.pipeline = $1 AND r.source = u.source AND r.key = u.key`, p, rs, rk, ords)
 	}
 	if len(c.SetOrigins) > 0 {
 		refs := state.SortedRefs(c.SetOrigins)

@@ -225,6 +225,123 @@ func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []s
 	return out, nil
 }
 
+// RecordScan returns up to limit records of a source in listing order
+// (ord, then key), after the position after (nil: from the first), from
+// the covering index records_ord.
+func (s *Store) RecordScan(ctx context.Context, pipeline, source string, after *state.RecordPos, limit int) ([]state.RecordEntry, error) {
+	q := `SELECT ` + entryColumns + ` FROM records INDEXED BY records_ord WHERE pipeline = ? AND source = ?`
+	args := []any{pipeline, source}
+	if after != nil {
+		q += ` AND (ord, "key") > (?, ?)`
+		args = append(args, after.Ord, after.Key)
+	}
+	q += ` ORDER BY ord, "key" LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("scan records of %q source %q: %w", pipeline, source, err)
+	}
+	out := make([]state.RecordEntry, 0, limit)
+	if err := readEntries(rows, func(e state.RecordEntry) { out = append(out, e) }); err != nil {
+		return nil, fmt.Errorf("scan records of %q source %q: %w", pipeline, source, err)
+	}
+	return out, nil
+}
+
+// entryColumns are the columns readEntries scans, in its order.
+const entryColumns = `"key", ord, hash, fingerprint, origin_scope, origin_id`
+
+// readEntries calls fn for each row of a query selecting entryColumns and
+// closes rows.
+func readEntries(rows *sql.Rows, fn func(state.RecordEntry)) error {
+	defer rows.Close()
+	for rows.Next() {
+		var e state.RecordEntry
+		var hash, fp int64
+		if err := rows.Scan(&e.Key, &e.Ord, &hash, &fp, &e.Origin.Scope, &e.Origin.ID); err != nil {
+			return err
+		}
+		e.Hash, e.Fingerprint = uint64(hash), uint64(fp)
+		fn(e)
+	}
+	return rows.Err()
+}
+
+// RecordSummaries returns the named records of a source without props,
+// 500 keys a query.
+func (s *Store) RecordSummaries(ctx context.Context, pipeline, source string, keys []string) (map[string]state.RecordEntry, error) {
+	out := make(map[string]state.RecordEntry, len(keys))
+	for start := 0; start < len(keys); start += 500 {
+		part := keys[start:min(start+500, len(keys))]
+		args := make([]any, 0, len(part)+2)
+		args = append(args, pipeline, source)
+		for _, k := range part {
+			args = append(args, k)
+		}
+		q := `SELECT ` + entryColumns + ` FROM records WHERE pipeline = ? AND source = ? AND "key" IN (?` +
+			strings.Repeat(",?", len(part)-1) + `)`
+		rows, err := s.rdb.QueryContext(ctx, q, args...)
+		if err == nil {
+			err = readEntries(rows, func(e state.RecordEntry) { out[e.Key] = e })
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
+		}
+	}
+	return out, nil
+}
+
+// RecordStats counts a source's records and gives their largest ord.
+func (s *Store) RecordStats(ctx context.Context, pipeline, source string) (state.RecordStats, error) {
+	var st state.RecordStats
+	err := s.rdb.QueryRowContext(ctx, `SELECT count(*), coalesce(max(ord), 0) FROM records WHERE pipeline = ? AND source = ?`,
+		pipeline, source).Scan(&st.Count, &st.MaxOrd)
+	if err != nil {
+		return st, fmt.Errorf("count records of %q source %q: %w", pipeline, source, err)
+	}
+	return st, nil
+}
+
+// RecordKeysWithPrefix returns a source's keys starting with one of
+// prefixes, sorted: one key range per prefix, 400 ranges a query.
+func (s *Store) RecordKeysWithPrefix(ctx context.Context, pipeline, source string, prefixes []string) ([]string, error) {
+	var out []string
+	for start := 0; start < len(prefixes); start += 400 {
+		part := prefixes[start:min(start+400, len(prefixes))]
+		args := []any{pipeline, source}
+		var conds []string
+		for _, p := range part {
+			if end, ok := state.PrefixEnd(p); ok {
+				conds = append(conds, `("key" >= ? AND "key" < ?)`)
+				args = append(args, p, end)
+			} else {
+				conds = append(conds, `"key" >= ?`)
+				args = append(args, p)
+			}
+		}
+		rows, err := s.rdb.QueryContext(ctx, `SELECT "key" FROM records WHERE pipeline = ? AND source = ? AND (`+
+			strings.Join(conds, " OR ")+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("list keys of %q source %q: %w", pipeline, source, err)
+		}
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("list keys of %q source %q: %w", pipeline, source, err)
+			}
+			out = append(out, k)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("list keys of %q source %q: %w", pipeline, source, err)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
 // ChunkGet returns the chunks of the named records of a source, 500 keys a
 // query, by record key, each ordered by Position, then ID.
 func (s *Store) ChunkGet(ctx context.Context, pipeline, source string, keys []string) (map[string][]state.Chunk, error) {
@@ -354,6 +471,18 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 				anchor = excluded.anchor, props = excluded.props, updated_at = excluded.updated_at,
 				origin_scope = excluded.origin_scope, origin_id = excluded.origin_id, ord = excluded.ord`, rows); err != nil {
 			return fmt.Errorf("upsert records: %w", err)
+		}
+	}
+	if len(c.Ords) > 0 {
+		set, err := tx.PrepareContext(ctx, `UPDATE records SET ord = ? WHERE pipeline = ? AND source = ? AND "key" = ?`)
+		if err != nil {
+			return fmt.Errorf("prepare ord update: %w", err)
+		}
+		defer set.Close()
+		for _, ref := range state.SortedRefs(c.Ords) {
+			if _, err := set.ExecContext(ctx, c.Ords[ref], p, ref.Source, ref.Key); err != nil {
+				return fmt.Errorf("set ord of %s/%s: %w", ref.Source, ref.Key, err)
+			}
 		}
 	}
 	if len(c.SetOrigins) > 0 {

@@ -93,3 +93,79 @@ func testIntents(t *testing.T, s state.Store) {
 	commit(t, s, state.Commit{Pipeline: "p", IntentsDone: []int64{2, 5}})
 	require.Empty(t, list("p"))
 }
+
+func testRecordScan(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	// Ords out of key order, ties broken by key in byte order ("B" < "a"
+	// < "é"), another source and pipeline apart.
+	recs := []state.Record{
+		{Source: "s", Key: "a", Hash: 1, Fingerprint: 7, Ord: 20},
+		{Source: "s", Key: "z", Hash: 2, Fingerprint: 7, Ord: 10},
+		{Source: "s", Key: "é", Hash: 3, Fingerprint: 7, Ord: 20, Origin: state.Origin{Scope: "t", ID: 4}},
+		{Source: "s", Key: "B", Hash: 1 << 63, Fingerprint: 8, Ord: 20},
+		{Source: "s", Key: "m", Hash: 5, Fingerprint: 7, Ord: -3},
+		{Source: "other", Key: "x", Hash: 6, Fingerprint: 7, Ord: 0},
+	}
+	commit(t, s, state.Commit{Pipeline: "p", Records: recs})
+	commit(t, s, state.Commit{Pipeline: "q", Records: []state.Record{{Source: "s", Key: "q", Hash: 1, Ord: 15}}})
+	var keys []string
+	var after *state.RecordPos
+	for {
+		page, err := s.RecordScan(ctx, "p", "s", after, 2)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(page), 2)
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			keys = append(keys, e.Key)
+		}
+		last := page[len(page)-1].RecordPos
+		after = &last
+	}
+	require.Equal(t, []string{"m", "z", "B", "a", "é"}, keys)
+	all, err := s.RecordScan(ctx, "p", "s", nil, 100)
+	require.NoError(t, err)
+	require.Equal(t, state.RecordEntry{RecordPos: state.RecordPos{Ord: 20, Key: "é"},
+		RecordSummary: state.RecordSummary{Hash: 3, Fingerprint: 7, Origin: state.Origin{Scope: "t", ID: 4}}}, all[4])
+	require.Equal(t, uint64(1<<63), all[2].Hash)
+
+	got, err := s.RecordSummaries(ctx, "p", "s", []string{"a", "missing", "B"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]state.RecordEntry{"a": all[3], "B": all[2]}, got)
+
+	st, err := s.RecordStats(ctx, "p", "s")
+	require.NoError(t, err)
+	require.Equal(t, state.RecordStats{Count: 5, MaxOrd: 20}, st)
+	st, err = s.RecordStats(ctx, "p", "none")
+	require.NoError(t, err)
+	require.Equal(t, state.RecordStats{}, st)
+
+	// Ords moves records in the listing order without rewriting them.
+	commit(t, s, state.Commit{Pipeline: "p", Ords: map[state.RecordRef]int64{{Source: "s", Key: "m"}: 30, {Source: "s", Key: "gone"}: 1}})
+	all, err = s.RecordScan(ctx, "p", "s", nil, 100)
+	require.NoError(t, err)
+	require.Equal(t, "m", all[4].Key)
+	require.Equal(t, uint64(5), all[4].Hash)
+}
+
+func testRecordKeysWithPrefix(t *testing.T, s state.Store) {
+	var recs []state.Record
+	for _, k := range []string{"row:1", "row:1#child:a", "row:1#child:b", "row:10#child:a", "row:2", "row:2#child:x", "row:3"} {
+		recs = append(recs, state.Record{Source: "s", Key: k, Hash: 1})
+	}
+	commit(t, s, state.Commit{Pipeline: "p", Records: append(recs, state.Record{Source: "t", Key: "row:1#child:z", Hash: 1})})
+	got, err := s.RecordKeysWithPrefix(t.Context(), "p", "s", []string{"row:2#child:", "row:1#child:", "row:3#child:"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"row:1#child:a", "row:1#child:b", "row:2#child:x"}, got)
+	got, err = s.RecordKeysWithPrefix(t.Context(), "p", "s", nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	var many []string
+	for i := range 1000 {
+		many = append(many, fmt.Sprintf("none%d:", i))
+	}
+	got, err = s.RecordKeysWithPrefix(t.Context(), "p", "s", append(many, "row:"))
+	require.NoError(t, err)
+	require.Len(t, got, 7, "more prefixes than one query carries")
+}

@@ -53,6 +53,8 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 		{"RecordOrd", testRecordOrd},
 		{"DeleteMany", testDeleteMany},
 		{"Intents", testIntents},
+		{"RecordScan", testRecordScan},
+		{"RecordKeysWithPrefix", testRecordKeysWithPrefix},
 		{"Origins", testOrigins},
 		{"RunWarnings", testRunWarnings},
 		{"Review", testReview},
