@@ -593,7 +593,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			rp, _ := json.Marshal(recordProps{Mandatory: o.mandatory})
 			commit.Records = append(commit.Records, state.Record{
 				Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
-				Fingerprint: r.fingerprint(rec), Props: rp, Origin: stateOrigin(rec.Origin),
+				Fingerprint: r.fingerprint(rec), Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
 			})
 			continue
 		}
@@ -602,7 +602,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			rp, _ := json.Marshal(recordProps{Edge: o.edge})
 			commit.Records = append(commit.Records, state.Record{
 				Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
-				Fingerprint: r.fingerprint(rec), Props: rp, Origin: stateOrigin(rec.Origin),
+				Fingerprint: r.fingerprint(rec), Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
 			})
 			continue
 		}
@@ -689,7 +689,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			Elements: o.elements, Terms: o.terms, XRefs: o.xrefs, Ext: o.ext, ExtEdges: o.oldExtEdges, DocIDs: o.docIDs})
 		commit.Records = append(commit.Records, state.Record{
 			Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
-			Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp, Origin: stateOrigin(rec.Origin),
+			Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
 		})
 		commit.ReplaceChunks[ref] = o.states
 	}

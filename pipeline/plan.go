@@ -78,10 +78,8 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 	missSeen := map[uint64]bool{}
 	for _, src := range p.Sources {
 		name := src.Name()
-		stored, err := loadRecordIndex(ctx, p.Store, p.Name, name)
-		if err != nil {
-			return nil, fmt.Errorf("source %q: index stored records: %w", name, err)
-		}
+		stored := newDiffer(p.Store, p.Name, name)
+		first := true
 		cursor, err := p.Store.CursorGet(ctx, p.Name, name)
 		if err != nil {
 			return nil, fmt.Errorf("source %q: get cursor: %w", name, err)
@@ -109,6 +107,9 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 				complete = false
 				break
 			}
+			if first {
+				stored.partial, first = page.Partial, false
+			}
 			if page.Partial {
 				complete = false // an incremental listing: absent keys are not deletions
 			}
@@ -117,17 +118,28 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 					plan.Warnings = append(plan.Warnings, w)
 				}
 			}
-			for _, k := range page.Deleted {
-				if _, ok := stored.get(k); ok {
-					plan.Items = append(plan.Items, PlanItem{Source: name, Key: k, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
+			if len(page.Deleted) > 0 {
+				sums, err := p.Store.RecordSummaries(ctx, p.Name, name, page.Deleted)
+				if err != nil {
+					return nil, fmt.Errorf("source %q: %w", name, err)
 				}
+				for _, k := range page.Deleted {
+					if _, ok := sums[k]; ok {
+						plan.Items = append(plan.Items, PlanItem{Source: name, Key: k, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
+					}
+				}
+				stored.forget(page.Deleted)
+			}
+			matches, froms, err := stored.page(ctx, page)
+			if err != nil {
+				return nil, fmt.Errorf("source %q: %w", name, err)
 			}
 			var todo []item
-			for _, rec := range page.Records {
-				if stored.markSeen(rec.Key) {
+			for i, rec := range page.Records {
+				if matches[i].dup {
 					continue
 				}
-				it, err := r.classify(name, rec, stored, page.Renamed[rec.Key])
+				it, err := r.classify(name, rec, matches[i], froms[i])
 				if err != nil {
 					return nil, err
 				}
@@ -146,15 +158,15 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 					return nil, err
 				}
 			}
-			for _, sk := range page.Skipped {
-				stored.markSeen(sk.Key)
-				plan.Skipped++
-			}
+			plan.Skipped += len(page.Skipped)
 		}
 		if !complete {
 			continue
 		}
-		gone := stored.unseen()
+		gone, err := stored.unlisted(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("source %q: %w", name, err)
+		}
 		for start := 0; start < len(gone); start += 1000 { // bounded memory: chunks carry their text
 			part := gone[start:min(start+1000, len(gone))]
 			goneChunks, err := p.Store.ChunkGet(ctx, p.Name, name, part)
@@ -168,7 +180,11 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 		for _, key := range gone {
 			plan.Items = append(plan.Items, PlanItem{Source: name, Key: key, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
 		}
-		if err := r.guard(len(gone), stored.len()); err != nil {
+		total, err := stored.total(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("source %q: %w", name, err)
+		}
+		if err := r.guard(len(gone), total); err != nil {
 			plan.GuardError = err.Error()
 		}
 	}

@@ -94,3 +94,29 @@ func TestResyncReadsEverythingHTTP(t *testing.T) {
 func tariffModelFAQ() *config.Model {
 	return &config.Model{Anchors: []config.Anchor{{Name: "faq", Attributes: []config.Attribute{{Name: "question", Embeddable: true}}}}}
 }
+
+// TestCSVRepeatedKeyKeepsFirst: a key repeated in a CSV file (here on a
+// later page) is skipped by the pipeline's comparison with state — the
+// source keeps no set of keys — and the first row's values are written;
+// the next run is a no-op.
+func TestCSVRepeatedKeyKeepsFirst(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "faq.csv"),
+		[]byte("id,question\n1,What is a heading?\n2,What is a chapter?\n3,What is a section?\n1,A later row\n4,What is a note?\n"), 0o644))
+	src, err := csvtable.New("csv", csvtable.Config{Tables: []csvtable.Table{{Path: filepath.Join(dir, "faq.csv"), Table: "faq", Key: "id"}}}, nil,
+		csvtable.WithPageSize(2))
+	require.NoError(t, err)
+	b := setup(t, t.TempDir(), 256, 32)
+	b.p.Sources = []sources.Source{src}
+	b.p.Model = pipeline.NewModel(tariffModelFAQ())
+	c := b.sync(t, pipeline.Mode{})
+	require.Equal(t, 4, c.RecordsNew)
+	require.Equal(t, 1, c.RecordsSkipped)
+	n, ok := b.graph.Node("faq", "faq:1")
+	require.True(t, ok)
+	require.Equal(t, "What is a heading?", n["question"])
+	c = b.sync(t, pipeline.Mode{})
+	require.Zero(t, c.RecordsNew+c.RecordsChanged+c.RecordsDeleted)
+	require.Equal(t, 1, c.RecordsSkipped)
+}

@@ -67,6 +67,8 @@ type item struct {
 	from       string
 	fromRec    *state.Record
 	fromChunks []state.Chunk
+	// ord is the record's place in the listing (state.Record.Ord).
+	ord int64
 }
 
 // storedKey is the key the item's stored version is under: its own, or
@@ -173,19 +175,28 @@ func (r *runner) addSinkStats(st sink.Stats) {
 
 // listing is what syncListing learned of a source's listing.
 type listing struct {
-	stored   *recordIndex // nil until loaded
-	partial  bool         // an incremental listing
-	complete bool         // read to its end
+	// listed are the keys it listed (records and skips) among those in
+	// quarantine when the run began.
+	listed   map[string]bool
+	partial  bool // an incremental listing
+	complete bool // read to its end
+}
+
+// listedKey notes a listed key that was in quarantine.
+func (r *runner) listedKey(l *listing, source, key string) {
+	if _, ok := r.q.prev[state.RecordRef{Source: source, Key: key}]; ok {
+		if l.listed == nil {
+			l.listed = map[string]bool{}
+		}
+		l.listed[key] = true
+	}
 }
 
 // syncSource syncs one source, then stores its quarantine.
 func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 	var l listing
 	err := r.syncListing(ctx, src, &l)
-	seen := func(string) bool { return false }
-	if l.stored != nil {
-		seen = l.stored.isSeen
-	}
+	seen := func(k string) bool { return l.listed[k] }
 	qerr := r.settleQuarantine(context.WithoutCancel(ctx), src.Name(), seen, l.complete && !l.partial, err == nil && l.complete)
 	return errors.Join(err, qerr)
 }
@@ -197,32 +208,10 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 	if err != nil {
 		return fmt.Errorf("get cursor: %w", err)
 	}
-	// The stored records' hashes load while the source reads its first
-	// page; a source that reports "not modified" cancels the load.
-	indexCtx, cancelIndex := context.WithCancel(ctx)
-	defer cancelIndex()
-	type indexResult struct {
-		x   *recordIndex
-		err error
-	}
-	indexed := make(chan indexResult, 1)
-	go func() {
-		x, err := loadRecordIndex(indexCtx, r.p.Store, r.p.Name, name)
-		indexed <- indexResult{x, err}
-	}()
-	var stored *recordIndex
-	load := func() error {
-		if stored != nil {
-			return nil
-		}
-		res := <-indexed
-		if res.err != nil {
-			return fmt.Errorf("index stored records: %w", res.err)
-		}
-		stored = res.x
-		l.stored = stored
-		return nil
-	}
+	// The listing is compared with the stored records as two streams
+	// (differ): a source that reports "not modified" reads nothing.
+	stored := newDiffer(r.p.Store, r.p.Name, name)
+	first := true
 	var pending []item
 	pendingBytes := 0 // document bytes in pending
 	var lastCursor, prevCursor string
@@ -233,6 +222,9 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 	// origins the origins of unchanged records that state lacks.
 	moving := map[string]bool{}
 	origins := map[state.RecordRef]state.Origin{}
+	// reorder are the new places of unchanged records that moved in the
+	// listing.
+	reorder := map[state.RecordRef]int64{}
 	w := r.startWriter(ctx)
 	defer func() { _ = w.stop() }()
 	// While a complete listing could still trip the mass-delete guard,
@@ -240,10 +232,17 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 	// write, and a tripped guard leaves graph and state as they were.
 	var h hold
 	holding := func() bool {
-		if h.released || stored == nil {
-			return !h.released
+		if h.released {
+			return false
 		}
-		if partial || !r.guardTrips(stored.netLoss(), stored.len()) {
+		if partial {
+			h.released = true
+			return false
+		}
+		loss, live, err := stored.netLoss(ctx)
+		if err != nil || !r.guardTrips(loss, live) {
+			// (A failed count writes as if it had not tripped: the guard
+			// rules again, exactly, before deleting.)
 			h.released = true
 		}
 		return !h.released
@@ -263,13 +262,15 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		return nil
 	}
 	flush = func() error {
-		if len(origins) > 0 {
-			// Records stored before their origin was kept get it, without
-			// being rewritten.
-			if err := r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, SetOrigins: origins}); err != nil {
+		if len(origins) > 0 || len(reorder) > 0 {
+			// Records stored before their origin was kept get it, and
+			// unchanged records that moved their place, without being
+			// rewritten.
+			if err := r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, SetOrigins: origins, Ords: reorder}); err != nil {
 				return fmt.Errorf("commit origins: %w", err)
 			}
 			origins = map[state.RecordRef]state.Origin{}
+			reorder = map[state.RecordRef]int64{}
 		}
 		if len(pending) == 0 {
 			return nil
@@ -279,7 +280,7 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			h.bytes += pendingBytes
 			h.records += len(pending)
 			pending, pendingBytes = pending[:0], 0
-			return h.check(stored)
+			return h.check(ctx, stored)
 		}
 		if len(h.batches) > 0 {
 			cur, curBytes := slices.Clone(pending), pendingBytes
@@ -294,7 +295,11 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		if err != nil {
 			return errors.Join(err, w.wait())
 		}
-		return w.submit(p)
+		if err := w.submit(p); err != nil {
+			return err
+		}
+		stored.flushed()
+		return nil
 	}
 	// drain flushes and waits until everything before is written: before
 	// deletions, which follow the records read before them.
@@ -328,7 +333,6 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		if errors.Is(err, sources.ErrNotModified) {
 			r.warn(sources.NotModifiedWarnings(err))
 			r.log.Info("source not modified", slog.String("source", name))
-			cancelIndex()
 			return drain()
 		}
 		if err != nil {
@@ -339,8 +343,9 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			}
 			return fmt.Errorf("read: %w", err)
 		}
-		if err := load(); err != nil {
-			return err
+		if first {
+			// An incremental listing is matched by look-ups, not streamed.
+			stored.partial, first = page.Partial, false
 		}
 		if page.Partial {
 			partial = true
@@ -357,7 +362,11 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			}
 		}
 		r.warn(page.Warnings)
-		for _, rec := range page.Records {
+		matches, froms, err := stored.page(ctx, page)
+		if err != nil {
+			return err
+		}
+		for i, rec := range page.Records {
 			if moving[rec.Key] {
 				// A record moved in this batch comes back under its old key:
 				// the move is written first.
@@ -366,13 +375,15 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 				}
 				clear(moving)
 			}
-			if stored.markSeen(rec.Key) {
+			m := matches[i]
+			if m.dup {
 				r.counts().RecordsSkipped++
-				r.log.Warn("duplicate record key in one listing; keeping the first", slog.String("source", name), slog.String("key", rec.Key))
+				r.log.Warn("duplicate record key in one listing; keeping the first", slog.String("source", name), slog.String("key", rec.Key), slog.String("at", rec.Where))
 				continue
 			}
+			r.listedKey(l, name, rec.Key)
 			r.counts().RecordsRead++
-			it, err := r.classify(name, rec, stored, page.Renamed[rec.Key])
+			it, err := r.classify(name, rec, m, froms[i])
 			if err != nil {
 				return err
 			}
@@ -386,10 +397,14 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 				r.counts().RecordsChanged++
 			case it.class == diff.ClassUnchanged:
 				r.counts().RecordsUnchanged++
-				if sum, _ := stored.get(rec.Key); sum.Origin != stateOrigin(rec.Origin) {
-					origins[state.RecordRef{Source: name, Key: rec.Key}] = stateOrigin(rec.Origin)
+				ref := state.RecordRef{Source: name, Key: rec.Key}
+				if m.entry.Origin != stateOrigin(rec.Origin) {
+					origins[ref] = stateOrigin(rec.Origin)
 				}
 				if !r.mode.Full && !r.mode.Reembed {
+					if m.moved {
+						reorder[ref] = m.ord
+					}
 					continue
 				}
 			}
@@ -411,11 +426,14 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		for _, sk := range page.Skipped {
 			r.counts().RecordsSkipped++
 			r.quarantineRecord(name, sk.Key, state.StageRead, sk.Err)
-			stored.markSeen(sk.Key)
+			r.listedKey(l, name, sk.Key)
 		}
 		for _, u := range page.Unlisted {
 			r.quarantineRecord(name, u.Prefix, state.StageList, u.Err)
-			stored.markPrefixSeen(u.Prefix)
+			stored.keepPrefix(u.Prefix)
+		}
+		if len(h.batches) == 0 {
+			stored.prune()
 		}
 		prevCursor, lastCursor = lastCursor, page.Cursor
 	}
@@ -430,10 +448,18 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 	if err := drain(); err != nil {
 		return err
 	}
-	if !partial && stored != nil {
+	var gone []string
+	var live int
+	if !partial {
 		// The guard rules on the whole listing before anything held is
-		// written.
-		if err := r.guard(stored.netLoss(), stored.len()); err != nil {
+		// written: what the listing did not list, net of its new keys.
+		if gone, err = stored.unlisted(ctx); err != nil {
+			return err
+		}
+		if live, err = stored.live(ctx); err != nil {
+			return err
+		}
+		if err := r.guard(max(len(gone)-stored.newN, 0), live); err != nil {
 			return err
 		}
 	}
@@ -452,10 +478,7 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			return err
 		}
 	} else {
-		if err := load(); err != nil { // a listing of no page at all: an empty source
-			return err
-		}
-		if err := r.deleteMissing(ctx, name, stored); err != nil {
+		if err := r.deleteMissing(ctx, name, gone, max(len(gone)-stored.newN, 0), live); err != nil {
 			return err
 		}
 	}
@@ -492,12 +515,14 @@ func (p *Pipeline) configMark() string {
 
 // deleteKeys deletes records the source reported as removed, with their
 // children (sources.ChildMarker).
-func (r *runner) deleteKeys(ctx context.Context, source string, stored *recordIndex, keys []string) error {
-	deleted := make(map[string]bool, len(keys))
+func (r *runner) deleteKeys(ctx context.Context, source string, stored *differ, keys []string) error {
+	sums, err := r.p.Store.RecordSummaries(ctx, r.p.Name, source, keys)
+	if err != nil {
+		return fmt.Errorf("get stored records: %w", err)
+	}
 	var gone []string
 	for _, k := range keys {
-		deleted[k] = true
-		if _, ok := stored.get(k); ok {
+		if _, ok := sums[k]; ok && !slices.Contains(gone, k) {
 			gone = append(gone, k)
 		}
 	}
@@ -505,21 +530,30 @@ func (r *runner) deleteKeys(ctx context.Context, source string, stored *recordIn
 	// over the run (children follow their parent and are not counted): a
 	// mistaken mass delete upstream stops here.
 	reported := len(gone)
-	if err := r.guard(stored.deleted+reported, len(stored.keys)); err != nil {
+	total, err := stored.total(ctx)
+	if err != nil {
 		return err
 	}
-	gone = append(gone, stored.children(func(parent, _ string) bool { return deleted[parent] })...)
-	for _, k := range gone {
-		stored.remove(k)
+	if err := r.guard(stored.deleted+reported, total); err != nil {
+		return err
 	}
+	children, err := stored.childrenOf(ctx, keys)
+	if err != nil {
+		return err
+	}
+	gone = append(gone, children...)
+	stored.forget(gone)
 	stored.deleted += reported
 	return r.deleteStored(ctx, source, gone)
 }
 
 // deleteStaleChildren deletes, after a partial listing, the stored children
 // of listed records that the listing did not list.
-func (r *runner) deleteStaleChildren(ctx context.Context, source string, stored *recordIndex) error {
-	gone := stored.children(func(parent, child string) bool { return stored.isSeen(parent) && !stored.isSeen(child) })
+func (r *runner) deleteStaleChildren(ctx context.Context, source string, stored *differ) error {
+	gone, err := stored.staleChildren(ctx)
+	if err != nil {
+		return err
+	}
 	return r.deleteStored(ctx, source, gone)
 }
 
@@ -546,34 +580,29 @@ func (r *runner) deleteStored(ctx context.Context, source string, keys []string)
 	return nil
 }
 
-// classify compares a record with state. from is the key the record had
-// before (sources.Page.Renamed): when that record is stored and not listed
-// yet, the record moves from it (it leaves the index, so that it is not
-// deleted as missing) and is compared with it unless the new key is stored
-// too (the intent of an interrupted move).
-func (r *runner) classify(source string, rec sources.Record, stored *recordIndex, from string) (item, error) {
+// classify compares a record with state: m is the match of its key, fm
+// that of the key it had before (sources.Page.Renamed) when that record is
+// stored and not listed yet: the record moves from it, and is compared
+// with it unless the new key is stored too (the intent of an interrupted
+// move).
+func (r *runner) classify(source string, rec sources.Record, m, fm match) (item, error) {
 	h, err := recordHash(rec)
 	if err != nil {
 		return item{}, fmt.Errorf("record %q: hash: %w", rec.Key, err)
 	}
 	mark, pendingReview := r.reviewMark(source, rec)
 	h ^= mark
-	st, found := stored.get(rec.Key)
+	st, found := m.entry.RecordSummary, m.found
 	foundOwn := found
-	if from != "" && from != rec.Key && !stored.isSeen(from) {
-		if fs, ok := stored.get(from); ok {
-			if !found {
-				st, found = fs, true
-			}
-			stored.remove(from)
-		} else {
-			from = ""
+	from := ""
+	if fm.found {
+		from = fm.entry.Key
+		if !found {
+			st, found = fm.entry.RecordSummary, true
 		}
-	} else {
-		from = ""
 	}
 	class, reason := diff.Classify(found, st.Hash, st.Fingerprint, h, r.fingerprint(rec))
-	it := item{source: source, rec: rec, hash: h, class: class, reason: reason, found: found, foundOwn: foundOwn, from: from}
+	it := item{source: source, rec: rec, hash: h, class: class, reason: reason, found: found, foundOwn: foundOwn, from: from, ord: m.ord}
 	if from != "" {
 		it.reason = diff.ReasonRenamed
 		if it.class == diff.ClassUnchanged {
@@ -605,14 +634,14 @@ func recordHash(rec sources.Record) (uint64, error) {
 	return diff.RecordHash(d)
 }
 
-// deleteMissing deletes records that were in state but not in the complete
-// listing, within the mass-delete guard.
-func (r *runner) deleteMissing(ctx context.Context, source string, stored *recordIndex) error {
-	gone := stored.unseen()
+// deleteMissing deletes the records that were in state but not in the
+// complete listing (gone), within the mass-delete guard: loss is what the
+// listing loses net of its new keys, of live stored records.
+func (r *runner) deleteMissing(ctx context.Context, source string, gone []string, loss, live int) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	if err := r.guard(stored.netLoss(), stored.len()); err != nil {
+	if err := r.guard(loss, live); err != nil {
 		return err
 	}
 	return r.deleteStored(ctx, source, gone)
@@ -729,13 +758,17 @@ const (
 )
 
 // check refuses a hold past its bounds.
-func (h *hold) check(stored *recordIndex) error {
+func (h *hold) check(ctx context.Context, stored *differ) error {
 	if h.bytes <= maxHeldBytes && h.records <= maxHeldRecords {
 		return nil
 	}
+	live, err := stored.live(ctx)
+	if err != nil {
+		return err
+	}
 	return fmt.Errorf("%w: %d records changed (%d MiB of documents) before the listing reached enough of the %d stored records to rule out a mass delete "+
 		"(%d not listed yet); nothing was written; rerun with --allow-mass-delete to confirm", ErrMassDelete,
-		h.records, h.bytes>>20, stored.len(), stored.len()-stored.seenLive)
+		h.records, h.bytes>>20, live, live-stored.foundN)
 }
 
 // guard is the mass-delete guard: deleting more than MaxDeleteRatio of a

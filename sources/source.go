@@ -126,6 +126,10 @@ type Record struct {
 	// Origin is the record's upstream row, when the source has stable row
 	// ids (a Grist row).
 	Origin Origin
+	// Where says where the record sits upstream, for messages (a CSV file
+	// and line); "" when the key says enough. It is not part of the
+	// record's content.
+	Where string
 }
 
 // Link is an edge from a record's node to another record's node.

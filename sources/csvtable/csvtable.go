@@ -18,15 +18,17 @@
 // ragged row. Empty values of generated columns are left out of
 // Attributes. Header names must be unique once generated.
 //
-// Keys: with Table.Key set, the trimmed cell of that column; a table keeps
-// a set of the keys it has seen (memory grows with the number of rows: about
-// the size of the key column), the first row with a key wins and later rows
-// with the same key are skipped. Without Table.Key, the key is the 1-based
+// Keys: with Table.Key set, the trimmed cell of that column. A key
+// repeated in a file is not detected here (that would hold every key in
+// memory): every row is yielded, with its file and line in Record.Where,
+// and the pipeline, which compares the listing with state as two streams,
+// keeps the first and skips the later ones with a warning naming the line.
+// Without Table.Key, the key is the 1-based
 // data row number: such keys are NOT stable when rows are inserted or
 // removed above (every later row changes key, so is deleted and re-created).
 //
 // What is skipped (Page.Skipped, naming file, line and column; never
-// treated as deleted): a row with an empty key, a repeated key, a typed cell
+// treated as deleted): a row with an empty key, a typed cell
 // that does not parse (never coerced silently), or a cell with invalid
 // UTF-8.
 //

@@ -31,7 +31,6 @@ type pager struct {
 	size  int
 	page  *sources.Page
 	n     int // records plus skips in page
-	index int // number of pages yielded so far
 }
 
 // emit yields the current page and starts a new one; false when the
@@ -39,7 +38,6 @@ type pager struct {
 func (p *pager) emit() bool {
 	pg := p.page
 	p.page, p.n = &sources.Page{}, 0
-	p.index++
 	return p.yield(pg, nil)
 }
 
@@ -50,12 +48,6 @@ func (p *pager) add() error {
 		return errStopped
 	}
 	return nil
-}
-
-// firstSeen is where a key was first seen in a table.
-type firstSeen struct {
-	line int // 1-based file line of the row
-	page int // pager index of the page holding that row
 }
 
 // readFile opens the table's file and reads it into p, returning the
@@ -114,10 +106,6 @@ func (t *table) read(ctx context.Context, r io.Reader, p *pager) (int, error) {
 		types[i] = t.typeOf(n)
 		drop[i] = t.skip[n]
 	}
-	var seen map[string]firstSeen
-	if keyIdx >= 0 {
-		seen = map[string]firstSeen{}
-	}
 
 	row := 0
 	for {
@@ -159,23 +147,10 @@ func (t *table) read(ctx context.Context, r io.Reader, p *pager) (int, error) {
 				continue
 			}
 			key = t.id + ":" + v
-			if first, ok := seen[key]; ok {
-				// The pipeline handles a page's skips before its records, so
-				// a skip sharing a key with a record of the same page would
-				// hide that record: close the page first.
-				if first.page == p.index && p.n > 0 && !p.emit() {
-					return row, errStopped
-				}
-				p.page.Skipped = append(p.page.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("csv table %s: %s: duplicate key %q in column %q at line %d, first at line %d", t.id, t.display, v, t.key, line, first.line)})
-				if err := p.add(); err != nil {
-					return row, err
-				}
-				continue
-			}
-			seen[key] = firstSeen{line: line, page: p.index}
 		}
 
-		out := sources.Record{Key: key, Anchor: t.id, Attributes: make(map[string]any, len(rec))}
+		out := sources.Record{Key: key, Anchor: t.id, Attributes: make(map[string]any, len(rec)),
+			Where: t.display + " line " + strconv.Itoa(line)}
 		var bad error
 		for i, name := range names {
 			if drop[i] {
