@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/diff"
@@ -252,13 +253,28 @@ func (r *runner) expertMandatory(ctx context.Context, idx *corpusIndex) ([]xrefE
 		return nil, err
 	}
 	labels := map[string]string{}
-	for _, d := range idx.all {
-		for _, s := range d.props.Sections {
-			labels[s.ID] = LabelSection
+	// The documents holding the links' elements (an element's id starts
+	// with its document's), read once each.
+	labeled := map[*indexedDoc]bool{}
+	for _, l := range links {
+		for _, id := range []string{l.From, l.To} {
+			for _, d := range idx.all {
+				if labeled[d] || !strings.HasPrefix(id, d.id+PathSep) {
+					continue
+				}
+				labeled[d] = true
+				idx.ensure(d)
+				for _, s := range d.props.Sections {
+					labels[s.ID] = LabelSection
+				}
+				for _, e := range d.props.Elements {
+					labels[e.ID] = LabelElement
+				}
+			}
 		}
-		for _, e := range d.props.Elements {
-			labels[e.ID] = LabelElement
-		}
+	}
+	if idx.err != nil {
+		return nil, idx.err
 	}
 	var out []xrefEdge
 	for _, l := range links {

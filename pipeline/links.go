@@ -46,18 +46,67 @@ func (r *runner) markLinksPending(c *state.Commit) {
 	c.Cursors[linksPendingCursor] = "1"
 }
 
+// linkIndexCursor marks (a state cursor of a reserved source name) that
+// the link index (state.Commit.LinkDocs) holds every document: until it
+// does, the link pass reads every document and writes the index.
+const linkIndexCursor = "_link_index"
+
+// linkDoc is a document's link index entry: what the link pass needs to
+// find the documents a change concerns without reading their properties.
+type linkDoc struct {
+	ID    string   `json:"id"`
+	Label string   `json:"label"`
+	IDs   []string `json:"ids,omitempty"`  // identifiers, as the document gives them
+	Refs  []string `json:"refs,omitempty"` // normalized identifiers its references name
+}
+
+// linkEntry encodes a document's link index entry.
+func linkEntry(nodeID, label string, docIDs []string, ext []extRef) []byte {
+	e := linkDoc{ID: nodeID, Label: label, IDs: docIDs}
+	seen := map[string]bool{}
+	for _, x := range ext {
+		if n := normalizeDocID(x.Doc); n != "" && !seen[n] {
+			seen[n] = true
+			e.Refs = append(e.Refs, n)
+		}
+	}
+	slices.Sort(e.Refs)
+	b, _ := json.Marshal(e) // strings only
+	return b
+}
+
+// touchDocs records identifiers of documents a run wrote or deleted (key
+// and document ids, before and after): the link pass re-resolves the
+// references to them.
+func (r *runner) touchDocs(key string, ids ...[]string) {
+	if r.touched == nil {
+		r.touched = map[string]bool{}
+	}
+	r.touched[normalizeDocID(key)] = true
+	for _, l := range ids {
+		for _, id := range l {
+			r.touched[normalizeDocID(id)] = true
+		}
+	}
+}
+
 // corpusIndex finds documents by identifier and their elements by address.
+// Documents come from the link index; their properties (addresses,
+// references) are read when a resolution needs them (ensure).
 type corpusIndex struct {
+	p    *Pipeline
+	ctx  context.Context
 	docs map[string]*indexedDoc // normalized identifier → document
 	all  []*indexedDoc
+	err  error // the first failed read of a document
 }
 
 type indexedDoc struct {
 	source, key, id, label string
-	ids                    []string
+	ids, refs              []string
+	loaded                 bool
 	byAddress              map[string]graphRef // normalized address → node
 	props                  recordProps
-	rec                    state.Record
 }
 
 // graphRef is a node by label and id.
@@ -68,16 +117,126 @@ type graphRef struct{ Label, ID string }
 // "6.5.1" are one key, "Article 7 (3)" and "Art. 7(3)" too.
 func addressKey(s string) string { return chunker.AddressKey(s) }
 
+// loadLinkIndex reads the link index: every document's identifiers, not
+// its properties.
+func (p *Pipeline) loadLinkIndex(ctx context.Context) (*corpusIndex, error) {
+	idx := &corpusIndex{p: p, ctx: ctx, docs: map[string]*indexedDoc{}}
+	bySource := map[string][]*indexedDoc{}
+	err := p.Store.LinkDocs(ctx, p.Name, func(ref state.RecordRef, data []byte) error {
+		var e linkDoc
+		if err := json.Unmarshal(data, &e); err != nil {
+			return fmt.Errorf("link index entry of %q: %w", ref.Key, err)
+		}
+		bySource[ref.Source] = append(bySource[ref.Source], &indexedDoc{source: ref.Source, key: ref.Key, id: e.ID, label: e.Label, ids: e.IDs, refs: e.Refs})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Sources in the pipeline's order, keys sorted: the first document
+	// with an identifier owns it.
+	for _, src := range p.Sources {
+		docs := bySource[src.Name()]
+		slices.SortFunc(docs, func(a, b *indexedDoc) int { return strings.Compare(a.key, b.key) })
+		for _, d := range docs {
+			idx.add(d)
+		}
+	}
+	return idx, nil
+}
+
+func (idx *corpusIndex) add(d *indexedDoc) {
+	idx.all = append(idx.all, d)
+	for _, id := range append([]string{d.key}, d.ids...) {
+		n := normalizeDocID(id)
+		if _, dup := idx.docs[n]; !dup {
+			idx.docs[n] = d
+		}
+	}
+}
+
+// ensure reads the properties of documents not read yet, 200 a query.
+func (idx *corpusIndex) ensure(docs ...*indexedDoc) {
+	bySource := map[string][]*indexedDoc{}
+	for _, d := range docs {
+		if d != nil && !d.loaded {
+			bySource[d.source] = append(bySource[d.source], d)
+		}
+	}
+	for src, ds := range bySource {
+		for start := 0; start < len(ds) && idx.err == nil; start += 200 {
+			part := ds[start:min(start+200, len(ds))]
+			keys := make([]string, len(part))
+			for i, d := range part {
+				keys[i] = d.key
+			}
+			recs, err := idx.p.Store.RecordGet(idx.ctx, idx.p.Name, src, keys)
+			if err != nil {
+				idx.err = fmt.Errorf("get records: %w", err)
+				return
+			}
+			for _, d := range part {
+				d.loaded = true
+				d.byAddress = map[string]graphRef{}
+				rec, ok := recs[d.key]
+				if !ok {
+					continue
+				}
+				rp, err := decodeRecordProps(rec.Props)
+				if err != nil {
+					idx.err = fmt.Errorf("record %q: %w", d.key, err)
+					return
+				}
+				d.setProps(lightProps(rp))
+			}
+		}
+	}
+}
+
+// setProps keeps a document's properties and its elements by address.
+func (d *indexedDoc) setProps(rp recordProps) {
+	d.props = rp
+	d.byAddress = map[string]graphRef{}
+	add := func(addr string, ref graphRef) {
+		k := addressKey(addr)
+		if _, dup := d.byAddress[k]; !dup && k != "" {
+			d.byAddress[k] = ref
+		}
+	}
+	for _, s := range rp.Sections {
+		if s.Citation != "" {
+			add(s.Citation, graphRef{LabelSection, s.ID})
+		}
+		add(s.Address, graphRef{LabelSection, s.ID})
+		for _, w := range []string{"appendix ", "annex ", "приложение "} {
+			if t := strings.ToLower(s.Title); strings.HasPrefix(t, w) {
+				if f := strings.Fields(t); len(f) >= 2 {
+					add(strings.TrimRight(f[1], ".:"), graphRef{LabelSection, s.ID})
+				}
+			}
+		}
+	}
+	for _, e := range rp.Elements {
+		if e.Citation != "" {
+			add(e.Citation, graphRef{LabelElement, e.ID})
+		}
+		if e.Kind == "clause" || e.Kind == "table" || e.Kind == "caption" {
+			add(e.Address, graphRef{LabelElement, e.ID})
+		}
+	}
+}
+
 // loadCorpusIndex reads every document of the pipeline from state, 200
-// records at a time, keeping only what resolving references needs (ids,
-// addresses, references), not texts, so its memory follows the number of
-// elements rather than the size of the corpus.
-func (p *Pipeline) loadCorpusIndex(ctx context.Context) (*corpusIndex, error) {
-	idx := &corpusIndex{docs: map[string]*indexedDoc{}}
+// records at a time (the link pass before the link index holds them all),
+// keeping only what resolving references needs (ids, addresses,
+// references), not texts, and returns their link index entries.
+func (p *Pipeline) loadCorpusIndex(ctx context.Context) (*corpusIndex, map[state.RecordRef][]byte, error) {
+	idx := &corpusIndex{p: p, ctx: ctx, docs: map[string]*indexedDoc{}}
+	entries := map[state.RecordRef][]byte{}
 	for _, src := range p.Sources {
 		var keys []string
 		if err := p.Store.RecordIndex(ctx, p.Name, src.Name(), func(k string, _ state.RecordSummary) { keys = append(keys, k) }); err != nil {
-			return nil, fmt.Errorf("index records: %w", err)
+			return nil, nil, fmt.Errorf("index records: %w", err)
 		}
 		slices.Sort(keys)
 		recs := map[string]state.Record{}
@@ -85,7 +244,7 @@ func (p *Pipeline) loadCorpusIndex(ctx context.Context) (*corpusIndex, error) {
 			if i%200 == 0 {
 				var err error
 				if recs, err = p.Store.RecordGet(ctx, p.Name, src.Name(), keys[i:min(i+200, len(keys))]); err != nil {
-					return nil, fmt.Errorf("get records: %w", err)
+					return nil, nil, fmt.Errorf("get records: %w", err)
 				}
 			}
 			rec, ok := recs[key]
@@ -94,52 +253,19 @@ func (p *Pipeline) loadCorpusIndex(ctx context.Context) (*corpusIndex, error) {
 			}
 			rp, err := decodeRecordProps(rec.Props)
 			if err != nil {
-				return nil, fmt.Errorf("record %q: %w", key, err)
+				return nil, nil, fmt.Errorf("record %q: %w", key, err)
 			}
 			if len(rp.DocIDs) == 0 && len(rp.Sections)+len(rp.Elements) == 0 {
 				continue
 			}
-			rp = lightProps(rp)
-			rec.Props = nil
-			d := &indexedDoc{source: src.Name(), key: key, id: nodeIDOf(src.Name(), key, rp), label: rec.Anchor,
-				ids: rp.DocIDs, byAddress: map[string]graphRef{}, props: rp, rec: rec}
-			add := func(addr string, ref graphRef) {
-				k := addressKey(addr)
-				if _, dup := d.byAddress[k]; !dup && k != "" {
-					d.byAddress[k] = ref
-				}
-			}
-			for _, s := range rp.Sections {
-				if s.Citation != "" {
-					add(s.Citation, graphRef{LabelSection, s.ID})
-				}
-				add(s.Address, graphRef{LabelSection, s.ID})
-				for _, w := range []string{"appendix ", "annex ", "приложение "} {
-					if t := strings.ToLower(s.Title); strings.HasPrefix(t, w) {
-						if f := strings.Fields(t); len(f) >= 2 {
-							add(strings.TrimRight(f[1], ".:"), graphRef{LabelSection, s.ID})
-						}
-					}
-				}
-			}
-			for _, e := range rp.Elements {
-				if e.Citation != "" {
-					add(e.Citation, graphRef{LabelElement, e.ID})
-				}
-				if e.Kind == "clause" || e.Kind == "table" || e.Kind == "caption" {
-					add(e.Address, graphRef{LabelElement, e.ID})
-				}
-			}
-			idx.all = append(idx.all, d)
-			for _, id := range append([]string{key}, rp.DocIDs...) {
-				n := normalizeDocID(id)
-				if _, dup := idx.docs[n]; !dup {
-					idx.docs[n] = d
-				}
-			}
+			id := nodeIDOf(src.Name(), key, rp)
+			entries[state.RecordRef{Source: src.Name(), Key: key}] = linkEntry(id, rec.Anchor, rp.DocIDs, rp.Ext)
+			d := &indexedDoc{source: src.Name(), key: key, id: id, label: rec.Anchor, ids: rp.DocIDs, loaded: true}
+			d.setProps(lightProps(rp))
+			idx.add(d)
 		}
 	}
-	return idx, nil
+	return idx, entries, nil
 }
 
 // resolve finds the node an external reference or address points to.
@@ -151,6 +277,7 @@ func (idx *corpusIndex) resolve(doc, target string) (graphRef, bool) {
 	if strings.TrimSpace(target) == "" {
 		return graphRef{d.label, d.id}, true
 	}
+	idx.ensure(d)
 	ref, ok := d.byAddress[addressKey(target)]
 	return ref, ok
 }
@@ -169,6 +296,7 @@ func (idx *corpusIndex) lookup(address string) (graphRef, *indexedDoc, bool) {
 			if a.Citation == "" {
 				return graphRef{d.label, d.id}, d, true
 			}
+			idx.ensure(d)
 			ref, ok := d.byAddress[addressKey(a.Citation)]
 			return ref, d, ok
 		}
@@ -196,6 +324,7 @@ func (idx *corpusIndex) lookupPrefix(address string) (graphRef, *indexedDoc, boo
 	if rest == "" {
 		return graphRef{best.label, best.id}, best, true
 	}
+	idx.ensure(best)
 	ref, ok := best.byAddress[addressKey(strings.TrimPrefix(rest, "›"))]
 	return ref, best, ok
 }
@@ -238,13 +367,51 @@ func (r *runner) linkPass(ctx context.Context) error {
 	if !r.docsChanged && !mandatoryChanged && !r.mode.RebuildGraph {
 		return nil
 	}
-	idx, err := r.p.loadCorpusIndex(ctx)
+	b := &sink.Batch{}
+	commit := state.Commit{Pipeline: r.p.Name}
+	built, err := r.p.Store.CursorGet(ctx, r.p.Name, linkIndexCursor)
 	if err != nil {
 		return fmt.Errorf("link pass: %w", err)
 	}
-	b := &sink.Batch{}
-	commit := state.Commit{Pipeline: r.p.Name}
-	for _, d := range idx.all {
+	var idx *corpusIndex
+	var resolve []*indexedDoc // the documents whose references are resolved again
+	if built == "" {
+		// The link index is not complete yet: every document is read, and
+		// the index written with this pass.
+		var entries map[state.RecordRef][]byte
+		if idx, entries, err = r.p.loadCorpusIndex(ctx); err != nil {
+			return fmt.Errorf("link pass: %w", err)
+		}
+		commit.LinkDocs = entries
+		resolve = idx.all
+	} else {
+		if idx, err = r.p.loadLinkIndex(ctx); err != nil {
+			return fmt.Errorf("link pass: %w", err)
+		}
+		// After a crashed run or for a rebuild every document; otherwise
+		// the documents the run wrote and those whose references name a
+		// document it wrote or deleted.
+		everything := r.linksAll || r.mode.RebuildGraph
+		for _, d := range idx.all {
+			hit := everything || r.touched[normalizeDocID(d.key)]
+			for _, ref := range d.refs {
+				hit = hit || r.touched[ref]
+			}
+			if hit {
+				resolve = append(resolve, d)
+			}
+		}
+		// Read them, and the documents their references name, together.
+		var targets []*indexedDoc
+		for _, d := range resolve {
+			targets = append(targets, d)
+			for _, ref := range d.refs {
+				targets = append(targets, idx.docs[ref])
+			}
+		}
+		idx.ensure(targets...)
+	}
+	for _, d := range resolve {
 		var want []xrefEdge
 		resolved := 0
 		for _, e := range d.props.Ext {
@@ -331,6 +498,9 @@ func (r *runner) linkPass(ctx context.Context) error {
 			b.DeleteEdges = append(b.DeleteEdges, k)
 		}
 	}
+	if idx.err != nil {
+		return fmt.Errorf("link pass: %w", idx.err)
+	}
 	cur, err := json.Marshal(struct {
 		Hash  string     `json:"hash"`
 		Edges []xrefEdge `json:"edges"`
@@ -338,7 +508,7 @@ func (r *runner) linkPass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("link pass: %w", err)
 	}
-	commit.Cursors = map[string]string{mandatoryCursor: string(cur), linksPendingCursor: ""}
+	commit.Cursors = map[string]string{mandatoryCursor: string(cur), linksPendingCursor: "", linkIndexCursor: "1"}
 	return r.writeAndCommit(ctx, b, commit, nil)
 }
 
@@ -376,16 +546,15 @@ func (p *Pipeline) mandatoryRows(ctx context.Context) ([]MandatoryLink, error) {
 	var out []MandatoryLink
 	for _, src := range p.Sources {
 		// Only the mandatory tables' rows are read, not every record.
-		var keys []string
-		err := p.Store.RecordIndex(ctx, p.Name, src.Name(), func(k string, _ state.RecordSummary) {
-			if table, _, _ := strings.Cut(k, ":"); p.Model.mandatory[table] != nil {
-				keys = append(keys, k)
-			}
-		})
+		var prefixes []string
+		for table := range p.Model.mandatory {
+			prefixes = append(prefixes, table+":")
+		}
+		slices.Sort(prefixes)
+		keys, err := p.Store.RecordKeysWithPrefix(ctx, p.Name, src.Name(), prefixes)
 		if err != nil {
 			return nil, fmt.Errorf("index records: %w", err)
 		}
-		slices.Sort(keys)
 		recs, err := p.Store.RecordGet(ctx, p.Name, src.Name(), keys)
 		if err != nil {
 			return nil, fmt.Errorf("get records: %w", err)

@@ -169,6 +169,7 @@ type recordOutput struct {
 	// versions; forceAll rewrites every node of the record.
 	elements                     []elementNode
 	oldSections, oldElements     []elementNode
+	oldDocIDs                    []string
 	terms, oldTerms              []termNode
 	xrefs, oldXRefs, oldExtEdges []xrefEdge
 	ext                          []extRef
@@ -436,6 +437,7 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 			return nil, fmt.Errorf("record %s: %w", rec.Key, err)
 		}
 		out.oldSections, out.oldElements, out.oldTerms, out.oldXRefs, out.oldExtEdges = sp.Sections, sp.Elements, sp.Terms, sp.XRefs, sp.ExtEdges
+		out.oldDocIDs = sp.DocIDs
 		out.oldLinks = sp.Links
 		out.oldEdge = sp.Edge
 		out.prevEdge = sp.PrevEdge
@@ -651,6 +653,11 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		if o.it.rec.Document != nil || len(o.sections)+len(o.elements) > 0 {
 			r.docGraphOps(b, o, vectors, o.forceAll)
 			r.docsChanged = true
+			r.touchDocs(rec.Key, o.docIDs, o.oldDocIDs)
+			if commit.LinkDocs == nil {
+				commit.LinkDocs = map[state.RecordRef][]byte{}
+			}
+			commit.LinkDocs[ref] = linkEntry(o.nodeID, o.label, o.docIDs, o.ext)
 		}
 		labels := map[string]string{}
 		for _, s := range o.sections {
@@ -715,6 +722,10 @@ func (r *runner) moveOps(b *sink.Batch, commit *state.Commit, source string, o *
 		return
 	}
 	sp, err := decodeRecordProps(it.fromRec.Props)
+	if err == nil && (len(sp.DocIDs) > 0 || len(sp.Sections) > 0) {
+		r.docsChanged = true
+		r.touchDocs(it.from, sp.DocIDs)
+	}
 	if err != nil || sp.Edge != nil || sp.Mandatory != nil {
 		if err == nil && sp.Edge != nil && (o.edge == nil || sp.Edge.ref() != o.edge.ref()) {
 			b.DeleteEdges = append(b.DeleteEdges, sp.Edge.ref())

@@ -39,6 +39,11 @@ type runner struct {
 	intentSeq  int64
 	acked      []int64
 	ackCursors map[string]string
+	// touched are the normalized identifiers of the documents the run
+	// wrote or deleted (touchDocs); linksAll makes the link pass resolve
+	// every document (a run that stopped left it to do).
+	touched  map[string]bool
+	linksAll bool
 }
 
 // maxBatchDocumentBytes ends a batch early once its documents hold this
@@ -99,6 +104,7 @@ func (r *runner) execute(ctx context.Context) (err error) {
 		return fmt.Errorf("get link pass mark: %w", err)
 	}
 	r.docsChanged = pending != ""
+	r.linksAll = pending != ""
 	if r.mode.RebuildGraph {
 		if err := r.rebuild(ctx); err != nil {
 			return err
@@ -831,6 +837,7 @@ func (r *runner) deleteBatch(ctx context.Context, source string, gone []state.Re
 		commit.DeleteRecords = append(commit.DeleteRecords, ref)
 		if len(sp.DocIDs) > 0 || len(sp.Sections) > 0 {
 			r.docsChanged = true
+			r.touchDocs(rec.Key, sp.DocIDs)
 		}
 		r.counts().RecordsDeleted++
 		r.counts().ChunksDeleted += len(chunks)

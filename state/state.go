@@ -212,6 +212,10 @@ type Commit struct {
 	// them as they are (records stored before origins were kept); refs not
 	// stored are ignored.
 	SetOrigins map[RecordRef]Origin
+	// LinkDocs upserts the link index entries of documents (state keeps
+	// the bytes as given); an empty entry removes the record's entry.
+	// DeleteRecords remove the records' entries too.
+	LinkDocs map[RecordRef][]byte
 	// Ords sets the listing place (Record.Ord) of stored records that are
 	// not rewritten (records that moved in the listing); refs not stored
 	// are ignored.
@@ -348,6 +352,9 @@ type Store interface {
 	Commit(ctx context.Context, c Commit) error
 	// IntentList returns the pipeline's stored intents by ascending ID.
 	IntentList(ctx context.Context, pipeline string) ([]Intent, error)
+	// LinkDocs calls fn with every link index entry of a pipeline
+	// (Commit.LinkDocs), by source and key.
+	LinkDocs(ctx context.Context, pipeline string, fn func(ref RecordRef, data []byte) error) error
 
 	// LexicalSearch returns the statistics of a pipeline's lexical rows of
 	// kind and every row of them that contains one of terms, with its term

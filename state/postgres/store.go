@@ -452,6 +452,26 @@ func queueCommit(b *pgx.Batch, c state.Commit, now time.Time) {
 				origin_scope = EXCLUDED.origin_scope, origin_id = EXCLUDED.origin_id, ord = EXCLUDED.ord`,
 			p, sources, keys, hashes, fps, anchors, props, now, scopes, ids, ords)
 	}
+	if len(c.LinkDocs) > 0 {
+		var us, uk, gs, gk []string
+		var data [][]byte
+		for _, ref := range state.SortedRefs(c.LinkDocs) {
+			if d := c.LinkDocs[ref]; len(d) > 0 {
+				us, uk, data = append(us, ref.Source), append(uk, ref.Key), append(data, d)
+			} else {
+				gs, gk = append(gs, ref.Source), append(gk, ref.Key)
+			}
+		}
+		if len(us) > 0 {
+			b.Queue(`INSERT INTO link_docs (pipeline, source, key, data)
+				SELECT $1, u.source, u.key, u.data FROM unnest($2::text[], $3::text[], $4::bytea[]) AS u(source, key, data)
+				ON CONFLICT (pipeline, source, key) DO UPDATE SET data = EXCLUDED.data`, p, us, uk, data)
+		}
+		if len(gs) > 0 {
+			b.Queue(`DELETE FROM link_docs l USING unnest($2::text[], $3::text[]) AS u(source, key)
+				WHERE l.pipeline = $1 AND l.source = u.source AND l.key = u.key`, p, gs, gk)
+		}
+	}
 	if len(c.Ords) > 0 {
 		refs := state.SortedRefs(c.Ords)
 		rs, rk := refColumns(refs)
@@ -508,6 +528,8 @@ func queueCommit(b *pgx.Batch, c state.Commit, now time.Time) {
 			WHERE l.pipeline = $1 AND l.source = u.source AND l.record_key = u.record_key`, p, rs, rk)
 		b.Queue(`DELETE FROM records r USING unnest($2::text[], $3::text[]) AS u(source, key)
 			WHERE r.pipeline = $1 AND r.source = u.source AND r.key = u.key`, p, rs, rk)
+		b.Queue(`DELETE FROM link_docs l USING unnest($2::text[], $3::text[]) AS u(source, key)
+			WHERE l.pipeline = $1 AND l.source = u.source AND l.key = u.key`, p, rs, rk)
 	}
 	if len(c.Cursors) > 0 {
 		srcs := slices.Sorted(maps.Keys(c.Cursors))
@@ -528,6 +550,21 @@ func queueCommit(b *pgx.Batch, c state.Commit, now time.Time) {
 	if len(c.IntentsDone) > 0 {
 		b.Queue(`DELETE FROM intents WHERE pipeline = $1 AND id = ANY($2::bigint[])`, p, c.IntentsDone)
 	}
+}
+
+// LinkDocs calls fn with every link index entry of a pipeline.
+func (s *Store) LinkDocs(ctx context.Context, pipeline string, fn func(ref state.RecordRef, data []byte) error) error {
+	rows, err := s.pool.Query(ctx, `SELECT source, key, data FROM link_docs WHERE pipeline = $1 ORDER BY source, key COLLATE "C"`, pipeline)
+	if err != nil {
+		return fmt.Errorf("list link index of %q: %w", pipeline, err)
+	}
+	var ref state.RecordRef
+	var data []byte
+	_, err = pgx.ForEachRow(rows, []any{&ref.Source, &ref.Key, &data}, func() error { return fn(ref, data) })
+	if err != nil {
+		return fmt.Errorf("list link index of %q: %w", pipeline, err)
+	}
+	return nil
 }
 
 // IntentList returns the pipeline's stored intents by ascending ID.

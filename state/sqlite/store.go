@@ -473,6 +473,24 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 			return fmt.Errorf("upsert records: %w", err)
 		}
 	}
+	if len(c.LinkDocs) > 0 {
+		var rows [][]any
+		var gone []state.RecordRef
+		for _, ref := range state.SortedRefs(c.LinkDocs) {
+			if d := c.LinkDocs[ref]; len(d) > 0 {
+				rows = append(rows, []any{p, ref.Source, ref.Key, d})
+			} else {
+				gone = append(gone, ref)
+			}
+		}
+		if err := execRows(ctx, tx, `INSERT INTO link_docs (pipeline, source, "key", data) VALUES `,
+			`ON CONFLICT (pipeline, source, "key") DO UPDATE SET data = excluded.data`, rows); err != nil {
+			return fmt.Errorf("upsert link index entries: %w", err)
+		}
+		if err := execKeys(ctx, tx, `DELETE FROM link_docs WHERE pipeline = ? AND source = ? AND "key" IN `, p, gone); err != nil {
+			return fmt.Errorf("delete link index entries: %w", err)
+		}
+	}
 	if len(c.Ords) > 0 {
 		set, err := tx.PrepareContext(ctx, `UPDATE records SET ord = ? WHERE pipeline = ? AND source = ? AND "key" = ?`)
 		if err != nil {
@@ -528,6 +546,9 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 		if err := execKeys(ctx, tx, `DELETE FROM records WHERE pipeline = ? AND source = ? AND "key" IN `, p, refs); err != nil {
 			return fmt.Errorf("delete records: %w", err)
 		}
+		if err := execKeys(ctx, tx, `DELETE FROM link_docs WHERE pipeline = ? AND source = ? AND "key" IN `, p, refs); err != nil {
+			return fmt.Errorf("delete link index entries: %w", err)
+		}
 		if err := execKeys(ctx, tx, `DELETE FROM lexical_fts WHERE rowid IN (SELECT doc FROM lexical WHERE pipeline = ? AND source = ? AND record_key IN `, p, refs, ")"); err != nil {
 			return fmt.Errorf("delete lexical rows: %w", err)
 		}
@@ -579,6 +600,29 @@ func execKeys(ctx context.Context, tx *sql.Tx, prefix, pipeline string, refs []s
 			return err
 		}
 		start = end
+	}
+	return nil
+}
+
+// LinkDocs calls fn with every link index entry of a pipeline.
+func (s *Store) LinkDocs(ctx context.Context, pipeline string, fn func(ref state.RecordRef, data []byte) error) error {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT source, "key", data FROM link_docs WHERE pipeline = ? ORDER BY source, "key"`, pipeline)
+	if err != nil {
+		return fmt.Errorf("list link index of %q: %w", pipeline, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ref state.RecordRef
+		var data []byte
+		if err := rows.Scan(&ref.Source, &ref.Key, &data); err != nil {
+			return fmt.Errorf("list link index of %q: %w", pipeline, err)
+		}
+		if err := fn(ref, data); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list link index of %q: %w", pipeline, err)
 	}
 	return nil
 }

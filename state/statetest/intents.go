@@ -169,3 +169,26 @@ func testRecordKeysWithPrefix(t *testing.T, s state.Store) {
 	require.NoError(t, err)
 	require.Len(t, got, 7, "more prefixes than one query carries")
 }
+
+func testLinkDocs(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	list := func(pipeline string) map[state.RecordRef]string {
+		t.Helper()
+		out := map[state.RecordRef]string{}
+		require.NoError(t, s.LinkDocs(ctx, pipeline, func(ref state.RecordRef, data []byte) error {
+			out[ref] = string(data)
+			return nil
+		}))
+		return out
+	}
+	a, b, c := state.RecordRef{Source: "docs", Key: "a.md"}, state.RecordRef{Source: "docs", Key: "b.md"}, state.RecordRef{Source: "web", Key: "c"}
+	commit(t, s, state.Commit{Pipeline: "p", Records: []state.Record{{Source: "docs", Key: "a.md", Hash: 1}, {Source: "docs", Key: "b.md", Hash: 1}},
+		LinkDocs: map[state.RecordRef][]byte{a: []byte("A"), b: []byte("B"), c: []byte("C")}})
+	commit(t, s, state.Commit{Pipeline: "q", LinkDocs: map[state.RecordRef][]byte{a: []byte("other")}})
+	require.Equal(t, map[state.RecordRef]string{a: "A", b: "B", c: "C"}, list("p"))
+	// Replaced, removed by an empty entry, removed with its record.
+	commit(t, s, state.Commit{Pipeline: "p", LinkDocs: map[state.RecordRef][]byte{a: []byte("A2"), c: nil},
+		DeleteRecords: []state.RecordRef{b}})
+	require.Equal(t, map[state.RecordRef]string{a: "A2"}, list("p"))
+	require.Equal(t, map[state.RecordRef]string{a: "other"}, list("q"))
+}

@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 		{"Intents", testIntents},
 		{"RecordScan", testRecordScan},
 		{"RecordKeysWithPrefix", testRecordKeysWithPrefix},
+		{"LinkDocs", testLinkDocs},
 		{"Origins", testOrigins},
 		{"RunWarnings", testRunWarnings},
 		{"Review", testReview},
