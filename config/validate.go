@@ -94,10 +94,12 @@ func (c *Config) Validate() error {
 	}
 
 	names := map[string]int{}
+	fits := map[string]bool{} // chunking paths already checked against an embedder
 	for i := range c.Pipelines {
 		p := &c.Pipelines[i]
 		at := fmt.Sprintf("pipelines[%d]", i)
 		ck.pipeline(at, p)
+		ck.chunkFits(c, at, p, fits)
 		if p.Name != "" {
 			if j, dup := names[p.Name]; dup {
 				ck.add(at+".name", "%q is used twice (also pipelines[%d])", p.Name, j)

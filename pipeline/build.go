@@ -44,11 +44,7 @@ func OpenStore(ctx context.Context, cfg config.State) (state.Store, error) {
 		}
 		return s, nil
 	case "postgres":
-		s, err := postgres.Open(ctx, cfg.DSN, cfg.Schema)
-		if err != nil {
-			return nil, fmt.Errorf("open postgres state: %w", err)
-		}
-		return s, nil
+		return postgres.Open(ctx, cfg.DSN, cfg.Schema) // its errors say "open postgres state"
 	}
 	return nil, fmt.Errorf("state.driver: unknown driver %q", cfg.Driver)
 }
@@ -101,6 +97,14 @@ func NewSink(ctx context.Context, cfg config.Sink, pipeline string, logger *slog
 // version, chunking settings, and the embedder's model and dimensions. When
 // it changes, every record of the pipeline is reprocessed on the next run.
 func Fingerprint(pc *config.Pipeline, e embed.Embedder) uint64 {
+	h, _ := diff.Hash(Settings(pc, e)) // only encodable values
+	return h
+}
+
+// Settings are the values Fingerprint hashes, by name. A run stores them
+// (settingsCursor) so that `kgsync plan` can name what changed, with its
+// old and new value ("chunking.max_tokens: 512 → 400").
+func Settings(pc *config.Pipeline, e embed.Embedder) map[string]any {
 	ch := pc.Chunking
 	fp := map[string]any{
 		"mapping_version": int64(MappingVersion),
@@ -115,8 +119,7 @@ func Fingerprint(pc *config.Pipeline, e embed.Embedder) uint64 {
 		// Reviewed documents' nodes carry their text's provenance.
 		fp["review"] = strings.Join(ReviewedSources(pc), ",")
 	}
-	h, _ := diff.Hash(fp) // only encodable values above
-	return h
+	return fp
 }
 
 // Build wires one configured pipeline: its sources, embedder, sink and
@@ -201,6 +204,7 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 		BatchSize:      pc.BatchSize,
 		MaxDeleteRatio: ratio,
 		Fingerprint:    Fingerprint(pc, emb),
+		Settings:       Settings(pc, emb),
 		VectorCapacity: capacity,
 		Search:         SearchConfig(pc.Search),
 		Logger:         logger,

@@ -89,6 +89,9 @@ func TestCancelStopsAHostileParse(t *testing.T) {
 	time.AfterFunc(200*time.Millisecond, cancel)
 	_, err := b.p.Run(ctx, state.TriggerManual, pipeline.Mode{})
 	require.ErrorIs(t, err, context.Canceled)
+	runs, err := b.store.RunList(context.Background(), "docs", 1)
+	require.NoError(t, err)
+	require.Equal(t, state.StatusCancelled, runs[0].Status, "stopped, not failed")
 	n, _ := b.store.RecordList(context.Background(), "docs", "docs")
 	require.Empty(t, n, "nothing committed for the cancelled document")
 }

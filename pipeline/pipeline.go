@@ -95,6 +95,9 @@ type Pipeline struct {
 	// Fingerprint is the hash of the config that shapes records' output
 	// (Fingerprint func); a change reprocesses every record.
 	Fingerprint uint64
+	// Settings are the values of Fingerprint (Settings func); nil in a
+	// Pipeline built without them (plan then cannot name a change).
+	Settings map[string]any
 	// VectorCapacity is the initial capacity of the chunk vector index.
 	VectorCapacity int
 	// Search tunes searches of the pipeline (Searcher); the zero value
@@ -270,6 +273,9 @@ func (p *Pipeline) Run(ctx context.Context, trigger state.Trigger, mode Mode) (r
 	}
 	if err != nil {
 		run.Status = state.StatusFailed
+		if ctx.Err() != nil {
+			run.Status = state.StatusCancelled // stopped, not broken
+		}
 		run.Error = err.Error()
 	}
 	if total, cerr := p.Store.ChunkCount(context.WithoutCancel(ctx), p.Name); cerr == nil {
@@ -305,7 +311,7 @@ func (p *Pipeline) closeAbandoned(ctx context.Context) error {
 		if run.Status != state.StatusRunning {
 			continue
 		}
-		run.Status = state.StatusFailed
+		run.Status = state.StatusAbandoned
 		run.FinishedAt = p.now()
 		run.Error = "abandoned: the process running it stopped before closing it"
 		if err := p.Store.RunClose(ctx, run); err != nil {

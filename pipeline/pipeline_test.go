@@ -599,7 +599,7 @@ func TestAbandonedRunIsClosed(t *testing.T) {
 	require.Len(t, runs, 2)
 	for _, r := range runs {
 		if r.ID == dead.ID {
-			require.Equal(t, state.StatusFailed, r.Status)
+			require.Equal(t, state.StatusAbandoned, r.Status)
 			require.Contains(t, r.Error, "abandoned")
 			require.False(t, r.FinishedAt.IsZero())
 		} else {

@@ -19,8 +19,16 @@ type Plan struct {
 	Items []PlanItem
 	// Unchanged counts records that would be left alone.
 	Unchanged int
-	// Skipped counts records that could not be read or parsed.
+	// Skipped counts records that could not be read or parsed; Skips
+	// names them with the reason (parts of listings that could not be
+	// read too, by key prefix).
 	Skipped int
+	Skips   []PlanSkip
+	// ConfigChanges name the settings that changed since the last run,
+	// with old and new values ("chunking.max_tokens: 512 → 400");
+	// SettingsUnknown is set when the last run stored none to compare.
+	ConfigChanges   []string
+	SettingsUnknown bool
 	// ChunksToWrite counts chunk nodes that would be (re)written.
 	ChunksToWrite int
 	// ChunksToDelete counts chunk nodes that would be deleted.
@@ -52,6 +60,12 @@ type PlanItem struct {
 	From string
 }
 
+// PlanSkip is a record (or a part of a listing, by key prefix) a run
+// would quarantine, and why.
+type PlanSkip struct {
+	Source, Key, Reason string
+}
+
 // Count returns how many items have the class.
 func (p *Plan) Count(c diff.Class) int {
 	n := 0
@@ -75,6 +89,11 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 			return nil, fmt.Errorf("review: %w", err)
 		}
 	}
+	changes, known, err := p.SettingChanges(ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan.ConfigChanges = changes
 	missSeen := map[uint64]bool{}
 	for _, src := range p.Sources {
 		name := src.Name()
@@ -159,6 +178,13 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 				}
 			}
 			plan.Skipped += len(page.Skipped)
+			for _, sk := range page.Skipped {
+				plan.Skips = append(plan.Skips, PlanSkip{Source: name, Key: sk.Key, Reason: sk.Err.Error()})
+			}
+			for _, u := range page.Unlisted {
+				stored.keepPrefix(u.Prefix)
+				plan.Skips = append(plan.Skips, PlanSkip{Source: name, Key: u.Prefix, Reason: "not listed, its records kept: " + u.Err.Error()})
+			}
 		}
 		if !complete {
 			continue
@@ -184,8 +210,16 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("source %q: %w", name, err)
 		}
-		if err := r.guard(len(gone), total); err != nil {
+		if err := r.guard(max(len(gone)-stored.newN, 0), total); err != nil { // net loss, as a run judges
 			plan.GuardError = err.Error()
+		}
+	}
+	if !known {
+		for _, it := range plan.Items {
+			if it.Reason == diff.ReasonConfig {
+				plan.SettingsUnknown = true
+				break
+			}
 		}
 	}
 	slices.SortStableFunc(plan.Items, func(a, b PlanItem) int {
@@ -212,6 +246,7 @@ func (p *Pipeline) planRecord(ctx context.Context, r *runner, plan *Plan, it ite
 	out, err := r.mapRecord(ctx, it)
 	if err != nil {
 		plan.Skipped++
+		plan.Skips = append(plan.Skips, PlanSkip{Source: it.source, Key: it.rec.Key, Reason: err.Error()})
 		return nil
 	}
 	pi := PlanItem{Source: it.source, Key: it.rec.Key, Class: it.class, Reason: it.reason, Chunks: len(out.chunks), From: it.from}

@@ -49,8 +49,8 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 		return fmt.Errorf("get stored chunks: %w", err)
 	}
 	for _, rec := range recs {
-		r.counts().RecordsRead++
-		r.counts().RecordsUnchanged++
+		r.counts().RecordsRebuilt++
+		r.counts().ChunksRebuilt += len(stored[rec.Key])
 		rp, err := decodeRecordProps(rec.Props)
 		if err != nil {
 			return fmt.Errorf("record %q: %w", rec.Key, err)

@@ -132,6 +132,11 @@ func (r *runner) execute(ctx context.Context) (err error) {
 	if err := r.linkPass(ctx); err != nil {
 		failed = append(failed, err)
 	}
+	if len(failed) == 0 {
+		if err := r.storeSettings(ctx); err != nil {
+			failed = append(failed, fmt.Errorf("store settings: %w", err))
+		}
+	}
 	return errors.Join(failed...)
 }
 

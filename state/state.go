@@ -6,6 +6,7 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -39,6 +40,14 @@ const (
 	// their last good version and are retried on the next run.
 	StatusPartial Status = "partial"
 	StatusFailed  Status = "failed"
+	// StatusCancelled: the run was stopped (SIGTERM, the daemon's
+	// shutdown) before its end; what it committed stays, the rest is
+	// redone by the next run.
+	StatusCancelled Status = "cancelled"
+	// StatusAbandoned: the process running it died (SIGKILL, a crash)
+	// before closing it; the next run of the pipeline closes it so, and
+	// redoes what it left.
+	StatusAbandoned Status = "abandoned"
 )
 
 // Counts are a run's counters, as printed by `kgsync sync --json`.
@@ -64,6 +73,10 @@ type Counts struct {
 	EmbedRequests int `json:"embed_requests"`
 	// EmbedErrors counts embedding steps that failed after the provider's own retries.
 	EmbedErrors int `json:"embed_errors"`
+	// RecordsRebuilt and ChunksRebuilt count what a graph rebuild
+	// (resync --rebuild-graph) rewrote from state: it reads no source.
+	RecordsRebuilt int `json:"rebuilt"`
+	ChunksRebuilt  int `json:"chunks_rebuilt"`
 	// Quarantined is how many of the pipeline's records (or failed parts
 	// of listings) are in quarantine when the run ends (state.Quarantined).
 	Quarantined int `json:"quarantined"`
@@ -95,6 +108,21 @@ type Run struct {
 	// renamed upstream whose old name the config still uses, with the
 	// config lines to change); a run with warnings still succeeds.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// MarshalJSON writes a Run with "finished_at" left out while it is zero
+// (a running run has not finished; no 0001-01-01 date is made up).
+func (r Run) MarshalJSON() ([]byte, error) {
+	type plain Run
+	out := struct {
+		plain
+		FinishedAt *time.Time `json:"finished_at,omitempty"`
+	}{plain: plain(r)}
+	if !r.FinishedAt.IsZero() {
+		f := r.FinishedAt
+		out.FinishedAt = &f
+	}
+	return json.Marshal(out)
 }
 
 // Record is the stored state of one source record.

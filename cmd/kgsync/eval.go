@@ -53,7 +53,7 @@ chunking, data model or embedder.`,
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			e, err := g.open(ctx)
+			e, err := g.openRead(ctx)
 			if err != nil {
 				return err
 			}

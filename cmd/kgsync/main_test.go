@@ -129,6 +129,9 @@ func TestResyncNeedsOneMode(t *testing.T) {
 	var j runJSON
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &j))
 	require.Zero(t, j.Chunks.Embedded, "rebuilding the graph costs no embedding call")
+	require.Zero(t, j.Records.Read, "a rebuild reads no source")
+	require.Equal(t, 3, j.Records.Rebuilt, "it counts what it rebuilt")
+	require.Positive(t, j.Chunks.Rebuilt)
 	require.Positive(t, j.Sink.Statements)
 	// The rebuild's file loads fast on its own: it starts with the
 	// label-property index statements; the vector indexes stay in

@@ -39,6 +39,12 @@ func printPlan(g *globals, p *pipeline.Plan) {
 	w := g.stdout
 	fmt.Fprintf(w, "%s: %d to add, %d to change, %d to delete, %d unchanged, %d skipped\n",
 		p.Pipeline, p.Count(diff.ClassNew), p.Count(diff.ClassChanged), p.Count(diff.ClassDeleted), p.Unchanged, p.Skipped)
+	for _, c := range p.ConfigChanges {
+		fmt.Fprintf(w, "  config changed: %s\n", c)
+	}
+	if p.SettingsUnknown {
+		fmt.Fprintln(w, "  config changed since the last run (which stored no settings to compare)")
+	}
 	for _, it := range p.Items {
 		mark := map[diff.Class]string{diff.ClassNew: "+", diff.ClassChanged: "~", diff.ClassDeleted: "-"}[it.Class]
 		if it.Class == diff.ClassDeleted {
@@ -50,6 +56,9 @@ func printPlan(g *globals, p *pipeline.Plan) {
 			reason += " from " + it.From
 		}
 		fmt.Fprintf(w, "  %s %s:%s (%s): %d chunks, %d to write, %d to embed\n", mark, it.Source, it.Key, reason, it.Chunks, it.Write, it.Misses)
+	}
+	for _, s := range p.Skips {
+		fmt.Fprintf(w, "  ! %s:%s skipped: %s\n", s.Source, s.Key, s.Reason)
 	}
 	fmt.Fprintf(w, "  chunks: %d to write, %d to delete; embedding: %d texts not in the cache, ~%d tokens\n",
 		p.ChunksToWrite, p.ChunksToDelete, p.EmbedMisses, p.EmbedTokens)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,12 +16,18 @@ import (
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/state"
+	"github.com/kgsync/kgsync/state/postgres"
+	"github.com/kgsync/kgsync/state/sqlite"
 )
 
 // exitError carries a process exit code through cobra.
 type exitError struct {
 	code int
 	err  error
+	// shown, when set, is what run prints instead of err: the command
+	// already printed err's parts (a run's summary, validate's lines), and
+	// each error is printed once.
+	shown string
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -69,11 +77,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(stderr, "kgsync:", err)
 	var ee *exitError
 	if errors.As(err, &ee) {
+		if ee.shown != "" {
+			fmt.Fprintln(stderr, "kgsync:", ee.shown)
+		} else {
+			fmt.Fprintln(stderr, "kgsync:", err)
+		}
 		return ee.code
 	}
+	fmt.Fprintln(stderr, "kgsync:", err)
 	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
 		strings.Contains(err.Error(), "accepts") || strings.Contains(err.Error(), "flag needs") {
 		return 2
@@ -112,6 +125,8 @@ type env struct {
 	cfg   *config.Config
 	store state.Store
 	log   *slog.Logger
+	// cleanup removes a stand-in state (openRead), nil otherwise.
+	cleanup func()
 }
 
 func (g *globals) open(ctx context.Context) (*env, error) {
@@ -127,7 +142,48 @@ func (g *globals) open(ctx context.Context) (*env, error) {
 	return &env{cfg: cfg, store: store, log: log}, nil
 }
 
-func (e *env) Close() { _ = e.store.Close() }
+// openRead is open for commands that only read state (status, plan,
+// schema, search, eval, verify without --repair): when the configured
+// state does not exist yet (no SQLite file, no Postgres schema), they read
+// an empty stand-in in a temporary directory instead of creating it, so
+// they answer "never run" and leave nothing behind.
+func (g *globals) openRead(ctx context.Context) (*env, error) {
+	cfg, err := g.load()
+	if err != nil {
+		return nil, err
+	}
+	exists := true
+	switch cfg.State.Driver {
+	case "", "sqlite":
+		if _, err := os.Stat(cfg.State.Path); errors.Is(err, fs.ErrNotExist) {
+			exists = false
+		}
+	case "postgres":
+		if exists, err = postgres.SchemaExists(ctx, cfg.State.DSN, cfg.State.Schema); err != nil {
+			return nil, fmt.Errorf("open postgres state: %w", err)
+		}
+	}
+	if exists {
+		return g.open(ctx)
+	}
+	dir, err := os.MkdirTemp("", "kgsync-empty-state-")
+	if err != nil {
+		return nil, err
+	}
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "state.db"))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return &env{cfg: cfg, store: store, log: g.logger(cfg), cleanup: func() { _ = os.RemoveAll(dir) }}, nil
+}
+
+func (e *env) Close() {
+	_ = e.store.Close()
+	if e.cleanup != nil {
+		e.cleanup()
+	}
+}
 
 // selectPipelines returns the named pipelines, or all of them.
 func (e *env) selectPipelines(names []string) ([]*config.Pipeline, error) {
@@ -174,7 +230,12 @@ func isTerminal(w io.Writer) bool {
 // pipeline (all when none is named), in order; a failing pipeline does not
 // stop the others, and the command fails (exit 1) with all their errors.
 func (g *globals) forPipelines(ctx context.Context, names []string, fn func(e *env, pc *config.Pipeline) error) error {
-	e, err := g.open(ctx)
+	return g.forPipelinesIn(ctx, g.open, names, fn)
+}
+
+// forPipelinesIn is forPipelines with the state opened by open.
+func (g *globals) forPipelinesIn(ctx context.Context, open func(context.Context) (*env, error), names []string, fn func(e *env, pc *config.Pipeline) error) error {
+	e, err := open(ctx)
 	if err != nil {
 		return err
 	}
@@ -197,8 +258,9 @@ func (g *globals) forPipelines(ctx context.Context, names []string, fn func(e *e
 
 // eachPipeline builds the named pipelines (all when none is named) and calls
 // fn for each, as forPipelines does.
+// The commands using it only read state (openRead).
 func (g *globals) eachPipeline(ctx context.Context, names []string, fn func(p *pipeline.Pipeline) error) error {
-	return g.forPipelines(ctx, names, func(e *env, pc *config.Pipeline) error {
+	return g.forPipelinesIn(ctx, g.openRead, names, func(e *env, pc *config.Pipeline) error {
 		p, err := pipeline.Build(ctx, e.cfg, pc, e.store, e.log)
 		if err != nil {
 			return err

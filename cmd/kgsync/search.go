@@ -47,7 +47,7 @@ cross-reference targets and definitions of the terms used, each saying
 why. --address looks nodes up by address instead of searching.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			e, err := g.open(ctx)
+			e, err := g.openRead(ctx)
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ one line per run, then one per quarantined record (the objects with
 "quarantined", its key), then one per job (the objects with "job_id").`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			e, err := g.open(ctx)
+			e, err := g.openRead(ctx)
 			if err != nil {
 				return err
 			}
@@ -53,6 +53,7 @@ one line per run, then one per quarantined record (the objects with
 				if len(runs) == 0 && !asJSON {
 					fmt.Fprintf(tw, "%s\t-\t\tnever run\t\t\t\t\t\t\t\t\t\t\n", pc.Name)
 				}
+				markAbandoned(ctx, e.store, pc.Name, runs)
 				for _, r := range runs {
 					if asJSON {
 						b, _ := json.Marshal(r)
@@ -206,4 +207,32 @@ func printReviews(ctx context.Context, g *globals, e *env, pcs []*config.Pipelin
 		}
 	}
 	return nil
+}
+
+// markAbandoned shows runs still marked running whose process is gone as
+// abandoned: a run holds its pipeline's lock (Postgres advisory lock,
+// SQLite file lock) until it closes, so when the lock can be taken no
+// process runs the pipeline. Only what is shown changes: the next run
+// closes such runs in state.
+func markAbandoned(ctx context.Context, store state.Store, pipeline string, runs []state.Run) {
+	running := false
+	for _, r := range runs {
+		running = running || r.Status == state.StatusRunning
+	}
+	if !running {
+		return
+	}
+	unlock, err := store.Lock(ctx, pipeline)
+	if err != nil {
+		return // locked: the newest running run is alive
+	}
+	_ = unlock()
+	for i := range runs {
+		if runs[i].Status == state.StatusRunning {
+			runs[i].Status = state.StatusAbandoned
+			if runs[i].Error == "" {
+				runs[i].Error = "abandoned: no process holds the pipeline's lock (it stopped before closing the run)"
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -60,6 +61,8 @@ type runJSON struct {
 		Deleted   int `json:"deleted"`
 		Skipped   int `json:"skipped"`
 		Renamed   int `json:"renamed"`
+		// Rebuilt counts the records a graph rebuild rewrote from state.
+		Rebuilt int `json:"rebuilt"`
 		// Quarantined counts the pipeline's records in quarantine at the
 		// end of the run (status "partial" when > 0).
 		Quarantined int `json:"quarantined"`
@@ -69,6 +72,7 @@ type runJSON struct {
 		Embedded int `json:"embedded"`
 		Reused   int `json:"reused"`
 		Deleted  int `json:"deleted"`
+		Rebuilt  int `json:"rebuilt"`
 	} `json:"chunks"`
 	Sink struct {
 		Statements int `json:"statements"`
@@ -91,6 +95,7 @@ func toJSON(name string, res pipeline.Result) runJSON {
 	j.Error = res.Run.Error
 	j.Records.Renamed = c.RecordsRenamed
 	j.Records.Quarantined = c.Quarantined
+	j.Records.Rebuilt, j.Chunks.Rebuilt = c.RecordsRebuilt, c.ChunksRebuilt
 	j.Warnings = res.Run.Warnings
 	return j
 }
@@ -103,7 +108,7 @@ const exitPartial = 3
 // pipeline does not stop the others; the command fails (exit 1) if any
 // failed, and exits exitPartial when none failed but a run was partial.
 func runPipelines(ctx context.Context, g *globals, names []string, mode pipeline.Mode, trigger state.Trigger, asJSON bool) error {
-	var partial []string
+	var partial, failed []string
 	err := g.forPipelines(ctx, names, func(e *env, pc *config.Pipeline) error {
 		res, err := runOne(ctx, g, e, pc, mode, trigger, asJSON)
 		if asJSON {
@@ -115,8 +120,16 @@ func runPipelines(ctx context.Context, g *globals, names []string, mode pipeline
 		if err == nil && res.Run.Status == state.StatusPartial {
 			partial = append(partial, fmt.Sprintf("%s (%d quarantined)", pc.Name, res.Run.Counts.Quarantined))
 		}
+		if err != nil {
+			failed = append(failed, pc.Name)
+		}
 		return err
 	})
+	var ee *exitError
+	if len(failed) > 0 && errors.As(err, &ee) {
+		// Each failure is in its run's summary (or JSON line) above.
+		ee.shown = fmt.Sprintf("%d of the pipelines failed: %s (see above)", len(failed), strings.Join(failed, ", "))
+	}
 	if err == nil && len(partial) > 0 {
 		return &exitError{code: exitPartial, err: fmt.Errorf("partial: %s; `kgsync status` lists the quarantined records and why",
 			strings.Join(partial, ", "))}
@@ -161,6 +174,10 @@ func printSummary(w io.Writer, name string, res pipeline.Result, err error) {
 		fmt.Fprintf(w, "%s: run %d %s in %s\n", name, res.Run.ID, status, res.Duration.Round(time.Millisecond))
 	} else {
 		fmt.Fprintf(w, "%s: %s\n", name, status)
+	}
+	if c.RecordsRebuilt > 0 && c.RecordsRead == 0 {
+		// A graph rebuild reads no source: say what it rewrote.
+		fmt.Fprintf(w, "  rebuilt from state: %d records, %d chunks (no source read)\n", c.RecordsRebuilt, c.ChunksRebuilt)
 	}
 	fmt.Fprintf(w, "  records: %d read, %d new, %d changed, %d unchanged, %d deleted, %d skipped",
 		c.RecordsRead, c.RecordsNew, c.RecordsChanged, c.RecordsUnchanged, c.RecordsDeleted, c.RecordsSkipped)

@@ -40,8 +40,14 @@ func newValidateCmd(g *globals) *cobra.Command {
 			if err := pipeline.CheckShared(cfg); err != nil {
 				return &exitError{code: 3, err: err}
 			}
-			fmt.Fprintf(g.stdout, "%s: ok, %d pipeline(s)\n", g.configPath, len(cfg.Pipelines))
+			fmt.Fprintf(g.stdout, "%s: %d pipeline(s)\n", g.configPath, len(cfg.Pipelines))
 			var problems []error
+			if errs := config.CheckPaths(cfg); len(errs) > 0 {
+				for _, err := range errs {
+					fmt.Fprintf(g.stdout, "  path: %v\n", err)
+				}
+				problems = append(problems, errs...)
+			}
 			for i := range cfg.Pipelines {
 				p := &cfg.Pipelines[i]
 				sched := p.Schedule
@@ -49,7 +55,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 					sched = "no schedule"
 				}
 				fmt.Fprintf(g.stdout, "  %s: %d source(s), sink %s, embedder %s, %s\n", p.Name, len(p.Sources), p.Sink.Type, p.Embedder.Provider, sched)
-				if err := checkSources(cmd.Context(), g.stdout, p, i, online, timeout); err != nil {
+				if err := checkSources(cmd.Context(), g.stdout, cfg, p, i, online, timeout); err != nil {
 					problems = append(problems, fmt.Errorf("pipeline %q: %w", p.Name, err))
 				}
 				if online {
@@ -63,8 +69,9 @@ func newValidateCmd(g *globals) *cobra.Command {
 				}
 			}
 			if len(problems) > 0 {
-				return &exitError{code: 3, err: errors.Join(problems...)}
+				return &exitError{code: 3, err: errors.Join(problems...), shown: "the config has the problems listed above"}
 			}
+			fmt.Fprintf(g.stdout, "%s: ok, %d pipeline(s)\n", g.configPath, len(cfg.Pipelines))
 			return nil
 		},
 	}

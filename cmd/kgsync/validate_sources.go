@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/kgsync/kgsync/config"
@@ -16,7 +17,7 @@ import (
 // online also the live Grist documents (tables, columns, column types
 // against each attribute's use, Ref targets). It prints one line per
 // problem and returns them joined.
-func checkSources(ctx context.Context, w io.Writer, p *config.Pipeline, i int, online bool, timeout time.Duration) error {
+func checkSources(ctx context.Context, w io.Writer, cfg *config.Config, p *config.Pipeline, i int, online bool, timeout time.Duration) error {
 	if online {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -28,7 +29,13 @@ func checkSources(ctx context.Context, w io.Writer, p *config.Pipeline, i int, o
 		fmt.Fprintf(w, "    sources: FAILED: %v\n", err)
 		return err
 	}
-	problems := pipeline.CheckModel(p, path, have)
+	problems := append(pipeline.CheckModel(p, path, have), pipeline.CheckRefs(p, path, have)...)
+	for k, pr := range problems {
+		// "pipelines[1].model…: message" → "kgsync.yaml:12: pipelines[1].model…: message"
+		if at, _, ok := strings.Cut(pr, ": "); ok {
+			problems[k] = cfg.Position(at) + pr
+		}
+	}
 	if len(problems) == 0 {
 		what := "model matches the CSV headers"
 		if online {

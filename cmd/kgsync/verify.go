@@ -62,7 +62,11 @@ cannot be verified: it writes files, not a graph that can be read back.`,
 }
 
 func runVerify(ctx context.Context, g *globals, name string, opts pipeline.VerifyOptions, asJSON bool) error {
-	e, err := g.open(ctx)
+	open := g.openRead
+	if opts.Repair {
+		open = g.open
+	}
+	e, err := open(ctx)
 	if err != nil {
 		return err
 	}

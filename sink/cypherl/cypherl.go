@@ -32,6 +32,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -136,11 +137,10 @@ func New(dir, pipeline string, d sink.Dialect, opts ...Option) (*Sink, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cypherl sink: %w", err)
-	}
+	// The directory is created by the first write, so that commands
+	// that only read (plan, schema) leave nothing behind.
 	entries, err := os.ReadDir(s.dir)
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("cypherl sink: %w", err)
 	}
 	for _, e := range entries {
@@ -553,6 +553,9 @@ func (s *Sink) open() error {
 		tag = s.now().UTC().Format("20060102T150405Z")
 	}
 	path := filepath.Join(s.dir, fmt.Sprintf("%06d-%s.cypherl", s.seq+1, tag))
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("create directory: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("create file: %w", err)
@@ -612,6 +615,9 @@ func (s *Sink) saveSchema(r schemaRecord) error {
 // files picks it up.
 func (s *Sink) replace(name string, data []byte) error {
 	path := filepath.Join(s.dir, name)
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	tmp, err := os.CreateTemp(s.dir, "."+name+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -62,7 +62,7 @@ func Open(ctx context.Context, dsn, schema string) (*Store, error) {
 	s.ownPool = true
 	if err := s.createSchema(ctx, schema); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open postgres state: %w", err)
+		return nil, fmt.Errorf("open postgres state schema %q: %w", schema, err)
 	}
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
@@ -249,3 +249,23 @@ func (s *Store) Close() error {
 
 // nowTime is the store's clock truncated to Postgres' microseconds, in UTC.
 func (s *Store) nowTime() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// SchemaExists reports whether schema exists in the database at dsn,
+// creating nothing: commands that only read state use it to answer "never
+// run" without creating a schema. Errors name the schema, never the DSN.
+func SchemaExists(ctx context.Context, dsn, schema string) (bool, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return false, fmt.Errorf("parse connection string: %w", err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, fmt.Errorf("schema %q: %w", schema, err)
+	}
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
+		return false, fmt.Errorf("schema %q: %w", schema, err)
+	}
+	return exists, nil
+}
