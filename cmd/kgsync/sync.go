@@ -102,7 +102,7 @@ func toJSON(name string, res pipeline.Result) runJSON {
 
 // exitPartial is the exit code of a sync or resync whose runs all
 // finished but at least one partially (records in quarantine).
-const exitPartial = 3
+const exitPartial = 5
 
 // runPipelines builds and runs the selected pipelines in order. A failed
 // pipeline does not stop the others; the command fails (exit 1) if any
