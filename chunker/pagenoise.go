@@ -179,7 +179,6 @@ func cleanLines(lines []string, markdown bool) cleanText {
 		}
 	}
 	// Pages: [start, end) line ranges between boundaries.
-	type page struct{ start, end int }
 	var pages []page
 	start := 0
 	for _, b := range bounds {
@@ -189,109 +188,15 @@ func cleanLines(lines []string, markdown bool) cleanText {
 	pages = append(pages, page{start, n})
 
 	out := cleanText{notes: map[int][]string{}, pages: len(pages)}
-	// Footnote blocks at page ends.
-	footnotes := make([]map[string]string, len(pages)) // page → number → text
-	last := 0
-	if len(bounds) > 0 {
-		for p, pg := range pages {
-			if nums, texts, from := footnoteBlock(lines, drop, pg.start, pg.end, last); from >= 0 {
-				footnotes[p] = map[string]string{}
-				for k, num := range nums {
-					footnotes[p][strconv.Itoa(num)] = texts[k]
-				}
-				for j := from; j < pg.end; j++ {
-					if drop[j] == "" && strings.TrimSpace(lines[j]) != "" {
-						drop[j] = "footnote"
-					}
-				}
-				last = nums[len(nums)-1]
-			}
-		}
-	}
-	// Running headers and footers, page numbers.
-	edges := func(pg page) []int {
-		var first, lastL []int
-		for j := pg.start; j < pg.end && len(first) < 2; j++ {
-			if drop[j] == "" && strings.TrimSpace(lines[j]) != "" {
-				first = append(first, j)
-			}
-		}
-		for j := pg.end - 1; j >= pg.start && len(lastL) < 2; j-- {
-			if drop[j] == "" && strings.TrimSpace(lines[j]) != "" {
-				lastL = append(lastL, j)
-			}
-		}
-		return append(first, lastL...)
-	}
-	if len(pages) >= 3 {
-		count := map[string]int{}
-		sigs := map[int]string{}
-		sigOf := func(j int) string {
-			s, ok := sigs[j]
-			if !ok {
-				s = lineSig(lines[j])
-				sigs[j] = s
-			}
-			return s
-		}
-		for _, pg := range pages {
-			seen := map[string]bool{}
-			for _, j := range edges(pg) {
-				if s := sigOf(j); s != "" && !seen[s] {
-					seen[s] = true
-					count[s]++
-				}
-			}
-		}
-		min := max(3, (len(pages)+3)/4)
-		kept := map[string]bool{}
-		for _, pg := range pages {
-			for _, j := range edges(pg) {
-				if drop[j] != "" {
-					continue
-				}
-				s := sigOf(j)
-				switch {
-				case count[s] >= min:
-					if !kept[s] && headingLike(lines[j]) {
-						kept[s] = true
-						continue
-					}
-					drop[j] = "running header or footer"
-				case pageNumOnly.MatchString(mdStrip(lines[j])):
-					drop[j] = "page number"
-				}
-			}
-		}
-	} else {
+	pt := &pagedText{units: lines, drop: drop, pages: pages, lineNumbers: true}
+	notes, callNoise := pt.run()
+	if len(pages) < 3 {
 		repeatedLines(lines, drop)
 	}
-	// Footnote calls glued to line starts.
-	callsAt := map[int][]string{}
-	for p, pg := range pages {
-		if len(footnotes[p]) == 0 {
-			continue
-		}
-		for j := pg.start; j < pg.end; j++ {
-			if drop[j] != "" {
-				continue
-			}
-			l := lines[j]
-			t := strings.TrimLeft(l, " ")
-			if t == "" || t[0] < '0' || t[0] > '9' {
-				continue
-			}
-			if calls, rest, ok := splitCalls(t, footnotes[p]); ok {
-				out.noise = append(out.noise, Noise{Text: strings.Join(calls, ""), Reason: "footnote call", Line: j + 1})
-				lines[j] = rest
-				for _, c := range calls {
-					callsAt[j] = append(callsAt[j], footnotes[p][c])
-				}
-			}
-		}
-	}
 	// Keep the rest; a dropped run inside a sentence leaves no blank line.
+	outIdx := make([]int, n) // unit → kept line at or before it, -1 for none
 	for i := 0; i < n; i++ {
+		outIdx[i] = len(out.lines) - 1
 		if drop[i] == "footnote" {
 			continue // written as a note of the line that calls it
 		}
@@ -302,57 +207,371 @@ func cleanLines(lines []string, markdown bool) cleanText {
 		if strings.TrimSpace(lines[i]) == "" && joinsAcross(lines, drop, i) {
 			continue
 		}
-		if c, ok := callsAt[i]; ok {
-			out.notes[len(out.lines)] = c
-		}
+		outIdx[i] = len(out.lines)
 		out.lines = append(out.lines, lines[i])
 		out.orig = append(out.orig, i+1)
 	}
-	// Footnotes whose call was not found stay as notes of the page's last line.
-	for p, fs := range footnotes {
-		if len(fs) == 0 {
-			continue
-		}
-		called := map[string]bool{}
-		for j := pages[p].start; j < pages[p].end; j++ {
-			for _, c := range callsAt[j] {
-				called[footnoteNumber(c)] = true
-			}
-		}
-		var rest []string
-		for num := range fs {
-			if !called[num] {
-				rest = append(rest, num)
-			}
-		}
-		sort.Slice(rest, func(a, b int) bool { return atoiOr(rest[a], 0) < atoiOr(rest[b], 0) })
-		if len(rest) == 0 {
-			continue
-		}
-		at := keptBefore(out.orig, pages[p].end)
-		if at < 0 {
-			at = 0
-		}
-		for _, num := range rest {
-			out.notes[at] = append(out.notes[at], fs[num])
-		}
+	out.noise = mergeNoise(out.noise, callNoise)
+	units := make([]int, 0, len(notes))
+	for j := range notes {
+		units = append(units, j)
+	}
+	sort.Ints(units)
+	for _, j := range units {
+		at := max(outIdx[j], 0)
+		out.notes[at] = append(out.notes[at], notes[j]...)
 	}
 	return out
 }
 
-// footnoteNumber is the number a footnote's text starts with.
-func footnoteNumber(text string) string {
-	if m := footnoteHead.FindStringSubmatch(text); m != nil {
-		return m[1]
+// mergeNoise merges two lists of Noise in line order (b's entries go
+// before a's on the same line).
+func mergeNoise(a, b []Noise) []Noise {
+	if len(b) == 0 {
+		return a
 	}
-	return ""
+	out := make([]Noise, 0, len(a)+len(b))
+	i := 0
+	for _, x := range b {
+		for i < len(a) && a[i].Line < x.Line {
+			out = append(out, a[i])
+			i++
+		}
+		out = append(out, x)
+	}
+	return append(out, a[i:]...)
 }
 
-// keptBefore is the index of the last kept line whose source line is
-// before end (0-based), or -1.
-func keptBefore(orig []int, end int) int {
-	i := sort.Search(len(orig), func(k int) bool { return orig[k]-1 >= end }) - 1
-	return i
+// page is a [start, end) range of a pagedText's units.
+type page struct{ start, end int }
+
+// span is a byte range [start, end) of a unit's text.
+type span struct{ start, end int }
+
+// pagedText is a paginated document's text, as units in reading order,
+// for the page-noise rules every reader of paginated input shares: the
+// lines of a text converted from PDF (pages between page markers), the
+// lines of a PDF's pages, the paragraphs of a DOCX (pages between page and
+// section breaks). The layout fields are nil where the format does not
+// know them.
+type pagedText struct {
+	units []string // footnote calls found are cut out in place
+	drop  []string // per unit: why it is dropped ("" keeps it)
+	pages []page
+	// band: the unit lies in the top or bottom tenth of its page (PDF).
+	band []bool
+	// bodySize: the unit is set in the body text's size or larger, so it
+	// is no footnote (PDF, DOCX with sizes).
+	bodySize []bool
+	// sups: superscript runs of a unit (DOCX, PDF), footnote calls where
+	// their numbers are footnotes of the unit's page.
+	sups [][]span
+	// known: signatures (lineSig) of running headers and footers the
+	// document declares (a DOCX's header and footer parts).
+	known map[string]bool
+	// lineNumbers: units are the source's lines (Noise.Line is set).
+	lineNumbers bool
+
+	sigs map[int]string
+}
+
+// sig is unit j's lineSig, cached.
+func (pt *pagedText) sig(j int) string {
+	if pt.sigs == nil {
+		pt.sigs = map[int]string{}
+	}
+	s, ok := pt.sigs[j]
+	if !ok {
+		s = lineSig(pt.units[j])
+		pt.sigs[j] = s
+	}
+	return s
+}
+
+func (pt *pagedText) live(j int) bool {
+	return pt.drop[j] == "" && strings.TrimSpace(pt.units[j]) != ""
+}
+
+// edges are the page's first and last two kept non-blank units and the
+// kept units in its top and bottom bands.
+func (pt *pagedText) edges(pg page) []int {
+	var out []int
+	for j, k := pg.start, 0; j < pg.end && k < 2; j++ {
+		if pt.live(j) {
+			out = append(out, j)
+			k++
+		}
+	}
+	lo := pg.start
+	if len(out) > 0 {
+		lo = out[len(out)-1] + 1
+	}
+	var tail []int
+	for j, k := pg.end-1, 0; j >= lo && k < 2; j-- {
+		if pt.live(j) {
+			tail = append(tail, j)
+			k++
+		}
+	}
+	if pt.band != nil {
+		inner := pg.end
+		if len(tail) > 0 {
+			inner = tail[len(tail)-1]
+		}
+		for j := lo; j < inner; j++ {
+			if pt.band[j] && pt.live(j) {
+				out = append(out, j)
+			}
+		}
+	}
+	for k := len(tail) - 1; k >= 0; k-- {
+		out = append(out, tail[k])
+	}
+	return out
+}
+
+func (pt *pagedText) pageNumber(j int) bool {
+	return pageNumOnly.MatchString(mdStrip(pt.units[j]))
+}
+
+func (pt *pagedText) lineOf(j int) int {
+	if pt.lineNumbers {
+		return j + 1
+	}
+	return 0
+}
+
+// run applies the page-noise rules: page numbers, footnote blocks,
+// running headers and footers, footnote calls (see the top of this file).
+// It fills drop ("footnote" for footnote blocks, whose text comes back as
+// notes) and returns the footnotes each kept unit calls, in call order —
+// a page's footnotes whose call was not found go to its last kept unit —
+// and the footnote calls it took off the units.
+func (pt *pagedText) run() (map[int][]string, []Noise) {
+	n := len(pt.pages)
+	if n < 2 {
+		return nil, nil
+	}
+	// Page numbers at a page's outer edge, first: a page number under a
+	// footnote block would read as the end of its last footnote.
+	for _, pg := range pt.pages {
+		for j := pg.start; j < pg.end; j++ {
+			if pt.live(j) {
+				if pt.pageNumber(j) {
+					pt.drop[j] = "page number"
+				}
+				break
+			}
+		}
+		for j := pg.end - 1; j >= pg.start; j-- {
+			if pt.live(j) {
+				if pt.pageNumber(j) {
+					pt.drop[j] = "page number"
+				}
+				break
+			}
+		}
+	}
+	furniture := pt.furniture()
+	// Footnote blocks at page ends.
+	defined := make([]map[string]string, n) // page → number → text
+	last := 0
+	for p, pg := range pt.pages {
+		nums, texts, from := pt.footnoteBlock(pg, last, furniture)
+		if from < 0 {
+			continue
+		}
+		defined[p] = map[string]string{}
+		for k, num := range nums {
+			defined[p][strconv.Itoa(num)] = texts[k]
+		}
+		for j := from; j < pg.end; j++ {
+			if pt.live(j) && !furniture(j) {
+				pt.drop[j] = "footnote"
+			}
+		}
+		last = nums[len(nums)-1]
+	}
+	// Running headers and footers, page numbers.
+	kept := map[string]bool{}
+	for _, pg := range pt.pages {
+		for _, j := range pt.edges(pg) {
+			switch {
+			case furniture(j):
+				if s := pt.sig(j); !kept[s] && headingLike(pt.units[j]) {
+					kept[s] = true
+					continue
+				}
+				pt.drop[j] = "running header or footer"
+			case pt.pageNumber(j):
+				pt.drop[j] = "page number"
+			}
+		}
+	}
+	// Footnote calls: superscripts the format marked, and numbers glued to
+	// the start of a unit.
+	notes := map[int][]string{}
+	var noise []Noise
+	for p, pg := range pt.pages {
+		if len(defined[p]) == 0 {
+			continue
+		}
+		called := map[string]bool{}
+		for j := pg.start; j < pg.end; j++ {
+			if pt.drop[j] != "" {
+				continue
+			}
+			var calls []string
+			if pt.sups != nil && len(pt.sups[j]) > 0 {
+				calls = pt.cutSups(j, defined[p])
+			}
+			if t := strings.TrimLeft(pt.units[j], " "); t != "" && t[0] >= '0' && t[0] <= '9' && (pt.sups == nil || len(pt.sups[j]) == 0 || pt.sups[j][0].start > 0) {
+				if cs, rest, ok := splitCalls(t, defined[p]); ok {
+					pt.units[j] = rest
+					calls = append(cs, calls...)
+				}
+			}
+			if len(calls) == 0 {
+				continue
+			}
+			noise = append(noise, Noise{Text: strings.Join(calls, ""), Reason: "footnote call", Line: pt.lineOf(j)})
+			for _, c := range calls {
+				called[c] = true
+				notes[j] = append(notes[j], defined[p][c])
+			}
+		}
+		// Footnotes whose call was not found stay as notes of the page's
+		// last kept unit.
+		var rest []string
+		for num := range defined[p] {
+			if !called[num] {
+				rest = append(rest, num)
+			}
+		}
+		if len(rest) == 0 {
+			continue
+		}
+		sort.Slice(rest, func(a, b int) bool { return atoiOr(rest[a], 0) < atoiOr(rest[b], 0) })
+		at := -1
+		for j := pg.end - 1; j >= 0 && at < 0; j-- {
+			if pt.live(j) {
+				at = j
+			}
+		}
+		if at < 0 {
+			at = 0
+		}
+		for _, num := range rest {
+			notes[at] = append(notes[at], defined[p][num])
+		}
+	}
+	return notes, noise
+}
+
+// cutSups takes the superscript runs of unit j that are footnote numbers
+// of its page ("16", "16,17") out of its text and returns them in order.
+func (pt *pagedText) cutSups(j int, defined map[string]string) []string {
+	t := pt.units[j]
+	var calls []string
+	var b strings.Builder
+	at := 0
+	for _, sp := range pt.sups[j] {
+		if sp.start < at || sp.end > len(t) {
+			continue
+		}
+		nums := strings.FieldsFunc(t[sp.start:sp.end], func(r rune) bool { return r == ',' || r == ' ' })
+		ok := len(nums) > 0
+		for _, num := range nums {
+			if _, def := defined[num]; !def {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		b.WriteString(t[at:sp.start])
+		at = sp.end
+		calls = append(calls, nums...)
+	}
+	if len(calls) > 0 {
+		b.WriteString(t[at:])
+		pt.units[j] = normalizeSpace(b.String())
+	}
+	return calls
+}
+
+// furniture returns whether unit j's line recurs at page edges as running
+// headers and footers do: on at least three pages and a quarter of them,
+// or, in a PDF's top or bottom band, on half the pages with every number
+// ignored, or it is one of the document's declared header or footer lines.
+// A line that starts with a number recurs only where the number follows
+// the pages (a page number, not a footnote's).
+func (pt *pagedText) furniture() func(j int) bool {
+	n := len(pt.pages)
+	count, countBand := map[string]int{}, map[string]int{}
+	type at struct{ page, num int }
+	lead := map[string][]at{}
+	for p, pg := range pt.pages {
+		seen := map[string]bool{}
+		for _, j := range pt.edges(pg) {
+			s := pt.sig(j)
+			if s == "" {
+				continue
+			}
+			if !seen[s] {
+				seen[s] = true
+				count[s]++
+				if strings.HasPrefix(s, "# ") {
+					lead[s] = append(lead[s], at{p, atoiOr(leadingDigits(mdStrip(pt.units[j])), -1)})
+				}
+			}
+			if pt.band != nil && pt.band[j] {
+				if d := digitRun.ReplaceAllString(s, "#"); !seen["\x00"+d] {
+					seen["\x00"+d] = true
+					countBand[d]++
+				}
+			}
+		}
+	}
+	min := max(3, (n+3)/4)
+	minBand := max(2, (n+1)/2)
+	recurs := map[string]bool{}
+	for s, c := range count {
+		if c < min {
+			continue
+		}
+		if occ := lead[s]; len(occ) > 0 {
+			follow := 0
+			for k := 1; k < len(occ); k++ {
+				if occ[k].num-occ[k-1].num == occ[k].page-occ[k-1].page {
+					follow++
+				}
+			}
+			if 2*follow < len(occ)-1 {
+				continue
+			}
+		}
+		recurs[s] = true
+	}
+	return func(j int) bool {
+		s := pt.sig(j)
+		if s == "" {
+			return false
+		}
+		if recurs[s] || pt.known[s] {
+			return true
+		}
+		return pt.band != nil && pt.band[j] && countBand[digitRun.ReplaceAllString(s, "#")] >= minBand
+	}
+}
+
+// leadingDigits is the run of digits a string starts with.
+func leadingDigits(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i]
 }
 
 // headingLike reports whether a line reads as a heading (a Markdown
@@ -398,31 +617,45 @@ func joinsAcross(lines, drop []string, i int) bool {
 	return !strings.ContainsAny(prev[len(prev)-1:], ".!?:;") && utf8.RuneCountInString(next) >= 50
 }
 
-// footnoteBlock finds the footnote block that ends the page [start, end):
-// lines that start with consecutive numbers, the first one a little after
-// last (the document's count so far) or 1, each with the lines under it. It
-// returns the numbers, their texts and the block's first line, or -1.
-func footnoteBlock(lines, drop []string, start, end, last int) ([]int, []string, int) {
+// footnoteBlock finds the footnote block that ends page pg: units that
+// start with consecutive numbers, the first one a little after last (the
+// document's count so far) or 1, each with the units under it. Running
+// headers and footers under the block are skipped; a unit set in the body
+// size ends it. It returns the numbers, their texts and the block's first
+// unit, or -1.
+func (pt *pagedText) footnoteBlock(pg page, last int, furniture func(int) bool) ([]int, []string, int) {
 	var nums []int
 	var texts []string
 	var pending []string
 	from := -1
-	for j := end - 1; j >= start; j-- {
-		if drop[j] != "" {
+	for j := pg.end - 1; j >= pg.start; j-- {
+		if pt.drop[j] != "" {
 			continue
 		}
-		t := strings.TrimSpace(lines[j])
+		t := strings.TrimSpace(pt.units[j])
 		if t == "" {
 			if len(nums) == 0 && len(pending) == 0 {
 				continue
 			}
 			break
 		}
-		m := footnoteHead.FindStringSubmatch(t)
+		if len(nums) == 0 && len(pending) == 0 && furniture(j) {
+			continue
+		}
+		if pt.bodySize != nil && pt.bodySize[j] {
+			break
+		}
+		var m []string
+		if t[0] >= '0' && t[0] <= '9' {
+			m = footnoteHead.FindStringSubmatch(t)
+		}
 		if m != nil {
 			v, _ := strconv.Atoi(m[1])
 			if len(nums) == 0 || v == nums[0]-1 {
-				text := strings.TrimSpace(strings.Join(append([]string{t}, pending...), " "))
+				text := t
+				if len(pending) > 0 {
+					text = strings.TrimSpace(strings.Join(append([]string{t}, pending...), " "))
+				}
 				nums = append([]int{v}, nums...)
 				texts = append([]string{text}, texts...)
 				pending = nil
