@@ -264,7 +264,8 @@ type pagedText struct {
 	// is no footnote (PDF, DOCX with sizes).
 	bodySize []bool
 	// sups: superscript runs of a unit (DOCX, PDF), footnote calls where
-	// their numbers are footnotes of the unit's page.
+	// their numbers are footnotes of the unit's page. Where it is set,
+	// digits not in a superscript are not calls.
 	sups [][]span
 	// known: signatures (lineSig) of running headers and footers the
 	// document declares (a DOCX's header and footer parts).
@@ -425,7 +426,9 @@ func (pt *pagedText) run() (map[int][]string, []Noise) {
 			if pt.sups != nil && len(pt.sups[j]) > 0 {
 				calls = pt.cutSups(j, defined[p])
 			}
-			if t := strings.TrimLeft(pt.units[j], " "); t != "" && t[0] >= '0' && t[0] <= '9' && (pt.sups == nil || len(pt.sups[j]) == 0 || pt.sups[j][0].start > 0) {
+			// Where the format marks superscripts, digits on the line are
+			// text ("1 Scope" is a heading).
+			if t := strings.TrimLeft(pt.units[j], " "); t != "" && t[0] >= '0' && t[0] <= '9' && pt.sups == nil {
 				if cs, rest, ok := splitCalls(t, defined[p]); ok {
 					pt.units[j] = rest
 					calls = append(cs, calls...)
@@ -533,13 +536,70 @@ func (pt *pagedText) furniture() func(j int) bool {
 			}
 		}
 	}
-	min := max(3, (n+3)/4)
+	minPages := max(3, (n+3)/4)
 	minBand := max(2, (n+1)/2)
-	recurs := map[string]bool{}
+	recurs, recursBand := map[string]bool{}, map[string]bool{}
+	var cands []string
 	for s, c := range count {
-		if c < min {
-			continue
+		if c >= minPages {
+			cands = append(cands, s)
 		}
+	}
+	for d, c := range countBand {
+		if c >= minBand {
+			recursBand[d] = true
+		}
+	}
+	// Furniture lives at page edges: a line found as often in the body
+	// ("Rationale:" under every requirement, now and then the first line
+	// of a page) is text.
+	if len(cands) > 0 || len(recursBand) > 0 {
+		atEdge := map[int]bool{}
+		for _, pg := range pt.pages {
+			for _, j := range pt.edges(pg) {
+				atEdge[j] = true
+			}
+		}
+		want := map[string]bool{}
+		for _, s := range cands {
+			want[s] = true
+		}
+		lo, hi := 1<<30, 0
+		for j := range atEdge {
+			if s := pt.sig(j); want[s] || pt.band != nil && pt.band[j] && recursBand[digitRun.ReplaceAllString(s, "#")] {
+				l := len(strings.TrimSpace(pt.units[j]))
+				lo, hi = min(lo, l), max(hi, l)
+			}
+		}
+		inside, insideBand := map[string]int{}, map[string]int{}
+		for j := range pt.units {
+			if l := len(strings.TrimSpace(pt.units[j])); l < lo-8 || l > hi+8 || atEdge[j] || !pt.live(j) {
+				continue
+			}
+			s := pt.sig(j)
+			if want[s] {
+				inside[s]++
+			}
+			if len(recursBand) > 0 {
+				if d := digitRun.ReplaceAllString(s, "#"); recursBand[d] {
+					insideBand[d]++
+				}
+			}
+		}
+		kept := cands[:0]
+		for _, s := range cands {
+			if 2*inside[s] <= count[s] {
+				kept = append(kept, s)
+			}
+		}
+		cands = kept
+		for d := range recursBand {
+			if 2*insideBand[d] > countBand[d] {
+				delete(recursBand, d)
+			}
+		}
+	}
+	for _, s := range cands {
 		if occ := lead[s]; len(occ) > 0 {
 			follow := 0
 			for k := 1; k < len(occ); k++ {
@@ -561,7 +621,7 @@ func (pt *pagedText) furniture() func(j int) bool {
 		if recurs[s] || pt.known[s] {
 			return true
 		}
-		return pt.band != nil && pt.band[j] && countBand[digitRun.ReplaceAllString(s, "#")] >= minBand
+		return pt.band != nil && pt.band[j] && recursBand[digitRun.ReplaceAllString(s, "#")]
 	}
 }
 

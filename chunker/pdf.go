@@ -44,6 +44,8 @@ type pdfLine struct {
 	size float64 // dominant font size, points
 	bold bool    // every non-space glyph is in a bold font
 	page int
+	band bool   // in the top or bottom tenth of the page
+	sups []span // superscript runs of digits in text (footnote calls)
 }
 
 // parsePDF extracts text lines in reading order (top to bottom, left to
@@ -84,19 +86,17 @@ func parsePDF(content []byte) (root *Element, err error) {
 		return nil, err
 	}
 	var pages [][]pdfLine
-	var heights []float64
 	glyphs := 0
 	for i, v := range leaves {
-		lines, h, g := pdfPageLines(pdf.Page{V: v}, i+1)
+		lines, _, g := pdfPageLines(pdf.Page{V: v}, i+1)
 		glyphs += g
 		pages = append(pages, lines)
-		heights = append(heights, h)
 	}
 	if glyphs == 0 {
 		return nil, ErrNoTextLayer
 	}
-	lines, noise := dropPDFFurniture(pages, heights)
-	pb := &pdfBuilder{b: newBuilder()}
+	lines, notes, noise := pdfNoise(pages)
+	pb := &pdfBuilder{b: newBuilder(), notes: notes}
 	pb.run(lines)
 	pb.b.root.Noise = noise
 	return pb.b.root, nil
@@ -153,7 +153,10 @@ func pdfPages(r *pdf.Reader) ([]pdf.Value, error) {
 }
 
 // pdfPageLines groups a page's glyphs into lines; it returns them top to
-// bottom, the page height and the number of non-space glyphs.
+// bottom, the page height and the number of non-space glyphs. A glyph set
+// smaller than its line and raised above its baseline (text rise or its
+// own position) is a superscript: it stays in the line at its place, and
+// a run of superscript digits is recorded as a possible footnote call.
 func pdfPageLines(p pdf.Page, num int) ([]pdfLine, float64, int) {
 	height := 792.0
 	if mb := p.V.Key("MediaBox"); mb.Len() == 4 {
@@ -165,6 +168,8 @@ func pdfPageLines(p pdf.Page, num int) ([]pdfLine, float64, int) {
 	type bucket struct {
 		y     float64
 		glyph []pdf.Text
+		size  float64 // dominant size of the bucket's glyphs
+		n     int     // non-space glyphs
 	}
 	var buckets []*bucket
 	count := 0
@@ -188,33 +193,130 @@ func pdfPageLines(p pdf.Page, num int) ([]pdfLine, float64, int) {
 		}
 		b.glyph = append(b.glyph, t)
 	}
+	for _, b := range buckets {
+		sizes := map[float64]int{}
+		for _, g := range b.glyph {
+			if strings.TrimSpace(g.S) != "" {
+				sizes[math.Round(g.FontSize*2)/2]++
+				b.n++
+			}
+		}
+		b.size = modeSize(sizes)
+	}
 	sort.SliceStable(buckets, func(i, j int) bool { return buckets[i].y > buckets[j].y })
+	// A short bucket of small glyphs a little above a line is that line's
+	// superscript.
+	merged := buckets[:0]
+	for k := 0; k < len(buckets); k++ {
+		b := buckets[k]
+		if k+1 < len(buckets) && b.n > 0 && b.n <= 8 {
+			nx := buckets[k+1]
+			if rise := b.y - nx.y; rise > 0 && rise <= 0.6*nx.size && b.size <= 0.85*nx.size {
+				nx.glyph = append(nx.glyph, b.glyph...)
+				continue
+			}
+		}
+		merged = append(merged, b)
+	}
+	buckets = merged
 	var out []pdfLine
 	for _, b := range buckets {
 		sort.SliceStable(b.glyph, func(i, j int) bool { return b.glyph[i].X < b.glyph[j].X })
-		var sb strings.Builder
+		// The baseline and size of the line's own glyphs.
 		sizes := map[float64]int{}
+		for _, g := range b.glyph {
+			if strings.TrimSpace(g.S) != "" {
+				sizes[math.Round(g.FontSize*2)/2]++
+			}
+		}
+		size := modeSize(sizes)
+		base := b.y
+		for _, g := range b.glyph {
+			if math.Round(g.FontSize*2)/2 == size {
+				base = g.Y
+				break
+			}
+		}
+		isSup := func(g pdf.Text) bool { return g.FontSize <= 0.85*size && g.Y-base > 0.15*size }
+		var w textWriter
+		var sups []span
+		supAt := -1
 		bold := true
 		var prevEnd float64
 		for k, g := range b.glyph {
-			if k > 0 && g.X-prevEnd > 0.25*g.FontSize && !strings.HasSuffix(sb.String(), " ") && g.S != " " {
-				sb.WriteByte(' ')
+			sup := isSup(g) && strings.TrimSpace(g.S) != ""
+			if k > 0 && g.X-prevEnd > 0.25*g.FontSize && g.S != " " {
+				w.space()
 			}
-			sb.WriteString(g.S)
+			if supAt >= 0 && !sup {
+				sups = append(sups, span{supAt, w.Len()})
+				supAt = -1
+				if sups[len(sups)-1].start == 0 {
+					w.space() // a footnote's own number before its text
+				}
+			}
+			if sup && supAt < 0 && isDigits(g.S) {
+				supAt = w.Offset()
+			}
+			if sup && !isDigits(g.S) && g.S != "," && supAt >= 0 {
+				supAt = -1 // not a run of numbers
+			}
+			w.write(g.S)
 			prevEnd = g.X + g.W
-			if strings.TrimSpace(g.S) != "" {
-				sizes[math.Round(g.FontSize*2)/2]++
+			if strings.TrimSpace(g.S) != "" && !sup {
 				bold = bold && strings.Contains(strings.ToLower(g.Font), "bold")
 			}
 		}
-		text := normalizeSpace(sb.String())
+		if supAt >= 0 {
+			sups = append(sups, span{supAt, w.Len()})
+		}
+		text := w.String()
 		if text == "" {
 			continue
 		}
-		out = append(out, pdfLine{text: text, y: b.y, size: modeSize(sizes), bold: bold, page: num})
+		out = append(out, pdfLine{text: text, y: b.y, size: size, bold: bold, page: num, band: b.y > height*0.9 || b.y < height*0.1, sups: sups})
 	}
 	return out, height, count
 }
+
+// textWriter builds text with white space collapsed as it is written (as
+// normalizeSpace would leave it), so that offsets taken while writing
+// stay valid.
+type textWriter struct {
+	sb      strings.Builder
+	pending bool // a space is due before the next text
+}
+
+// space asks for a space before the next text.
+func (w *textWriter) space() { w.pending = w.sb.Len() > 0 }
+
+// write appends s, its white space collapsed.
+func (w *textWriter) write(s string) {
+	for _, r := range s {
+		if isSpaceRune(r) {
+			w.pending = w.sb.Len() > 0
+			continue
+		}
+		if w.pending {
+			w.sb.WriteByte(' ')
+			w.pending = false
+		}
+		w.sb.WriteRune(r)
+	}
+}
+
+// Len is the length of the text written so far.
+func (w *textWriter) Len() int { return w.sb.Len() }
+
+// Offset is where the next text will start.
+func (w *textWriter) Offset() int {
+	if w.pending {
+		return w.sb.Len() + 1
+	}
+	return w.sb.Len()
+}
+
+func (w *textWriter) String() string { return w.sb.String() }
 
 func modeSize(sizes map[float64]int) float64 {
 	best, n := 0.0, -1
@@ -226,40 +328,56 @@ func modeSize(sizes map[float64]int) float64 {
 	return best
 }
 
-var pageNumberLine = regexp.MustCompile(`(?i)^(?:page\s+)?#(?:\s*(?:of|/|из)\s*#)?$|^[-–—]\s*#\s*[-–—]$`)
-
-// dropPDFFurniture removes running headers, footers and page numbers and
-// returns the remaining lines in order, and what it removed.
-func dropPDFFurniture(pages [][]pdfLine, heights []float64) ([]pdfLine, []Noise) {
-	var noise []Noise
-	band := func(l pdfLine, h float64) bool { return l.y > h*0.9 || l.y < h*0.1 }
-	sig := func(s string) string { return digitRun.ReplaceAllString(s, "#") }
-	counts := map[string]int{}
-	for i, pg := range pages {
-		seen := map[string]bool{}
+// pdfNoise applies the page-noise rules (pagenoise.go) to a PDF's pages,
+// with what the layout tells: lines in a page's top or bottom tenth are at
+// its edge, lines in the body's font size are no footnotes, superscript
+// digits are footnote calls. It returns the kept lines in order, the
+// footnotes each of them calls (by index in the kept lines) and what it
+// dropped.
+func pdfNoise(pages [][]pdfLine) ([]pdfLine, map[int][]string, []Noise) {
+	var all []pdfLine
+	var pgs []page
+	sizes := map[float64]int{}
+	for _, pg := range pages {
+		start := len(all)
 		for _, l := range pg {
-			if band(l, heights[i]) && !seen[sig(l.text)] {
-				seen[sig(l.text)] = true
-				counts[sig(l.text)]++
-			}
+			all = append(all, l)
+			sizes[l.size] += utf8.RuneCountInString(l.text)
 		}
+		pgs = append(pgs, page{start, len(all)})
 	}
-	min := max(2, (len(pages)+1)/2)
+	body := modeSize(sizes)
+	pt := &pagedText{
+		units: make([]string, len(all)), drop: make([]string, len(all)), pages: pgs,
+		band: make([]bool, len(all)), bodySize: make([]bool, len(all)), sups: make([][]span, len(all)),
+	}
+	for i, l := range all {
+		pt.units[i] = l.text
+		pt.band[i] = l.band
+		pt.bodySize[i] = l.size >= body*0.95
+		pt.sups[i] = l.sups
+	}
+	calls, callNoise := pt.run()
 	var out []pdfLine
-	for i, pg := range pages {
-		for _, l := range pg {
-			if band(l, heights[i]) && counts[sig(l.text)] >= min {
-				noise = append(noise, Noise{Text: l.text, Reason: "running header or footer"})
-				continue
+	var noise []Noise
+	notes := map[int][]string{}
+	for i, l := range all {
+		switch pt.drop[i] {
+		case "":
+			if pt.units[i] != l.text {
+				l.text = pt.units[i]
+				l.sups = nil
 			}
-			if band(l, heights[i]) && pageNumberLine.MatchString(sig(l.text)) {
-				noise = append(noise, Noise{Text: l.text, Reason: "page number"})
-				continue
+			if cs := calls[i]; len(cs) > 0 {
+				notes[len(out)] = cs
 			}
 			out = append(out, l)
+		case "footnote":
+		default:
+			noise = append(noise, Noise{Text: l.text, Reason: pt.drop[i]})
 		}
 	}
-	return out, noise
+	return out, notes, append(noise, callNoise...)
 }
 
 var (
@@ -273,6 +391,17 @@ type pdfBuilder struct {
 	paraK   Kind
 	list    []string
 	lastTop int
+	notes   map[int][]string // line → footnotes it calls
+	pending []string         // footnotes called in the open paragraph or list
+}
+
+// writeNotes adds the footnotes called so far after the element just
+// written.
+func (pb *pdfBuilder) writeNotes() {
+	for _, n := range pb.pending {
+		pb.b.leaf(KindNote, n)
+	}
+	pb.pending = nil
 }
 
 func (pb *pdfBuilder) flushPara() {
@@ -285,6 +414,7 @@ func (pb *pdfBuilder) flushPara() {
 		} else {
 			pb.b.leaf(KindParagraph, text)
 		}
+		pb.writeNotes()
 	}
 	pb.para, pb.paraK = nil, ""
 }
@@ -292,6 +422,7 @@ func (pb *pdfBuilder) flushPara() {
 func (pb *pdfBuilder) flushList() {
 	if len(pb.list) > 0 {
 		pb.b.leaf(KindList, strings.Join(pb.list, "\n"))
+		pb.writeNotes()
 	}
 	pb.list = nil
 }
@@ -326,6 +457,7 @@ func (pb *pdfBuilder) run(lines []pdfLine) {
 	}
 	body := modeSize(sizes)
 	for i, l := range lines {
+		ns := pb.notes[i]
 		short := utf8.RuneCountInString(l.text) <= maxHeadingRunes
 		emph := l.bold || l.size >= body*1.1
 		if m := pdfNumbered.FindStringSubmatch(l.text); m != nil && short && emph && hasLetter(m[2]) && pb.fits(m[1]) {
@@ -335,6 +467,8 @@ func (pb *pdfBuilder) run(lines []pdfLine) {
 				pb.lastTop, _ = strconv.Atoi(m[1])
 			}
 			pb.b.section(depth+1, m[1], l.text) // level 1 is kept for the document title
+			pb.pending = ns
+			pb.writeNotes()
 			continue
 		}
 		if short && utf8.RuneCountInString(l.text) <= 60 && (l.size >= body*1.2 || (l.bold && l.size >= body)) && hasLetter(l.text) {
@@ -345,18 +479,22 @@ func (pb *pdfBuilder) run(lines []pdfLine) {
 			} else {
 				pb.b.section(lv+1, sectionAddress(l.text), l.text)
 			}
+			pb.pending = ns
+			pb.writeNotes()
 			continue
 		}
 		if m := pdfNumbered.FindStringSubmatch(strings.TrimLeft(l.text, "•●▪◦·\uf0b7 ")); m != nil {
 			if inner, _ := pb.innerNumbered(); inner != "" && strings.HasPrefix(m[1], inner+".") && strings.Count(m[1], ".") == strings.Count(inner, ".")+1 {
 				pb.flush()
 				pb.para, pb.paraK = []string{strings.TrimLeft(l.text, "•●▪◦·\uf0b7 ")}, KindClause
+				pb.pending = append(pb.pending, ns...)
 				continue
 			}
 		}
 		if pdfBullet.MatchString(l.text) {
 			pb.flushPara()
 			pb.list = append(pb.list, l.text)
+			pb.pending = append(pb.pending, ns...)
 			continue
 		}
 		cont := false // the line continues the open paragraph or list item
@@ -378,6 +516,8 @@ func (pb *pdfBuilder) run(lines []pdfLine) {
 			pb.flush()
 			pb.para, pb.paraK = []string{l.text}, KindParagraph
 		}
+		pb.pending = append(pb.pending, ns...)
 	}
 	pb.flush()
+	pb.writeNotes()
 }
