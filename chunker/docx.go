@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -86,12 +88,151 @@ func parseDocx(content []byte) (*Element, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docx part %s: %w", main, err)
 	}
+	noise, err := d.pageNoise(blocks)
+	if err != nil {
+		return nil, err
+	}
 	d.b = newBuilder()
+	d.b.root.Noise = noise
 	for _, bl := range blocks {
-		d.emit(bl)
+		if !bl.drop {
+			d.emit(bl)
+		}
 	}
 	d.flushList()
 	return d.b.root, nil
+}
+
+var headerFooterPart = regexp.MustCompile(`^word/(?:header|footer)\d*\.xml$`)
+
+// pageNoise applies the page-noise rules (pagenoise.go) to the body's
+// blocks, pages divided by page breaks (w:br w:type="page", Word's
+// w:lastRenderedPageBreak, w:pageBreakBefore) and section breaks: what
+// converters from PDF leave in the body (running headers and footers,
+// page numbers, footnote blocks at page ends — notes of the paragraph
+// whose superscript calls them) is dropped or moved. The header and
+// footer parts are not body text: their lines are reported as noise and
+// are running headers wherever the body repeats them.
+func (d *docx) pageNoise(blocks []docxBlock) ([]Noise, error) {
+	var noise []Noise
+	known := map[string]bool{}
+	var parts []string
+	for name := range d.files {
+		if headerFooterPart.MatchString(name) {
+			parts = append(parts, name)
+		}
+	}
+	sort.Strings(parts)
+	for _, name := range parts {
+		raw, err := d.read(name)
+		if err != nil {
+			return nil, err
+		}
+		hb, err := d.body(raw)
+		if err != nil {
+			return nil, fmt.Errorf("docx part %s: %w", name, err)
+		}
+		for _, bl := range hb {
+			text := bl.text
+			if bl.table != nil {
+				text = tableText(bl.table)
+			}
+			if text = normalizeSpace(text); text != "" {
+				noise = append(noise, Noise{Text: text, Reason: "running header or footer"})
+				known[lineSig(text)] = true
+			}
+		}
+	}
+	pt := &pagedText{units: make([]string, len(blocks)), drop: make([]string, len(blocks)), sups: make([][]span, len(blocks)), known: known}
+	sizes := map[int]int{}
+	start := 0
+	for i, bl := range blocks {
+		if bl.pageBefore && i > start {
+			pt.pages = append(pt.pages, page{start, i})
+			start = i
+		}
+		if bl.table != nil {
+			pt.units[i] = normalizeSpace(tableText(bl.table))
+		} else {
+			pt.units[i] = bl.text
+			pt.sups[i] = bl.sups
+			if bl.size > 0 {
+				sizes[bl.size] += utf8.RuneCountInString(bl.text)
+			}
+		}
+		if bl.pageAfter {
+			pt.pages = append(pt.pages, page{start, i + 1})
+			start = i + 1
+		}
+	}
+	if start < len(blocks) || len(pt.pages) == 0 {
+		pt.pages = append(pt.pages, page{start, len(blocks)})
+	}
+	if len(sizes) > 0 {
+		body, best := 0, -1
+		for sz, n := range sizes {
+			if n > best || n == best && sz > body {
+				body, best = sz, n
+			}
+		}
+		pt.bodySize = make([]bool, len(blocks))
+		for i, bl := range blocks {
+			pt.bodySize[i] = bl.size > 0 && float64(bl.size) >= 0.95*float64(body)
+		}
+	}
+	notes, callNoise := pt.run()
+	for i := range blocks {
+		bl := &blocks[i]
+		switch pt.drop[i] {
+		case "":
+			if bl.table == nil && pt.units[i] != bl.text {
+				bl.text = pt.units[i]
+			}
+			bl.notes = append(bl.notes, notes[i]...)
+		case "footnote":
+			bl.drop = true
+		default:
+			bl.drop = true
+			noise = append(noise, Noise{Text: pt.units[i], Reason: pt.drop[i]})
+		}
+	}
+	// A paragraph a page break cut (the converter's page ended mid-sentence)
+	// is one paragraph again.
+	for p := 0; p+1 < len(pt.pages); p++ {
+		prev, next := -1, -1
+		for j := pt.pages[p].end - 1; j >= pt.pages[p].start && prev < 0; j-- {
+			if !blocks[j].drop && strings.TrimSpace(blocks[j].text) != "" {
+				prev = j
+			}
+		}
+		for j := pt.pages[p+1].start; j < pt.pages[p+1].end && next < 0; j++ {
+			if !blocks[j].drop && strings.TrimSpace(blocks[j].text) != "" {
+				next = j
+			}
+		}
+		if prev < 0 || next < 0 || !d.plain(blocks[prev]) || !d.plain(blocks[next]) {
+			continue
+		}
+		a, b := &blocks[prev], &blocks[next]
+		if r, _ := utf8.DecodeRuneInString(b.text); !unicode.IsLower(r) || strings.ContainsAny(a.text[len(a.text)-1:], ".!?:;") {
+			continue
+		}
+		a.text += " " + b.text
+		a.notes = append(a.notes, b.notes...)
+		a.links = append(a.links, b.links...)
+		b.drop = true
+	}
+	return append(noise, callNoise...), nil
+}
+
+// plain reports whether a block is a body paragraph: not a table, heading,
+// table of contents entry or numbered paragraph.
+func (d *docx) plain(bl docxBlock) bool {
+	if bl.table != nil || bl.hasNum {
+		return false
+	}
+	level, toc, numID, _ := d.styleInfo(bl.style)
+	return level == 0 && !toc && numID == ""
 }
 
 type docx struct {
@@ -158,6 +299,7 @@ type docxStyle struct {
 	id, name, basedOn string
 	outline           int // -1 when unset
 	numID, ilvl       string
+	sup               bool // the style sets superscript (w:vertAlign)
 }
 
 func (d *docx) loadStyles() error {
@@ -203,6 +345,10 @@ func (d *docx) loadStyles() error {
 			case "ilvl":
 				if cur != nil {
 					cur.ilvl = xmlAttr(t, "val")
+				}
+			case "vertAlign":
+				if cur != nil {
+					cur.sup = xmlAttr(t, "val") == "superscript"
 				}
 			}
 		case xml.EndElement:
@@ -535,6 +681,12 @@ type docxBlock struct {
 	notes    []string // note texts referenced, in order, with their markers
 	rendered string   // Word's auto number ("1.1", "a)"), "" for none
 	bullet   bool
+	// Layout, for the page-noise rules.
+	sups       []span // superscript runs of digits in text (footnote calls)
+	size       int    // dominant run size in half-points, 0 where unset
+	pageBefore bool   // a page or section break comes before the text
+	pageAfter  bool   // a page or section break ends the paragraph
+	drop       bool   // page noise (recorded as Noise)
 }
 
 // body decodes document.xml into blocks. Tables nested in table cells are
@@ -571,13 +723,25 @@ func (d *docx) body(raw []byte) ([]docxBlock, error) {
 	}
 }
 
-// paragraph reads a w:p whose start tag was consumed.
+// paragraph reads a w:p whose start tag was consumed. Its text is
+// written with white space collapsed, so the offsets of superscript runs
+// stay valid.
 func (d *docx) paragraph(dec *xml.Decoder) (docxBlock, error) {
 	var p docxBlock
-	var sb strings.Builder
+	var w textWriter
 	var linkHref string
 	linkStart := -1
-	depth, inPPr, inRPr := 1, 0, 0
+	depth, inPPr, inRPr, inRun, inSect := 1, 0, 0, 0, 0
+	runSup, runSize := false, 0
+	supAtStart := false // the text so far is one superscript number
+	sizes := map[int]int{}
+	pageBreak := func() {
+		if strings.TrimSpace(w.String()) == "" {
+			p.pageBefore = true
+		} else {
+			p.pageAfter = true
+		}
+	}
 	for depth > 0 {
 		tok, err := dec.Token()
 		if err != nil {
@@ -594,9 +758,46 @@ func (d *docx) paragraph(dec *xml.Decoder) (docxBlock, error) {
 				inPPr = depth
 			case "rPr":
 				inRPr = depth
+			case "r":
+				if inRun == 0 {
+					inRun, runSup, runSize = depth, false, 0
+				}
+			case "vertAlign":
+				if inRun > 0 && inRPr > 0 {
+					runSup = xmlAttr(t, "val") == "superscript"
+				}
+			case "position":
+				if inRun > 0 && inRPr > 0 {
+					if v, err := strconv.Atoi(xmlAttr(t, "val")); err == nil && v > 0 {
+						runSup = true
+					}
+				}
+			case "rStyle":
+				if inRun > 0 && inRPr > 0 && d.styleSup(xmlAttr(t, "val")) {
+					runSup = true
+				}
+			case "sz":
+				if inRun > 0 && inRPr > 0 {
+					runSize, _ = strconv.Atoi(xmlAttr(t, "val"))
+				}
 			case "pStyle":
 				if inPPr > 0 && inRPr == 0 {
 					p.style = xmlAttr(t, "val")
+				}
+			case "pageBreakBefore":
+				if inPPr > 0 && inRPr == 0 {
+					if v := xmlAttr(t, "val"); v != "0" && v != "false" && v != "off" {
+						p.pageBefore = true
+					}
+				}
+			case "sectPr":
+				if inPPr > 0 {
+					inSect = depth
+					p.pageAfter = true // a section break starts a new page
+				}
+			case "type":
+				if inSect > 0 && xmlAttr(t, "val") == "continuous" {
+					p.pageAfter = false
 				}
 			case "numId":
 				if inPPr > 0 {
@@ -612,7 +813,26 @@ func (d *docx) paragraph(dec *xml.Decoder) (docxBlock, error) {
 					return p, err
 				}
 				depth--
-				sb.WriteString(s)
+				if strings.TrimSpace(s) == "" {
+					w.write(s)
+					continue
+				}
+				sup := runSup && inRun > 0 && supNumber(s)
+				if supAtStart && !sup {
+					w.space() // a footnote's own number before its text
+				}
+				supAtStart = sup && (supAtStart || strings.TrimSpace(w.String()) == "")
+				start := w.Offset()
+				w.write(s)
+				if sup {
+					if n := len(p.sups); n > 0 && p.sups[n-1].end == start {
+						p.sups[n-1].end = w.Len()
+					} else {
+						p.sups = append(p.sups, span{start, w.Len()})
+					}
+				} else {
+					sizes[runSize] += utf8.RuneCountInString(s)
+				}
 			case "delText", "instrText":
 				if err := dec.Skip(); err != nil {
 					return p, err
@@ -620,18 +840,23 @@ func (d *docx) paragraph(dec *xml.Decoder) (docxBlock, error) {
 				depth--
 			case "tab":
 				if inPPr == 0 {
-					sb.WriteByte(' ')
+					w.space()
 				}
 			case "br", "cr":
-				sb.WriteByte('\n')
+				if xmlAttr(t, "type") == "page" {
+					pageBreak()
+				}
+				w.space()
+			case "lastRenderedPageBreak":
+				pageBreak()
 			case "noBreakHyphen":
-				sb.WriteByte('-')
+				w.write("-")
 			case "hyperlink":
 				linkHref = d.rels[xmlAttr(t, "id")]
 				if a := xmlAttr(t, "anchor"); a != "" {
 					linkHref += "#" + a
 				}
-				linkStart = sb.Len()
+				linkStart = w.Len()
 			case "footnoteReference", "endnoteReference":
 				prefix := "f"
 				if t.Name.Local == "endnoteReference" {
@@ -640,7 +865,7 @@ func (d *docx) paragraph(dec *xml.Decoder) (docxBlock, error) {
 				if note, ok := d.notes[prefix+xmlAttr(t, "id")]; ok {
 					d.noteN++
 					marker := "[" + strconv.Itoa(d.noteN) + "]"
-					sb.WriteString(marker)
+					w.write(marker)
 					p.notes = append(p.notes, marker+" "+note)
 				}
 			case "tbl":
@@ -649,7 +874,8 @@ func (d *docx) paragraph(dec *xml.Decoder) (docxBlock, error) {
 					return p, err
 				}
 				depth--
-				sb.WriteString(tableText(t.table))
+				w.space()
+				w.write(tableText(t.table))
 			}
 		case xml.EndElement:
 			if depth == inPPr {
@@ -658,17 +884,61 @@ func (d *docx) paragraph(dec *xml.Decoder) (docxBlock, error) {
 			if depth == inRPr {
 				inRPr = 0
 			}
+			if depth == inRun {
+				inRun = 0
+			}
+			if depth == inSect {
+				inSect = 0
+			}
 			if t.Name.Local == "hyperlink" && linkStart >= 0 {
-				if linkHref != "" && linkStart <= sb.Len() {
-					p.links = append(p.links, Link{Text: normalizeSpace(sb.String()[linkStart:]), Href: linkHref})
+				if linkHref != "" && linkStart <= w.Len() {
+					p.links = append(p.links, Link{Text: normalizeSpace(w.String()[linkStart:]), Href: linkHref})
 				}
 				linkStart = -1
 			}
 			depth--
 		}
 	}
-	p.text = sb.String()
+	p.text = w.String()
+	best := -1
+	for sz, n := range sizes {
+		if n > best || n == best && sz > p.size {
+			p.size, best = sz, n
+		}
+	}
 	return p, nil
+}
+
+// supNumber reports whether a superscript run's text can be footnote
+// numbers: digits, commas and spaces.
+func supNumber(s string) bool {
+	digits := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits = true
+		case c == ',' || c == ' ':
+		default:
+			return false
+		}
+	}
+	return digits
+}
+
+// styleSup reports whether a character style sets superscript (following
+// basedOn, at most 16 steps).
+func (d *docx) styleSup(id string) bool {
+	for i := 0; i < 16 && id != ""; i++ {
+		s := d.styles[id]
+		if s == nil {
+			return false
+		}
+		if s.sup {
+			return true
+		}
+		id = s.basedOn
+	}
+	return false
 }
 
 // table reads a w:tbl whose start tag was consumed; nested > 0 inside a cell.
@@ -847,11 +1117,13 @@ func (d *docx) emit(bl docxBlock) {
 		if addr == "" {
 			if a, ok := annexAddress(text); ok {
 				d.b.annex(level, a, full)
+				d.notesAfter(bl)
 				return
 			}
 			addr = sectionAddress(text)
 		}
 		d.b.section(level, addr, full)
+		d.notesAfter(bl)
 		return
 	}
 	if m := clauseHead.FindStringSubmatch(full); m != nil {
@@ -861,6 +1133,7 @@ func (d *docx) emit(bl docxBlock) {
 			if lv, ok := d.fitsUnder(m[1]); ok {
 				d.flushList()
 				d.b.section(lv+1, m[1], full)
+				d.notesAfter(bl)
 				return
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"unicode"
 
@@ -38,7 +39,8 @@ func Words(s string) []string {
 // read without the chunker: plain text as it is; Markdown without its
 // syntax (link destinations and reference labels, HTML tags and
 // comments, fence info strings); HTML's text outside script, style, head and other non-text
-// elements; DOCX's w:t runs of the document, its footnotes and endnotes.
+// elements; DOCX's w:t runs of the document, its footnotes and endnotes,
+// and its header and footer parts.
 // ok is false for formats it cannot read (PDF). The words of what a parser
 // reports as noise are to be taken out by the caller.
 func BodyWords(name string, raw []byte) (words []string, ok bool) {
@@ -132,13 +134,23 @@ func htmlWords(raw []byte) []string {
 	}
 }
 
+var headerFooter = regexp.MustCompile(`^word/(?:header|footer)\d*\.xml$`)
+
 func docxWords(raw []byte) ([]string, error) {
 	zr, err := zip.NewReader(bytes.NewReader(raw), int64(len(raw)))
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, part := range []string{"word/document.xml", "word/footnotes.xml", "word/endnotes.xml"} {
+	parts := []string{"word/document.xml", "word/footnotes.xml", "word/endnotes.xml"}
+	var hf []string
+	for _, f := range zr.File {
+		if headerFooter.MatchString(f.Name) {
+			hf = append(hf, f.Name)
+		}
+	}
+	sort.Strings(hf)
+	for _, part := range append(parts, hf...) {
 		for _, f := range zr.File {
 			if f.Name != part {
 				continue
