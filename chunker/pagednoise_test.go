@@ -403,3 +403,34 @@ func TestDocxPageNoise(t *testing.T) {
 	require.Equal(t, []chunker.Noise{{Text: "ACME Quality Manual", Reason: "running header or footer"}}, root.Noise)
 	require.Equal(t, 4, countKind(root, chunker.KindParagraph))
 }
+
+// TestCorpusPageNoise: what the PDF and DOCX readers drop from the corpus
+// renditions, against what reading the files shows. The OpenChain PDF's
+// nine pages carry no running header, footer or page number in their text
+// layer (every line lies between 81 and 708 pt of a 792 pt page, all of it
+// body); its DOCX has no header or footer part and no page break. The
+// Russian DOCX has twelve pages (ten page breaks, Word's rendered breaks)
+// and no furniture in its body; its header part holds "Спецификация
+// OpenChain 2.0 (проект) rc2", its footer part "2019 a" and "Страница 16
+// из 16" (a PAGE field), and its table of contents ten entries.
+func TestCorpusPageNoise(t *testing.T) {
+	for name, want := range map[string]map[string]int{
+		"openchain-security-specification-1.1.pdf":  {},
+		"openchain-security-specification-1.1.docx": {},
+		"OpenChainSpec-2.0-Translation-ru.docx":     {"running header or footer": 3, "table of contents": 10},
+	} {
+		root := parseDoc(t, name)
+		got := map[string]int{}
+		var furniture []string
+		for _, n := range root.Noise {
+			got[n.Reason]++
+			if n.Reason == "running header or footer" {
+				furniture = append(furniture, n.Text)
+			}
+		}
+		require.Equal(t, want, got, "%s: %v", name, root.Noise)
+		if name == "OpenChainSpec-2.0-Translation-ru.docx" {
+			require.Equal(t, []string{"2019 a", "Страница 16 из 16", "Спецификация OpenChain 2.0 (проект) rc2"}, furniture)
+		}
+	}
+}
