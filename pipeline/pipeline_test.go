@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -629,4 +630,33 @@ func TestDocumentAnchorRename(t *testing.T) {
 		}
 	}
 	require.Positive(t, partOf)
+}
+
+// TestChunkerUpgradeReprocesses: state synced by the previous chunker
+// version is reprocessed once by this one — every document, for the reason
+// "config changed", the plan naming the chunker version — and not again.
+func TestChunkerUpgradeReprocesses(t *testing.T) {
+	t.Parallel()
+	b := setup(t, copyCorpus(t, "rfc7239.txt", "openchain-security-specification-1.1.md"), 256, 32)
+	pc := &config.Pipeline{Chunking: &config.Chunking{MaxTokens: 256, OverlapTokens: 32}}
+	old := pipeline.Settings(pc, b.p.Embedder)
+	old["chunker_version"] = int64(chunker.Version - 1)
+	b.p.Settings = old
+	b.p.Fingerprint, _ = diff.Hash(old)
+	b.sync(t, pipeline.Mode{})
+
+	b.p.Settings = pipeline.Settings(pc, b.p.Embedder)
+	b.p.Fingerprint = pipeline.Fingerprint(pc, b.p.Embedder)
+	plan, err := b.p.Plan(t.Context(), pipeline.Mode{})
+	require.NoError(t, err)
+	require.Len(t, plan.Items, 2)
+	for _, it := range plan.Items {
+		require.Equal(t, diff.ReasonConfig, it.Reason)
+	}
+	require.Equal(t, []string{fmt.Sprintf("kgsync's chunker version: %d → %d", chunker.Version-1, chunker.Version)}, plan.ConfigChanges)
+	c := b.sync(t, pipeline.Mode{})
+	require.Equal(t, 2, c.RecordsChanged)
+	plan, err = b.p.Plan(t.Context(), pipeline.Mode{})
+	require.NoError(t, err)
+	require.Empty(t, plan.Items)
 }
