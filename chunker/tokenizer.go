@@ -15,9 +15,16 @@ import (
 // Speed: counting runs at a few MB/s on one core (measured by
 // BenchmarkTokenizerCount); Split counts each element once and each chunk's
 // final text once more, so tokenising dominates its cost.
+//
+// The vocabulary (tens of MB of tables) is built on first use, not by
+// NewTokenizer: a run that counts no token — a no-op, a table pipeline
+// whose texts are all short — never loads it.
 type Tokenizer struct {
 	name  string
+	enc   tokenizer.Encoding
+	once  sync.Once
 	codec tokenizer.Codec
+	err   error
 	// tokenized, when set (tests), sums the bytes Count and Tokens see.
 	tokenized *atomic.Int64
 }
@@ -42,11 +49,17 @@ func NewTokenizer(name string) (*Tokenizer, error) {
 	default:
 		return nil, fmt.Errorf("tokenizer %q: unknown encoding (want %s or %s)", name, EncodingCL100K, EncodingO200K)
 	}
-	c, err := tokenizer.Get(enc)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer %q: %w", name, err)
-	}
-	return &Tokenizer{name: name, codec: c}, nil
+	return &Tokenizer{name: name, enc: enc}, nil
+}
+
+// load builds the vocabulary once. The encodings are compiled in, so this
+// fails only for a broken build, which a Tokenizer reports as the
+// one-token-per-4-bytes estimate (see Count).
+func (t *Tokenizer) load() tokenizer.Codec {
+	t.once.Do(func() {
+		t.codec, t.err = tokenizer.Get(t.enc)
+	})
+	return t.codec
 }
 
 var (
@@ -80,7 +93,11 @@ func (t *Tokenizer) Count(s string) int {
 	if t.tokenized != nil {
 		t.tokenized.Add(int64(len(s)))
 	}
-	n, err := t.codec.Count(s)
+	c := t.load()
+	if c == nil {
+		return (len(s) + 3) / 4
+	}
+	n, err := c.Count(s)
 	if err != nil {
 		return (len(s) + 3) / 4
 	}
@@ -96,7 +113,11 @@ func (t *Tokenizer) Tokens(s string) []string {
 	if t.tokenized != nil {
 		t.tokenized.Add(int64(len(s)))
 	}
-	_, toks, err := t.codec.Encode(s)
+	c := t.load()
+	if c == nil {
+		return []string{s}
+	}
+	_, toks, err := c.Encode(s)
 	if err != nil {
 		return []string{s}
 	}
