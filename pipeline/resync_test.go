@@ -117,6 +117,12 @@ func TestCSVRepeatedKeyKeepsFirst(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "What is a heading?", n["question"])
 	c = b.sync(t, pipeline.Mode{})
+	require.Zero(t, c.RecordsRead, "the file did not change: not read")
+	// The same rows re-exported with CRLF line ends: read, nothing changed.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "faq.csv"),
+		[]byte("id,question\r\n1,What is a heading?\r\n2,What is a chapter?\r\n3,What is a section?\r\n1,A later row\r\n4,What is a note?\r\n"), 0o644))
+	c = b.sync(t, pipeline.Mode{})
+	require.Equal(t, 4, c.RecordsRead)
 	require.Zero(t, c.RecordsNew+c.RecordsChanged+c.RecordsDeleted)
 	require.Equal(t, 1, c.RecordsSkipped)
 }

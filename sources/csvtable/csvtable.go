@@ -39,20 +39,29 @@
 // header without the key column or with a duplicate name, and a configured
 // column absent from the header. A done context fails the listing.
 //
-// There is no cursor: every listing is complete and Page.Cursor is "";
-// the pipeline's content hash makes unchanged rows free.
+// Cursor: the xxhash64 of each file's bytes, in table order ("csv1:"
+// then the hashes, comma-separated; an empty hash for a file that could
+// not be read), on the listing's last page. Read from a cursor equal to the
+// files' hashes now yields sources.ErrNotModified without parsing anything:
+// an untouched table costs reading its bytes once. Any change to any file
+// lists every table in full (a complete listing: the pipeline's content
+// hash makes unchanged rows free and finds the deleted ones).
 package csvtable
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/kgsync/kgsync/sources"
 )
@@ -260,7 +269,13 @@ func (s *Source) Tables() []string {
 // and what fails the listing.
 func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Page, error] {
 	return func(yield func(*sources.Page, error) bool) {
+		now := s.filesCursor()
+		if cursor != "" && cursor == now {
+			yield(nil, sources.ErrNotModified)
+			return
+		}
 		p := &pager{yield: yield, size: s.pageSize, page: &sources.Page{}}
+		complete := true
 		for i := range s.tables {
 			t := &s.tables[i]
 			n, err := t.readFile(ctx, p)
@@ -278,6 +293,7 @@ func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Pag
 				s.logger.Warn("csv table not read; its stored rows are kept", slog.String("source", s.name),
 					slog.String("table", t.id), slog.String("err", err.Error()))
 				p.page.Unlisted = append(p.page.Unlisted, sources.Unlisted{Prefix: t.id + ":", Err: err})
+				complete = false
 				if err := p.add(); err != nil {
 					return
 				}
@@ -285,8 +301,36 @@ func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Pag
 			}
 			s.logger.Debug("csv table read", slog.String("source", s.name), slog.String("table", t.id), slog.String("file", t.path), slog.Int("rows", n))
 		}
-		if p.n > 0 {
+		if complete {
+			// The files as they were before parsing: a file that changed
+			// while it was read is read again next time.
+			p.page.Cursor = now
+		}
+		if p.n > 0 || p.page.Cursor != "" {
 			p.emit()
 		}
 	}
+}
+
+// filesCursor is the cursor of the files as they are now: their hashes,
+// an empty one for a file that cannot be read.
+func (s *Source) filesCursor() string {
+	var b strings.Builder
+	b.WriteString("csv1:")
+	for i := range s.tables {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		f, err := os.Open(s.tables[i].path)
+		if err != nil {
+			continue
+		}
+		h := xxhash.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err == nil {
+			fmt.Fprintf(&b, "%016x", h.Sum64())
+		}
+	}
+	return b.String()
 }

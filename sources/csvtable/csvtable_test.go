@@ -33,6 +33,7 @@ type listing struct {
 	skipped  []sources.Skip
 	dups     []sources.Record // records whose key an earlier one has
 	unlisted []sources.Unlisted
+	cursor   string // the last page's
 	err      error
 }
 
@@ -45,7 +46,8 @@ func readAll(t testing.TB, src *Source) listing {
 			break
 		}
 		require.NotNil(t, pg)
-		require.Empty(t, pg.Cursor)
+		require.Empty(t, l.cursor, "the cursor comes with the last page only")
+		l.cursor = pg.Cursor
 		require.False(t, pg.Partial)
 		l.pages = append(l.pages, pg)
 		l.skipped = append(l.skipped, pg.Skipped...)
@@ -542,4 +544,43 @@ func TestBadFileBlocksOnlyItsTable(t *testing.T) {
 	require.Equal(t, "bad:", unlisted[0].Prefix)
 	require.ErrorContains(t, unlisted[0].Err, "bad.csv")
 	require.ErrorContains(t, unlisted[0].Err, `extraneous or missing " in quoted-field`)
+}
+
+// TestNotModified: the last page carries the files' hashes; a Read from
+// them parses nothing and says not modified; any changed file, even with
+// the same rows, lists every table again; a file that cannot be read
+// leaves no cursor.
+func TestNotModified(t *testing.T) {
+	t.Parallel()
+	a := writeCSV(t, "a.csv", "k,v\n1,x\n2,y\n")
+	b := writeCSV(t, "b.csv", "k\nz\n")
+	src := newSource(t, Table{Path: a, Key: "k"}, Table{Path: b, Key: "k"})
+	l := readAll(t, src)
+	require.NoError(t, l.err)
+	require.Regexp(t, `^csv1:[0-9a-f]{16},[0-9a-f]{16}$`, l.cursor)
+	var errs []error
+	for pg, err := range src.Read(t.Context(), l.cursor) {
+		require.Nil(t, pg)
+		errs = append(errs, err)
+	}
+	require.Len(t, errs, 1)
+	require.ErrorIs(t, errs[0], sources.ErrNotModified)
+
+	// The same rows with CRLF line ends: listed again, all of them.
+	require.NoError(t, os.WriteFile(a, []byte("k,v\r\n1,x\r\n2,y\r\n"), 0o644))
+	n := 0
+	var cur string
+	for pg, err := range src.Read(t.Context(), l.cursor) {
+		require.NoError(t, err)
+		n += len(pg.Records)
+		cur = pg.Cursor
+	}
+	require.Equal(t, 3, n)
+	require.NotEqual(t, l.cursor, cur)
+
+	require.NoError(t, os.WriteFile(b, []byte("k\n\"z\n"), 0o644)) // an unterminated quote
+	for pg, err := range src.Read(t.Context(), cur) {
+		require.NoError(t, err)
+		require.Empty(t, pg.Cursor)
+	}
 }
