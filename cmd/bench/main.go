@@ -73,7 +73,18 @@ func main() {
 	goldenOnly := flag.Bool("golden-only", false, "only the golden set evaluation")
 	goldenMax := flag.Int("golden-max-tokens", config.DefaultMaxTokens, "chunking.max_tokens of the golden set's pipeline")
 	goldenOverlap := flag.Int("golden-overlap", config.DefaultOverlapTokens, "chunking.overlap_tokens of the golden set's pipeline")
+	scale := flag.String("scale", "10000,100000", "row counts of the scale tables (CSV and Grist test server), comma-separated; add 1000000 for the million-row run; \"\" skips them")
+	scaleOnly := flag.Bool("scale-only", false, "only the scale, start-up and per-scenario tables")
+	peers := flag.String("peers", "", "a copy of ../shared/bench/peers with its node_modules installed (npm install): adds LangChain.js and LlamaIndex.TS to the per-scenario table")
+	childReadSpec := flag.String("child-read", "", "internal: read csv:FILE or grist:URL through its source and exit")
 	flag.Parse()
+	if *childReadSpec != "" {
+		if err := childRead(*childReadSpec); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *corpusDir == "" {
 		shared, err := corpus.Locate()
 		if err != nil {
@@ -84,6 +95,12 @@ func main() {
 	}
 	corpus := corpusDir
 	if !*goldenOnly {
+		if err := runScale(os.Stdout, *corpus, *scale, *peers, *reps); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+	if !*goldenOnly && !*scaleOnly {
 		if err := run(context.Background(), os.Stdout, *corpus, *reps); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)

@@ -1,0 +1,639 @@
+package main
+
+// Scale and start-up: whole kgsync processes (the binary built from this
+// module) over a CSV table and the Grist test server at 10k, 100k (and,
+// with -scale, 1M) rows, timed and measured by their peak resident memory
+// (getrusage's ru_maxrss of the child), against a process that only reads
+// the same table through the source; the no-op start-up of the 4
+// documents; and the texts embedded per scenario by kgsync, LangChain.js
+// and LlamaIndex.TS (with -peers, the harnesses of ../shared/bench/peers
+// with their node_modules installed).
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/kgsync/kgsync/internal/corpus"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/sources/csvtable"
+	"github.com/kgsync/kgsync/sources/grist"
+	"github.com/kgsync/kgsync/sources/grist/gristtest"
+)
+
+// proc is one measured child process.
+type proc struct {
+	elapsed time.Duration
+	rssKB   int64
+	out     []byte
+}
+
+// runProc runs a command to its end and measures it.
+func runProc(name string, args ...string) (proc, error) {
+	return runProcEnv(nil, name, args...)
+}
+
+// runProcEnv is runProc with extra environment variables.
+func runProcEnv(env []string, name string, args ...string) (proc, error) {
+	cmd := exec.Command(name, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	p := proc{elapsed: time.Since(start), out: out.Bytes()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		p.rssKB = ru.Maxrss
+	}
+	if err != nil {
+		return p, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(errb.Bytes()))
+	}
+	return p, nil
+}
+
+// buildKgsync builds the kgsync binary of this module into dir.
+func buildKgsync(dir string) (string, error) {
+	bin := filepath.Join(dir, "kgsync")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/kgsync/kgsync/cmd/kgsync")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build kgsync: %w", err)
+	}
+	return bin, nil
+}
+
+// runScale prints the scale tables at the row counts of list, the
+// start-up table and the per-scenario table.
+func runScale(w io.Writer, corpusDir, list, peers string, reps int) error {
+	dir, err := os.MkdirTemp("", "kgsync-bench-bin-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin, err := buildKgsync(dir)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if list != "" {
+		fmt.Fprintf(w, "## Scale: whole processes (kgsync sync --json), SQLite state, CYPHERL sink, hashing embedder (32 dims)\n\n")
+		fmt.Fprintln(w, "The corpus HS table repeated with suffixed keys (`parent` a reference, `description` embeddable: 6,747 distinct texts); rows/s = table rows / wall time; peak RSS = the child's ru_maxrss. \"read\" is a process that only reads the table through its source.")
+		for _, f := range strings.Split(list, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return fmt.Errorf("-scale: %q is not a row count", f)
+			}
+			if _, err := scaleCSV(w, bin, self, n); err != nil {
+				return fmt.Errorf("scale csv %d: %w", n, err)
+			}
+			if _, err := scaleGrist(w, bin, self, n); err != nil {
+				return fmt.Errorf("scale grist %d: %w", n, err)
+			}
+		}
+	}
+	if err := startup(w, bin, corpusDir, reps); err != nil {
+		return err
+	}
+	return peersReport(w, bin, corpusDir, peers)
+}
+
+// childRead is the hidden -child-read mode: read a table through its
+// source to the end and exit (the floor of a sync).
+func childRead(spec string) error {
+	kind, arg, _ := strings.Cut(spec, ":")
+	var src sources.Source
+	var err error
+	switch kind {
+	case "csv":
+		src, err = csvtable.New("csv", csvtable.Config{Tables: []csvtable.Table{hsTable(arg)}}, nil)
+	case "grist":
+		src, err = grist.New("grist", grist.Config{Server: arg, DocID: gristtest.DocID, APIKey: gristtest.APIKey,
+			Tables: []string{"HSCodes"}, KeyColumns: map[string]string{"HSCodes": "hscode"}}, nil)
+	default:
+		return fmt.Errorf("-child-read %q: csv:FILE or grist:URL", spec)
+	}
+	if err != nil {
+		return err
+	}
+	n := 0
+	for page, err := range src.Read(context.Background(), "") {
+		if err != nil {
+			return err
+		}
+		n += len(page.Records)
+	}
+	fmt.Println(n)
+	return nil
+}
+
+func hsTable(path string) csvtable.Table {
+	return csvtable.Table{Path: path, Table: "hs_code", Key: "hscode", Columns: map[string]string{"parent": "ref:hs_code", "level": "int"}}
+}
+
+// scaledRows is the corpus HS table repeated to n rows: copy k > 0
+// suffixes hscode and parent with "~k", so keys stay unique and each
+// copy's parent links stay inside it (descriptions repeat: 6,747 distinct
+// texts to embed).
+func scaledRows(n int) ([]string, [][]string, error) {
+	shared, err := corpus.Locate()
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Open(filepath.Join(shared, "corpus", "tables", "harmonized-system.csv"))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	all, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, nil, err
+	}
+	header, data := all[0], all[1:]
+	rows := make([][]string, n)
+	for i := range n {
+		k := i / len(data)
+		rec := slices.Clone(data[i%len(data)])
+		if k > 0 {
+			sfx := "~" + strconv.Itoa(k)
+			rec[1] += sfx // hscode
+			rec[3] += sfx // parent
+		}
+		rows[i] = rec
+	}
+	return header, rows, nil
+}
+
+func writeRows(path string, header []string, rows [][]string, crlf bool) error {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	w.UseCRLF = crlf
+	if err := w.Write(header); err != nil {
+		return err
+	}
+	if err := w.WriteAll(rows); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// editEvery100th changes the description of every 100th row (round r).
+func editEvery100th(rows [][]string, round int) {
+	for i := 0; i < len(rows); i += 100 {
+		rows[i][2] = fmt.Sprintf("%s (edited in round %d)", rows[i][2], round)
+	}
+}
+
+const tablesModel = `    model:
+      anchors:
+        - name: cn_code
+          table: %s
+          attributes: [{name: description, embeddable: true}]
+          links: [{name: PARENT, column: parent, to: cn_code}]
+`
+
+func csvConfig(dir, file string) string {
+	return fmt.Sprintf(`state: {driver: sqlite, path: %s}
+sink: {type: cypherl, cypherl: {dir: %s}}
+embedder: {provider: hashing, dimensions: 32}
+pipelines:
+  - name: tables
+    sources:
+      - name: csv
+        csv:
+          tables:
+            - {path: %s, table: hs_code, key: hscode, columns: {parent: "ref:hs_code", level: int}}
+`+tablesModel, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), file, "hs_code")
+}
+
+func gristConfig(dir, url string, fullEvery bool) string {
+	fe := ""
+	if fullEvery {
+		fe = "\n          full_every: 1ns"
+	}
+	return fmt.Sprintf(`state: {driver: sqlite, path: %s}
+sink: {type: cypherl, cypherl: {dir: %s}}
+embedder: {provider: hashing, dimensions: 32}
+pipelines:
+  - name: tables
+    sources:
+      - name: grist
+        grist:
+          server: %s
+          doc_id: %s
+          api_key: %s
+          tables: [HSCodes]
+          key_columns: {HSCodes: hscode}%s
+`+tablesModel, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), url, gristtest.DocID, gristtest.APIKey, fe, "HSCodes")
+}
+
+// syncResult is what `kgsync sync --json` prints for a run.
+type syncResult struct {
+	Records struct {
+		Read, New, Changed, Deleted, Skipped int
+	} `json:"records"`
+	Chunks struct {
+		Embedded int `json:"embedded"`
+	} `json:"chunks"`
+}
+
+func kgsyncSync(bin, config string) (proc, syncResult, error) {
+	p, err := runProc(bin, "sync", "--json", "--config", config)
+	var r syncResult
+	if err == nil {
+		err = json.Unmarshal(bytes.TrimSpace(p.out), &r)
+	}
+	return p, r, err
+}
+
+// phaseRow is one line of a scale table.
+type phaseRow struct {
+	name string
+	p    proc
+	r    syncResult
+	read bool // a pure read (no counts)
+}
+
+func printScale(w io.Writer, title string, rows int, phases []phaseRow) {
+	fmt.Fprintf(w, "\n### %s, %d rows\n\n", title, rows)
+	fmt.Fprintln(w, "| phase | time | rows/s | peak RSS | × read (time / RSS) | records read / new / changed | texts embedded |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
+	var read proc
+	for _, ph := range phases {
+		if ph.read {
+			read = ph.p
+		}
+	}
+	for _, ph := range phases {
+		rps := float64(rows) / ph.p.elapsed.Seconds()
+		ratio := ""
+		if read.elapsed > 0 {
+			ratio = fmt.Sprintf("%.2f / %.2f", ph.p.elapsed.Seconds()/read.elapsed.Seconds(), float64(ph.p.rssKB)/float64(read.rssKB))
+		}
+		counts := fmt.Sprintf("%d / %d / %d", ph.r.Records.Read, ph.r.Records.New, ph.r.Records.Changed)
+		if ph.read {
+			counts = fmt.Sprintf("%d", rows)
+		}
+		fmt.Fprintf(w, "| %s | %.2f s | %.0f | %.1f MB | %s | %s | %d |\n", ph.name, ph.p.elapsed.Seconds(), rps,
+			float64(ph.p.rssKB)/1024, ratio, counts, ph.r.Chunks.Embedded)
+	}
+}
+
+// scaleCSV measures the CSV phases at n rows.
+func scaleCSV(w io.Writer, bin, bench string, n int) ([]phaseRow, error) {
+	dir, err := os.MkdirTemp("", "kgsync-scale-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	header, rows, err := scaledRows(n)
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "hs.csv")
+	if err := writeRows(file, header, rows, false); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "kgsync.yaml")
+	if err := os.WriteFile(cfg, []byte(csvConfig(dir, file)), 0o644); err != nil {
+		return nil, err
+	}
+	var out []phaseRow
+	read, err := runProc(bench, "-child-read", "csv:"+file)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, phaseRow{name: "read (the source alone)", p: read, read: true})
+	step := func(name string) error {
+		p, r, err := kgsyncSync(bin, cfg)
+		if err != nil {
+			return err
+		}
+		out = append(out, phaseRow{name: name, p: p, r: r})
+		return nil
+	}
+	if err := step("first sync"); err != nil {
+		return nil, err
+	}
+	if err := step("no-op (file unchanged)"); err != nil {
+		return nil, err
+	}
+	// The same rows written again with CRLF line ends: read and compared
+	// in full, nothing changes.
+	if err := writeRows(file, header, rows, true); err != nil {
+		return nil, err
+	}
+	if err := step("no-op (same rows re-exported)"); err != nil {
+		return nil, err
+	}
+	editEvery100th(rows, 1)
+	if err := writeRows(file, header, rows, true); err != nil {
+		return nil, err
+	}
+	if err := step("1 % changed"); err != nil {
+		return nil, err
+	}
+	printScale(w, "CSV table", n, out)
+	return out, nil
+}
+
+// benchTB is the testing.TB the Grist test server asks for, outside a
+// test: failures end the bench.
+type benchTB struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (b *benchTB) Helper()                           {}
+func (b *benchTB) Cleanup(f func())                  { b.cleanups = append(b.cleanups, f) }
+func (b *benchTB) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (b *benchTB) Errorf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (b *benchTB) Logf(string, ...any)               {}
+func (b *benchTB) close() {
+	for i := len(b.cleanups) - 1; i >= 0; i-- {
+		b.cleanups[i]()
+	}
+}
+
+// scaleGrist measures the Grist phases at n rows, the test server running
+// in this process (not counted in the children's memory).
+func scaleGrist(w io.Writer, bin, bench string, n int) ([]phaseRow, error) {
+	dir, err := os.MkdirTemp("", "kgsync-scale-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	header, rows, err := scaledRows(n)
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "hs.csv")
+	if err := writeRows(file, header, rows, false); err != nil {
+		return nil, err
+	}
+	tb := &benchTB{}
+	defer tb.close()
+	srv := gristtest.New(tb)
+	srv.LoadCSV("HSCodes", file, map[string]string{"parent": "Ref:HSCodes/hscode", "level": "Int"})
+	cfg, full := filepath.Join(dir, "kgsync.yaml"), filepath.Join(dir, "full.yaml")
+	if err := os.WriteFile(cfg, []byte(gristConfig(dir, srv.URL, false)), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(full, []byte(gristConfig(dir, srv.URL, true)), 0o644); err != nil {
+		return nil, err
+	}
+	var out []phaseRow
+	read, err := runProc(bench, "-child-read", "grist:"+srv.URL)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, phaseRow{name: "read (the source alone)", p: read, read: true})
+	step := func(name, config string) error {
+		p, r, err := kgsyncSync(bin, config)
+		if err != nil {
+			return err
+		}
+		out = append(out, phaseRow{name: name, p: p, r: r})
+		return nil
+	}
+	if err := step("first sync", cfg); err != nil {
+		return nil, err
+	}
+	if err := step("no-op (/states: unchanged)", cfg); err != nil {
+		return nil, err
+	}
+	if err := step("no-op, full listing (full_every)", full); err != nil {
+		return nil, err
+	}
+	updates := map[int64]map[string]any{}
+	for id := int64(1); id <= int64(n); id += 100 {
+		updates[id] = map[string]any{"description": fmt.Sprintf("edited in round 1, row %d", id)}
+	}
+	srv.UpdateRows("HSCodes", updates)
+	if err := step("1 % changed (/compare)", cfg); err != nil {
+		return nil, err
+	}
+	printScale(w, "Grist test server", n, out)
+	return out, nil
+}
+
+// startup measures the whole-process no-op of the 4 documents.
+func startup(w io.Writer, bin, corpusDir string, reps int) error {
+	dir, err := os.MkdirTemp("", "kgsync-startup-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	docsDir := filepath.Join(dir, "docs")
+	if err := copyDocs(corpusDir, docsDir, fourDocs); err != nil {
+		return err
+	}
+	cfg := filepath.Join(dir, "kgsync.yaml")
+	if err := os.WriteFile(cfg, []byte(docsConfig(dir, docsDir)), 0o644); err != nil {
+		return err
+	}
+	if _, _, err := kgsyncSync(bin, cfg); err != nil {
+		return err
+	}
+	var ts []time.Duration
+	var rss int64
+	for range max(reps, 3) {
+		p, r, err := kgsyncSync(bin, cfg)
+		if err != nil {
+			return err
+		}
+		if r.Records.New+r.Records.Changed != 0 {
+			return fmt.Errorf("startup: the no-op changed records")
+		}
+		ts = append(ts, p.elapsed)
+		rss = max(rss, p.rssKB)
+	}
+	// The floor: read and hash the files.
+	start := time.Now()
+	for _, n := range fourDocs {
+		b, err := os.ReadFile(filepath.Join(docsDir, n))
+		if err != nil {
+			return err
+		}
+		_ = xxhash.Sum64(b)
+	}
+	floor := time.Since(start)
+	fmt.Fprintf(w, "\n## Start-up: no-op `kgsync sync` of the 4 documents, whole process\n\n")
+	fmt.Fprintln(w, "| median of runs | peak RSS | reading and hashing the files in this process |")
+	fmt.Fprintln(w, "| --- | --- | --- |")
+	fmt.Fprintf(w, "| %.1f ms | %.1f MB | %.1f ms |\n", 1000*median(ts).Seconds(), float64(rss)/1024, 1000*floor.Seconds())
+	return nil
+}
+
+// fourDocs are the documents the issue's peer comparison uses.
+var fourDocs = []string{"rfc7231.txt", "constitutionrf.txt", "go_spec.html", "spdx-2.3-package-information.md"}
+
+func copyDocs(from, to string, names []string) error {
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	for _, n := range names {
+		b, err := readCorpus(from, n)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, n), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func docsConfig(dir, docsDir string) string {
+	return fmt.Sprintf(`state: {driver: sqlite, path: %s}
+sink: {type: cypherl, cypherl: {dir: %s}}
+embedder: {provider: hashing}
+chunking: {max_tokens: 512, overlap_tokens: 64}
+pipelines:
+  - name: docs
+    sources:
+      - name: docs
+        files: {root: %s}
+`, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), docsDir)
+}
+
+// peerScenarios are the steps of ../shared/bench/peers/edit.py, in order,
+// after the first index ("s1") and a no-op ("s2").
+var peerScenarios = []struct{ step, what string }{
+	{"s1", "first index"},
+	{"s2", "no-op"},
+	{"s3", "one sentence inserted (rfc7231)"},
+	{"s4", "one word changed (constitution)"},
+	{"s5", "a paragraph near the top (spdx)"},
+	{"s6", "go_spec.html renamed"},
+	{"s7", "spdx removed"},
+	{"s8a", "rfc7231 copied"},
+	{"s8b", "the original rfc7231 removed"},
+}
+
+// peersReport runs the scenarios for kgsync, LangChain (index(),
+// incremental cleanup) and LlamaIndex (IngestionPipeline, upserts), each
+// on its own copy of the 4 documents, and prints the texts each embedded.
+func peersReport(w io.Writer, bin, corpusDir, peers string) error {
+	dir, err := os.MkdirTemp("", "kgsync-peers-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	type system struct {
+		name string
+		docs string
+		run  func() (int, error)
+	}
+	var systems []*system
+	add := func(name string, run func(docs string) (int, error)) error {
+		s := &system{name: name, docs: filepath.Join(dir, name, "docs")}
+		if err := copyDocs(corpusDir, s.docs, fourDocs); err != nil {
+			return err
+		}
+		s.run = func() (int, error) { return run(s.docs) }
+		systems = append(systems, s)
+		return nil
+	}
+	if err := add("kgsync", func(docs string) (int, error) {
+		d := filepath.Dir(docs)
+		cfg := filepath.Join(d, "kgsync.yaml")
+		if err := os.WriteFile(cfg, []byte(docsConfig(d, docs)), 0o644); err != nil {
+			return 0, err
+		}
+		_, r, err := kgsyncSync(bin, cfg)
+		return r.Chunks.Embedded, err
+	}); err != nil {
+		return err
+	}
+	peer := func(env []string, script string, args ...string) func(docs string) (int, error) {
+		return func(docs string) (int, error) {
+			state := filepath.Join(filepath.Dir(docs), "state")
+			p, err := runProcEnv(env, "node", append([]string{filepath.Join(peers, script), state, docs}, args...)...)
+			if err != nil {
+				return 0, err
+			}
+			lines := bytes.Split(bytes.TrimSpace(p.out), []byte("\n"))
+			var r struct {
+				EmbedTexts int `json:"embedTexts"`
+			}
+			err = json.Unmarshal(lines[len(lines)-1], &r)
+			return r.EmbedTexts, err
+		}
+	}
+	if peers != "" {
+		// index()'s batchSize above the corpus's chunk count: with its
+		// default (100) a no-op re-embeds 284 texts (the README).
+		if err := add("LangChain.js", peer([]string{"LC_BATCH=1000"}, "lc.mjs", "incremental")); err != nil {
+			return err
+		}
+		if err := add("LlamaIndex.TS", peer(nil, "li.mjs", "upserts")); err != nil {
+			return err
+		}
+	}
+	results := make([][]int, len(systems))
+	for _, sc := range peerScenarios {
+		for i, s := range systems {
+			if sc.step != "s1" && sc.step != "s2" {
+				if _, err := runProc("python3", filepath.Join(peersDir(peers), "edit.py"), s.docs, sc.step); err != nil {
+					return err
+				}
+			}
+			n, err := s.run()
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", s.name, sc.step, err)
+			}
+			results[i] = append(results[i], n)
+		}
+	}
+	fmt.Fprintf(w, "\n## Texts embedded per scenario: the 4 documents, 512 tokens / 64 overlap\n\n")
+	fmt.Fprint(w, "| scenario |")
+	for _, s := range systems {
+		fmt.Fprintf(w, " %s |", s.name)
+	}
+	fmt.Fprint(w, "\n| --- |")
+	for range systems {
+		fmt.Fprint(w, " --- |")
+	}
+	fmt.Fprintln(w)
+	for j, sc := range peerScenarios {
+		fmt.Fprintf(w, "| %s: %s |", sc.step, sc.what)
+		for i := range systems {
+			fmt.Fprintf(w, " %d |", results[i][j])
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// peersDir is where edit.py is: the prepared peers folder, or the shared
+// harnesses when only kgsync runs.
+func peersDir(peers string) string {
+	if peers != "" {
+		return peers
+	}
+	if shared, err := corpus.Locate(); err == nil {
+		if _, err := os.Stat(filepath.Join(shared, "bench", "peers", "edit.py")); err == nil {
+			return filepath.Join(shared, "bench", "peers")
+		}
+	}
+	return filepath.Join("..", "shared", "bench", "peers")
+}
