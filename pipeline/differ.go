@@ -106,6 +106,11 @@ type differ struct {
 	movedFrom map[string]bool
 	// seen are the keys of a partial listing.
 	seen map[string]bool
+	// listed holds every key matched so far (a Bloom filter): once the
+	// stream is exhausted, a key not in the window, the sets or listed is
+	// certainly new, without a look-up (a first sync makes none).
+	listed  keyFilter
+	sureNew map[string]bool
 
 	// kept are key prefixes of parts of the listing that could not be
 	// read (sources.Unlisted): their stored records are not deleted.
@@ -256,10 +261,18 @@ func (d *differ) page(ctx context.Context, pg *sources.Page) (recs, from []match
 	}
 	// Keys the window and the sets cannot answer are looked up at once.
 	var unknown []string
+	d.sureNew = map[string]bool{}
 	ask := func(k string) {
-		if !d.known(k) {
-			unknown = append(unknown, k)
+		if d.known(k) {
+			return
 		}
+		if !d.partial && d.exhausted && len(d.jumped) == 0 && !d.listed.mayContain(k) {
+			// Every stored record not listed yet is in memory: a key
+			// there is not, listed for the first time, is new.
+			d.sureNew[k] = true
+			return
+		}
+		unknown = append(unknown, k)
 	}
 	for _, rec := range pg.Records {
 		ask(rec.Key)
@@ -333,6 +346,14 @@ func (d *differ) page(ctx context.Context, pg *sources.Page) (recs, from []match
 // consume matches one listed key (see the comment above); next is the key
 // listed after it ("" when unknown).
 func (d *differ) consume(ctx context.Context, key, next string, looked map[string]state.RecordEntry, asked map[string]bool) (match, error) {
+	m, err := d.match(ctx, key, next, looked, asked)
+	if err == nil && !m.dup {
+		d.listed.add(key)
+	}
+	return m, err
+}
+
+func (d *differ) match(ctx context.Context, key, next string, looked map[string]state.RecordEntry, asked map[string]bool) (match, error) {
 	if d.movedFrom[key] || d.removed[key] {
 		// Its record moved to another key, or was deleted: listed again,
 		// it is new.
@@ -383,6 +404,11 @@ func (d *differ) consume(ctx context.Context, key, next string, looked map[strin
 	}
 	if _, ok := d.ahead[key]; ok || d.jumpedListed[key] {
 		return match{dup: true}, nil
+	}
+	if d.sureNew[key] {
+		delete(d.sureNew, key)
+		d.fresh[key] = d.batch
+		return match{}, nil
 	}
 	if !asked[key] {
 		// Known when the page began, gone since: listed earlier in the page.

@@ -50,5 +50,5 @@ func benchBatch() int {
 		n, _ := strconv.Atoi(s)
 		return n
 	}
-	return 64
+	return config.DefaultPipelineBatchSize
 }

@@ -76,8 +76,15 @@ func main() {
 	scale := flag.String("scale", "10000,100000", "row counts of the scale tables (CSV and Grist test server), comma-separated; add 1000000 for the million-row run; \"\" skips them")
 	scaleOnly := flag.Bool("scale-only", false, "only the scale, start-up and per-scenario tables")
 	peers := flag.String("peers", "", "a copy of ../shared/bench/peers with its node_modules installed (npm install): adds LangChain.js and LlamaIndex.TS to the per-scenario table")
+	childRunFlag := flag.Bool("child-run", false, "internal: run the command given as arguments and report its peak RSS and time on stderr")
 	childReadSpec := flag.String("child-read", "", "internal: read csv:FILE or grist:URL through its source and exit")
 	flag.Parse()
+	if *childRunFlag {
+		if err := childRun(flag.Args()); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
 	if *childReadSpec != "" {
 		if err := childRead(*childReadSpec); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)

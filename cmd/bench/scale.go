@@ -28,6 +28,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/internal/corpus"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/sources/csvtable"
@@ -47,24 +48,55 @@ func runProc(name string, args ...string) (proc, error) {
 	return runProcEnv(nil, name, args...)
 }
 
-// runProcEnv is runProc with extra environment variables.
+// runProcEnv is runProc with extra environment variables. The command
+// runs under a small launcher (this binary with -child-run): a child's
+// ru_maxrss starts from the peak of the process that forked it, so the
+// bench, holding whole tables, must not fork the measured process itself.
 func runProcEnv(env []string, name string, args ...string) (proc, error) {
-	cmd := exec.Command(name, args...)
+	self, err := os.Executable()
+	if err != nil {
+		return proc{}, err
+	}
+	cmd := exec.Command(self, append([]string{"-child-run", name}, args...)...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	p := proc{elapsed: time.Since(start), out: out.Bytes()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		p.rssKB = ru.Maxrss
+	err = cmd.Run()
+	p := proc{out: out.Bytes()}
+	stderr := bytes.TrimSpace(errb.Bytes())
+	if i := bytes.LastIndex(stderr, []byte(measureTag)); i >= 0 {
+		var ns int64
+		fmt.Sscanf(string(stderr[i+len(measureTag):]), "%d %d", &p.rssKB, &ns)
+		p.elapsed = time.Duration(ns)
+		stderr = bytes.TrimSpace(stderr[:i])
 	}
 	if err != nil {
-		return p, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(errb.Bytes()))
+		return p, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, stderr)
 	}
 	return p, nil
+}
+
+// measureTag starts the launcher's last line on stderr.
+const measureTag = "kgsync-bench-measure "
+
+// childRun is the hidden -child-run mode: run argv, pass its output
+// through, and print its peak RSS (KB) and wall time (ns) on stderr.
+func childRun(argv []string) error {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	start := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(start)
+	var rss int64
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = ru.Maxrss
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%s%d %d\n", measureTag, rss, elapsed.Nanoseconds())
+	return err
 }
 
 // buildKgsync builds the kgsync binary of this module into dir.
@@ -111,6 +143,9 @@ func runScale(w io.Writer, corpusDir, list, peers string, reps int) error {
 		}
 	}
 	if err := startup(w, bin, corpusDir, reps); err != nil {
+		return err
+	}
+	if err := chunkHistogram(w, corpusDir); err != nil {
 		return err
 	}
 	return peersReport(w, bin, corpusDir, peers)
@@ -636,4 +671,50 @@ func peersDir(peers string) string {
 		}
 	}
 	return filepath.Join("..", "shared", "bench", "peers")
+}
+
+// chunkHistogram prints how many chunks of the 4 documents fall in each
+// size range, at 512 tokens / 64 overlap (Chunk.Tokens: the whole text,
+// overlap included).
+func chunkHistogram(w io.Writer, corpusDir string) error {
+	tok, err := chunker.NewTokenizer("cl100k_base")
+	if err != nil {
+		return err
+	}
+	bounds := []int{64, 128, 256, 384, 512}
+	counts := make([]int, len(bounds)+1)
+	total, sum := 0, 0
+	for _, n := range fourDocs {
+		b, err := readCorpus(corpusDir, n)
+		if err != nil {
+			return err
+		}
+		format, _ := chunker.FormatForPath(n)
+		root, err := chunker.Parse(format, b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		chunks, err := chunker.Split("docs:"+n, root, chunker.Options{MaxTokens: 512, OverlapTokens: 64, Tokenizer: tok})
+		if err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		for _, c := range chunks {
+			i := 0
+			for i < len(bounds) && c.Tokens >= bounds[i] {
+				i++
+			}
+			counts[i]++
+			total++
+			sum += c.Tokens
+		}
+	}
+	fmt.Fprintf(w, "\n## Chunk sizes: the 4 documents at 512 tokens / 64 overlap (%d chunks, mean %d tokens)\n\n", total, sum/max(total, 1))
+	fmt.Fprintln(w, "| tokens | < 64 | 64–127 | 128–255 | 256–383 | 384–511 | ≥ 512 (with overlap) |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprint(w, "| chunks |")
+	for _, c := range counts {
+		fmt.Fprintf(w, " %d |", c)
+	}
+	fmt.Fprintln(w)
+	return nil
 }
