@@ -212,7 +212,7 @@ func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []s
 		for _, k := range part {
 			args = append(args, k)
 		}
-		q := `SELECT ` + recordColumns + ` FROM records WHERE pipeline = ? AND source = ? AND "key" IN (?` +
+		q := `SELECT ` + recordColumns + ` FROM records INDEXED BY records_key WHERE pipeline = ? AND source = ? AND "key" IN (?` +
 			strings.Repeat(",?", len(part)-1) + `)`
 		rows, err := s.rdb.QueryContext(ctx, q, args...)
 		if err == nil {
@@ -278,7 +278,7 @@ func (s *Store) RecordSummaries(ctx context.Context, pipeline, source string, ke
 		for _, k := range part {
 			args = append(args, k)
 		}
-		q := `SELECT ` + entryColumns + ` FROM records WHERE pipeline = ? AND source = ? AND "key" IN (?` +
+		q := `SELECT ` + entryColumns + ` FROM records INDEXED BY records_key WHERE pipeline = ? AND source = ? AND "key" IN (?` +
 			strings.Repeat(",?", len(part)-1) + `)`
 		rows, err := s.rdb.QueryContext(ctx, q, args...)
 		if err == nil {
@@ -319,7 +319,7 @@ func (s *Store) RecordKeysWithPrefix(ctx context.Context, pipeline, source strin
 				args = append(args, p)
 			}
 		}
-		rows, err := s.rdb.QueryContext(ctx, `SELECT "key" FROM records WHERE pipeline = ? AND source = ? AND (`+
+		rows, err := s.rdb.QueryContext(ctx, `SELECT "key" FROM records INDEXED BY records_key WHERE pipeline = ? AND source = ? AND (`+
 			strings.Join(conds, " OR ")+`)`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("list keys of %q source %q: %w", pipeline, source, err)
@@ -492,7 +492,7 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 		}
 	}
 	if len(c.Ords) > 0 {
-		set, err := tx.PrepareContext(ctx, `UPDATE records SET ord = ? WHERE pipeline = ? AND source = ? AND "key" = ?`)
+		set, err := tx.PrepareContext(ctx, `UPDATE records INDEXED BY records_key SET ord = ? WHERE pipeline = ? AND source = ? AND "key" = ?`)
 		if err != nil {
 			return fmt.Errorf("prepare ord update: %w", err)
 		}
@@ -504,7 +504,7 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 		}
 	}
 	if len(c.SetOrigins) > 0 {
-		set, err := tx.PrepareContext(ctx, `UPDATE records SET origin_scope = ?, origin_id = ? WHERE pipeline = ? AND source = ? AND "key" = ?`)
+		set, err := tx.PrepareContext(ctx, `UPDATE records INDEXED BY records_key SET origin_scope = ?, origin_id = ? WHERE pipeline = ? AND source = ? AND "key" = ?`)
 		if err != nil {
 			return fmt.Errorf("prepare origin update: %w", err)
 		}
@@ -543,7 +543,7 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 		if err := execKeys(ctx, tx, `DELETE FROM chunks WHERE pipeline = ? AND source = ? AND record_key IN `, p, refs); err != nil {
 			return fmt.Errorf("delete chunks: %w", err)
 		}
-		if err := execKeys(ctx, tx, `DELETE FROM records WHERE pipeline = ? AND source = ? AND "key" IN `, p, refs); err != nil {
+		if err := execKeys(ctx, tx, `DELETE FROM records INDEXED BY records_key WHERE pipeline = ? AND source = ? AND "key" IN `, p, refs); err != nil {
 			return fmt.Errorf("delete records: %w", err)
 		}
 		if err := execKeys(ctx, tx, `DELETE FROM link_docs WHERE pipeline = ? AND source = ? AND "key" IN `, p, refs); err != nil {
