@@ -517,21 +517,25 @@ func (s *Sink) writeText(text []byte) error {
 }
 
 // render appends every statement inlined to dst, one per line ending in
-// ";\n".
+// ";\n". The statement's text around its parameters must load as one line
+// (splitsCleanly); the literals put in it (Literal) escape line breaks and
+// quotes, so the rendered line is only checked for a stray line break.
 func render(dst []byte, sts []sink.Statement) ([]byte, error) {
 	for _, st := range sts {
+		if !splitsCleanly(st.Query + ";") {
+			// Cannot happen for names that pass sink.ValidName; kept as the
+			// last guard of the file format.
+			return nil, fmt.Errorf("%s %q: statement would not load as one line", st.Kind, st.Target)
+		}
 		start := len(dst)
 		var err error
 		if dst, err = appendInline(dst, st); err != nil {
 			return nil, err
 		}
-		dst = append(dst, ';')
-		if !splitsCleanly(dst[start:]) {
-			// Cannot happen for names that pass sink.ValidName and literals
-			// from Literal; kept as the last guard of the file format.
+		if bytes.IndexByte(dst[start:], '\n') >= 0 || bytes.IndexByte(dst[start:], '\r') >= 0 {
 			return nil, fmt.Errorf("%s %q: statement would not load as one line", st.Kind, st.Target)
 		}
-		dst = append(dst, '\n')
+		dst = append(dst, ';', '\n')
 	}
 	return dst, nil
 }

@@ -117,6 +117,11 @@ func dsn(abs string, readOnly bool) string {
 		q.Add("_pragma", "synchronous(NORMAL)")
 		q.Add("_pragma", "cache_size(-65536)")
 		q.Add("_pragma", "temp_store(MEMORY)")
+		// Checkpoint every 64 MiB of WAL, not every 4 MiB: a page a first
+		// sync writes again and again is copied into the database once per
+		// checkpoint; the WAL is cut back to that size afterwards.
+		q.Add("_pragma", "wal_autocheckpoint(16384)")
+		q.Add("_pragma", "journal_size_limit(67108864)")
 		q.Set("_txlock", "immediate")
 	}
 	q.Add("_pragma", "foreign_keys(ON)")

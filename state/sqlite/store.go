@@ -649,75 +649,94 @@ func (s *Store) IntentList(ctx context.Context, pipeline string) ([]state.Intent
 }
 
 // commitLexical applies c's lexical deletes, then its upserts: a row that
-// exists gets its FTS5 entry replaced under the same doc id. The rows that
-// exist are found with one query per 500 records, deletions and new rows
-// are multi-row statements; new rows take doc ids above the largest one
-// (the transaction holds the write lock, so no other writer takes them).
+// exists keeps its doc id and gets its FTS5 entry replaced. Deletions find
+// their rows with one query per 500 records; upserts are multi-row
+// INSERT … ON CONFLICT … RETURNING statements whose answer tells new rows
+// (which take doc ids above the largest one: the transaction holds the
+// write lock) from rows that existed; the FTS5 entries follow in
+// multi-row statements.
 func commitLexical(ctx context.Context, tx *sql.Tx, c state.Commit) error {
 	if len(c.LexicalDeletes)+len(c.LexicalUpserts) == 0 {
 		return nil
 	}
-	refs := make([]state.LexicalRef, 0, len(c.LexicalDeletes)+len(c.LexicalUpserts))
-	refs = append(refs, c.LexicalDeletes...)
-	for _, r := range c.LexicalUpserts {
-		refs = append(refs, r.LexicalRef)
-	}
-	docs, err := lexicalDocs(ctx, tx, c.Pipeline, refs)
-	if err != nil {
-		return err
-	}
-	var gone []any
-	for _, ref := range c.LexicalDeletes {
-		if doc, ok := docs[ref]; ok {
-			gone = append(gone, doc)
-			delete(docs, ref)
+	if len(c.LexicalDeletes) > 0 {
+		docs, err := lexicalDocs(ctx, tx, c.Pipeline, c.LexicalDeletes)
+		if err != nil {
+			return err
+		}
+		var gone []any
+		for _, ref := range c.LexicalDeletes {
+			if doc, ok := docs[ref]; ok {
+				gone = append(gone, doc)
+				delete(docs, ref)
+			}
+		}
+		for start := 0; start < len(gone); start += keysPerStatement {
+			part := gone[start:min(start+keysPerStatement, len(gone))]
+			in := "(?" + strings.Repeat(", ?", len(part)-1) + ")"
+			if _, err := tx.ExecContext(ctx, `DELETE FROM lexical_fts WHERE rowid IN `+in, part...); err != nil {
+				return fmt.Errorf("delete lexical rows: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM lexical WHERE doc IN `+in, part...); err != nil {
+				return fmt.Errorf("delete lexical rows: %w", err)
+			}
 		}
 	}
-	for start := 0; start < len(gone); start += keysPerStatement {
-		part := gone[start:min(start+keysPerStatement, len(gone))]
-		in := "(?" + strings.Repeat(", ?", len(part)-1) + ")"
-		if _, err := tx.ExecContext(ctx, `DELETE FROM lexical_fts WHERE rowid IN `+in, part...); err != nil {
-			return fmt.Errorf("delete lexical rows: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM lexical WHERE doc IN `+in, part...); err != nil {
-			return fmt.Errorf("delete lexical rows: %w", err)
-		}
-	}
-	// The last upsert of a row wins.
-	last := make(map[state.LexicalRef]int, len(c.LexicalUpserts))
-	for i, r := range c.LexicalUpserts {
-		last[r.LexicalRef] = i
+	if len(c.LexicalUpserts) == 0 {
+		return nil
 	}
 	var next int64
-	var rows, fts [][]any
-	for i, r := range c.LexicalUpserts {
-		if last[r.LexicalRef] != i {
-			continue
-		}
-		_, n := state.LexicalTerms(r.Text)
-		if doc, ok := docs[r.LexicalRef]; ok {
-			if _, err := tx.ExecContext(ctx, `UPDATE lexical SET kind = ?, len = ? WHERE doc = ?`, r.Kind, n, doc); err != nil {
-				return fmt.Errorf("update lexical row %q: %w", r.ID, err)
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE lexical_fts SET text = ? WHERE rowid = ?`, r.Text, doc); err != nil {
-				return fmt.Errorf("update lexical row %q: %w", r.ID, err)
-			}
-			continue
-		}
-		if next == 0 {
-			if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(doc), 0) + 1 FROM lexical`).Scan(&next); err != nil {
-				return fmt.Errorf("insert lexical rows: %w", err)
-			}
-		}
-		rows = append(rows, []any{next, c.Pipeline, r.Source, r.RecordKey, r.ID, r.Kind, n})
-		fts = append(fts, []any{next, r.Text})
-		next++
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(doc), 0) + 1 FROM lexical`).Scan(&next); err != nil {
+		return fmt.Errorf("upsert lexical rows: %w", err)
 	}
-	if err := execRows(ctx, tx, `INSERT INTO lexical (doc, pipeline, source, record_key, node, kind, len) VALUES `, "", rows); err != nil {
+	// Commit.Check refuses a row listed twice.
+	const cols = 7
+	var fresh, changed [][]any
+	for start := 0; start < len(c.LexicalUpserts); start += rowsPerStatement {
+		part := c.LexicalUpserts[start:min(start+rowsPerStatement, len(c.LexicalUpserts))]
+		args := make([]any, 0, cols*len(part))
+		text := make(map[state.LexicalRef]string, len(part))
+		for _, r := range part {
+			_, n := state.LexicalTerms(r.Text)
+			args = append(args, next, c.Pipeline, r.Source, r.RecordKey, r.ID, r.Kind, n)
+			text[r.LexicalRef] = r.Text
+			next++
+		}
+		tuple := "(?" + strings.Repeat(", ?", cols-1) + ")"
+		q := `INSERT INTO lexical (doc, pipeline, source, record_key, node, kind, len) VALUES ` + tuple + strings.Repeat(", "+tuple, len(part)-1) +
+			` ON CONFLICT (pipeline, source, record_key, node) DO UPDATE SET kind = excluded.kind, len = excluded.len
+			RETURNING doc, source, record_key, node`
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("upsert lexical rows: %w", err)
+		}
+		first := next - int64(len(part))
+		for rows.Next() {
+			var doc int64
+			var ref state.LexicalRef
+			if err := rows.Scan(&doc, &ref.Source, &ref.RecordKey, &ref.ID); err != nil {
+				rows.Close()
+				return fmt.Errorf("upsert lexical rows: %w", err)
+			}
+			if doc >= first {
+				fresh = append(fresh, []any{doc, text[ref]})
+			} else {
+				changed = append(changed, []any{doc, text[ref]})
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("upsert lexical rows: %w", err)
+		}
+	}
+	if err := execRows(ctx, tx, `INSERT INTO lexical_fts (rowid, text) VALUES `, "", fresh); err != nil {
 		return fmt.Errorf("insert lexical rows: %w", err)
 	}
-	if err := execRows(ctx, tx, `INSERT INTO lexical_fts (rowid, text) VALUES `, "", fts); err != nil {
-		return fmt.Errorf("insert lexical rows: %w", err)
+	for _, r := range changed {
+		if _, err := tx.ExecContext(ctx, `UPDATE lexical_fts SET text = ? WHERE rowid = ?`, r[1], r[0]); err != nil {
+			return fmt.Errorf("update lexical rows: %w", err)
+		}
 	}
 	return nil
 }
