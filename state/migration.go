@@ -48,16 +48,33 @@ func ReadMigrations(fsys fs.FS, pattern string) ([]Migration, error) {
 }
 
 // Pending returns the migrations of ms (ordered by version, as
-// ReadMigrations gives them) above applied, the highest version a database
-// records. A database at a version above the last of ms was migrated by a
-// newer build; that is an error naming both versions, and nothing is
-// pending.
-func Pending(ms []Migration, applied int64) ([]Migration, error) {
-	if len(ms) > 0 {
-		if last := ms[len(ms)-1].Version; applied > last {
-			return nil, fmt.Errorf("at version %d, newer than this build's %d", applied, last)
+// ReadMigrations gives them) whose versions are not in applied, the
+// versions a database records, in version order. A version landed below
+// the highest applied one (migrations numbered by range, not by landing
+// date) is still applied. A database recording a version ms does not
+// have was migrated by a newer build; that is an error naming the
+// version and this build's last, and nothing is pending.
+func Pending(ms []Migration, applied []int64) ([]Migration, error) {
+	known := make(map[int64]bool, len(ms))
+	for _, m := range ms {
+		known[m.Version] = true
+	}
+	done := make(map[int64]bool, len(applied))
+	for _, v := range applied {
+		if !known[v] {
+			var last int64
+			if len(ms) > 0 {
+				last = ms[len(ms)-1].Version
+			}
+			return nil, fmt.Errorf("at version %d, which this build (last version %d) does not know", v, last)
+		}
+		done[v] = true
+	}
+	var out []Migration
+	for _, m := range ms {
+		if !done[m.Version] {
+			out = append(out, m)
 		}
 	}
-	i := sort.Search(len(ms), func(i int) bool { return ms[i].Version > applied })
-	return ms[i:], nil
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
@@ -65,8 +66,12 @@ func (s *Store) migrateState(ctx context.Context) error {
 	)`); err != nil {
 		return fmt.Errorf("migrate schema %q: create schema_migrations: %w", schema, err)
 	}
-	var applied int64
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&applied); err != nil {
+	rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return fmt.Errorf("migrate schema %q: read schema_migrations: %w", schema, err)
+	}
+	applied, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
 		return fmt.Errorf("migrate schema %q: read schema_migrations: %w", schema, err)
 	}
 	pending, err := state.Pending(ms, applied)

@@ -98,6 +98,24 @@ func TestOpenCreatesSchemaAndMigratesOnce(t *testing.T) {
 	open(t, dsn, schema) // reopening an existing schema is fine
 }
 
+// TestMigrateAppliesAVersionBelowTheHighest: a schema that records
+// versions above a migration it lacks (migrated by a build whose
+// migrations landed in another order) gets that migration on Migrate.
+func TestMigrateAppliesAVersionBelowTheHighest(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgtest.Schema(t)
+	s := open(t, dsn, schema)
+	_, err := pgtest.Connect(t).Exec(context.Background(),
+		"DROP TABLE "+schema+".link_docs; DELETE FROM "+schema+".schema_migrations WHERE version = 52")
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(t.Context()))
+	require.Equal(t, embeddedVersions(t), migrationVersions(t, schema))
+	var n int
+	require.NoError(t, pgtest.Connect(t).QueryRow(context.Background(),
+		"SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'link_docs'", schema).Scan(&n))
+	require.Equal(t, 1, n, "052_link_docs applied again")
+}
+
 func TestMigrateInParallel(t *testing.T) {
 	t.Parallel()
 	dsn, schema := pgtest.Schema(t)

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"log/slog"
@@ -45,8 +46,8 @@ func (s *Store) Migrate(ctx context.Context) error {
 	)`); err != nil {
 		return fmt.Errorf("migrate: create schema_migrations: %w", err)
 	}
-	var applied int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&applied); err != nil {
+	applied, err := appliedVersions(ctx, tx)
+	if err != nil {
 		return fmt.Errorf("migrate: read schema_migrations: %w", err)
 	}
 	pending, err := state.Pending(ms, applied)
@@ -73,4 +74,22 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: commit: %w", err)
 	}
 	return nil
+}
+
+// appliedVersions reads the versions schema_migrations records.
+func appliedVersions(ctx context.Context, tx *sql.Tx) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }

@@ -132,7 +132,35 @@ func TestMigrateRefusesNewerDatabase(t *testing.T) {
 	require.NoError(t, db.Close())
 
 	_, err = sqlite.Open(context.Background(), path)
-	require.ErrorContains(t, err, "migrate: database "+path+" is at version 999, newer than this build's ")
+	require.ErrorContains(t, err, "migrate: database "+path+" is at version 999, which this build (last version ")
+}
+
+// TestMigrateAppliesAVersionBelowTheHighest: a database that records
+// versions above a migration it lacks (a build whose migrations landed in
+// another order migrated it) gets that migration on the next open.
+func TestMigrateAppliesAVersionBelowTheHighest(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := sqlite.Open(context.Background(), path)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.Exec(`DROP TABLE link_docs; DELETE FROM schema_migrations WHERE version = 52`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	s, err = sqlite.Open(context.Background(), path)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	db, err = sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer func() { _ = db.Close() }()
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'link_docs'`).Scan(&n))
+	require.Equal(t, 1, n, "052_link_docs applied again")
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM schema_migrations WHERE version = 52`).Scan(&n))
+	require.Equal(t, 1, n)
 }
 
 func BenchmarkCommit1000(b *testing.B) {
