@@ -133,69 +133,17 @@ func appendLiteral(dst []byte, v any) ([]byte, error) {
 	case string:
 		return appendString(dst, v)
 	case []float32:
-		dst = append(dst, '[')
-		for i, f := range v {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			if dst, err = appendFloat(dst, float64(f)); err != nil {
-				return dst, fmt.Errorf("[%d]: %w", i, err)
-			}
-		}
-		dst = append(dst, ']')
+		return appendList(dst, v, func(dst []byte, f float32) ([]byte, error) { return appendFloat(dst, float64(f)) })
 	case []float64:
-		dst = append(dst, '[')
-		for i, f := range v {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			if dst, err = appendFloat(dst, f); err != nil {
-				return dst, fmt.Errorf("[%d]: %w", i, err)
-			}
-		}
-		dst = append(dst, ']')
+		return appendList(dst, v, appendFloat)
 	case []int64:
-		dst = append(dst, '[')
-		for i, n := range v {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			dst = appendInt(dst, n)
-		}
-		dst = append(dst, ']')
+		return appendList(dst, v, func(dst []byte, n int64) ([]byte, error) { return appendInt(dst, n), nil })
 	case []string:
-		dst = append(dst, '[')
-		for i, s := range v {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			if dst, err = appendString(dst, s); err != nil {
-				return dst, fmt.Errorf("[%d]: %w", i, err)
-			}
-		}
-		dst = append(dst, ']')
+		return appendList(dst, v, appendString)
 	case []any:
-		dst = append(dst, '[')
-		for i, x := range v {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			if dst, err = appendLiteral(dst, x); err != nil {
-				return dst, fmt.Errorf("[%d]: %w", i, err)
-			}
-		}
-		dst = append(dst, ']')
+		return appendList(dst, v, appendLiteral)
 	case []map[string]any:
-		dst = append(dst, '[')
-		for i, x := range v {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			if dst, err = appendLiteral(dst, x); err != nil {
-				return dst, fmt.Errorf("[%d]: %w", i, err)
-			}
-		}
-		dst = append(dst, ']')
+		return appendList(dst, v, func(dst []byte, m map[string]any) ([]byte, error) { return appendLiteral(dst, m) })
 	case map[string]any:
 		var small [16]string
 		keys := small[:0]
@@ -323,4 +271,20 @@ func splitsCleanly[T string | []byte](line T) bool {
 		escaped = false
 	}
 	return false
+}
+
+// appendList appends the list literal [a, b, …] of v, each element by
+// elem; an element's error names its index.
+func appendList[T any](dst []byte, v []T, elem func([]byte, T) ([]byte, error)) ([]byte, error) {
+	dst = append(dst, '[')
+	for i, x := range v {
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		var err error
+		if dst, err = elem(dst, x); err != nil {
+			return dst, fmt.Errorf("[%d]: %w", i, err)
+		}
+	}
+	return append(dst, ']'), nil
 }
