@@ -223,7 +223,7 @@ func (m *mdState) block(n ast.Node) {
 		if m.numbered(text) {
 			return
 		}
-		if lineAnnex.MatchString(text) && utf8.RuneCountInString(text) <= 80 && !endsWithSentence(text) {
+		if len(text) <= 320 && utf8.RuneCountInString(text) <= 80 && lineAnnex.MatchString(text) && !endsWithSentence(text) {
 			// "Appendix: Template for the SSCP" left as a paragraph.
 			m.heading(text, 0, true)
 			return
@@ -362,12 +362,11 @@ func (m *mdState) numbered(text string) bool {
 	if text == "" || !(text[0] >= '0' && text[0] <= '9' || text[0] >= 'A' && text[0] <= 'Z' && len(text) > 1 && text[1] == '.') {
 		return false
 	}
-	mm := mdClause.FindStringSubmatch(text)
-	if mm == nil || !m.fits(mm[1]) {
+	number, rest, ok := clauseNumber(text)
+	if !ok || !m.fits(number) {
 		return false
 	}
-	number := mm[1]
-	if !endsWithSentence(text) && utf8.RuneCountInString(text) <= 400 && hasLetter(mm[2]) {
+	if !endsWithSentence(text) && utf8.RuneCountInString(text) <= 400 && hasLetter(rest) {
 		m.openNumber(number, text, 0)
 		return true
 	}
@@ -381,7 +380,22 @@ func (m *mdState) numbered(text string) bool {
 }
 
 // mdClause: a clause number at the start of a paragraph, then its text.
-var mdClause = regexp.MustCompile(`^((?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*)\.?\s+(\S.*)$`)
+var mdClause = regexp.MustCompile(`^((?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*)\.?\s+()\S`)
+
+// clauseNumber reads a clause number at the start of a one-line text and
+// the text after it (mdClause); the match stops at the number, so a long
+// paragraph costs no more than a short one.
+func clauseNumber(text string) (number, rest string, ok bool) {
+	m := mdClause.FindStringSubmatchIndex(text)
+	if m == nil {
+		return "", "", false
+	}
+	rest = text[m[4]:]
+	if strings.IndexByte(rest, '\n') >= 0 {
+		return "", "", false
+	}
+	return text[m[2]:m[3]], rest, true
+}
 
 func endsWithSentence(s string) bool {
 	s = strings.TrimRight(s, " ")

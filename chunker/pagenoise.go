@@ -806,7 +806,7 @@ var clauseStart = regexp.MustCompile(`^\d{1,3}(?:\.\d{1,3})*\.?\s+\S`)
 func repeatedLines(lines, drop []string) {
 	// Only lines whose trimmed text occurs four times or more are looked
 	// at closely.
-	seen := map[string]int{}
+	seen := make(map[string]int, len(lines))
 	for i, l := range lines {
 		if drop[i] == "" && len(l) >= 12 {
 			seen[strings.TrimSpace(l)]++

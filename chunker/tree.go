@@ -375,6 +375,19 @@ func normalizeSpace(s string) string {
 	b.Grow(len(s))
 	pending := false
 	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			i++
+			if asciiSpace[c] {
+				pending = b.Len() > 0
+				continue
+			}
+			if pending {
+				b.WriteByte(' ')
+				pending = false
+			}
+			b.WriteByte(c)
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if isSpaceRune(r) {
 			pending = b.Len() > 0
@@ -390,6 +403,9 @@ func normalizeSpace(s string) string {
 	return b.String()
 }
 
+// asciiSpace are the ASCII runes unicode.IsSpace reports.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
 // isSpaceRune is the white space normalizeSpace collapses.
 func isSpaceRune(r rune) bool { return unicode.IsSpace(r) || r == '\u00a0' }
 
@@ -397,13 +413,23 @@ func isSpaceRune(r rune) bool { return unicode.IsSpace(r) || r == '\u00a0' }
 // the ends, only single ' ' between words.
 func isNormalSpace(s string) bool {
 	prevSpace := true // at the start, a space would be leading
-	for _, r := range s {
-		if isSpaceRune(r) {
-			if prevSpace || r != ' ' {
-				return false
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			i++
+			if asciiSpace[c] {
+				if prevSpace || c != ' ' {
+					return false
+				}
+				prevSpace = true
+				continue
 			}
-			prevSpace = true
+			prevSpace = false
 			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if isSpaceRune(r) {
+			return false // never ' '
 		}
 		prevSpace = false
 	}

@@ -445,8 +445,8 @@ func (p *txtParser) flush(block []string) {
 // up to the next number or heading.
 func (p *txtParser) paragraph(text string) {
 	if !p.keywords && text != "" && (text[0] >= '0' && text[0] <= '9' || text[0] >= 'A' && text[0] <= 'Z') {
-		if m := mdClause.FindStringSubmatch(text); m != nil && strings.Contains(m[1], ".") && p.clauseFits(m[1]) {
-			p.b.clause(strings.Count(m[1], ".")+1, m[1])
+		if n, _, ok := clauseNumber(text); ok && strings.Contains(n, ".") && p.clauseFits(n) {
+			p.b.clause(strings.Count(n, ".")+1, n)
 		}
 	}
 	p.b.leaf(KindParagraph, text)
