@@ -248,7 +248,7 @@ var (
 	// parenRe is one parenthesised point or paragraph label.
 	parenRe = regexp.MustCompile(`^\(\s*(\d{1,3}(?:\.\d{1,3})+|\d{1,3}[a-z]?|[a-z]{1,2}|[ivxlc]{1,6}|[а-яё])\s*\)`)
 	// cyrPoint: a Russian point letter, quoted or with a bracket: «а», "а", а).
-	cyrPoint = regexp.MustCompile(`^(?:[«"“„]([а-яё])[»"”“]|([а-яё])\))`)
+	cyrPoint = regexp.MustCompile(`^(?:[«"“„]([а-яё](?:\.\d{1,2})?)[»"”“]|([а-яё](?:\.\d{1,2})?)\))`)
 	// esCode: the document code before a CTE number ("Sección SI 1", "Anejo SI A").
 	esCode = regexp.MustCompile(`^([A-Z]{2,3})\s+`)
 	// ordinalWord: "первый", "второй", "Three", "First".
@@ -742,7 +742,7 @@ type Address struct {
 // a section the document does not number is cited (its title, "Method
 // sets"). A bare integer ("7") is taken as clause number 7.
 func ParseAddress(s string) (a Address, ok bool) {
-	t := normalizeSpace(strings.NewReplacer("’", "'", "‘", "'").Replace(s))
+	t := quotePunkt(normalizeSpace(strings.NewReplacer("’", "'", "‘", "'").Replace(s)))
 	var cs []comp
 	var doc []string
 	var rest []string
@@ -762,6 +762,13 @@ func ParseAddress(s string) (a Address, ok bool) {
 				i = c.end
 				continue
 			}
+		}
+		if k := annexPointEnd(t, i, cs); k > i {
+			// "Annex I 3", "Annex VI Part A 2(c)": a point of the annex,
+			// numbered by the annex alone.
+			cs = append(cs, comp{units: []addrUnit{{kind: unitNumber, id: t[i:k]}}, start: i, end: k})
+			i = k
+			continue
 		}
 		j := i
 		for j < len(t) {
@@ -800,6 +807,37 @@ func ParseAddress(s string) (a Address, ok bool) {
 	a.Citation = formatUnits(arrange(cs))
 	a.Doc = strings.Join(append(doc, words...), " ")
 	return a, true
+}
+
+// annexPointEnd is the end of a bare integer at t[i:] that follows an
+// annex (or a part of an annex) read just before it, i when there is none.
+func annexPointEnd(t string, i int, cs []comp) int {
+	if len(cs) == 0 || cs[len(cs)-1].end > i {
+		return i
+	}
+	last := cs[len(cs)-1].units
+	if len(last) == 0 {
+		return i
+	}
+	inAnnex := false
+	for _, c := range cs {
+		for _, u := range c.units {
+			if u.kind == unitAnnex {
+				inAnnex = true
+			}
+		}
+	}
+	if k := last[len(last)-1].kind; !inAnnex || (k != unitAnnex && k != unitPart && k != unitChapter && k != unitSection) {
+		return i
+	}
+	k := i
+	for k < len(t) && k-i < 4 && t[k] >= '0' && t[k] <= '9' {
+		k++
+	}
+	if k == i || k-i > 3 || (k < len(t) && t[k] != ' ' && t[k] != '(') {
+		return i
+	}
+	return k
 }
 
 // lookalike folds Cyrillic letters that look like Latin ones (in annex

@@ -1,6 +1,7 @@
 package chunker_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -48,6 +49,14 @@ func TestParseAddress(t *testing.T) {
 		{"часть 3 статьи 81", "", "Статья 81 часть 3"},
 		{"п. «а» ч. 1 ст. 71", "", "Статья 71 часть 1 пункт а"},
 		{"пункт «б» статьи 71", "", "Статья 71 пункт б"},
+		{"Статья 71 пункт б", "", "Статья 71 пункт б"},
+		{"Статья 83 пункт б.1", "", "Статья 83 пункт б.1"},
+		{"пункт «д.1» статьи 83", "", "Статья 83 пункт д.1"},
+		{"Статья 72 часть 1 пункт ж.1", "", "Статья 72 часть 1 пункт ж.1"},
+		{"Annex I 3", "", "Annex I 3"},
+		{"Annex I 3(a)", "", "Annex I 3(a)"},
+		{"Annex VI Part A 2", "", "Annex VI Part A 2"},
+		{"MDR Annex I 3", "MDR", "Annex I 3"},
 		{"Статья 67.1", "", "Статья 67.1"},
 		{"статьи 65 Конституции", "Конституции", "Статья 65"},
 		{"Глава 1", "", "Глава 1"},
@@ -95,4 +104,34 @@ func TestAddressKey(t *testing.T) {
 	}
 	require.NotEqual(t, chunker.AddressKey("Article 7(3)"), chunker.AddressKey("Article 7(4)"))
 	require.NotEqual(t, chunker.AddressKey("Annex II"), chunker.AddressKey("Annex III"))
+}
+
+// TestCitationsParseBack: the citation of every numbered element of every
+// corpus document, typed back as it is shown, is read as that same address
+// (no part of it taken for a document name), so a user can look up what
+// the graph shows. Citations inside a division cited by its title
+// ("Appendix: Template for the SSCP 1.1") are looked up by the index, not
+// parsed.
+func TestCitationsParseBack(t *testing.T) {
+	for _, name := range corpusDocs {
+		root := parseDoc(t, name)
+		var bad []string
+		n := 0
+		var walk func(e *chunker.Element, titled bool)
+		walk = func(e *chunker.Element, titled bool) {
+			for _, c := range e.Children {
+				_, structural := chunker.ParseAddress(c.Address)
+				if c.Citation != "" && structural && !titled {
+					n++
+					a, ok := chunker.ParseAddress(c.Citation)
+					if !ok || a.Doc != "" || chunker.AddressKey(a.Citation) != chunker.AddressKey(c.Citation) {
+						bad = append(bad, fmt.Sprintf("%q → %+v", c.Citation, a))
+					}
+				}
+				walk(c, titled || c.Citation != "" && !structural)
+			}
+		}
+		walk(root, false)
+		require.Empty(t, bad, "%s: %d of %d citations do not parse back", name, len(bad), n)
+	}
 }

@@ -57,6 +57,17 @@ func TestStructureOfCorpus(t *testing.T) {
 			r, miss := recall(got, ws)
 			t.Logf("%s: %.1f%% of %d units with address and parent", name, 100*r, len(ws))
 			require.GreaterOrEqual(t, r, 0.95, "%v", miss)
+			// And of each kind: a kind that is a small share of the
+			// document (the points of an article) is not hidden by the
+			// others.
+			perKind := map[string][]unitWant{}
+			for _, u := range want {
+				perKind[u.Kind] = append(perKind[u.Kind], unitWant{u.Citation, u.Parent})
+			}
+			for kind, ws := range perKind {
+				r, miss := recall(got, ws)
+				require.GreaterOrEqual(t, r, 0.95, "%s: %d %s units: %v", name, len(ws), kind, miss)
+			}
 		})
 	}
 	_ = chunker.Version
