@@ -2,6 +2,7 @@ package retrieval_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -22,7 +23,8 @@ import (
 // hits by |cosine| (Memgraph's similarity for the cos metric,
 // docs/memgraph.md §4), text hits by a BM25 of the lexical text the
 // graph's lex properties hold (docs/memgraph-text-search.md), each at most
-// k or limit rows, best first.
+// k or limit rows, best first; the text indexes also hold another
+// pipeline's nodes, ranked above the fixture's.
 type fakeMemgraph struct {
 	t       *testing.T
 	f       *fixture
@@ -113,11 +115,42 @@ func (m *fakeMemgraph) respond(q bolttest.Query) ([]string, [][]any, bool) {
 			}
 			return strings.Compare(ms[a].ID, ms[b].ID)
 		})
-		var rows [][]any
-		for _, i := range idx[:min(int(limit), len(idx))] {
-			rows = append(rows, []any{ms[i].ID, scores[i]})
+		// The index is shared with another pipeline that synced the same
+		// documents and more: its nodes (some with our ids) score above
+		// ours, and Memgraph yields the limit best of all of them.
+		type node struct {
+			id, pipeline string
+			score        float64
 		}
-		return []string{"id", "score"}, rows, true
+		var all []node
+		if len(idx) > 0 {
+			for i := range 2*len(idx) + 100 {
+				// in the reverse of our order, and strangers' ids
+				id := fmt.Sprintf("other-%d", i)
+				if i%2 == 0 {
+					id = ms[idx[len(idx)-1-(i/2)%len(idx)]].ID
+				}
+				all = append(all, node{id, "other", 1000 - float64(i)})
+			}
+		}
+		for _, i := range idx {
+			all = append(all, node{ms[i].ID, m.f.p.Name, scores[i]})
+		}
+		yielded := all[:min(int(limit), len(all))]
+		if !strings.Contains(q.Text, "collect(CASE WHEN node._pipeline = $pipeline THEN [node.id, score] END) AS hits RETURN fetched, hits") {
+			var rows [][]any // an unfiltered statement: every node yielded
+			for _, n := range yielded {
+				rows = append(rows, []any{n.id, n.score})
+			}
+			return []string{"id", "score"}, rows, true
+		}
+		hits := []any{}
+		for _, n := range yielded {
+			if n.pipeline == q.Params["pipeline"] {
+				hits = append(hits, []any{n.id, n.score})
+			}
+		}
+		return []string{"fetched", "hits"}, [][]any{{int64(len(yielded)), hits}}, true
 	}
 	return nil, nil, false
 }

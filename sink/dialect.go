@@ -114,11 +114,16 @@ type Dialect interface {
 	// ParseTextIndexes returns the node full-text indexes among the rows
 	// of ShowIndexes.
 	ParseTextIndexes(fields []string, rows [][]any) ([]TextIndex, error)
-	// TextSearch finds up to limit nodes of the full-text index called
-	// index whose property matches any of terms (words of letters and
-	// digits only, as the lexical analyzer makes them), best first; rows
-	// have columns "id" and "score" (BM25, larger is better).
-	TextSearch(index, property string, terms []string, limit int) (Statement, error)
+	// TextSearch asks the full-text index called index for the limit
+	// best nodes whose property matches any of terms (words of letters and
+	// digits only, as the lexical analyzer makes them) and keeps those of
+	// pipeline (PropPipeline): a text index holds every pipeline's nodes
+	// of its label. The answer is one row with columns "fetched" (how many
+	// nodes the index returned, an integer; fewer than limit means the
+	// index had no more) and "hits" (a list of [id, score] pairs of the
+	// pipeline's nodes, score BM25, larger is better; in no promised
+	// order).
+	TextSearch(index, property, pipeline string, terms []string, limit int) (Statement, error)
 	// MapProperties reports whether property values may be maps: yes in
 	// Memgraph, no in Neo4j (docs/memgraph.md §10). Statements rejects map
 	// values for a dialect that answers false.
@@ -220,8 +225,8 @@ func validTextIndex(ti TextIndex) error {
 // textSearch checks a text search's arguments and builds its statement
 // from the dialect's query text and term syntax (term → query clause,
 // clauses joined by " OR ").
-func textSearch(query, index, property string, terms []string, limit int, clause func(string) string) (Statement, error) {
-	if err := validNames(index, property); err != nil {
+func textSearch(call, index, property, pipeline string, terms []string, limit int, clause func(string) string) (Statement, error) {
+	if err := validNames(index, property, pipeline); err != nil {
 		return Statement{}, fmt.Errorf("text search: %w", err)
 	}
 	if limit < 1 {
@@ -238,8 +243,10 @@ func textSearch(query, index, property string, terms []string, limit int, clause
 		parts[i] = clause(t)
 	}
 	return Statement{
-		Query:  query,
-		Params: map[string]any{"index": index, "query": strings.Join(parts, " OR "), "limit": int64(limit)},
+		Query: call + " YIELD node, score " +
+			"WITH count(node) AS fetched, collect(CASE WHEN node." + PropPipeline + " = $pipeline THEN [node.id, score] END) AS hits " +
+			"RETURN fetched, hits",
+		Params: map[string]any{"index": index, "query": strings.Join(parts, " OR "), "limit": int64(limit), "pipeline": pipeline},
 		Kind:   KindTextSearch,
 		Target: index,
 	}, nil
@@ -549,10 +556,13 @@ func (MemgraphDialect) ParseTextIndexes(fields []string, rows [][]any) ([]TextIn
 // Tantivy's query syntax with property names prefixed by "data." and whose
 // config map takes the limit (3.11 and later; 3.6–3.10 took it as a third
 // positional argument); it yields node and a BM25 score (docs/memgraph.md
-// §8).
-func (MemgraphDialect) TextSearch(index, property string, terms []string, limit int) (Statement, error) {
-	return textSearch("CALL text_search.search($index, $query, {limit: $limit}) YIELD node, score RETURN node.id AS id, score",
-		index, property, terms, limit, func(t string) string { return "data." + property + ":" + t })
+// §8). The pipeline is kept by a Cypher filter after the call: the text
+// indexes hold one property, so a Tantivy clause on data._pipeline would
+// match nothing, and Tantivy's tokenizer would split a pipeline name at
+// its punctuation anyway (docs/memgraph-text-search.md).
+func (MemgraphDialect) TextSearch(index, property, pipeline string, terms []string, limit int) (Statement, error) {
+	return textSearch("CALL text_search.search($index, $query, {limit: $limit})",
+		index, property, pipeline, terms, limit, func(t string) string { return "data." + property + ":" + t })
 }
 
 // Name implements Dialect.
@@ -609,9 +619,9 @@ func (Neo4jDialect) ParseTextIndexes(fields []string, rows [][]any) ([]TextIndex
 // TextSearch implements Dialect with db.index.fulltext.queryNodes and a
 // Lucene query of the terms (the index has one property, so no field
 // names); score is Lucene's BM25.
-func (Neo4jDialect) TextSearch(index, property string, terms []string, limit int) (Statement, error) {
-	return textSearch("CALL db.index.fulltext.queryNodes($index, $query, {limit: $limit}) YIELD node, score RETURN node.id AS id, score",
-		index, property, terms, limit, func(t string) string { return t })
+func (Neo4jDialect) TextSearch(index, property, pipeline string, terms []string, limit int) (Statement, error) {
+	return textSearch("CALL db.index.fulltext.queryNodes($index, $query, {limit: $limit})",
+		index, property, pipeline, terms, limit, func(t string) string { return t })
 }
 
 // MapProperties implements Dialect: Neo4j stores only primitives and lists of

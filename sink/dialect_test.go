@@ -127,20 +127,27 @@ func TestTextIndexStatements(t *testing.T) {
 
 	// Memgraph's query names the property under "data." (Tantivy's JSON
 	// field, docs/memgraph.md §8); terms are OR-ed, so scores are BM25 sums.
-	st, err = Memgraph.TextSearch("chunk_lex", "lex", []string{"proxi", "заголовк"}, 40)
+	// A text index holds every pipeline's nodes: the pipeline's are kept
+	// after the call, and the answer says how many the index yielded.
+	st, err = Memgraph.TextSearch("chunk_lex", "lex", "docs", []string{"proxi", "заголовк"}, 40)
 	require.NoError(t, err)
-	require.Equal(t, "CALL text_search.search($index, $query, {limit: $limit}) YIELD node, score RETURN node.id AS id, score", st.Query)
-	require.Equal(t, map[string]any{"index": "chunk_lex", "query": "data.lex:proxi OR data.lex:заголовк", "limit": int64(40)}, st.Params)
-	st, err = Neo4j.TextSearch("chunk_lex", "lex", []string{"proxi", "7231"}, 5)
+	require.Equal(t, "CALL text_search.search($index, $query, {limit: $limit}) YIELD node, score "+
+		"WITH count(node) AS fetched, collect(CASE WHEN node._pipeline = $pipeline THEN [node.id, score] END) AS hits RETURN fetched, hits", st.Query)
+	require.Equal(t, map[string]any{"index": "chunk_lex", "query": "data.lex:proxi OR data.lex:заголовк", "limit": int64(40), "pipeline": "docs"}, st.Params)
+	st, err = Neo4j.TextSearch("chunk_lex", "lex", "docs", []string{"proxi", "7231"}, 5)
 	require.NoError(t, err)
 	require.Equal(t, "proxi OR 7231", st.Params["query"])
+	require.Equal(t, "CALL db.index.fulltext.queryNodes($index, $query, {limit: $limit}) YIELD node, score "+
+		"WITH count(node) AS fetched, collect(CASE WHEN node._pipeline = $pipeline THEN [node.id, score] END) AS hits RETURN fetched, hits", st.Query)
 
 	for _, d := range []Dialect{Memgraph, Neo4j} {
-		_, err = d.TextSearch("chunk_lex", "lex", []string{"a:b"}, 5)
+		_, err = d.TextSearch("chunk_lex", "lex", "docs", []string{"a:b"}, 5)
 		require.ErrorContains(t, err, `term "a:b" is not a word`, "query syntax must not reach the engine")
-		_, err = d.TextSearch("chunk_lex", "lex", nil, 5)
+		_, err = d.TextSearch("chunk_lex", "lex", "docs", nil, 5)
 		require.ErrorContains(t, err, "no terms")
-		_, err = d.TextSearch("chunk_lex", "lex", []string{"x"}, 0)
+		_, err = d.TextSearch("chunk_lex", "lex", "", []string{"x"}, 5)
+		require.Error(t, err, "a text search names its pipeline")
+		_, err = d.TextSearch("chunk_lex", "lex", "docs", []string{"x"}, 0)
 		require.ErrorContains(t, err, "limit = 0")
 		_, err = d.CreateTextIndex(TextIndex{Name: "x", Label: "Chunk"})
 		require.ErrorContains(t, err, "no properties")

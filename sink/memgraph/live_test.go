@@ -211,6 +211,16 @@ func TestLiveTextSearch(t *testing.T) {
 		{Label: label, ID: "c", Props: map[string]any{"lex": "президент избира срок"}},
 	}})
 	require.NoError(t, err)
+	// Another pipeline's node in the same index, scoring above all of ours,
+	// is never returned.
+	other, err := New(ctx, Config{URI: uri, Pipeline: "live_text_other", Username: os.Getenv("KGSYNC_TEST_MEMGRAPH_USER"),
+		Password: os.Getenv("KGSYNC_TEST_MEMGRAPH_PASSWORD")}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, other.Close(context.Background())) })
+	_, err = other.Write(ctx, &sink.Batch{NodeUpserts: []sink.NodeUpsert{
+		{Label: label, ID: "z", Props: map[string]any{"lex": "proxi header proxi header"}},
+	}})
+	require.NoError(t, err)
 	var hits []Hit
 	require.Eventually(t, func() bool { // the index sees committed writes
 		hits, err = s.TextSearch(ctx, index, "lex", []string{"proxi", "header"}, 10)

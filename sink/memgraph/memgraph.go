@@ -795,44 +795,91 @@ func (s *Sink) VectorSearch(ctx context.Context, index string, k int, vec []floa
 	return hits, nil
 }
 
-// TextSearch returns up to limit nodes of the text index called index whose
-// property matches any of terms, best first, with their BM25 score in
-// Hit.Similarity (Memgraph: text_search.search, docs/memgraph.md §8). On a
-// server that refuses the config-map limit (Memgraph 3.6–3.10 took it as a
-// positional argument) the query is retried once in the older form.
+// maxTextFetch bounds how many nodes TextSearch asks a text index for
+// while the pipeline's share of them stays below the limit.
+const maxTextFetch = 1 << 16
+
+// TextSearch returns up to limit nodes of the Sink's pipeline in the text
+// index called index whose property matches any of terms, best first
+// (ties by id), with their BM25 score in Hit.Similarity (Memgraph:
+// text_search.search, docs/memgraph-text-search.md). A text index holds
+// every pipeline's nodes of its label, and only the pipeline's are kept,
+// so the index is asked for twice the limit and, while fewer than limit of
+// those are the pipeline's and the index had more, for four times as many
+// again (at most maxTextFetch): the top limit is the pipeline's own top
+// limit however many nodes other pipelines share the index with. On a
+// server that refuses the config-map limit (Memgraph 3.6–3.10 took it as
+// a positional argument) the query is retried once in the older form.
 func (s *Sink) TextSearch(ctx context.Context, index, property string, terms []string, limit int) ([]Hit, error) {
-	st, err := s.d.TextSearch(index, property, terms, limit)
-	if err != nil {
-		return nil, err
+	if limit < 1 {
+		return nil, fmt.Errorf("text search %q: limit = %d, want >= 1", index, limit)
 	}
-	fields, rows, _, err := s.runAuto(ctx, st)
-	if err != nil && strings.Contains(st.Query, "{limit: $limit}") && strings.Contains(strings.ToLower(err.Error()), "argument") {
-		st.Query = strings.Replace(st.Query, "{limit: $limit}", "$limit", 1)
-		fields, rows, _, err = s.runAuto(ctx, st)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("text search %q: %w", index, err)
-	}
-	idCol, scoreCol := -1, -1
-	for i, f := range fields {
-		switch f {
-		case "id":
-			idCol = i
-		case "score":
-			scoreCol = i
+	positional := false
+	for ask := min(2*limit, maxTextFetch); ; ask = min(4*ask, maxTextFetch) {
+		st, err := s.d.TextSearch(index, property, s.cfg.Pipeline, terms, ask)
+		if err != nil {
+			return nil, err
+		}
+		if positional {
+			st.Query = strings.Replace(st.Query, "{limit: $limit}", "$limit", 1)
+		}
+		fields, rows, _, err := s.runAuto(ctx, st)
+		if err != nil && !positional && strings.Contains(st.Query, "{limit: $limit}") && strings.Contains(strings.ToLower(err.Error()), "argument") {
+			positional = true
+			st.Query = strings.Replace(st.Query, "{limit: $limit}", "$limit", 1)
+			fields, rows, _, err = s.runAuto(ctx, st)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("text search %q: %w", index, err)
+		}
+		fetched, hits, err := textHits(fields, rows)
+		if err != nil {
+			return nil, fmt.Errorf("text search %q: %w", index, err)
+		}
+		if len(hits) >= limit || fetched < ask || ask >= maxTextFetch {
+			slices.SortStableFunc(hits, func(a, b Hit) int {
+				if a.Similarity != b.Similarity {
+					if a.Similarity > b.Similarity {
+						return -1
+					}
+					return 1
+				}
+				return strings.Compare(a.ID, b.ID)
+			})
+			return hits[:min(limit, len(hits))], nil
 		}
 	}
-	if idCol < 0 || scoreCol < 0 {
-		return nil, fmt.Errorf("text search %q: columns %q, want id and score", index, fields)
+}
+
+// textHits reads the one row of a sink.Dialect TextSearch answer.
+func textHits(fields []string, rows [][]any) (int, []Hit, error) {
+	fCol, hCol := slices.Index(fields, "fetched"), slices.Index(fields, "hits")
+	if fCol < 0 || hCol < 0 {
+		return 0, nil, fmt.Errorf("columns %q, want fetched and hits", fields)
 	}
-	hits := make([]Hit, 0, len(rows))
-	for i, r := range rows {
-		id, _ := r[idCol].(string)
-		score, ok := r[scoreCol].(float64)
+	if len(rows) != 1 {
+		return 0, nil, fmt.Errorf("%d rows, want 1", len(rows))
+	}
+	fetched, ok := rows[0][fCol].(int64)
+	if !ok {
+		return 0, nil, fmt.Errorf("fetched is %T", rows[0][fCol])
+	}
+	list, ok := rows[0][hCol].([]any)
+	if !ok && rows[0][hCol] != nil {
+		return 0, nil, fmt.Errorf("hits is %T", rows[0][hCol])
+	}
+	hits := make([]Hit, 0, len(list))
+	for i, v := range list {
+		pair, ok := v.([]any)
+		if !ok || len(pair) != 2 {
+			return 0, nil, fmt.Errorf("hit %d is %v, want [id, score]", i, v)
+		}
+		id, _ := pair[0].(string)
+		score, ok := pair[1].(float64)
 		if !ok {
-			return nil, fmt.Errorf("text search %q: row %d: score is %T", index, i, r[scoreCol])
+			return 0, nil, fmt.Errorf("hit %d: score is %T", i, pair[1])
 		}
 		hits = append(hits, Hit{ID: id, Similarity: score})
 	}
-	return hits, nil
+	return int(fetched), hits, nil
 }

@@ -493,30 +493,105 @@ func TestEnsureTextIndexes(t *testing.T) {
 	require.ErrorContains(t, err, "analytical")
 }
 
+// sharedTextIndex answers text_search.search as Memgraph would for one
+// text index that several pipelines share: the procedure yields the limit
+// best nodes of every pipeline (docs/memgraph-text-search.md), and the
+// Cypher after the call decides what reaches the client. It reads the two
+// statement shapes a sink may send: rows of every node yielded (RETURN
+// node.id AS id, score) or one row of the count yielded and the
+// [id, score] pairs whose _pipeline is $pipeline.
+type sharedTextIndex struct {
+	nodes []textNode // best first
+}
+
+type textNode struct {
+	id, pipeline string
+	score        float64
+}
+
+func (x *sharedTextIndex) respond(q bolttest.Query) ([]string, [][]any, bool) {
+	if !strings.HasPrefix(q.Text, "CALL text_search.search") {
+		return nil, nil, false
+	}
+	limit, _ := q.Params["limit"].(int64)
+	yielded := x.nodes[:min(int(limit), len(x.nodes))]
+	if strings.Contains(q.Text, "RETURN node.id AS id, score") {
+		var rows [][]any
+		for _, n := range yielded {
+			rows = append(rows, []any{n.id, n.score})
+		}
+		return []string{"id", "score"}, rows, true
+	}
+	if !strings.Contains(q.Text, "collect(CASE WHEN node._pipeline = $pipeline THEN [node.id, score] END) AS hits RETURN fetched, hits") {
+		return nil, nil, false
+	}
+	hits := []any{}
+	for _, n := range yielded {
+		if n.pipeline == q.Params["pipeline"] {
+			hits = append(hits, []any{n.id, n.score})
+		}
+	}
+	return []string{"fetched", "hits"}, [][]any{{int64(len(yielded)), hits}}, true
+}
+
 func TestTextSearch(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, nil)
-	tb.srv.Respond(func(q bolttest.Query) ([]string, [][]any, bool) {
-		if strings.HasPrefix(q.Text, "CALL text_search.search") {
-			return []string{"id", "score"}, [][]any{{"c2", 3.5}, {"c1", 1.25}}, true
-		}
-		return nil, nil, false
-	})
+	// The index holds 300 nodes of pipeline "other" that score above any of
+	// the 12 of "docs" (several with the same ids as docs' nodes: the same
+	// document synced by two pipelines), then docs' nodes.
+	x := &sharedTextIndex{}
+	for i := range 300 {
+		x.nodes = append(x.nodes, textNode{fmt.Sprintf("c%d", i%20), "other", 100 - float64(i)/10})
+	}
+	for i := range 12 {
+		x.nodes = append(x.nodes, textNode{fmt.Sprintf("c%d", i), "docs", 50 - float64(i)})
+	}
+	tb.srv.Respond(x.respond)
 	hits, err := tb.sink.TextSearch(t.Context(), "chunk_lex", "lex", []string{"proxi", "header"}, 10)
 	require.NoError(t, err)
-	require.Equal(t, []Hit{{ID: "c2", Similarity: 3.5}, {ID: "c1", Similarity: 1.25}}, hits)
-	q := tb.srv.Queries()[0]
-	require.Equal(t, "data.lex:proxi OR data.lex:header", q.Params["query"])
+	var want []Hit
+	for i := range 10 {
+		want = append(want, Hit{ID: fmt.Sprintf("c%d", i), Similarity: 50 - float64(i)})
+	}
+	require.Equal(t, want, hits, "the pipeline's own top 10, none of the other pipeline's")
+	qs := tb.srv.Queries()
+	require.Equal(t, "data.lex:proxi OR data.lex:header", qs[0].Params["query"])
+	require.Equal(t, "docs", qs[0].Params["pipeline"])
+	var asked []any
+	for _, q := range qs {
+		asked = append(asked, q.Params["limit"])
+		require.Zero(t, q.Tx, "procedure calls are auto-commit")
+	}
+	require.Equal(t, []any{int64(20), int64(80), int64(320)}, asked, "twice the limit, then four times as many while the pipeline's share is short")
+
+	// An index that has fewer matching nodes than asked for is not asked
+	// again: 3 of the pipeline's nodes are all it has.
+	tb.srv.Reset()
+	x.nodes = []textNode{{"a", "other", 9}, {"b", "docs", 8}, {"c", "docs", 7}, {"d", "docs", 7}}
+	hits, err = tb.sink.TextSearch(t.Context(), "chunk_lex", "lex", []string{"proxi"}, 10)
+	require.NoError(t, err)
+	require.Equal(t, []Hit{{ID: "b", Similarity: 8}, {ID: "c", Similarity: 7}, {ID: "d", Similarity: 7}}, hits)
+	require.Len(t, tb.srv.Queries(), 1)
 
 	// Memgraph 3.6–3.10 takes the limit as a positional argument: one retry
-	// in that form.
+	// in that form, and the form is kept for the larger asks.
 	tb.srv.Reset()
+	x.nodes = x.nodes[:1]
 	tb.srv.FailNext(1, func(text string) bool { return strings.Contains(text, "{limit: $limit}") },
 		bolttest.Failure{Code: bolttest.CodeClient, Message: "'text_search.search' argument named 'limit' at position 2 must be of type INTEGER."})
 	hits, err = tb.sink.TextSearch(t.Context(), "chunk_lex", "lex", []string{"proxi"}, 10)
 	require.NoError(t, err)
-	require.Len(t, hits, 2)
-	qs := tb.srv.Queries()
+	require.Empty(t, hits)
+	qs = tb.srv.Queries()
 	require.Len(t, qs, 2)
-	require.Equal(t, "CALL text_search.search($index, $query, $limit) YIELD node, score RETURN node.id AS id, score", qs[1].Text)
+	require.Equal(t, "CALL text_search.search($index, $query, $limit) YIELD node, score "+
+		"WITH count(node) AS fetched, collect(CASE WHEN node._pipeline = $pipeline THEN [node.id, score] END) AS hits RETURN fetched, hits", qs[1].Text)
+
+	// An answer of another shape is an error naming the index.
+	tb.srv.Respond(func(q bolttest.Query) ([]string, [][]any, bool) {
+		return []string{"id", "score"}, [][]any{{"c1", 1.0}}, true
+	})
+	_, err = tb.sink.TextSearch(t.Context(), "chunk_lex", "lex", []string{"proxi"}, 10)
+	require.ErrorContains(t, err, `text search "chunk_lex": columns ["id" "score"], want fetched and hits`)
 }
