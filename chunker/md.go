@@ -76,10 +76,10 @@ func parseMarkdownContext(ctx context.Context, content []byte) (_ *Element, err 
 	for i := range from {
 		from[i] = i
 	}
-	var synthetic map[int]bool
+	var synthetic, groups map[int]bool
 	if hardWrapped(ct.lines) {
 		rf := reflow(ct.lines)
-		lines, from, synthetic = rf.lines, rf.from, rf.headings
+		lines, from, synthetic, groups = rf.lines, rf.from, rf.headings, rf.groups
 		for i, l := range lines {
 			// "1. The identification …" is a numbered heading or clause,
 			// not a list of one item.
@@ -114,7 +114,7 @@ func parseMarkdownContext(ctx context.Context, content []byte) (_ *Element, err 
 	pc := parser.NewContext()
 	pc.Set(mdCancelKey, ctx)
 	doc := mdParser.Parse(stopReader{text.NewReader(src), ctx}, parser.WithContext(pc))
-	m := &mdState{b: newBuilder(), src: src, starts: starts, notes: notes, synthetic: synthetic, top: -1}
+	m := &mdState{b: newBuilder(), src: src, starts: starts, notes: notes, synthetic: synthetic, groups: groups, top: -1}
 	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
 		m.block(n)
 	}
@@ -134,6 +134,13 @@ type mdState struct {
 	notes     map[int][]string // line → footnotes called there
 	noteLine  int              // notes of lines before this are written
 	synthetic map[int]bool     // lines that reflow made headings
+	groups    map[int]bool     // those of them that hold the headings after them
+	// group is the level of the open heading of headings (reflow's
+	// groups), 0 for none: unnumbered headings and the numbered sections
+	// after it nest below it.
+	group int
+	// inGroup: the heading being opened is a heading of headings.
+	inGroup bool
 	// top is the level of top-level numbered sections (-1 until the first).
 	top     int
 	annex   int // level of the open annex or division, 0 for none
@@ -217,7 +224,9 @@ func (m *mdState) block(n ast.Node) {
 	case *ast.Paragraph, *ast.TextBlock:
 		text := normalizeSpace(mdInline(n, src))
 		if m.isSynthetic(n) {
+			m.inGroup = m.groups[m.firstLine(n)]
 			m.heading(text, 0, true)
+			m.inGroup = false
 			return
 		}
 		if m.numbered(text) {
@@ -270,7 +279,7 @@ func (m *mdState) numberLevel(number string, hashLevel int) int {
 		return m.annex + max(depth, 1)
 	}
 	if m.top < 0 {
-		m.top = 1
+		m.top = m.group + 1
 		if hashLevel > 0 {
 			m.top = max(hashLevel-(depth-1), 1)
 		}
@@ -295,7 +304,8 @@ func (m *mdState) heading(title string, hashLevel int, synthetic bool) {
 	if u, rest, ok := headingUnit(title); ok {
 		switch u.kind {
 		case unitAnnex:
-			lv := max(m.top, 1)
+			lv := m.topLevel()
+			m.group = 0
 			b.annex(lv, u.String(), title)
 			m.annex, m.annexID, m.lastTop, m.fresh, m.scopeKind = lv, lastField(u.id), 0, true, unitAnnex
 			m.annexLevel = lv
@@ -324,7 +334,8 @@ func (m *mdState) heading(title string, hashLevel int, synthetic bool) {
 		return
 	}
 	if lineAnnex.MatchString(title) {
-		lv := max(m.top, 1)
+		lv := m.topLevel()
+		m.group = 0
 		b.annex(lv, slug(title), title)
 		m.annex, m.annexID, m.lastTop, m.fresh, m.scopeKind = lv, "", 0, true, unitAnnex
 		m.annexLevel = lv
@@ -335,17 +346,37 @@ func (m *mdState) heading(title string, hashLevel int, synthetic bool) {
 		return
 	}
 	switch {
+	case synthetic && m.inGroup && m.annex == 0 && (m.top < 0 || m.group > 0):
+		// A heading of headings, at the top (see reflow).
+		lv := max(m.group, 1)
+		b.section(lv, slug(title), title)
+		m.group = lv
 	case m.top < 0 && m.annex == 0:
 		if synthetic {
 			hashLevel = 1
+			if m.group > 0 && !topHeading.MatchString(title) {
+				hashLevel = m.group + 1
+			} else {
+				m.group = 0
+			}
 		}
 		b.section(hashLevel, slug(title), title)
 	case topHeading.MatchString(title):
-		b.section(max(m.top, 1), slug(title), title)
-		m.annex, m.annexLevel = 0, 0
+		b.section(m.topLevel(), slug(title), title)
+		m.annex, m.annexLevel, m.group = 0, 0, 0
 	default:
 		b.section(max(m.innerNumbered(), m.annex)+1, slug(title), title)
 	}
+}
+
+// topLevel is the level of a heading that stands at the top: an annex,
+// "References" after the numbered sections (above the heading of headings
+// that holds them, if any).
+func (m *mdState) topLevel() int {
+	if m.group > 0 {
+		return m.group
+	}
+	return max(m.top, 1)
 }
 
 func (m *mdState) openNumber(number, title string, hashLevel int) {

@@ -124,3 +124,57 @@ func TestPageNoiseShapes(t *testing.T) {
 	// occurrence stays), the footer "SI 1 - N" on all six.
 	require.Equal(t, 5+5+6, reasons["running header or footer"]+reasons["page number"], "%v", root.Noise)
 }
+
+// TestConvertedHeadingLevels: in a hard-wrapped conversion whose headings
+// are plain lines, a heading with no text before the next heading holds
+// the headings after it, up to the next such heading; numbered sections
+// after one nest below it and a "References" heading after them stands at
+// the top again; a heading wrapped over two lines is one heading; an
+// abbreviation list's entries are no headings.
+func TestConvertedHeadingLevels(t *testing.T) {
+	body := func(n int) string {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			b.WriteString("the text of this part goes on over a full line of the printed page and\n")
+		}
+		b.WriteString("ends here with a full stop.\n")
+		return b.String()
+	}
+	doc := "Introduction\nThis guide says what the summary holds and how it is checked by the\n" + body(8) +
+		"Abbreviations\nCIV ID clinical investigation identification number, given by the database for\nclinical investigations under the directives\nNB notified body\nPSUR periodic safety update report\nTD technical documentation\n" +
+		"General requirements for the summary\nThe summary is written for the public and kept up to date by the maker\n" + body(8) +
+		"Validation and uploading of the summary\nValidation of the first summary\nThe first summary is validated by the notified body before the maker\n" + body(8) +
+		"Uploading of the summary\nThe summary is uploaded by the notified body once it has validated it\n" + body(8) +
+		"Guidance for each section of the summary\n1. The identification of the device\nThe first section identifies the device and the maker of the device and\n" + body(8) +
+		"2. The intended purpose of the device\nThe second section says what the device is for and who it is for and\n" + body(4) +
+		"The information for patients on the intended purpose, in\nsection 2\nThe part for patients says the same in plain words for lay persons who\n" + body(4) +
+		"References\nThe documents this guide cites are listed here with where to find them\n" + body(8)
+	root, err := chunker.Parse("md", []byte(doc))
+	require.NoError(t, err)
+	got := citedParents(root)
+	for cite, parent := range map[string]string{
+		"Introduction":                                                       "",
+		"Abbreviations":                                                      "",
+		"General requirements for the summary":                               "",
+		"Validation and uploading of the summary":                            "",
+		"Validation of the first summary":                                    "Validation and uploading of the summary",
+		"Uploading of the summary":                                           "Validation and uploading of the summary",
+		"Guidance for each section of the summary":                           "",
+		"The information for patients on the intended purpose, in section 2": "2",
+		"References": "",
+	} {
+		p, ok := got[cite]
+		require.True(t, ok, "%q is a heading: %v", cite, got)
+		require.Equal(t, parent, p, cite)
+	}
+	require.Equal(t, "", got["1"])
+	for _, c := range root.Children {
+		if c.Citation == "Guidance for each section of the summary" {
+			require.Len(t, c.Children, 2, "sections 1 and 2 under the heading of headings")
+		}
+	}
+	for _, entry := range []string{"PSUR periodic safety update report", "TD technical documentation"} {
+		_, ok := got[entry]
+		require.False(t, ok, "%q is an abbreviation, not a heading", entry)
+	}
+}

@@ -111,12 +111,16 @@ type reflowed struct {
 	lines    []string
 	from     []int
 	headings map[int]bool
+	// groups are the headings of headings: an unnumbered heading whose
+	// next block is a heading too (numbered or not) has no text of its
+	// own and holds the headings after it.
+	groups map[int]bool
 }
 
 // reflow separates hard-wrapped lines into blocks (see above).
 func reflow(lines []string) reflowed {
 	w := measure(lines)
-	out := reflowed{headings: map[int]bool{}}
+	out := reflowed{headings: map[int]bool{}, groups: map[int]bool{}}
 	emit := func(s string, from int) {
 		out.lines = append(out.lines, s)
 		out.from = append(out.from, from)
@@ -185,7 +189,11 @@ func reflow(lines []string) reflowed {
 			next = lines[i+1]
 		}
 		pt := strings.TrimSpace(prev)
-		atStart := pt == "" || endsSentence(prev) || strings.HasPrefix(pt, "#") || strings.HasPrefix(pt, "|") || lastHeading == i-1
+		atStart := pt == "" || endsSentence(prev) || strings.HasPrefix(pt, "#") || strings.HasPrefix(pt, "|") || lastHeading == i-1 ||
+			// After a list whose bullets were lost (short lines), when
+			// text follows at once.
+			length(prev) < w*60/100 && !strings.HasSuffix(pt, "-") && utf8.RuneCountInString(strings.TrimSpace(next)) >= w*60/100 &&
+				startsLetterUpper(next) && wordsHeading(t)
 		afterLeadIn := strings.HasSuffix(pt, ":")
 		// A numbered or keyword line: a block of its own, wraps joined.
 		if clauseLike(t) || (annexLike(t) && lineAnnex.MatchString(t) && utf8.RuneCountInString(t) <= 80) {
@@ -223,6 +231,23 @@ func reflow(lines []string) reflowed {
 			lastHeading = i
 			continue
 		}
+		// An unnumbered heading wrapped over two lines: the second short,
+		// in lower case, without final punctuation, and text after it.
+		if atStart && !afterLeadIn && i+2 < len(lines) && startsUpper(t) && !endsSentence(t) && hasLetter(t) && wordsHeading(t) && !strings.HasPrefix(l, " ") {
+			n1 := strings.TrimSpace(next)
+			if n1 != "" && startsLower(n1) && length(n1) < w*60/100 && !endsSentence(n1) && !strings.HasPrefix(next, " ") &&
+				startsLetterUpper(lines[i+2]) && length(lines[i+2]) >= w*60/100 {
+				if joined := t + " " + n1; fewWordsN(joined, 16) && !hasSentenceEnd(joined) {
+					blank(i)
+					out.headings[len(out.lines)] = true
+					emit(joined, i+1)
+					blank(i + 1)
+					i++
+					lastHeading = i
+					continue
+				}
+			}
+		}
 		if strings.HasPrefix(l, " ") && atStart {
 			blank(i)
 		}
@@ -232,7 +257,38 @@ func reflow(lines []string) reflowed {
 			blank(i)
 		}
 	}
+	for k := range out.headings {
+		j := k + 1
+		for j < len(out.lines) && strings.TrimSpace(out.lines[j]) == "" {
+			j++
+		}
+		if j < len(out.lines) {
+			t := strings.TrimSpace(out.lines[j])
+			if out.headings[j] || clauseLike(t) && !hasSentenceEnd(t) {
+				out.groups[k] = true
+			}
+		}
+	}
 	return out
+}
+
+// startsLetterUpper: s starts with an upper-case letter.
+func startsLetterUpper(s string) bool {
+	r, _ := utf8.DecodeRuneInString(strings.TrimSpace(s))
+	return unicode.IsUpper(r)
+}
+
+// wordsHeading: a line that reads as a title, not as a list entry: its
+// first word is not an abbreviation in capitals ("PSUR periodic safety
+// update report" is an entry of an abbreviation list) and it holds no
+// bullet glyph of a symbol font (U+F0B7 and the rest of the private use
+// area).
+func wordsHeading(t string) bool {
+	first, _, _ := strings.Cut(t, " ")
+	if utf8.RuneCountInString(first) > 1 && strings.ToUpper(first) == first {
+		return false
+	}
+	return !strings.ContainsFunc(t, func(r rune) bool { return r >= 0xe000 && r <= 0xf8ff })
 }
 
 // textFollows reports whether one of the two lines after i is a long line
@@ -274,7 +330,10 @@ func hasSentenceEnd(s string) bool {
 }
 
 // fewWords: at most twelve words, and not a single token with digits.
-func fewWords(t string) bool {
+func fewWords(t string) bool { return fewWordsN(t, 12) }
+
+// fewWordsN: at most n words, and not a single token with digits.
+func fewWordsN(t string, n int) bool {
 	words := 0
 	in := false
 	for i := 0; i < len(t); i++ {
@@ -284,7 +343,7 @@ func fewWords(t string) bool {
 		}
 		if !in {
 			words++
-			if words > 12 {
+			if words > n {
 				return false
 			}
 		}

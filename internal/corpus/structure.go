@@ -39,7 +39,7 @@ func ExpectedUnits(name string, raw []byte) (units []Unit, ok bool) {
 	case "eu-mdr-2017-745-oj.html":
 		return MDRUnits(s), true
 	case "mdcg-2019-9-rev1-sscp.md":
-		return mdcgUnits(), true
+		return append(mdcgUnits(), mdcgHeadings()...), true
 	}
 	return nil, false
 }
@@ -245,6 +245,43 @@ func mdcgUnits() []Unit {
 				out = append(out, Unit{kind, join(scope, n+"."+strconv.Itoa(k)), join(scope, n)})
 			}
 		}
+	}
+	return out
+}
+
+// mdcgHeadings: the unnumbered body headings of MDCG 2019-9, read by hand
+// (plain-text lines in the file), with the heading each belongs to where
+// the text shows it: a heading with no text before the next heading holds
+// the headings after it ("Validation and uploading of the SSCP" and the
+// four "Validation …"/"Uploading …" headings whose subjects it names);
+// headings inside a numbered section belong to it. The four topics after
+// "General requirements and recommendations for the SSCP" carry no sign
+// of their level in the file and count at the top.
+func mdcgHeadings() []Unit {
+	const validation = "Validation and uploading of the SSCP"
+	var out []Unit
+	for _, h := range [][2]string{
+		{"Introduction", ""},
+		{"Abbreviations", ""},
+		{"General requirements and recommendations for the SSCP", ""},
+		{"Translations to other EU languages", ""},
+		{"Relevant SSCP information for patients", ""},
+		{"Readability", ""},
+		{"Stylistic recommendations", ""},
+		{validation, ""},
+		{"Validation of the initial SSCP by the NB", validation},
+		{"Validation of updates of the SSCP between certification activities", validation},
+		{"Validation of SSCP at certificate renewal", validation},
+		{"Uploading of the SSCP in Eudamed", validation},
+		{"Guidance for each of the required sections of the SSCP document", ""},
+		{"Description of residual risks and undesirable effects", "4.1"},
+		{"Quantitative data", "4.1"},
+		{"The information on clinical evaluation and PMCF intended for patients, in section 5", "5"},
+		{"References", ""},
+		{"Appendix: Template for the SSCP", ""},
+		{"Summary of safety and clinical performance", "Appendix: Template for the SSCP"},
+	} {
+		out = append(out, Unit{"heading", h[0], h[1]})
 	}
 	return out
 }
