@@ -262,14 +262,23 @@ type SearchWeights struct {
 	Address *float64 `yaml:"address,omitempty"`
 }
 
-// SearchFloor is the relevance floor: a search whose best hits hold less
-// than MinCoverage of the query's weight of words answers "nothing
-// relevant" (unless an address or a defined term matched).
+// SearchFloor is the relevance floor: a search whose evidence (the largest
+// share of the query's weight of words one of the best hits holds within
+// a window, plus ScoreWeight × the best fused score) is below MinEvidence
+// answers "nothing relevant", unless an address matched or the query asks
+// what a defined term means (docs/retrieval.md#the-relevance-floor).
 type SearchFloor struct {
 	// Disabled turns the floor off.
 	Disabled bool `yaml:"disabled,omitempty"`
-	// MinCoverage is the least coverage, in [0, 1]; calibrate it with
-	// `kgsync eval --calibrate` for the pipeline's embedder.
+	// MinEvidence is the least evidence, in [0, 2] (default 0.75, for the
+	// hashing embedder); `kgsync eval` prints the value calibrated for the
+	// pipeline's embedder and the trade-off curve.
+	MinEvidence *float64 `yaml:"min_evidence,omitempty"`
+	// ScoreWeight is the weight of the best fused score in the evidence,
+	// in [0, 1] (default 0.4).
+	ScoreWeight *float64 `yaml:"score_weight,omitempty"`
+	// MinCoverage is the least share of the query's weight of words the
+	// best hits hold between them, in [0, 1] (default 0: not checked).
 	MinCoverage *float64 `yaml:"min_coverage,omitempty"`
 	// MinScore is the least fused score of the best hit, in [0, 1].
 	MinScore *float64 `yaml:"min_score,omitempty"`

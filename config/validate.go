@@ -349,10 +349,13 @@ func (ck *checker) search(at string, s *Search) {
 		for _, v := range []struct {
 			key string
 			v   *float64
-		}{{"min_coverage", f.MinCoverage}, {"min_score", f.MinScore}} {
+		}{{"min_coverage", f.MinCoverage}, {"min_score", f.MinScore}, {"score_weight", f.ScoreWeight}} {
 			if v.v != nil && !(*v.v >= 0 && *v.v <= 1) {
 				ck.add(at+".floor."+v.key, "must be in [0, 1], got %g", *v.v)
 			}
+		}
+		if f.MinEvidence != nil && !(*f.MinEvidence >= 0 && *f.MinEvidence <= 2) {
+			ck.add(at+".floor.min_evidence", "must be in [0, 2], got %g", *f.MinEvidence)
 		}
 		if f.Hits < 0 {
 			ck.add(at+".floor.hits", "must be >= 0, got %d", f.Hits)

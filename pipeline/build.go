@@ -300,6 +300,12 @@ func SearchConfig(sc *config.Search) retrieval.Config {
 		if f.MinCoverage != nil {
 			c.Floor.MinCoverage = *f.MinCoverage
 		}
+		if f.MinEvidence != nil {
+			c.Floor.MinEvidence = *f.MinEvidence
+		}
+		if f.ScoreWeight != nil {
+			c.Floor.ScoreWeight = *f.ScoreWeight
+		}
 		if f.MinScore != nil {
 			c.Floor.MinScore = *f.MinScore
 		}

@@ -92,24 +92,37 @@ type Metrics struct {
 
 // FloorReport is the relevance floor's outcome on the hybrid results.
 type FloorReport struct {
-	// MinCoverage is the floor's setting.
-	MinCoverage float64 `json:"min_coverage"`
+	// MinEvidence, ScoreWeight and MinCoverage are the floor's settings.
+	MinEvidence float64 `json:"min_evidence"`
+	ScoreWeight float64 `json:"score_weight"`
+	MinCoverage float64 `json:"min_coverage,omitempty"`
 	// Unanswerable is the number of unanswerable questions; Declined the
 	// share of them the floor declined.
 	Unanswerable int     `json:"unanswerable"`
 	Declined     float64 `json:"declined"`
 	// Answerable is the number of answerable questions; Lost the share of
 	// them the floor declined, LostFound the share it declined although
-	// the hits held an answer (the others' answers were not found anyway).
+	// the hits held an answer (the others' answers were not found anyway):
+	// what the floor costs.
 	Answerable int     `json:"answerable"`
 	Lost       float64 `json:"lost"`
 	LostFound  float64 `json:"lost_found"`
-	// Calibrated is the least MinCoverage that declines the most
-	// unanswerable questions while losing at most 5% of the answerable
-	// ones; CalibratedDeclined and CalibratedLost its outcome.
-	Calibrated         float64 `json:"calibrated_min_coverage"`
+	// Calibrated is the least MinEvidence that declines the most
+	// unanswerable questions while LostFound stays at most 5%;
+	// CalibratedDeclined and CalibratedLost (LostFound) its outcome.
+	Calibrated         float64 `json:"calibrated_min_evidence"`
 	CalibratedDeclined float64 `json:"calibrated_declined"`
 	CalibratedLost     float64 `json:"calibrated_lost"`
+	// Curve is the trade-off: the outcome at MinEvidence 0, 0.05, … up to
+	// the value that declines every question the floor may decline.
+	Curve []FloorPoint `json:"curve,omitempty"`
+}
+
+// FloorPoint is the floor's outcome at one MinEvidence.
+type FloorPoint struct {
+	MinEvidence float64 `json:"min_evidence"`
+	Declined    float64 `json:"declined"`
+	LostFound   float64 `json:"lost_found"`
 }
 
 // QuestionResult is one question's outcome.
@@ -484,13 +497,13 @@ func metrics(qs []QuestionMode) Metrics {
 	return m
 }
 
-// floorReport measures the floor on the hybrid results and finds the least
-// min_coverage that declines the most unanswerable questions while losing
-// at most 5% of the answerable ones (keeping the floor's other settings).
+// floorReport measures the floor on the hybrid results, finds the least
+// MinEvidence that declines the most unanswerable questions while losing
+// at most 5% of the answerable ones whose answer was in the hits (keeping
+// the floor's other settings), and draws the trade-off curve.
 func floorReport(f Floor, rs []QuestionResult) FloorReport {
-	rep := FloorReport{MinCoverage: f.MinCoverage}
-	var lostFound float64
-	outcome := func(f Floor) (declined, lost float64) {
+	rep := FloorReport{MinEvidence: f.MinEvidence, ScoreWeight: f.ScoreWeight, MinCoverage: f.MinCoverage}
+	outcome := func(f Floor) (declined, lost, lostFound float64) {
 		var un, ans, d, l, lf int
 		for _, r := range rs {
 			_, no := f.decline(r.Evidence)
@@ -515,7 +528,7 @@ func floorReport(f Floor, rs []QuestionResult) FloorReport {
 		if ans > 0 {
 			lost, lostFound = float64(l)/float64(ans), float64(lf)/float64(ans)
 		}
-		return declined, lost
+		return declined, lost, lostFound
 	}
 	for _, r := range rs {
 		if r.Kind == KindUnanswerable {
@@ -524,20 +537,22 @@ func floorReport(f Floor, rs []QuestionResult) FloorReport {
 			rep.Answerable++
 		}
 	}
-	rep.Declined, rep.Lost = outcome(f)
-	rep.LostFound = lostFound
-	best := Floor{MinCoverage: 0}
-	bestD, bestL := -1.0, 0.0
-	for t := 0; t <= 100; t++ {
+	rep.Declined, rep.Lost, rep.LostFound = outcome(f)
+	bestD := -1.0
+	top := 1 + f.ScoreWeight
+	for t := 0; float64(t)/100 <= top+1e-9; t++ {
 		g := f
 		g.Disabled = false
-		g.MinCoverage = float64(t) / 100
-		dec, lost := outcome(g)
-		if lost <= 0.05+1e-9 && dec > bestD+1e-9 {
-			best, bestD, bestL = g, dec, lost
+		g.MinEvidence = float64(t) / 100
+		dec, _, lf := outcome(g)
+		if lf <= 0.05+1e-9 && dec > bestD+1e-9 {
+			rep.Calibrated, bestD, rep.CalibratedLost = g.MinEvidence, dec, lf
+		}
+		if t%5 == 0 {
+			rep.Curve = append(rep.Curve, FloorPoint{MinEvidence: g.MinEvidence, Declined: dec, LostFound: lf})
 		}
 	}
-	rep.Calibrated, rep.CalibratedDeclined, rep.CalibratedLost = best.MinCoverage, max(bestD, 0), bestL
+	rep.CalibratedDeclined = max(bestD, 0)
 	return rep
 }
 

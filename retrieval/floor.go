@@ -12,13 +12,23 @@ import (
 // Floor is the relevance floor: when the best hits carry too little of the
 // query, a search answers "nothing relevant" instead of its nearest
 // neighbours. The evidence it weighs is lexical and rank-based (Evidence),
-// so it reads the same over state and over Memgraph; MinCoverage is
-// calibrated per embedder by `kgsync eval --calibrate` (docs/retrieval.md).
+// so it reads the same over state and over Memgraph. A search is declined
+// when Evidence.Window + ScoreWeight × Evidence.Score is below MinEvidence,
+// unless an address of the query named something or the query asks what a
+// term it names means; MinEvidence is calibrated per embedder by `kgsync
+// eval`, which prints the calibrated value and the trade-off curve
+// (docs/retrieval.md).
 type Floor struct {
 	// Disabled turns the floor off: every search returns its hits.
 	Disabled bool
-	// MinCoverage is the least Evidence.Coverage a search needs to answer,
-	// unless an address of the query named something.
+	// MinEvidence is the least Window + ScoreWeight × Score a search needs
+	// to answer, in [0, 1 + ScoreWeight].
+	MinEvidence float64
+	// ScoreWeight is the weight of the best hit's fused score in the
+	// evidence, in [0, 1].
+	ScoreWeight float64
+	// MinCoverage is the least Evidence.Coverage a search needs to answer
+	// (0: not checked).
 	MinCoverage float64
 	// MinScore is the least fused score the best hit needs (0: any); a hit
 	// below it is declined whatever its coverage.
@@ -28,7 +38,12 @@ type Floor struct {
 }
 
 // DefaultFloor is the floor used when the config sets none.
-func DefaultFloor() Floor { return Floor{MinCoverage: 0.45, Hits: 3} }
+// MinEvidence 0.75 and ScoreWeight 0.4 are calibrated for the local
+// hashing embedder on testdata/golden/corpus.jsonl.
+func DefaultFloor() Floor { return Floor{MinEvidence: 0.75, ScoreWeight: 0.4, Hits: 3} }
+
+// strength is the evidence the floor compares with MinEvidence.
+func (f Floor) strength(e Evidence) float64 { return e.Window + f.ScoreWeight*e.Score }
 
 // Evidence is what the relevance floor decides on.
 type Evidence struct {
@@ -41,13 +56,28 @@ type Evidence struct {
 	// Unknown those no chunk of the pipeline has at all.
 	Missing []string `json:"missing,omitempty"`
 	Unknown []string `json:"unknown,omitempty"`
+	// Window is the largest share of that weight that one of the best
+	// hits holds within windowTerms consecutive words: a question whose
+	// words a near-miss passage has far apart, or several passages have
+	// between them, has a high Coverage and a low Window.
+	Window float64 `json:"window"`
+	// Strength is Window + the floor's ScoreWeight × Score, what the
+	// floor compares with its MinEvidence.
+	Strength float64 `json:"strength"`
 	// Score and Cosine are the best hit's fused score and cosine.
 	Score  float64 `json:"score"`
 	Cosine float64 `json:"cosine"`
 	// Address and Term say an address or a defined term of the query named
-	// something; an address keeps the floor from declining.
-	Address bool `json:"address,omitempty"`
-	Term    bool `json:"term,omitempty"`
+	// something; Definition that the query asks what such a term means
+	// ("what is …", "define …") and the term's name holds at least half
+	// of the query's weight of words (TermShare). An address or a definition keeps the
+	// floor from declining.
+	Address    bool `json:"address,omitempty"`
+	Term       bool `json:"term,omitempty"`
+	Definition bool `json:"definition,omitempty"`
+	// TermShare is the largest share of the query's weight of words that
+	// the name of one defined term it names holds.
+	TermShare float64 `json:"term_share,omitempty"`
 }
 
 // decline decides on e: the reason to decline, or false.
@@ -55,7 +85,7 @@ func (f Floor) decline(e Evidence) (string, bool) {
 	if f.Disabled {
 		return "", false
 	}
-	if e.Address {
+	if e.Address || e.Definition {
 		return "", false
 	}
 	if e.Score == 0 {
@@ -64,8 +94,14 @@ func (f Floor) decline(e Evidence) (string, bool) {
 	if e.Score < f.MinScore {
 		return fmt.Sprintf("the best hit's fused score %.3f is below the floor's min_score %.3f", e.Score, f.MinScore), true
 	}
+	var why string
 	if e.Coverage < f.MinCoverage {
-		why := fmt.Sprintf("the best hits hold %.0f%% of the query's weight of words (floor: %.0f%%)", 100*e.Coverage, 100*f.MinCoverage)
+		why = fmt.Sprintf("the best hits hold %.0f%% of the query's weight of words (floor: %.0f%%)", 100*e.Coverage, 100*f.MinCoverage)
+	} else if st := f.strength(e); st < f.MinEvidence {
+		why = fmt.Sprintf("the best hits hold at most %.0f%% of the query's weight of words together (evidence %.2f with the fused score %.2f; floor: %.2f)",
+			100*e.Window, st, e.Score, f.MinEvidence)
+	}
+	if why != "" {
 		if len(e.Missing) > 0 {
 			why += "; missing: " + strings.Join(e.Missing, ", ")
 		}
@@ -90,7 +126,7 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, words []queryWor
 		e.Score, e.Cosine = res.Hits[0].Score, res.Hits[0].Cosine
 	}
 	if len(words) == 0 {
-		e.Coverage = 1
+		e.Coverage, e.Window = 1, 1
 		return e, nil
 	}
 	st, _, err := s.Store.LexicalSearch(ctx, s.Pipeline, state.LexicalChunk, lexicalTerms(words))
@@ -102,8 +138,9 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, words []queryWor
 		n = 3
 	}
 	top := order[:min(n, len(order))]
+	weights := make([]float64, len(words))
 	var total, have float64
-	for _, w := range words {
+	for i, w := range words {
 		df := 0
 		for _, t := range w.terms {
 			df = max(df, st.DF[t])
@@ -117,6 +154,11 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, words []queryWor
 				weight *= unknownNumberWeight
 			}
 		}
+		if modalWords[w.word] {
+			// "must", "may": how the question is put, not what it asks.
+			weight = 0
+		}
+		weights[i] = weight
 		total += weight
 		found := false
 		for _, u := range top {
@@ -128,14 +170,79 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, words []queryWor
 		}
 		if found {
 			have += weight
-		} else {
+		} else if weight > 0 {
 			e.Missing = append(e.Missing, w.word)
 		}
 	}
-	if total > 0 {
-		e.Coverage = have / total
+	if total == 0 {
+		e.Coverage, e.Window = 1, 1
+		return e, nil
+	}
+	e.Coverage = have / total
+	for _, name := range res.Terms {
+		// The share of the query a defined term it names makes up
+		// ("What is a Software Bill of Materials?": most of it).
+		lang := DetectLanguage(name)
+		if lang == "" {
+			lang = LangEnglish
+		}
+		e.TermShare = max(e.TermShare, windowShare(indexTerms(name, lang), words, weights, total, 1<<20))
+	}
+	for _, u := range top {
+		e.Window = max(e.Window, windowShare(indexTerms(d.units[u].Text, langOr(d.units[u])), words, weights, total, windowTerms))
 	}
 	return e, nil
+}
+
+func langOr(u Unit) string {
+	if u.Lang != "" {
+		return u.Lang
+	}
+	return DetectLanguage(u.Text)
+}
+
+// windowTerms is the width, in terms (stop words included), of the window
+// of a hit's text that Evidence.Window reads.
+const windowTerms = 24
+
+// windowShare is the largest weight share of words found together within
+// width consecutive terms of text.
+func windowShare(text []string, words []queryWord, weights []float64, total float64, width int) float64 {
+	of := map[string][]int{} // term → query words it matches
+	for i, w := range words {
+		for _, t := range w.terms {
+			of[t] = append(of[t], i)
+		}
+	}
+	best := 0.0
+	count := make([]int, len(words))
+	have := 0.0
+	for i, t := range text {
+		for _, q := range of[t] {
+			if count[q] == 0 {
+				have += weights[q]
+			}
+			count[q]++
+		}
+		if j := i - width; j >= 0 {
+			for _, q := range of[text[j]] {
+				count[q]--
+				if count[q] == 0 {
+					have -= weights[q]
+				}
+			}
+		}
+		best = max(best, have)
+	}
+	return best / total
+}
+
+// modalWords are the modal verbs a question is put with; the floor gives
+// them no weight (they stay in the lexical query).
+var modalWords = map[string]bool{
+	"must": true, "may": true, "can": true, "should": true, "shall": true, "might": true, "could": true, "would": true,
+	"will": true, "должен": true, "должна": true, "должно": true, "должны": true, "может": true, "могут": true,
+	"debe": true, "deben": true, "puede": true, "pueden": true, "doit": true, "doivent": true, "peut": true, "peuvent": true,
 }
 
 // unknownNumberWeight is how much more than its idf a number that no

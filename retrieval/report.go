@@ -40,10 +40,20 @@ func (r *EvalReport) WriteText(w io.Writer) error {
 	}
 	f := r.Floor
 	if f.Unanswerable+f.Answerable > 0 {
-		fmt.Fprintf(&b, "\nrelevance floor (min_coverage %.2f): declined %.0f%% of %d unanswerable, lost %.0f%% of %d answerable (%.0f%% whose answer was in the hits)\n",
-			f.MinCoverage, 100*f.Declined, f.Unanswerable, 100*f.Lost, f.Answerable, 100*f.LostFound)
-		fmt.Fprintf(&b, "calibrated for this embedder: min_coverage %.2f declines %.0f%%, loses %.0f%% (set search.floor.min_coverage)\n",
+		fmt.Fprintf(&b, "\nrelevance floor (min_evidence %.2f, score_weight %.2f): declined %.0f%% of %d unanswerable; lost %.0f%% of %d answerable whose answer was in the hits (%.0f%% of all answerable declined)\n",
+			f.MinEvidence, f.ScoreWeight, 100*f.Declined, f.Unanswerable, 100*f.LostFound, f.Answerable, 100*f.Lost)
+		fmt.Fprintf(&b, "calibrated for this embedder: min_evidence %.2f declines %.0f%%, loses %.0f%% (set search.floor.min_evidence)\n",
 			f.Calibrated, 100*f.CalibratedDeclined, 100*f.CalibratedLost)
+		if len(f.Curve) > 0 {
+			b.WriteString("trade-off (min_evidence: declined / lost):")
+			for i, p := range f.Curve {
+				if i > 0 && p.Declined == f.Curve[i-1].Declined && p.LostFound == f.Curve[i-1].LostFound {
+					continue
+				}
+				fmt.Fprintf(&b, " %.2f: %.0f%%/%.0f%%", p.MinEvidence, 100*p.Declined, 100*p.LostFound)
+			}
+			b.WriteString("\n")
+		}
 	}
 	if len(r.Unresolved) > 0 {
 		fmt.Fprintf(&b, "\n%d golden addresses name no element (their questions count as missed):\n", len(r.Unresolved))

@@ -419,6 +419,8 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	if err != nil {
 		return nil, err
 	}
+	res.Evidence.Definition = res.Evidence.TermShare >= 0.5 && reAsksDefinition.MatchString(query)
+	res.Evidence.Strength = cfg.Floor.strength(res.Evidence)
 	if !opts.NoFloor {
 		if why, decline := cfg.Floor.decline(res.Evidence); decline {
 			res.Declined, res.Reason, res.Hits = true, why, []Hit{}
