@@ -1,5 +1,6 @@
 // Package chunker parses documents into an element tree (one parser per
-// format) and groups neighbouring sibling elements into chunks with overlap.
+// format) and packs neighbouring elements and small sections into chunks
+// with overlap.
 //
 // chunker imports no other kgsync package.
 package chunker
@@ -103,15 +104,19 @@ func isContainer(k Kind) bool {
 	return k == KindSection || k == KindAnnex || k == KindDocument
 }
 
-// Chunk is one retrieval unit: one or more neighbouring sibling elements
-// under one parent, up to Options.MaxTokens, with overlap.
+// Chunk is one retrieval unit: one or more neighbouring elements in
+// document order (the leaves of one parent, or of several small
+// consecutive sections), up to Options.MaxTokens, with overlap.
 type Chunk struct {
 	// ID is derived from the document key and the chunk's structural address,
 	// so an edit changes only the ids/hashes of the chunks it touches.
 	ID string
-	// Address is the element address path, e.g. "rfc7231.txt › 6 › 6.5.1 › p2".
+	// Address is the address path of the chunk's first element, e.g.
+	// "rfc7231.txt › 6 › 6.5.1 › p2".
 	Address string
-	// Context is the heading path, e.g. "6. Response Status Codes › 6.5.1. 400 Bad Request".
+	// Context is the heading path of the chunk's first element, e.g. "6.
+	// Response Status Codes › 6.5.1. 400 Bad Request"; the headings of
+	// sections the chunk enters later are in Text, before their elements.
 	Context string
 	// Text is the chunk's own text, overlap included.
 	Text string
@@ -119,7 +124,8 @@ type Chunk struct {
 	Position int
 	// Tokens is the token count of Text.
 	Tokens int
-	// Parent is the address path of the parent element the chunk's elements share.
+	// Parent is the address path of the deepest element that holds all of
+	// the chunk's elements.
 	Parent string
 	// Citation is the address, as cited, of the chunk's first element or,
 	// when that has none of its own (an unnumbered paragraph), of the
@@ -163,6 +169,11 @@ func (c Chunk) EmbedText() string {
 // own holds the headings after it (and the numbered sections), and
 // unnumbered headings wrapped over two lines are read.
 //
+// Version 7: chunks are packed across elements and small sections
+// (neighbouring small sections share a chunk up to MaxTokens, their
+// headings in the text), with boundaries at local maxima of the gaps'
+// structural strength and content hash (see Split).
+//
 // TestVersionFollowsOutput fails when the corpus output changes under the
 // same Version.
-const Version = 6
+const Version = 7

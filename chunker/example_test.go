@@ -31,8 +31,7 @@ Identify the version of the package.
 		fmt.Printf("%s | %s | %d tokens | %q\n", c.Address, c.Context, c.Tokens, c.Text)
 	}
 	// Output:
-	// spdx.md › 7 › 7.1 › p1 | 7 Package information › 7.1 Package name field | 14 tokens | "Identify the full name of the package.\n\nThe name is mandatory."
-	// spdx.md › 7 › 7.2 › p1 | 7 Package information › 7.2 Package version field | 8 tokens | "Identify the version of the package."
+	// spdx.md › 7 › 7.1 › p1 | 7 Package information › 7.1 Package name field | 29 tokens | "Identify the full name of the package.\n\nThe name is mandatory.\n\n7.2 Package version field\nIdentify the version of the package."
 }
 
 func ExampleParseAddress() {

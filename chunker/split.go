@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -34,68 +33,108 @@ type Options struct {
 	// MinMaxTokens are an error.
 	MaxTokens int
 	// OverlapTokens is how many tokens at the end of a chunk are repeated at
-	// the start of the next chunk of the same parent, cut forward to a
-	// sentence or word boundary (so usually a little less). It must be in
-	// [0, MaxTokens). A chunk's whole Text, overlap included, never exceeds
-	// MaxTokens + OverlapTokens tokens; the first chunk of a parent never
-	// exceeds MaxTokens.
+	// the start of the next chunk when that starts among leaves of the same
+	// parent (or inside a leaf), cut forward to a sentence or word boundary
+	// (so usually a little less). It must be in [0, MaxTokens). A chunk's
+	// whole Text, overlap included, never exceeds MaxTokens +
+	// OverlapTokens tokens; a chunk without overlap never exceeds
+	// MaxTokens.
 	OverlapTokens int
 	// Tokenizer counts tokens; nil means DefaultTokenizer() (cl100k_base).
 	Tokenizer *Tokenizer
-	// TargetTokens is the expected size of a chunk's own text, the mean of
-	// the content-defined boundaries (see Split); 0 means MaxTokens/2. It
-	// must not exceed MaxTokens.
+	// TargetTokens sets the reach of the content-defined boundaries (see
+	// Split): boundaries are at least TargetTokens/2 tokens apart and
+	// about TargetTokens on average before neighbouring pieces that fit
+	// MaxTokens together are merged; 0 means half of MaxTokens. It must
+	// not exceed MaxTokens.
 	TargetTokens int
 }
 
 // unit is one packable piece of a leaf: the whole leaf, or a sentence (or
-// word window) of a leaf longer than MaxTokens.
+// word window, or table row group) of a leaf longer than MaxTokens.
 type unit struct {
 	elem   string // address path of the leaf
 	key    string // leaf address, "#" and a piece key appended for later pieces
 	text   string
 	tokens int
-	join   string // separator before this unit inside one chunk
+	join   string // separator before this unit when it follows a piece of the same leaf
 	// header is, for a row group of a table too long for one chunk, the
 	// table's caption and header rows, written before the first unit of the
 	// table in every chunk; headerTokens is its token count.
 	header       string
 	headerTokens int
-	// cite is the leaf's own citation ("" for most paragraphs).
-	cite string
+	// cite is the leaf's own citation ("" for most paragraphs); ancCite is
+	// the citation of the nearest cited element above the leaf.
+	cite, ancCite string
+	// frames are the containers from the document down to the leaf's
+	// parent (shared between the leaves of one parent; never modified).
+	frames []container
 }
+
+// container is one container above a leaf.
+type container struct {
+	path  string // address path
+	title string // heading shown for it: a section's or annex's Title, else ""
+}
+
+// parent is the address path of the unit's parent element.
+func (u *unit) parent() string { return u.frames[len(u.frames)-1].path }
 
 // Split groups the leaves of root into chunks, walking the tree in
 // document order.
 //
-// Grouping. Only neighbouring leaves of one parent (paragraphs, lists,
-// tables, code blocks between two headings) share a chunk. Within such a
-// run, a chunk ends after a unit u when adding the next unit would exceed
-// MaxTokens, or when a content-defined cut hits: xxhash64(u.text)/2^64 <
-// tokens(u)/TargetTokens. The cut after a unit therefore depends on that
-// unit's text alone, not on where the previous chunk ended, so an edit moves
-// at most the boundaries next to the edited unit and the grouping
-// re-synchronises at the next cut; greedy left-to-right packing would
-// instead shift every later boundary of the section. Each token is a cut
-// point with probability 1/TargetTokens, so chunks average about
-// TargetTokens tokens (fewer where MaxTokens forces an earlier cut).
+// Packing. The leaves of the whole document (paragraphs, lists, tables,
+// code blocks, clauses; a leaf longer than MaxTokens cut into sentences,
+// word windows or row groups) form one sequence, and a chunk is a stretch
+// of it: neighbouring small elements of one parent, and small
+// consecutive sections, share a chunk up to MaxTokens. Where a chunk holds
+// the start of a section that is not its first element's, the section's
+// heading (and those of the sections entered with it) is written in the
+// text before its first element, so the text reads in document order
+// under its headings.
+//
+// Boundaries are content-defined, so that an edit moves only the
+// boundaries near it. Each gap between two neighbouring units is scored
+// by its structure first — the shallower the deepest element the two
+// units share, the stronger (a gap between two articles beats a gap
+// between two paragraphs of one article, which beats a gap between two
+// sentences of one paragraph) — and then by xxhash64 of the text before
+// the gap. A chunk boundary is a gap stronger than every other gap within
+// TargetTokens/2 tokens of it on either side (a local maximum; the start
+// and end of the document count as the strongest gaps), so boundaries
+// are at least that far apart and fall on the strongest structural break
+// in reach. Whether a gap is a boundary depends on the text within that
+// reach, not on where the previous chunk ended, so an edit changes the
+// chunk that holds it and at most a neighbour or two, where greedy
+// left-to-right packing would shift every later boundary. A stretch
+// between two boundaries longer than MaxTokens is halved at its strongest
+// gap among those that leave both halves within MaxTokens and at least a
+// quarter of it. Last, the boundary between two neighbouring pieces that
+// fit MaxTokens together is dropped where it is weaker than the
+// boundaries on either side of the pair: that decision too depends on
+// three pieces only, and it packs the pieces the windows left small.
 //
 // A leaf longer than MaxTokens is split into sentences (and a sentence
-// longer than MaxTokens into word windows, a word into rune windows), which
-// are grouped like leaves: text is never truncated or dropped.
+// longer than MaxTokens into word windows, a word into rune windows), and
+// a table with header rows into row groups that each repeat the header:
+// text is never truncated or dropped.
 //
-// Addresses and ids. Chunk.Address is the parent's address path plus the
-// key of the chunk's first unit ("rfc7231.txt › 6 › 6.5 › 6.5.1 › p2",
-// "… › p2#9b0e" for a later piece of a long leaf, named by a hash of the
-// piece's text); Chunk.ID is the hex xxhash64 of that address. Leaves are
-// named by ordinal in small parents and by a hash of the start of their
-// text in large ones (see assignLeafAddresses), so inserting or deleting
-// a leaf renames at most the later leaves of one small parent.
+// Addresses and ids. Chunk.Address is the address path of the chunk's
+// first element plus, for a later piece of a long leaf, "#" and a hash of
+// the piece's text ("rfc7231.txt › 6 › 6.5 › 6.5.1 › p2", "… › p2#9b0e");
+// Chunk.ID is the hex xxhash64 of that address. Chunk.Parent is the
+// deepest element that holds every element of the chunk; Chunk.Context
+// the heading path of the first element. Leaves are named by ordinal in
+// small parents and by a hash of the start of their text in large ones
+// (see assignLeafAddresses), so inserting or deleting a leaf renames at
+// most the later leaves of one small parent.
 //
-// Overlap. Every chunk after the first of a run starts with the last
-// OverlapTokens tokens of the previous chunk's own text (cut forward to a
-// sentence start when that keeps at least half of them, else to a word
-// start), then a blank line, then its own text.
+// Overlap. A chunk that starts inside a run of leaves of one parent (or
+// inside a leaf) starts with the last OverlapTokens tokens of the
+// previous chunk's text from that parent (cut forward to a sentence start
+// when that keeps at least half of them, else to a word start), then a
+// blank line, then its own text. A chunk that starts at a section break
+// has no overlap.
 //
 // A root without text yields no chunks and no error. Errors: nil root,
 // Options out of range.
@@ -129,7 +168,7 @@ func split(ctx context.Context, docKey string, root *Element, opts Options) ([]C
 		return nil, fmt.Errorf("split %s: overlap tokens %d must be in [0, max tokens %d)", docKey, opts.OverlapTokens, opts.MaxTokens)
 	}
 	if opts.TargetTokens == 0 {
-		opts.TargetTokens = opts.MaxTokens / 2
+		opts.TargetTokens = opts.MaxTokens * defaultTargetPercent / 100
 	}
 	if opts.TargetTokens < 0 || opts.TargetTokens > opts.MaxTokens {
 		return nil, fmt.Errorf("split %s: target tokens %d must be in [1, max tokens %d]", docKey, opts.TargetTokens, opts.MaxTokens)
@@ -138,133 +177,392 @@ func split(ctx context.Context, docKey string, root *Element, opts Options) ([]C
 		opts.Tokenizer = DefaultTokenizer()
 	}
 	s := &splitter{ctx: ctx, opts: opts, tok: opts.Tokenizer, seen: map[string]int{}}
-	s.walk(root, docKey, nil, "")
+	cite := root.Citation
+	s.walk(root, []container{{path: docKey}}, cite)
+	s.pack()
 	return s.out, nil
 }
 
+// defaultTargetPercent is TargetTokens as a percentage of MaxTokens when
+// it is 0.
+const defaultTargetPercent = 50
+
 type splitter struct {
-	ctx  context.Context // nil: never cancelled
-	opts Options
-	tok  *Tokenizer
-	out  []Chunk
-	seen map[string]int // chunk addresses, to keep them unique
+	ctx   context.Context // nil: never cancelled
+	opts  Options
+	tok   *Tokenizer
+	units []unit
+	out   []Chunk
+	seen  map[string]int // chunk addresses, to keep them unique
 }
 
-func (s *splitter) walk(e *Element, path string, headings []string, cite string) {
-	if (e.Kind == KindSection || e.Kind == KindAnnex) && e.Title != "" {
-		headings = append(headings[:len(headings):len(headings)], e.Title)
-	}
-	if e.Citation != "" {
-		cite = e.Citation
-	}
-	var run []*Element
-	flush := func() {
-		if len(run) > 0 {
-			s.run(path, headings, cite, run)
-			run = nil
-		}
-	}
+// walk appends the units of the leaves under e (whose containers from the
+// root down to e are frames) in document order.
+func (s *splitter) walk(e *Element, frames []container, cite string) {
+	path := frames[len(frames)-1].path
 	for _, c := range e.Children {
 		if len(c.Children) == 0 && !isContainer(c.Kind) {
-			run = append(run, c)
+			s.leaf(c, path, frames, cite)
 			continue
 		}
-		flush()
-		s.walk(c, path+PathSep+c.Address, headings, cite)
+		f := container{path: path + PathSep + c.Address}
+		if (c.Kind == KindSection || c.Kind == KindAnnex) && c.Title != "" {
+			f.title = c.Title
+		}
+		cc := cite
+		if c.Citation != "" {
+			cc = c.Citation
+		}
+		s.walk(c, append(frames[:len(frames):len(frames)], f), cc)
 	}
-	flush()
 }
 
-// run chunks one run of neighbouring leaves under the parent at path.
-func (s *splitter) run(path string, headings []string, cite string, leaves []*Element) {
-	var units []unit
-	for _, l := range leaves {
+// leaf appends the units of one leaf.
+func (s *splitter) leaf(l *Element, path string, frames []container, cite string) {
+	checkStop(s.ctx)
+	text := strings.TrimSpace(l.Text)
+	if text == "" {
+		return
+	}
+	if l.Kind == KindTable && l.Title != "" {
+		text = l.Title + "\n" + text
+	}
+	elem := path + PathSep + l.Address
+	base := unit{elem: elem, key: l.Address, join: "\n\n", cite: l.Citation, ancCite: cite, frames: frames}
+	n := s.tok.Count(text)
+	if n <= s.opts.MaxTokens {
+		u := base
+		u.text, u.tokens = text, n
+		s.units = append(s.units, u)
+		return
+	}
+	if rows, ok := s.tableRows(l, base); ok {
+		s.units = append(s.units, rows...)
+		return
+	}
+	for k, p := range s.pieces(text) {
+		u := base
+		if k > 0 {
+			u.key = l.Address + "#" + pieceKey(p.text)
+			u.join = p.join
+		}
+		u.text, u.tokens = p.text, p.tokens
+		if u.tokens == 0 {
+			u.tokens = s.tok.Count(p.text)
+		}
+		s.units = append(s.units, u)
+	}
+}
+
+// shared is how deep units a and b (neighbours) are in the same element:
+// the number of containers they share, plus one when they are pieces of
+// the same leaf.
+func shared(a, b *unit) int {
+	if a.elem == b.elem {
+		return len(a.frames) + 1
+	}
+	n := 0
+	for n < len(a.frames) && n < len(b.frames) && a.frames[n].path == b.frames[n].path {
+		n++
+	}
+	return n
+}
+
+// gap is the break between units k and k+1.
+type gap struct {
+	depth int    // shared(units[k], units[k+1]): lower is a stronger break
+	hash  uint64 // xxhash64 of units[k].text
+	at    int    // estimated tokens from the first unit to the end of units[k]
+}
+
+// stronger reports whether gap a beats gap b as a chunk boundary.
+func (a gap) stronger(b gap) bool {
+	if a.depth != b.depth {
+		return a.depth < b.depth
+	}
+	return a.hash > b.hash
+}
+
+// entered is the heading text written before units[k] when it follows
+// units[k-1] in one chunk: the titles of the sections units[k] is in that
+// units[k-1] is not, outermost first, one a line ("" when none).
+func (s *splitter) entered(k int) string {
+	if k == 0 {
+		return ""
+	}
+	a, b := &s.units[k-1], &s.units[k]
+	if a.elem == b.elem {
+		return ""
+	}
+	var titles []string
+	for _, f := range b.frames[shared(a, b):] {
+		if f.title != "" {
+			titles = append(titles, f.title)
+		}
+	}
+	return strings.Join(titles, "\n")
+}
+
+// pack cuts s.units into chunks (see Split) and appends them to s.out.
+func (s *splitter) pack() {
+	n := len(s.units)
+	if n == 0 {
+		return
+	}
+	// Estimated size of each unit inside a chunk that does not start with
+	// it: separator, headings entered, a table's header, its text.
+	size := make([]int, n)
+	enter := make([]string, n)
+	gaps := make([]gap, n-1)
+	at := 0
+	for k := range s.units {
+		u := &s.units[k]
+		size[k] = u.tokens
+		if k > 0 {
+			size[k]++
+			if enter[k] = s.entered(k); enter[k] != "" {
+				size[k] += s.tok.Count(enter[k]) + 1
+			}
+		}
+		if u.header != "" && (k == 0 || s.units[k-1].elem != u.elem) {
+			size[k] += u.headerTokens + 1
+		}
+		at += size[k]
+		if k < n-1 {
+			gaps[k] = gap{depth: shared(u, &s.units[k+1]), hash: xxhash.Sum64String(u.text), at: at}
+		}
+	}
+	window := max(s.opts.TargetTokens/2, 1)
+	var cuts []int // chunk starts after the first
+	maxT := s.opts.MaxTokens
+	var cut func(lo, hi int)
+	// cut adds the boundaries of units[lo:hi] when it is over MaxTokens:
+	// it is halved at its strongest gap among those that leave both
+	// halves within MaxTokens (for a stretch of up to twice MaxTokens)
+	// and at least a quarter of it, and the halves are cut in turn.
+	cut = func(lo, hi int) {
+		if hi-lo < 2 || s.span(size, lo, hi) <= maxT {
+			return
+		}
+		start := 0
+		if lo > 0 {
+			start = gaps[lo-1].at
+		}
+		end := gaps[hi-2].at + size[hi-1]
+		l := end - start
+		from, to := start+l/4, start+3*l/4
+		if l <= 2*maxT {
+			from, to = start+max(l-maxT, l/4), start+min(maxT, 3*l/4)
+		}
+		best := -1
+		for g := lo; g < hi-1; g++ {
+			if x := gaps[g].at; x >= from && x <= to && (best < 0 || gaps[g].stronger(gaps[best])) {
+				best = g
+			}
+		}
+		if best < 0 { // no gap in the middle: the one nearest to it
+			mid := start + l/2
+			for g := lo; g < hi-1; g++ {
+				if best < 0 || abs(gaps[g].at-mid) < abs(gaps[best].at-mid) {
+					best = g
+				}
+			}
+		}
 		checkStop(s.ctx)
-		text := strings.TrimSpace(l.Text)
-		if text == "" {
+		cut(lo, best+1)
+		cuts = append(cuts, best+1)
+		cut(best+1, hi)
+	}
+	// The whole document: stretches between boundaries of the full window.
+	prev := 0
+	end := at
+	for g := range gaps {
+		checkStop(s.ctx)
+		x := gaps[g].at
+		if x < window || end-x < window || !s.localMax(gaps, g, 0, n-1, window) {
 			continue
 		}
-		if l.Kind == KindTable && l.Title != "" {
-			text = l.Title + "\n" + text
-		}
-		elem := path + PathSep + l.Address
-		n := s.tok.Count(text)
-		if n <= s.opts.MaxTokens {
-			units = append(units, unit{elem: elem, key: l.Address, text: text, tokens: n, join: "\n\n", cite: l.Citation})
-			continue
-		}
-		if rows, ok := s.tableRows(l, elem); ok {
-			units = append(units, rows...)
-			continue
-		}
-		for k, p := range s.pieces(text) {
-			key, join := l.Address, "\n\n"
-			if k > 0 {
-				key = l.Address + "#" + pieceKey(p.text)
-				join = p.join
-			}
-			n := p.tokens
-			if n == 0 {
-				n = s.tok.Count(p.text)
-			}
-			units = append(units, unit{elem: elem, key: key, text: p.text, tokens: n, join: join, cite: l.Citation})
+		cut(prev, g+1)
+		cuts = append(cuts, g+1)
+		prev = g + 1
+	}
+	cut(prev, n)
+	cuts = append(cuts, n)
+	cuts = s.merge(size, gaps, cuts)
+	i := 0
+	prevStart := -1
+	for _, j := range cuts {
+		for i < j {
+			k := s.emit(i, j, prevStart, enter)
+			prevStart = i
+			i = k
 		}
 	}
-	context := strings.Join(headings, PathSep)
+}
+
+// merge drops the boundaries between two neighbouring pieces that fit
+// MaxTokens together where the boundary is weaker than the boundaries on
+// either side of the pair (the document's ends the strongest), so that no
+// two neighbouring boundaries are dropped and each decision depends on
+// three pieces. cuts are the ends of the pieces, the last n.
+func (s *splitter) merge(size []int, gaps []gap, cuts []int) []int {
+	out := make([]int, 0, len(cuts))
+	start := func(k int) int {
+		if k == 0 {
+			return 0
+		}
+		return cuts[k-1]
+	}
+	for k := 0; k < len(cuts)-1; k++ {
+		b := cuts[k] // boundary between piece k and k+1
+		fits := s.span(size, start(k), cuts[k+1]) <= s.opts.MaxTokens
+		weaker := (k == 0 || gaps[cuts[k-1]-1].stronger(gaps[b-1])) && (k+2 >= len(cuts) || gaps[cuts[k+1]-1].stronger(gaps[b-1]))
+		if fits && weaker {
+			continue
+		}
+		out = append(out, b)
+	}
+	return append(out, cuts[len(cuts)-1])
+}
+
+// localMax reports whether gaps[g] is stronger than every other gap in
+// gaps[lo:hi] within window tokens of it.
+func (s *splitter) localMax(gaps []gap, g, lo, hi, window int) bool {
+	x := gaps[g].at
+	for k := g - 1; k >= lo && x-gaps[k].at <= window; k-- {
+		if !gaps[g].stronger(gaps[k]) {
+			return false
+		}
+	}
+	for k := g + 1; k < hi && gaps[k].at-x <= window; k++ {
+		if !gaps[g].stronger(gaps[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// span is the estimated size of a chunk made of units[lo:hi].
+func (s *splitter) span(size []int, lo, hi int) int {
+	t := s.units[lo].tokens
+	if u := s.units[lo]; u.header != "" {
+		t += u.headerTokens + 1
+	}
+	for k := lo + 1; k < hi; k++ {
+		t += size[k]
+	}
+	return t
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// emit appends the chunk that starts at units[i] and ends at units[j-1]
+// or, when its real text is over the limit, earlier; it returns the end
+// (exclusive) of the chunk it made. prevStart is the first unit of the
+// previous chunk (-1: none).
+func (s *splitter) emit(i, j, prevStart int, enter []string) int {
+	checkStop(s.ctx)
+	first := &s.units[i]
+	// Overlap: the tail of the previous chunk's text from this unit's parent.
 	prevBody := ""
-	for i := 0; i < len(units); {
-		j := s.groupEnd(units, i)
-		var body, text string
-		var tokens int
-		// The per-unit sums estimate the size; tokenising the joined text
-		// can differ at the joins, so count the real text and give back
-		// units while it is over the limit.
-		for {
-			body = joinUnits(units[i:j])
-			if prevBody != "" && s.opts.OverlapTokens > 0 {
-				text, tokens = s.withOverlap(prevBody, body)
-				if tokens <= s.opts.MaxTokens+s.opts.OverlapTokens || j-i == 1 {
-					break
-				}
-			} else {
-				text, tokens = body, s.tok.Count(body)
-				if tokens <= s.opts.MaxTokens || j-i == 1 {
-					break
-				}
-			}
-			j--
+	if i > 0 && prevStart >= 0 && s.opts.OverlapTokens > 0 && s.units[i-1].parent() == first.parent() {
+		k := i - 1
+		for k > prevStart && s.units[k-1].parent() == first.parent() {
+			k--
 		}
-		address := path + PathSep + units[i].key
-		if n := s.seen[address]; n > 0 {
-			s.seen[address] = n + 1
-			address += "~" + strconv.Itoa(n+1)
-		} else {
-			s.seen[address] = 1
-		}
-		var elems []string
-		for _, u := range units[i:j] {
-			if len(elems) == 0 || elems[len(elems)-1] != u.elem {
-				elems = append(elems, u.elem)
-			}
-		}
-		citation := units[i].cite
-		if citation == "" {
-			citation = cite
-		}
-		s.out = append(s.out, Chunk{
-			ID:       fmt.Sprintf("%016x", xxhash.Sum64String(address)),
-			Address:  address,
-			Context:  context,
-			Text:     text,
-			Position: len(s.out),
-			Tokens:   tokens,
-			Parent:   path,
-			Elements: elems,
-			Citation: citation,
-		})
-		prevBody = body
-		i = j
+		prevBody = s.join(k, i, nil)
 	}
+	var body, text string
+	var tokens int
+	// The estimates can differ from the joined text's count at the joins:
+	// count the real text and give back units while it is over the limit.
+	for {
+		body = s.join(i, j, enter)
+		if prevBody != "" {
+			text, tokens = s.withOverlap(prevBody, body)
+			if tokens <= s.opts.MaxTokens+s.opts.OverlapTokens || j-i == 1 {
+				break
+			}
+		} else {
+			text, tokens = body, s.tok.Count(body)
+			if tokens <= s.opts.MaxTokens || j-i == 1 {
+				break
+			}
+		}
+		j--
+	}
+	address := first.parent() + PathSep + first.key
+	if n := s.seen[address]; n > 0 {
+		s.seen[address] = n + 1
+		address += "~" + strconv.Itoa(n+1)
+	} else {
+		s.seen[address] = 1
+	}
+	var elems []string
+	common := len(first.frames)
+	for k := i; k < j; k++ {
+		u := &s.units[k]
+		if len(elems) == 0 || elems[len(elems)-1] != u.elem {
+			elems = append(elems, u.elem)
+		}
+		if k > i {
+			common = min(common, shared(&s.units[k-1], u))
+		}
+	}
+	var headings []string
+	for _, f := range first.frames {
+		if f.title != "" {
+			headings = append(headings, f.title)
+		}
+	}
+	citation := first.cite
+	if citation == "" {
+		citation = first.ancCite
+	}
+	s.out = append(s.out, Chunk{
+		ID:       fmt.Sprintf("%016x", xxhash.Sum64String(address)),
+		Address:  address,
+		Context:  strings.Join(headings, PathSep),
+		Text:     text,
+		Position: len(s.out),
+		Tokens:   tokens,
+		Parent:   first.frames[common-1].path,
+		Elements: elems,
+		Citation: citation,
+	})
+	return j
+}
+
+// join is the text of units[i:j] as one chunk: the units' texts with
+// their separators, a table's header before its first row group, and
+// (with enter) the headings of sections entered after the first unit.
+func (s *splitter) join(i, j int, enter []string) string {
+	var sb strings.Builder
+	for k := i; k < j; k++ {
+		u := &s.units[k]
+		if k > i {
+			if s.units[k-1].elem == u.elem {
+				sb.WriteString(u.join)
+			} else {
+				sb.WriteString("\n\n")
+			}
+			if enter != nil && enter[k] != "" {
+				sb.WriteString(enter[k])
+				sb.WriteByte('\n')
+			}
+		}
+		if u.header != "" && (k == i || s.units[k-1].elem != u.elem) {
+			sb.WriteString(u.header)
+			sb.WriteByte('\n')
+		}
+		sb.WriteString(u.text)
+	}
+	return sb.String()
 }
 
 // tableRows cuts a table too long for one chunk into row units that carry
@@ -273,7 +571,7 @@ func (s *splitter) run(path string, headings []string, cite string, leaves []*El
 // room left beside the header is cut like a long sentence. ok is false for
 // a table without header rows or with a header over half of MaxTokens;
 // such a table is cut like text.
-func (s *splitter) tableRows(l *Element, elem string) ([]unit, bool) {
+func (s *splitter) tableRows(l *Element, base unit) ([]unit, bool) {
 	lines := strings.Split(strings.TrimSpace(l.Text), "\n")
 	if l.HeaderRows <= 0 || l.HeaderRows >= len(lines) {
 		return nil, false
@@ -301,7 +599,9 @@ func (s *splitter) tableRows(l *Element, elem string) ([]unit, bool) {
 			if len(out) == 0 {
 				join = "\n\n"
 			}
-			out = append(out, unit{elem: elem, key: key, text: p.text, tokens: s.tok.Count(p.text), join: join, header: header, headerTokens: ht, cite: l.Citation})
+			u := base
+			u.key, u.text, u.tokens, u.join, u.header, u.headerTokens = key, p.text, s.tok.Count(p.text), join, header, ht
+			out = append(out, u)
 		}
 	}
 	return out, len(out) > 0
@@ -312,61 +612,6 @@ func (s *splitter) tableRows(l *Element, elem string) ([]unit, bool) {
 // a long paragraph renames no other piece.
 func pieceKey(text string) string {
 	return fmt.Sprintf("%04x", xxhash.Sum64String(text)>>48)
-}
-
-// startsTable reports whether us[k] is the first row unit of its table
-// within a chunk made of us.
-func startsTable(us []unit, k int) bool {
-	return us[k].header != "" && (k == 0 || us[k-1].elem != us[k].elem)
-}
-
-// groupEnd returns the end (exclusive) of the chunk that starts at units[i].
-func (s *splitter) groupEnd(units []unit, i int) int {
-	total := 0
-	j := i
-	for j < len(units) {
-		add := units[j].tokens
-		if j > i {
-			add++ // the separator
-		}
-		if startsTable(units[i:], j-i) {
-			add += units[j].headerTokens + 1
-		}
-		if j > i && total+add > s.opts.MaxTokens {
-			break
-		}
-		total += add
-		j++
-		if s.cutAfter(units[j-1]) {
-			break
-		}
-	}
-	return j
-}
-
-// cutAfter is the content-defined boundary test: true with probability
-// tokens/TargetTokens, decided by the unit's own text.
-func (s *splitter) cutAfter(u unit) bool {
-	p := float64(u.tokens) / float64(s.opts.TargetTokens)
-	if p >= 1 {
-		return true
-	}
-	return float64(xxhash.Sum64String(u.text)) < p*math.Exp2(64)
-}
-
-func joinUnits(us []unit) string {
-	var sb strings.Builder
-	for k, u := range us {
-		if k > 0 {
-			sb.WriteString(u.join)
-		}
-		if startsTable(us, k) {
-			sb.WriteString(u.header)
-			sb.WriteByte('\n')
-		}
-		sb.WriteString(u.text)
-	}
-	return sb.String()
 }
 
 // withOverlap prefixes body with the tail of prev, shrinking the tail until

@@ -120,7 +120,8 @@ func TestReferencesBetweenDocuments(t *testing.T) {
 	require.Contains(t, hit.Elements, "docs:a-notes.md › proxy-notes › headers › p1")
 	require.Equal(t, `referenced as "Section 5.1 of [RFC7239]"`, reasons["docs:rfc7239.txt › 5 › 5.1"], "%v", reasons)
 	hit = expanded(`The "by" parameter is used to disclose the interface where the request came in to the proxy server.`)
-	require.Equal(t, "docs:rfc7239.txt › 5 › 5.1 › p1", hit.Address)
+	// 5.1 is small: its chunk may start in section 5 before it.
+	require.Contains(t, hit.Elements, "docs:rfc7239.txt › 5 › 5.1 › p1", hit.Address)
 	reasons = map[string]string{}
 	for _, x := range hit.Expansions {
 		reasons[x.ID] = x.Reason

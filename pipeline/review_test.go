@@ -211,6 +211,7 @@ func TestReviewLoop(t *testing.T) {
 	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{rowID: {"corrected_text": corrected}})
 	require.Equal(t, expert.Email, rg.srv.Table("Elements")[rowID]["corrected_by"])
 	run = rg.sync(t)
+	correctionRows := run.Counts.ReviewRowsWritten
 	require.Equal(t, 1, run.Counts.RecordsChanged)
 	require.LessOrEqual(t, run.Counts.ChunksEmbedded, 2)
 	require.Positive(t, run.Counts.ChunksEmbedded)
@@ -236,7 +237,15 @@ func TestReviewLoop(t *testing.T) {
 	// A run with nothing changed writes nothing and embeds nothing.
 	run = rg.sync(t)
 	rg.step(t, "no change", run)
-	require.LessOrEqual(t, rg.srv.Requests("", ""), 4, "/states, /compare (kgsync's own writes moved the document), /tables, /columns")
+	// When the correction moved a chunk boundary, the run patched the
+	// chunk column of the elements that changed chunk, and this run reads
+	// those rows back once (/sql): /compare cannot tell them from an
+	// expert's edit.
+	readBack := 0
+	if correctionRows > 0 {
+		readBack = 1
+	}
+	require.LessOrEqual(t, rg.srv.Requests("", ""), 4+readBack, "/states, /compare (kgsync's own writes moved the document), /tables, /columns")
 	require.Zero(t, run.Counts.RecordsChanged)
 	require.Zero(t, run.Counts.EmbedRequests)
 	require.Zero(t, rg.srv.Requests("POST", "/records")+rg.srv.Requests("PATCH", "/records"))

@@ -3,6 +3,7 @@ package retrieval_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -156,8 +157,13 @@ func TestLexicalFindsStemmedRussian(t *testing.T) {
 	s := synced(t).p.Searcher()
 	// "избирается … сроком" in the text; the question inflects both.
 	res := search(t, s, "На какой срок избирают президента?", retrieval.Options{K: 3, Signals: []string{retrieval.SignalLexical}})
+	// Article 96 ("Государственная Дума избирается сроком", its footnote
+	// naming "срока полномочий Президента") matches the same three stems
+	// and may rank first; the answer must be among the K hits.
 	require.NotEmpty(t, res.Hits)
-	require.True(t, holds(res.Hits[0], "docs:constitutionrf.txt › Раздел первый › Глава 4 › Статья 81"), res.Hits[0].Address)
+	require.True(t, slices.ContainsFunc(res.Hits, func(h retrieval.Hit) bool {
+		return holds(h, "docs:constitutionrf.txt › Раздел первый › Глава 4 › Статья 81")
+	}), "first hit %s", res.Hits[0].Address)
 }
 
 func TestFusionAndScores(t *testing.T) {
