@@ -38,6 +38,8 @@ func ExpectedUnits(name string, raw []byte) (units []Unit, ok bool) {
 		return htmlHeadings(s), true
 	case "eu-mdr-2017-745-oj.html":
 		return MDRUnits(s), true
+	case "OpenChainSpec-2.0-Translation-ru.docx":
+		return openChainRuUnits(), true
 	case "mdcg-2019-9-rev1-sscp.md":
 		return append(mdcgUnits(), mdcgHeadings()...), true
 	}
@@ -158,6 +160,31 @@ func openChainUnits() []Unit {
 		}
 	}
 	return out
+}
+
+// openChainRuUnits: the Russian translation of the OpenChain
+// Specification 2.0 read by hand (its document.xml): three Heading 1
+// paragraphs numbered 1)–3) by Word (Введение, Определения, Условия);
+// under Условия the Heading 2 sections 1.0–6.0, their requirements 1.1–1.5,
+// 2.1–2.2, 3.1–3.2, 4.1, 5.1, 6.1–6.2 and the verification materials under
+// each (1.1.1–1.1.2, 1.2.1–1.2.3, 1.3.1, 1.4.1, 1.5.1, 2.1.1–2.1.2,
+// 2.2.1–2.2.5, 3.1.1–3.1.2, 3.2.1, 4.1.1–4.1.2, 5.1.1–5.1.3, 6.1.1,
+// 6.2.1); and Приложение I.
+func openChainRuUnits() []Unit {
+	out := []Unit{{"section", "1", ""}, {"section", "2", ""}, {"section", "3", ""}}
+	reqs := [][]int{{2, 3, 1, 1, 1}, {2, 5}, {2, 1}, {2}, {3}, {1, 1}}
+	for i, rs := range reqs {
+		top := strconv.Itoa(i+1) + ".0"
+		out = append(out, Unit{"clause", top, "3"})
+		for j, leaves := range rs {
+			req := strconv.Itoa(i+1) + "." + strconv.Itoa(j+1)
+			out = append(out, Unit{"clause", req, top})
+			for k := 1; k <= leaves; k++ {
+				out = append(out, Unit{"clause", req + "." + strconv.Itoa(k), req})
+			}
+		}
+	}
+	return append(out, Unit{"annex", "Приложение I", ""})
 }
 
 // htmlHeadings: <h2>–<h6>, cited by their titles; the parent is
