@@ -255,10 +255,11 @@ func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
 					title = t
 				}
 				for _, e := range leaves {
-					// Nearer parts first: a long article's far end weighs
-					// less than the hit's references.
+					// Nearer parts first, but every part of the clause
+					// before a section the hit names in passing: the
+					// clause is what the answer is cited by.
 					d := abs(slices.Index(clause, e) - slices.Index(clause, h.Elements[0]))
-					add(e, fmt.Sprintf("same clause as the hit (%s)", oneLine(title, 60)), max(expandClause-0.05*float64(d), 0.45), []string{e})
+					add(e, fmt.Sprintf("same clause as the hit (%s)", oneLine(title, 60)), max(expandClause-0.05*float64(d), expandMention+0.01), []string{e})
 				}
 			}
 		}
@@ -318,7 +319,24 @@ func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
 	for _, m := range d.headings.find(body, d.langOf(h)) {
 		if d.x.docOf[m] == d.x.docOf[firstOr(h.Elements, h.ID)] && !ancestors[m] {
 			n := x.nodes[m]
-			add(m, fmt.Sprintf("names the heading %q", oneLine(n.Title, 60)), expandMention, x.boundedLeaves(m, tok))
+			add(m, fmt.Sprintf("names the heading %q", oneLine(n.Title, 60)), expandMention*x.mentionWeight(m), x.boundedLeaves(m, tok))
+		}
+	}
+	// And (weighing less) the headings the rest of its clause names, as
+	// its references: "201 (Created)" two paragraphs below a PUT hit.
+	for _, e := range clause {
+		if slices.Contains(h.Elements, e) {
+			continue
+		}
+		n := x.nodes[e]
+		if n == nil || len(clause) > 60 {
+			break
+		}
+		for _, m := range d.headings.find(n.Text, d.langOf(h)) {
+			if d.x.docOf[m] == d.x.docOf[e] && !ancestors[m] && !ancestorOf(x, m, e) {
+				n := x.nodes[m]
+				add(m, fmt.Sprintf("names the heading %q in the same clause", oneLine(n.Title, 60)), expandMention*0.8*x.mentionWeight(m), x.boundedLeaves(m, tok))
+			}
 		}
 	}
 	// Definitions of the terms the hit uses, in its own document.
@@ -513,6 +531,19 @@ func (x *corpusIndex) clauseOf(id string) string {
 // element is its own leaf).
 func (x *corpusIndex) boundedLeaves(id string, tok *chunker.Tokenizer) []string {
 	return x.boundedLeavesN(id, tok, maxSectionTokens)
+}
+
+// mentionWeight is how much a section whose heading a hit names weighs as
+// context: a section with sections of its own ("3.1. Representation
+// Metadata", named as a phrase in passing) half as much as a leaf section
+// ("6.3.2. 201 Created").
+func (x *corpusIndex) mentionWeight(id string) float64 {
+	for _, c := range x.sub[id] {
+		if n := x.nodes[c]; n != nil && n.Label == LabelSection {
+			return 0.5
+		}
+	}
+	return 1
 }
 
 // boundedLeavesN are a node's first leaves that fit n tokens (at least one).

@@ -1,6 +1,7 @@
 package retrieval_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -349,4 +350,59 @@ func BenchmarkHybridSearch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestExpandClauseBeforeMentions: with a budget too small for everything,
+// every part of the hit's clause comes before the sections the hit names
+// in passing, and a leaf section the rest of the clause names ("201
+// Created", two paragraphs below the hit) comes before a section of
+// sections named by a phrase ("Representation Metadata").
+func TestExpandClauseBeforeMentions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "docs"), 0o755))
+	filler := strings.Repeat("The store keeps the state of the resource as it was sent by the client, and nothing else is kept. ", 6)
+	var b strings.Builder
+	b.WriteString("# 1 Methods\n\n## 1.1 Zebra method\n\nThe zebra method stores the representation metadata of the target, ")
+	b.WriteString("as Representation Metadata describes.\n\n")
+	for i := range 8 {
+		fmt.Fprintf(&b, "Part %d of the zebra method. %s\n\n", i+2, filler)
+	}
+	b.WriteString("When the zebra method creates a new resource the server answers 201 Created.\n\n")
+	b.WriteString("## 1.2 Representation Metadata\n\n### 1.2.1 Media type\n\n" + filler + "\n\n### 1.2.2 Language\n\n" + filler + "\n\n")
+	b.WriteString("## 1.3 201 Created\n\nThe 201 Created status code says that a new resource was created.\n")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "docs", "spec.md"), []byte(b.String()), 0o644))
+	f, err := newFixture(t, dir, nil)
+	require.NoError(t, err)
+	s := f.p.Searcher()
+	res := search(t, s, "What does the zebra method store?", retrieval.Options{K: 1, NoFloor: true})
+	require.NotEmpty(t, res.Hits)
+	require.Contains(t, res.Hits[0].Address, "1.1", "%+v", res.Hits[0])
+
+	full, err := s.Expand(t.Context(), res.Hits, 20000)
+	require.NoError(t, err)
+	var clause, parts int
+	reasons := map[string]bool{}
+	for _, x := range full.Hits[0].Expansions {
+		reasons[x.Reason] = true
+		if strings.HasPrefix(x.Reason, "same clause") {
+			clause, parts = clause+x.Tokens, parts+len(x.Covers)
+		}
+	}
+	require.Greater(t, parts, 1)
+	require.True(t, reasons[`names the heading "1.3 201 Created" in the same clause`], "%v", reasons)
+	require.True(t, reasons[`names the heading "1.2 Representation Metadata"`], "%v", reasons)
+
+	// Room for the hit, its whole clause and the 201 section, not for the
+	// section of sections as well.
+	budget := full.Hits[0].Tokens + clause + 60
+	c, err := s.Expand(t.Context(), res.Hits, budget)
+	require.NoError(t, err)
+	got := map[string]int{}
+	for _, x := range c.Hits[0].Expansions {
+		got[x.Reason] = len(x.Covers)
+	}
+	require.Equal(t, parts, got["same clause as the hit (1.1 Zebra method)"], "every other part of the clause: %v", got)
+	require.Contains(t, got, `names the heading "1.3 201 Created" in the same clause`, "%v", got)
+	require.NotContains(t, got, `names the heading "1.2 Representation Metadata"`, "%v", got)
 }
