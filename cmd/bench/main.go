@@ -12,7 +12,7 @@
 //
 //   - parse + chunk throughput per document in MB/s.
 //
-//   - with -golden FILE: `kgsync eval` of that golden set over every
+//   - with -golden FILE[,FILE…]: `kgsync eval` of each golden set over every
 //     document of the corpus (all modes side by side, flat baselines
 //     included), at -golden-max-tokens / -golden-overlap, so a change of
 //     chunking is measured against retrieval in the same run.
@@ -69,7 +69,7 @@ const (
 func main() {
 	corpusDir := flag.String("corpus", "", "directory of the corpus documents (default: ../shared/corpus/docs, else testdata/shared/corpus/docs)")
 	reps := flag.Int("reps", 5, "repetitions of each timed step (the median is reported)")
-	golden := flag.String("golden", "", "golden set (JSON Lines) to evaluate retrieval on over every corpus document")
+	golden := flag.String("golden", "", "golden sets (JSON Lines, comma-separated) to evaluate retrieval on over every corpus document, synced once")
 	goldenOnly := flag.Bool("golden-only", false, "only the golden set evaluation")
 	goldenMax := flag.Int("golden-max-tokens", config.DefaultMaxTokens, "chunking.max_tokens of the golden set's pipeline")
 	goldenOverlap := flag.Int("golden-overlap", config.DefaultOverlapTokens, "chunking.overlap_tokens of the golden set's pipeline")
@@ -122,17 +122,22 @@ func main() {
 }
 
 // evalGolden syncs every document of the corpus directory into a fresh
-// pipeline with the given chunking and prints `kgsync eval` of the golden
-// set over it.
-func evalGolden(ctx context.Context, w io.Writer, corpus, golden string, maxTok, overlapTok int) error {
-	f, err := os.Open(golden)
-	if err != nil {
-		return err
-	}
-	qs, err := retrieval.ReadGolden(f, golden)
-	_ = f.Close()
-	if err != nil {
-		return err
+// pipeline with the given chunking and prints `kgsync eval` of each golden
+// set (comma-separated files) over it, in one run.
+func evalGolden(ctx context.Context, w io.Writer, corpus, goldens string, maxTok, overlapTok int) error {
+	sets := map[string][]retrieval.GoldenQuestion{}
+	files := strings.Split(goldens, ",")
+	for _, golden := range files {
+		f, err := os.Open(golden)
+		if err != nil {
+			return err
+		}
+		qs, err := retrieval.ReadGolden(f, golden)
+		_ = f.Close()
+		if err != nil {
+			return err
+		}
+		sets[golden] = qs
 	}
 	entries, err := os.ReadDir(corpus)
 	if err != nil {
@@ -153,15 +158,18 @@ func evalGolden(ctx context.Context, w io.Writer, corpus, golden string, maxTok,
 	if _, _, err := e.sync(ctx); err != nil {
 		return err
 	}
-	rep, err := e.p.Searcher().Eval(ctx, qs, retrieval.EvalOptions{})
-	if err != nil {
-		return err
+	for _, golden := range files {
+		rep, err := e.p.Searcher().Eval(ctx, sets[golden], retrieval.EvalOptions{})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\n## Retrieval: %s over %d documents (max_tokens %d, overlap %d, chunker version %d)\n\n```\n",
+			filepath.Base(golden), len(names), maxTok, overlapTok, chunker.Version)
+		if err := rep.WriteText(w); err != nil {
+			return err
+		}
+		fmt.Fprintln(w, "```")
 	}
-	fmt.Fprintf(w, "\n## Retrieval: %s over %d documents (max_tokens %d, overlap %d)\n\n```\n", filepath.Base(golden), len(names), maxTok, overlapTok)
-	if err := rep.WriteText(w); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "```")
 	return nil
 }
 
