@@ -48,7 +48,7 @@ func (m *fakeMemgraph) respond(q bolttest.Query) ([]string, [][]any, bool) {
 	switch {
 	case strings.HasPrefix(q.Text, "CALL vector_search.search"):
 		index, _ := q.Params["index"].(string)
-		k, _ := q.Params["k"].(int64)
+		k, _ := q.Params["fetch"].(int64)
 		var vec []float32
 		for _, v := range q.Params["vec"].([]any) {
 			vec = append(vec, float32(v.(float64)))
@@ -75,11 +75,23 @@ func (m *fakeMemgraph) respond(q bolttest.Query) ([]string, [][]any, bool) {
 			}
 			return strings.Compare(a.id, b.id)
 		})
-		var rows [][]any
-		for _, h := range hits[:min(int(k), len(hits))] {
-			rows = append(rows, []any{h.id, h.sim})
+		// Another pipeline's nodes (here with strangers' ids) are nearer
+		// than any of ours; Memgraph yields the $fetch nearest of all.
+		var all []any
+		for i := range 150 {
+			all = append(all, []any{fmt.Sprintf("other-%d", i), "other", 2.0})
 		}
-		return []string{"id", "similarity"}, rows, true
+		for _, h := range hits {
+			all = append(all, []any{h.id, m.f.p.Name, h.sim})
+		}
+		yielded := all[:min(int(k), len(all))]
+		own := []any{}
+		for _, n := range yielded {
+			if n := n.([]any); n[1] == q.Params["pipeline"] {
+				own = append(own, []any{n[0], n[2]})
+			}
+		}
+		return []string{"fetched", "hits"}, [][]any{{int64(len(yielded)), own}}, true
 	case strings.HasPrefix(q.Text, "CALL text_search.search"):
 		index, _ := q.Params["index"].(string)
 		query, _ := q.Params["query"].(string)
@@ -206,7 +218,7 @@ func TestMemgraphModeMatchesEmbedded(t *testing.T) {
 			require.Zero(t, rq.Tx, "procedure calls are auto-commit")
 			if strings.HasPrefix(rq.Text, "CALL vector_search.search") {
 				require.Equal(t, retrieval.ChunkVectorIndex, rq.Params["index"])
-				require.Equal(t, int64(100), rq.Params["k"], "K 5 × over-fetch 10, twice for |cos|")
+				require.Contains(t, []any{int64(400), int64(1600)}, rq.Params["fetch"], "K 5 × over-fetch 10, twice for |cos|, 4 × that, then again while the pipeline's share is short")
 			}
 			if strings.HasPrefix(rq.Text, "CALL text_search.search") {
 				require.Contains(t, []any{"chunk_lex", "element_lex"}, rq.Params["index"])
@@ -233,7 +245,7 @@ func TestMemgraphModeMatchesEmbedded(t *testing.T) {
 	// another tool) is dropped, never shown without its text.
 	srv.Respond(func(q bolttest.Query) ([]string, [][]any, bool) {
 		if strings.HasPrefix(q.Text, "CALL vector_search.search") {
-			return []string{"id", "similarity"}, [][]any{{"stranger", 0.99}}, true
+			return []string{"fetched", "hits"}, [][]any{{int64(1), []any{[]any{"stranger", 0.99}}}}, true
 		}
 		return fake.respond(q)
 	})

@@ -103,11 +103,13 @@ type Dialect interface {
 	// ShowVectorIndexes (Name, Label, Property, Dimension, Metric and, where
 	// reported, Capacity).
 	ParseVectorIndexes(fields []string, rows [][]any) ([]VectorIndex, error)
-	// VectorSearch finds the nodes of pipeline nearest to vec in the vector
-	// index called index: the fetch nearest of all the index's nodes, of
-	// which those owned by pipeline (PropPipeline) are kept, at most k,
-	// nearest first (fetch < k means k). Rows have columns "id" (the node's
-	// id property) and "similarity" (a float, larger is nearer).
+	// VectorSearch asks the vector index called index for the fetch nodes
+	// nearest to vec (fetch < k means k) and keeps those owned by pipeline
+	// (PropPipeline): a vector index holds every pipeline's nodes of its
+	// label. The answer is one row with columns "fetched" (how many nodes
+	// the index returned, an integer) and "hits" (a list of [id,
+	// similarity] pairs of the pipeline's nodes, similarity a float,
+	// larger is nearer; in no promised order).
 	VectorSearch(index, pipeline string, k, fetch int, vec []float32) (Statement, error)
 	// CreateTextIndex is the full-text index statement for ti.
 	CreateTextIndex(ti TextIndex) (Statement, error)
@@ -286,7 +288,7 @@ func countVectors(label, property, pipeline string) (Statement, error) {
 	}, nil
 }
 
-func vectorSearch(query, index, pipeline string, k, fetch int, vec []float32) (Statement, error) {
+func vectorSearch(call, sim, index, pipeline string, k, fetch int, vec []float32) (Statement, error) {
 	if err := validNames(index, pipeline); err != nil {
 		return Statement{}, fmt.Errorf("vector search: %w", err)
 	}
@@ -297,9 +299,9 @@ func vectorSearch(query, index, pipeline string, k, fetch int, vec []float32) (S
 		return Statement{}, fmt.Errorf("vector search %q: empty query vector", index)
 	}
 	return Statement{
-		Query: query,
-		Params: map[string]any{"index": index, "pipeline": pipeline, "k": int64(k), "fetch": int64(max(k, fetch)),
-			"vec": float64s(vec)},
+		Query: call + " WITH count(node) AS fetched, collect(CASE WHEN node." + PropPipeline + " = $pipeline THEN [node.id, " + sim + "] END) AS hits " +
+			"RETURN fetched, hits",
+		Params: map[string]any{"index": index, "pipeline": pipeline, "fetch": int64(max(k, fetch)), "vec": float64s(vec)},
 		Kind:   KindVectorSearch,
 		Target: index,
 	}, nil
@@ -493,9 +495,7 @@ func memgraphMetric(m string) string {
 // VectorSearch implements Dialect with vector_search.search, which yields
 // node, distance and similarity (docs/memgraph.md §4).
 func (MemgraphDialect) VectorSearch(index, pipeline string, k, fetch int, vec []float32) (Statement, error) {
-	return vectorSearch("CALL vector_search.search($index, $fetch, $vec) YIELD node, similarity "+
-		"WITH node, similarity WHERE node."+PropPipeline+" = $pipeline "+
-		"RETURN node.id AS id, similarity ORDER BY similarity DESC LIMIT $k", index, pipeline, k, fetch, vec)
+	return vectorSearch("CALL vector_search.search($index, $fetch, $vec) YIELD node, similarity", "similarity", index, pipeline, k, fetch, vec)
 }
 
 // CreateTextIndex implements Dialect: CREATE TEXT INDEX `name` ON
@@ -781,9 +781,7 @@ func (Neo4jDialect) ParseVectorIndexes(fields []string, rows [][]any) ([]VectorI
 // VectorSearch implements Dialect with db.index.vector.queryNodes, whose
 // score is returned as similarity (docs/memgraph.md §10).
 func (Neo4jDialect) VectorSearch(index, pipeline string, k, fetch int, vec []float32) (Statement, error) {
-	return vectorSearch("CALL db.index.vector.queryNodes($index, $fetch, $vec) YIELD node, score "+
-		"WITH node, score WHERE node."+PropPipeline+" = $pipeline "+
-		"RETURN node.id AS id, score AS similarity ORDER BY similarity DESC LIMIT $k", index, pipeline, k, fetch, vec)
+	return vectorSearch("CALL db.index.vector.queryNodes($index, $fetch, $vec) YIELD node, score", "score", index, pipeline, k, fetch, vec)
 }
 
 // columns returns the positions of the named columns in fields.

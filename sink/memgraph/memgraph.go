@@ -749,11 +749,13 @@ func vectorLen(v any) (int, bool) {
 }
 
 // VectorSearch returns the k nodes of the Sink's pipeline nearest to vec in
-// the vector index called index, nearest first (Memgraph:
-// vector_search.search, docs/memgraph.md §4). The index is asked for 4k
-// nodes, of which the pipeline's are kept: an index shared by several
-// pipelines may return fewer than k. When the index was ensured by
-// this Sink, vec must have its dimension: Memgraph silently accepts a query
+// the vector index called index, nearest first (ties by id) (Memgraph:
+// vector_search.search, docs/memgraph.md §4). An index holds every
+// pipeline's nodes of its label, and only the pipeline's are kept, so the
+// index is asked for 4k nodes and, while fewer than k of those are the
+// pipeline's and the index returned all it was asked for, for four times
+// as many again (at most maxTextFetch). When the index was ensured by this
+// Sink, vec must have its dimension: Memgraph silently accepts a query
 // vector of the wrong length (issue #4476).
 func (s *Sink) VectorSearch(ctx context.Context, index string, k int, vec []float32) ([]Hit, error) {
 	s.mu.Lock()
@@ -762,41 +764,27 @@ func (s *Sink) VectorSearch(ctx context.Context, index string, k int, vec []floa
 	if known && len(vec) != vi.Dimension {
 		return nil, fmt.Errorf("vector search %q: query vector has %d dimensions, index has %d", index, len(vec), vi.Dimension)
 	}
-	// A shared index holds other pipelines' nodes too: fetch more, keep ours.
-	st, err := s.d.VectorSearch(index, s.cfg.Pipeline, k, 4*k, vec)
-	if err != nil {
-		return nil, err
-	}
-	fields, rows, _, err := s.runAuto(ctx, st)
-	if err != nil {
-		return nil, fmt.Errorf("vector search %q: %w", index, err)
-	}
-	idCol, simCol := -1, -1
-	for i, f := range fields {
-		switch f {
-		case "id":
-			idCol = i
-		case "similarity":
-			simCol = i
+	for ask := min(4*k, maxTextFetch); ; ask = min(4*ask, maxTextFetch) {
+		st, err := s.d.VectorSearch(index, s.cfg.Pipeline, k, ask, vec)
+		if err != nil {
+			return nil, err
+		}
+		fields, rows, _, err := s.runAuto(ctx, st)
+		if err != nil {
+			return nil, fmt.Errorf("vector search %q: %w", index, err)
+		}
+		fetched, hits, err := pairHits(fields, rows)
+		if err != nil {
+			return nil, fmt.Errorf("vector search %q: %w", index, err)
+		}
+		if len(hits) >= k || fetched < ask || ask >= maxTextFetch {
+			return best(hits, k), nil
 		}
 	}
-	if idCol < 0 || simCol < 0 {
-		return nil, fmt.Errorf("vector search %q: columns %q, want id and similarity", index, fields)
-	}
-	hits := make([]Hit, 0, len(rows))
-	for i, r := range rows {
-		id, _ := r[idCol].(string)
-		sim, ok := r[simCol].(float64)
-		if !ok {
-			return nil, fmt.Errorf("vector search %q: row %d: similarity is %T", index, i, r[simCol])
-		}
-		hits = append(hits, Hit{ID: id, Similarity: sim})
-	}
-	return hits, nil
 }
 
-// maxTextFetch bounds how many nodes TextSearch asks a text index for
-// while the pipeline's share of them stays below the limit.
+// maxTextFetch bounds how many nodes TextSearch and VectorSearch ask an
+// index for while the pipeline's share of them stays below the limit.
 const maxTextFetch = 1 << 16
 
 // TextSearch returns up to limit nodes of the Sink's pipeline in the text
@@ -832,27 +820,33 @@ func (s *Sink) TextSearch(ctx context.Context, index, property string, terms []s
 		if err != nil {
 			return nil, fmt.Errorf("text search %q: %w", index, err)
 		}
-		fetched, hits, err := textHits(fields, rows)
+		fetched, hits, err := pairHits(fields, rows)
 		if err != nil {
 			return nil, fmt.Errorf("text search %q: %w", index, err)
 		}
 		if len(hits) >= limit || fetched < ask || ask >= maxTextFetch {
-			slices.SortStableFunc(hits, func(a, b Hit) int {
-				if a.Similarity != b.Similarity {
-					if a.Similarity > b.Similarity {
-						return -1
-					}
-					return 1
-				}
-				return strings.Compare(a.ID, b.ID)
-			})
-			return hits[:min(limit, len(hits))], nil
+			return best(hits, limit), nil
 		}
 	}
 }
 
-// textHits reads the one row of a sink.Dialect TextSearch answer.
-func textHits(fields []string, rows [][]any) (int, []Hit, error) {
+// best is the n best of hits, best first, ties by id.
+func best(hits []Hit, n int) []Hit {
+	slices.SortStableFunc(hits, func(a, b Hit) int {
+		if a.Similarity != b.Similarity {
+			if a.Similarity > b.Similarity {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return hits[:min(n, len(hits))]
+}
+
+// pairHits reads the one row of a sink.Dialect TextSearch or VectorSearch
+// answer: the count the index yielded and the [id, score] pairs.
+func pairHits(fields []string, rows [][]any) (int, []Hit, error) {
 	fCol, hCol := slices.Index(fields, "fetched"), slices.Index(fields, "hits")
 	if fCol < 0 || hCol < 0 {
 		return 0, nil, fmt.Errorf("columns %q, want fetched and hits", fields)

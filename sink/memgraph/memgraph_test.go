@@ -1,6 +1,7 @@
 package memgraph
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -411,22 +412,43 @@ func TestVectorSearch(t *testing.T) {
 	tb := setup(t, nil)
 	_, err := tb.sink.Ensure(t.Context(), testSchema(3))
 	require.NoError(t, err)
+	// The index is shared: the 40 nodes nearest to the query are another
+	// pipeline's (some with docs' ids), then docs' own. Memgraph yields the
+	// $fetch nearest of all; the Cypher after the call keeps docs'.
+	var nodes []textNode
+	for i := range 40 {
+		nodes = append(nodes, textNode{fmt.Sprintf("c%d", i%5), "other", 0.99 - float64(i)/1000})
+	}
+	nodes = append(nodes, textNode{"c2", "docs", 0.5}, textNode{"c1", "docs", 0.9}, textNode{"c3", "docs", 0.1})
+	slices.SortStableFunc(nodes, func(a, b textNode) int { return cmp.Compare(b.score, a.score) })
 	tb.srv.Respond(func(q bolttest.Query) ([]string, [][]any, bool) {
-		if strings.HasPrefix(q.Text, "CALL vector_search.search") {
-			return []string{"id", "similarity"}, [][]any{{"c1", 0.9}, {"c2", 0.5}}, true
+		if !strings.HasPrefix(q.Text, "CALL vector_search.search") {
+			return nil, nil, false
 		}
-		return nil, nil, false
+		fetch, _ := q.Params["fetch"].(int64)
+		yielded := nodes[:min(int(fetch), len(nodes))]
+		hits := []any{}
+		for _, n := range yielded {
+			if n.pipeline == q.Params["pipeline"] {
+				hits = append(hits, []any{n.id, n.score})
+			}
+		}
+		return []string{"fetched", "hits"}, [][]any{{int64(len(yielded)), hits}}, true
 	})
 	tb.srv.Reset()
 	hits, err := tb.sink.VectorSearch(t.Context(), "chunk_embedding", 2, []float32{1, 0, 0.5})
 	require.NoError(t, err)
-	require.Equal(t, []Hit{{ID: "c1", Similarity: 0.9}, {ID: "c2", Similarity: 0.5}}, hits)
+	require.Equal(t, []Hit{{ID: "c1", Similarity: 0.9}, {ID: "c2", Similarity: 0.5}}, hits, "docs' own 2 nearest")
 	qs := tb.srv.Queries()
-	require.Len(t, qs, 1)
-	require.Equal(t, "CALL vector_search.search($index, $fetch, $vec) YIELD node, similarity WITH node, similarity "+
-		"WHERE node._pipeline = $pipeline RETURN node.id AS id, similarity ORDER BY similarity DESC LIMIT $k", qs[0].Text)
-	require.Equal(t, map[string]any{"index": "chunk_embedding", "pipeline": "docs", "k": int64(2), "fetch": int64(8),
+	require.Equal(t, "CALL vector_search.search($index, $fetch, $vec) YIELD node, similarity "+
+		"WITH count(node) AS fetched, collect(CASE WHEN node._pipeline = $pipeline THEN [node.id, similarity] END) AS hits RETURN fetched, hits", qs[0].Text)
+	require.Equal(t, map[string]any{"index": "chunk_embedding", "pipeline": "docs", "fetch": int64(8),
 		"vec": []any{1.0, 0.0, 0.5}}, qs[0].Params)
+	var asked []any
+	for _, q := range qs {
+		asked = append(asked, q.Params["fetch"])
+	}
+	require.Equal(t, []any{int64(8), int64(32), int64(128)}, asked, "4k, then four times as many while docs' share is short")
 
 	// Memgraph would accept a wrong-length query vector silently (#4476).
 	_, err = tb.sink.VectorSearch(t.Context(), "chunk_embedding", 2, []float32{1, 0})
