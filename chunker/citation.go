@@ -37,6 +37,7 @@ func assignCitations(root *Element) {
 	for pass := 0; pass < 3; pass++ {
 		byKey := map[string][]*Element{}
 		var owners []*Element // first element of each key, in order
+		var ownerKeys []string
 		parents := map[*Element]*Element{}
 		var walk func(e *Element, ctx citeCtx)
 		walk = func(e *Element, ctx citeCtx) {
@@ -48,6 +49,7 @@ func assignCitations(root *Element) {
 					k := foldKey(c.Citation)
 					if len(byKey[k]) == 0 {
 						owners = append(owners, c)
+						ownerKeys = append(ownerKeys, k)
 					}
 					byKey[k] = append(byKey[k], c)
 				}
@@ -56,8 +58,8 @@ func assignCitations(root *Element) {
 		}
 		walk(root, citeCtx{})
 		changed := false
-		for _, o := range owners {
-			group := byKey[foldKey(o.Citation)]
+		for i, o := range owners {
+			group := byKey[ownerKeys[i]]
 			if len(group) < 2 {
 				continue
 			}
@@ -85,8 +87,8 @@ func assignCitations(root *Element) {
 		if !changed || pass == 2 {
 			// Whatever still collides: the later ones take their parent's
 			// citation in front.
-			for _, o := range owners {
-				group := byKey[foldKey(o.Citation)]
+			for i := range owners {
+				group := byKey[ownerKeys[i]]
 				for _, e := range group[1:] {
 					if p := parents[e]; p != nil && p.Citation != "" && !strings.HasPrefix(e.Citation, p.Citation) {
 						e.Citation = p.Citation + " " + e.Citation

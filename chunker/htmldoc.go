@@ -366,6 +366,18 @@ func blockHeading(text string) (u addrUnit, number, rest string, ok bool) {
 // numberedTitle: a clause number, an optional full stop, and a title.
 var numberedTitle = regexp.MustCompile(`^((?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*)\.?(?:\s*[:\-–—]\s*|\s+)(\S.*)$`)
 
+// numberedTitleStart is numberedTitle up to the first letter of the title.
+var numberedTitleStart = regexp.MustCompile(`^(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*\.?(?:\s*[:\-–—]\s*|\s+)\S`)
+
+// isNumberedTitle is numberedTitle.MatchString for a one-line s; the match
+// stops at the title, so a long line costs no more than a short one.
+func isNumberedTitle(s string) bool {
+	if s == "" || !(s[0] >= '0' && s[0] <= '9' || s[0] >= 'A' && s[0] <= 'Z') || strings.IndexByte(s, '\n') >= 0 {
+		return false
+	}
+	return numberedTitleStart.MatchString(s)
+}
+
 // clauseParagraph: a paragraph that opens with a clause number ("1.   Devices
 // shall …", "10.1. …", "2.3 The …").
 var clauseParagraph = regexp.MustCompile(`^(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s|\x{00a0})+\S`)

@@ -51,11 +51,13 @@ type cleanText struct {
 }
 
 var (
-	pageComment  = regexp.MustCompile(`(?i)^\s*<!--\s*(?:page\s*(?:=|:|\s)\s*"?\d+"?|page\s*number\s*=?\s*"?\d+"?|pagenumber\s*=?\s*"?\d+"?|page\s*-?\s*break|pdf_page_(?:begin|end)\s*\d*|end\s*of\s*page\s*\d*|start\s*of\s*page\s*\d*)\s*-->\s*$`)
-	pageSep      = regexp.MustCompile(`^\s*\{\d+\}-{5,}\s*$`)
-	ruleLine     = regexp.MustCompile(`^\s*-{3,}\s*$`)
-	pageNumOnly  = regexp.MustCompile(`(?i)^(?:page\s+)?[-–—]?\s*\d{1,4}\s*[-–—]?(?:\s*(?:of|/|из|de)\s*\d{1,4})?$`)
-	footnoteHead = regexp.MustCompile(`^(\d{1,3})(?:st|nd|rd|th)?(?:\s+|\s*$)(\S.*)?$`)
+	pageComment = regexp.MustCompile(`(?i)^\s*<!--\s*(?:page\s*(?:=|:|\s)\s*"?\d+"?|page\s*number\s*=?\s*"?\d+"?|pagenumber\s*=?\s*"?\d+"?|page\s*-?\s*break|pdf_page_(?:begin|end)\s*\d*|end\s*of\s*page\s*\d*|start\s*of\s*page\s*\d*)\s*-->\s*$`)
+	pageSep     = regexp.MustCompile(`^\s*\{\d+\}-{5,}\s*$`)
+	ruleLine    = regexp.MustCompile(`^\s*-{3,}\s*$`)
+	pageNumOnly = regexp.MustCompile(`(?i)^(?:page\s+)?[-–—]?\s*\d{1,4}\s*[-–—]?(?:\s*(?:of|/|из|de)\s*\d{1,4})?$`)
+	// footnoteHead: a footnote's number at the start of a one-line unit
+	// ("20 MDR, Article 61 (11)", "32nd MDR, …"); see footnoteNumber.
+	footnoteHead = regexp.MustCompile(`^(\d{1,3})(?:st|nd|rd|th)?(?:\s|$)`)
 	yamlLine     = regexp.MustCompile(`^(?:[\w.-]+\s*:.*|\s+-\s.*|\s*#.*|\s*)$`)
 )
 
@@ -63,7 +65,9 @@ var (
 func mdStrip(l string) string {
 	t := strings.TrimSpace(l)
 	t = strings.TrimLeft(t, "#")
-	t = emphasisMarks.Replace(t)
+	if strings.ContainsAny(t, "*_") {
+		t = emphasisMarks.Replace(t)
+	}
 	return normalizeSpace(t)
 }
 
@@ -273,20 +277,19 @@ type pagedText struct {
 	// lineNumbers: units are the source's lines (Noise.Line is set).
 	lineNumbers bool
 
-	sigs map[int]string
+	sigs    []string
+	hasSigs []bool
 }
 
 // sig is unit j's lineSig, cached.
 func (pt *pagedText) sig(j int) string {
 	if pt.sigs == nil {
-		pt.sigs = map[int]string{}
+		pt.sigs, pt.hasSigs = make([]string, len(pt.units)), make([]bool, len(pt.units))
 	}
-	s, ok := pt.sigs[j]
-	if !ok {
-		s = lineSig(pt.units[j])
-		pt.sigs[j] = s
+	if !pt.hasSigs[j] {
+		pt.sigs[j], pt.hasSigs[j] = lineSig(pt.units[j]), true
 	}
-	return s
+	return pt.sigs[j]
 }
 
 func (pt *pagedText) live(j int) bool {
@@ -332,7 +335,11 @@ func (pt *pagedText) edges(pg page) []int {
 }
 
 func (pt *pagedText) pageNumber(j int) bool {
-	return pageNumOnly.MatchString(mdStrip(pt.units[j]))
+	t := strings.TrimSpace(pt.units[j])
+	if len(t) > 48 || !strings.ContainsAny(t, "0123456789") {
+		return false // no page number line (pageNumOnly) is longer
+	}
+	return pageNumOnly.MatchString(mdStrip(t))
 }
 
 func (pt *pagedText) lineOf(j int) int {
@@ -645,7 +652,7 @@ func headingLike(l string) bool {
 	if _, _, ok := headingUnit(t); ok {
 		return true
 	}
-	return numberedTitle.MatchString(t) && !strings.ContainsAny(t[len(t)-1:], ".;,")
+	return isNumberedTitle(t) && !strings.ContainsAny(t[len(t)-1:], ".;,")
 }
 
 // joinsAcross reports whether the blank line i sits in a run of blank and
@@ -707,7 +714,7 @@ func (pt *pagedText) footnoteBlock(pg page, last int, furniture func(int) bool) 
 		}
 		var m []string
 		if t[0] >= '0' && t[0] <= '9' {
-			m = footnoteHead.FindStringSubmatch(t)
+			m = footnoteNumber(t)
 		}
 		if m != nil {
 			v, _ := strconv.Atoi(m[1])
@@ -740,6 +747,15 @@ func (pt *pagedText) footnoteBlock(pg page, last int, furniture func(int) bool) 
 		return nil, nil, -1
 	}
 	return nums, texts, from
+}
+
+// footnoteNumber matches footnoteHead at the start of a one-line unit
+// (nil for a unit of several lines); the match stops after the number.
+func footnoteNumber(t string) []string {
+	if strings.IndexByte(t, '\n') >= 0 {
+		return nil
+	}
+	return footnoteHead.FindStringSubmatch(t)
 }
 
 // splitCalls takes footnote numbers defined on the page off the start of a
@@ -820,7 +836,7 @@ func repeatedLines(lines, drop []string) {
 		t := strings.TrimSpace(l)
 		s := strings.ToLower(mdStrip(l))
 		if utf8.RuneCountInString(s) < 12 || strings.HasSuffix(s, ":") || strings.HasPrefix(t, "|") || listLine.MatchString(t) ||
-			clauseStart.MatchString(s) || numberedTitle.MatchString(s) && !headingUnitOK(s) {
+			clauseStart.MatchString(s) || isNumberedTitle(s) && !headingUnitOK(s) {
 			continue
 		}
 		at[s] = append(at[s], i)

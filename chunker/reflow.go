@@ -233,10 +233,10 @@ func reflow(lines []string) reflowed {
 		}
 		// An unnumbered heading wrapped over two lines: the second short,
 		// in lower case, without final punctuation, and text after it.
-		if atStart && !afterLeadIn && i+2 < len(lines) && startsUpper(t) && !endsSentence(t) && hasLetter(t) && wordsHeading(t) && !strings.HasPrefix(l, " ") {
+		if atStart && !afterLeadIn && i+2 < len(lines) && startsLower(next) && !strings.HasPrefix(next, " ") && startsUpper(t) && !endsSentence(t) {
 			n1 := strings.TrimSpace(next)
-			if n1 != "" && startsLower(n1) && length(n1) < w*60/100 && !endsSentence(n1) && !strings.HasPrefix(next, " ") &&
-				startsLetterUpper(lines[i+2]) && length(lines[i+2]) >= w*60/100 {
+			if length(n1) < w*60/100 && !endsSentence(n1) && startsLetterUpper(lines[i+2]) && length(lines[i+2]) >= w*60/100 &&
+				hasLetter(t) && wordsHeading(t) && !strings.HasPrefix(l, " ") {
 				if joined := t + " " + n1; fewWordsN(joined, 16) && !hasSentenceEnd(joined) {
 					blank(i)
 					out.headings[len(out.lines)] = true
@@ -357,8 +357,18 @@ func clauseLike(t string) bool {
 	return t != "" && (t[0] >= '0' && t[0] <= '9' || len(t) > 1 && t[0] >= 'A' && t[0] <= 'Z' && t[1] == '.') && lineClause.MatchString(t)
 }
 
-// annexLike: the line may start with an annex keyword.
+// annexLike: the line starts with an annex keyword (lineAnnex's).
 func annexLike(t string) bool {
 	r, _ := utf8.DecodeRuneInString(t)
-	return strings.ContainsRune("aAпП", r)
+	if !strings.ContainsRune("aAпП", r) {
+		return false
+	}
+	for _, kw := range annexKeywords {
+		if len(t) >= len(kw) && strings.EqualFold(t[:len(kw)], kw) {
+			return true
+		}
+	}
+	return false
 }
+
+var annexKeywords = []string{"annex", "appendix", "anexo", "anejo", "apéndice", "приложение"}

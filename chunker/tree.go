@@ -412,28 +412,26 @@ func isSpaceRune(r rune) bool { return unicode.IsSpace(r) || r == '\u00a0' }
 // isNormalSpace reports whether normalizeSpace(s) == s: no white space at
 // the ends, only single ' ' between words.
 func isNormalSpace(s string) bool {
-	prevSpace := true // at the start, a space would be leading
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			i++
-			if asciiSpace[c] {
-				if prevSpace || c != ' ' {
-					return false
-				}
-				prevSpace = true
-				continue
-			}
-			prevSpace = false
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		if isSpaceRune(r) {
-			return false // never ' '
-		}
-		prevSpace = false
+	if s == "" {
+		return true
 	}
-	return !prevSpace || s == ""
+	if s[0] == ' ' || s[len(s)-1] == ' ' || strings.Contains(s, "  ") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' {
+			if asciiSpace[c] {
+				return false
+			}
+		} else if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if isSpaceRune(r) {
+				return false // never ' '
+			}
+			i += size - 1
+		}
+	}
+	return true
 }
 
 // collapseClauses turns a clause that holds nothing but its own paragraph
