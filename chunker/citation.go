@@ -34,11 +34,12 @@ import (
 // citation in front.
 func assignCitations(root *Element) {
 	scoped := map[*Element]bool{}
+	size := countElements(root)
 	for pass := 0; pass < 3; pass++ {
-		byKey := map[string][]*Element{}
+		byKey := make(map[string][]*Element, size)
 		var owners []*Element // first element of each key, in order
 		var ownerKeys []string
-		parents := map[*Element]*Element{}
+		parents := make(map[*Element]*Element, size)
 		var walk func(e *Element, ctx citeCtx)
 		walk = func(e *Element, ctx citeCtx) {
 			for _, c := range e.Children {
@@ -98,6 +99,15 @@ func assignCitations(root *Element) {
 			return
 		}
 	}
+}
+
+// countElements is the number of elements under e.
+func countElements(e *Element) int {
+	n := len(e.Children)
+	for _, c := range e.Children {
+		n += countElements(c)
+	}
+	return n
 }
 
 // sharedAncestor reports whether p is an ancestor of another member of

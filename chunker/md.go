@@ -83,6 +83,9 @@ func parseMarkdownContext(ctx context.Context, content []byte) (_ *Element, err 
 		for i, l := range lines {
 			// "1. The identification …" is a numbered heading or clause,
 			// not a list of one item.
+			if t := strings.TrimLeft(l, " \t"); t == "" || t[0] < '0' || t[0] > '9' {
+				continue
+			}
 			if m := escListNum.FindStringSubmatchIndex(l); m != nil {
 				lines[i] = l[:m[3]] + "\\" + l[m[3]:]
 			}

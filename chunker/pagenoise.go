@@ -191,7 +191,7 @@ func cleanLines(lines []string, markdown bool) cleanText {
 	}
 	pages = append(pages, page{start, n})
 
-	out := cleanText{notes: map[int][]string{}, pages: len(pages)}
+	out := cleanText{lines: make([]string, 0, n), orig: make([]int, 0, n), notes: map[int][]string{}, pages: len(pages)}
 	pt := &pagedText{units: lines, drop: drop, pages: pages, lineNumbers: true}
 	notes, callNoise := pt.run()
 	if len(pages) < 3 {

@@ -120,7 +120,8 @@ type reflowed struct {
 // reflow separates hard-wrapped lines into blocks (see above).
 func reflow(lines []string) reflowed {
 	w := measure(lines)
-	out := reflowed{headings: map[int]bool{}, groups: map[int]bool{}}
+	// Blocks add about one blank line for every two or three lines.
+	out := reflowed{lines: make([]string, 0, len(lines)*3/2), from: make([]int, 0, len(lines)*3/2), headings: map[int]bool{}, groups: map[int]bool{}}
 	emit := func(s string, from int) {
 		out.lines = append(out.lines, s)
 		out.from = append(out.from, from)
@@ -143,6 +144,10 @@ func reflow(lines []string) reflowed {
 		return unicode.IsLower(r)
 	}
 	length := func(s string) int { return utf8.RuneCountInString(strings.TrimRight(s, " ")) }
+	lens := make([]int, len(lines)+1) // length of each line (0 past the end)
+	for i, l := range lines {
+		lens[i] = length(l)
+	}
 	inFence, inTable := false, false
 	lastHeading := -1 // input line of the last heading found
 	for i := 0; i < len(lines); i++ {
@@ -192,7 +197,7 @@ func reflow(lines []string) reflowed {
 		atStart := pt == "" || endsSentence(prev) || strings.HasPrefix(pt, "#") || strings.HasPrefix(pt, "|") || lastHeading == i-1 ||
 			// After a list whose bullets were lost (short lines), when
 			// text follows at once.
-			length(prev) < w*60/100 && !strings.HasSuffix(pt, "-") && utf8.RuneCountInString(strings.TrimSpace(next)) >= w*60/100 &&
+			i > 0 && lens[i-1] < w*60/100 && !strings.HasSuffix(pt, "-") && utf8.RuneCountInString(strings.TrimSpace(next)) >= w*60/100 &&
 				startsLetterUpper(next) && wordsHeading(t)
 		afterLeadIn := strings.HasSuffix(pt, ":")
 		// A numbered or keyword line: a block of its own, wraps joined.
@@ -221,7 +226,7 @@ func reflow(lines []string) reflowed {
 			continue
 		}
 		// An unnumbered heading line.
-		if atStart && !afterLeadIn && length(l) < w*85/100 && !endsSentence(t) && startsUpper(t) &&
+		if atStart && !afterLeadIn && lens[i] < w*85/100 && !endsSentence(t) && startsUpper(t) &&
 			(startsUpper(next) || strings.TrimSpace(next) == "") && !strings.HasPrefix(next, " ") && textFollows(lines, i, w) &&
 			fewWords(t) && hasLetter(t) {
 			blank(i)
@@ -235,7 +240,7 @@ func reflow(lines []string) reflowed {
 		// in lower case, without final punctuation, and text after it.
 		if atStart && !afterLeadIn && i+2 < len(lines) && startsLower(next) && !strings.HasPrefix(next, " ") && startsUpper(t) && !endsSentence(t) {
 			n1 := strings.TrimSpace(next)
-			if length(n1) < w*60/100 && !endsSentence(n1) && startsLetterUpper(lines[i+2]) && length(lines[i+2]) >= w*60/100 &&
+			if length(n1) < w*60/100 && !endsSentence(n1) && startsLetterUpper(lines[i+2]) && lens[i+2] >= w*60/100 &&
 				hasLetter(t) && wordsHeading(t) && !strings.HasPrefix(l, " ") {
 				if joined := t + " " + n1; fewWordsN(joined, 16) && !hasSentenceEnd(joined) {
 					blank(i)
@@ -252,8 +257,8 @@ func reflow(lines []string) reflowed {
 			blank(i)
 		}
 		emit(l, i)
-		short := length(l) < w*85/100
-		if (endsSentence(l) && short) || (length(l) < w*60/100 && !endsSentence(l) && startsUpper(next) && !startsLower(next)) {
+		short := lens[i] < w*85/100
+		if (endsSentence(l) && short) || (lens[i] < w*60/100 && !endsSentence(l) && startsUpper(next) && !startsLower(next)) {
 			blank(i)
 		}
 	}
