@@ -270,7 +270,7 @@ type SearchWeights struct {
 type SearchFloor struct {
 	// Disabled turns the floor off.
 	Disabled bool `yaml:"disabled,omitempty"`
-	// MinEvidence is the least evidence, in [0, 2] (default 0.75, for the
+	// MinEvidence is the least evidence, in [0, 2] (default 0.76, for the
 	// hashing embedder); `kgsync eval` prints the value calibrated for the
 	// pipeline's embedder and the trade-off curve.
 	MinEvidence *float64 `yaml:"min_evidence,omitempty"`

@@ -38,9 +38,9 @@ type Floor struct {
 }
 
 // DefaultFloor is the floor used when the config sets none.
-// MinEvidence 0.75 and ScoreWeight 0.4 are calibrated for the local
+// MinEvidence 0.76 and ScoreWeight 0.4 are calibrated for the local
 // hashing embedder on testdata/golden/corpus.jsonl.
-func DefaultFloor() Floor { return Floor{MinEvidence: 0.75, ScoreWeight: 0.4, Hits: 3} }
+func DefaultFloor() Floor { return Floor{MinEvidence: 0.76, ScoreWeight: 0.4, Hits: 3} }
 
 // strength is the evidence the floor compares with MinEvidence.
 func (f Floor) strength(e Evidence) float64 { return e.Window + f.ScoreWeight*e.Score }
@@ -154,8 +154,9 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, words []queryWor
 				weight *= unknownNumberWeight
 			}
 		}
-		if modalWords[w.word] {
-			// "must", "may": how the question is put, not what it asks.
+		if modalWords[w.word] || framingWords[w.word] {
+			// "must", "may", "define": how the question is put, not what
+			// it asks.
 			weight = 0
 		}
 		weights[i] = weight
@@ -243,6 +244,15 @@ var modalWords = map[string]bool{
 	"must": true, "may": true, "can": true, "should": true, "shall": true, "might": true, "could": true, "would": true,
 	"will": true, "должен": true, "должна": true, "должно": true, "должны": true, "может": true, "могут": true,
 	"debe": true, "deben": true, "puede": true, "pueden": true, "doit": true, "doivent": true, "peut": true, "peuvent": true,
+}
+
+// framingWords ask for a definition without naming what is defined
+// ("How does the regulation define a manufacturer?"); the floor gives
+// them no weight.
+var framingWords = map[string]bool{
+	"define": true, "defines": true, "defined": true, "definition": true, "defining": true,
+	"определение": true, "определяет": true, "определяется": true, "определено": true,
+	"definición": true, "definir": true, "définition": true, "définit": true,
 }
 
 // unknownNumberWeight is how much more than its idf a number that no
