@@ -148,7 +148,8 @@ func TestConvertedHeadingLevels(t *testing.T) {
 		"Guidance for each section of the summary\n1. The identification of the device\nThe first section identifies the device and the maker of the device and\n" + body(8) +
 		"2. The intended purpose of the device\nThe second section says what the device is for and who it is for and\n" + body(4) +
 		"The information for patients on the intended purpose, in\nsection 2\nThe part for patients says the same in plain words for lay persons who\n" + body(4) +
-		"References\nThe documents this guide cites are listed here with where to find them\n" + body(8)
+		"References\nThe documents this guide cites are listed here with where to find them\n" + body(8) +
+		"The device shall be:\nSterile when sold\nLabelled in the language of the user\nThe maker keeps the records of both for ten years after the last device and\n" + body(8)
 	root, err := chunker.Parse("md", []byte(doc))
 	require.NoError(t, err)
 	got := citedParents(root)
@@ -173,8 +174,8 @@ func TestConvertedHeadingLevels(t *testing.T) {
 			require.Len(t, c.Children, 2, "sections 1 and 2 under the heading of headings")
 		}
 	}
-	for _, entry := range []string{"PSUR periodic safety update report", "TD technical documentation"} {
+	for _, entry := range []string{"PSUR periodic safety update report", "TD technical documentation", "Labelled in the language of the user"} {
 		_, ok := got[entry]
-		require.False(t, ok, "%q is an abbreviation, not a heading", entry)
+		require.False(t, ok, "%q is an abbreviation or a list item, not a heading", entry)
 	}
 }

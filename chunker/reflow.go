@@ -195,9 +195,9 @@ func reflow(lines []string) reflowed {
 		}
 		pt := strings.TrimSpace(prev)
 		atStart := pt == "" || endsSentence(prev) || strings.HasPrefix(pt, "#") || strings.HasPrefix(pt, "|") || lastHeading == i-1 ||
-			// After a list whose bullets were lost (short lines), when
-			// text follows at once.
-			i > 0 && lens[i-1] < w*60/100 && !strings.HasSuffix(pt, "-") && utf8.RuneCountInString(strings.TrimSpace(next)) >= w*60/100 &&
+			// After an abbreviation list ("URL Uniform Resource Locator"),
+			// when text follows at once.
+			i > 0 && lens[i-1] < w*60/100 && abbreviationEntry(pt) && utf8.RuneCountInString(strings.TrimSpace(next)) >= w*60/100 &&
 				startsLetterUpper(next) && wordsHeading(t)
 		afterLeadIn := strings.HasSuffix(pt, ":")
 		// A numbered or keyword line: a block of its own, wraps joined.
@@ -294,6 +294,13 @@ func wordsHeading(t string) bool {
 		return false
 	}
 	return !strings.ContainsFunc(t, func(r rune) bool { return r >= 0xe000 && r <= 0xf8ff })
+}
+
+// abbreviationEntry: a line of an abbreviation list, an abbreviation in
+// capitals and its expansion ("PSUR periodic safety update report").
+func abbreviationEntry(t string) bool {
+	first, rest, ok := strings.Cut(t, " ")
+	return ok && rest != "" && utf8.RuneCountInString(first) > 1 && strings.ToUpper(first) == first && hasLetter(first)
 }
 
 // textFollows reports whether one of the two lines after i is a long line
