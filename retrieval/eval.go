@@ -137,7 +137,8 @@ type QuestionResult struct {
 	// it decided on.
 	Declined bool     `json:"declined"`
 	Evidence Evidence `json:"evidence"`
-	// Top are the hybrid hits' addresses.
+	// Top are the hybrid hits: chunk id and the node each is named by
+	// (Hit.Match).
 	Top []string `json:"top"`
 }
 
@@ -251,7 +252,11 @@ func (s *Searcher) Eval(ctx context.Context, qs []GoldenQuestion, opts EvalOptio
 			r.Evidence = res.Evidence
 			_, r.Declined = cfg.Floor.decline(res.Evidence)
 			for _, h := range res.Hits {
-				r.Top = append(r.Top, h.ID+" "+h.Address)
+				where := h.Address
+				if h.Match != nil {
+					where = h.Match.ID
+				}
+				r.Top = append(r.Top, h.ID+" "+where)
 			}
 			if use[ModeHybrid] {
 				r.Modes[ModeHybrid] = score(res.Hits, nil)

@@ -240,13 +240,24 @@ func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
 	// of it.
 	var clause []string
 	if len(h.Elements) > 0 {
-		if c := x.clauseOf(h.Elements[0]); c != "" {
+		// A packed chunk covers parts of several clauses: the one an
+		// address or a term of the query named, else the first.
+		at0 := h.Elements[0]
+		if h.Match != nil && (h.Match.By == MatchAddress || h.Match.By == MatchTerm) {
+			for _, e := range x.leaves(h.Match.ID) {
+				if slices.Contains(h.Elements, e) {
+					at0 = e
+					break
+				}
+			}
+		}
+		if c := x.clauseOf(at0); c != "" {
 			leaves := x.leaves(c)
 			clause = slices.Clone(leaves)
 			if len(leaves) <= 60 {
 				// Nearest leaves first, so that a budget cut keeps the
 				// neighbours of the hit.
-				at := slices.Index(leaves, h.Elements[0])
+				at := slices.Index(leaves, at0)
 				slices.SortStableFunc(leaves, func(a, b string) int {
 					return abs(slices.Index(leaves, a)-at) - abs(slices.Index(leaves, b)-at)
 				})
@@ -258,7 +269,7 @@ func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
 					// Nearer parts first, but every part of the clause
 					// before a section the hit names in passing: the
 					// clause is what the answer is cited by.
-					d := abs(slices.Index(clause, e) - slices.Index(clause, h.Elements[0]))
+					d := abs(slices.Index(clause, e) - slices.Index(clause, at0))
 					add(e, fmt.Sprintf("same clause as the hit (%s)", oneLine(title, 60)), max(expandClause-0.05*float64(d), expandMention+0.01), []string{e})
 				}
 			}

@@ -113,8 +113,8 @@ func (f Floor) decline(e Evidence) (string, bool) {
 // evidence computes what the floor needs for a search's result: the
 // coverage of the query's words by the best hits (weighted by idf over the
 // pipeline's chunks in state), the best score and cosine, and whether an
-// address or term matched.
-func (s *Searcher) evidence(ctx context.Context, d *corpusData, words []queryWord, res *Result, order []int, fused map[int]fusedScore) (Evidence, error) {
+// address or term matched; and the words' weights.
+func (s *Searcher) evidence(ctx context.Context, d *corpusData, words []queryWord, res *Result, order []int, fused map[int]fusedScore) (Evidence, []float64, error) {
 	var e Evidence
 	for _, a := range res.Addresses {
 		if len(a.Nodes) > 0 {
@@ -127,11 +127,11 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, words []queryWor
 	}
 	if len(words) == 0 {
 		e.Coverage, e.Window = 1, 1
-		return e, nil
+		return e, nil, nil
 	}
 	st, _, err := s.Store.LexicalSearch(ctx, s.Pipeline, state.LexicalChunk, lexicalTerms(words))
 	if err != nil {
-		return e, fmt.Errorf("search: %w", err)
+		return e, nil, fmt.Errorf("search: %w", err)
 	}
 	n := s.config().Floor.Hits
 	if n <= 0 {
@@ -177,7 +177,7 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, words []queryWor
 	}
 	if total == 0 {
 		e.Coverage, e.Window = 1, 1
-		return e, nil
+		return e, weights, nil
 	}
 	e.Coverage = have / total
 	for _, name := range res.Terms {
@@ -192,7 +192,7 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, words []queryWor
 	for _, u := range top {
 		e.Window = max(e.Window, windowShare(indexTerms(d.units[u].Text, langOr(d.units[u])), words, weights, total, windowTerms))
 	}
-	return e, nil
+	return e, weights, nil
 }
 
 func langOr(u Unit) string {

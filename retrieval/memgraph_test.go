@@ -199,6 +199,9 @@ func TestMemgraphModeMatchesEmbedded(t *testing.T) {
 		"Статья 81 часть 3",
 		"What is the cardinality of the package name field?",
 		"What does the 418 I'm a teapot status code mean?",
+		// A packed chunk's hit named by the element matched.
+		"section 6.3 of RFC 7239",
+		"What does an obfuscated identifier start with?",
 	} {
 		srv.Reset()
 		want := search(t, embedded, q, retrieval.Options{K: 5})
@@ -209,6 +212,12 @@ func TestMemgraphModeMatchesEmbedded(t *testing.T) {
 			require.Equal(t, want.Hits[i].ID, got.Hits[i].ID, "%s: hit %d", q, i+1)
 			require.InDelta(t, want.Hits[i].Score, got.Hits[i].Score, 1e-9, q)
 			require.InDelta(t, want.Hits[i].Cosine, got.Hits[i].Cosine, 1e-6, q)
+			require.Equal(t, want.Hits[i].Match, got.Hits[i].Match, "%s: hit %d names the same element", q, i+1)
+		}
+		if strings.Contains(q, "6.3") || strings.Contains(q, "obfuscated") {
+			require.True(t, slices.ContainsFunc(got.Hits, func(h retrieval.Hit) bool {
+				return h.Match != nil && strings.HasPrefix(h.Match.ID, "docs:rfc7239.txt › 6 › 6.3") && h.Address != h.Match.ID
+			}), "%s: a hit of a chunk starting elsewhere is named by 6.3", q)
 		}
 		// Memgraph was asked: the chunk vector index with over-fetch, the
 		// chunk and element text indexes with the analyzer's terms.

@@ -1,6 +1,7 @@
 package retrieval_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -405,4 +406,56 @@ func TestExpandClauseBeforeMentions(t *testing.T) {
 	require.Equal(t, parts, got["same clause as the hit (1.1 Zebra method)"], "every other part of the clause: %v", got)
 	require.Contains(t, got, `names the heading "1.3 201 Created" in the same clause`, "%v", got)
 	require.NotContains(t, got, `names the heading "1.2 Representation Metadata"`, "%v", got)
+}
+
+// TestHitNamesMatchedElement: a packed chunk covers several elements (RFC
+// 7239 6.1 to 6.3 in one chunk); a hit names, and its JSON carries, the
+// element the query matched — the one its address named, else the covered
+// element holding the most of the query's words — not the chunk's first.
+func TestHitNamesMatchedElement(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	for _, tc := range []struct {
+		query, want, by, text string
+	}{
+		{"section 6.3 of RFC 7239", "docs:rfc7239.txt › 6 › 6.3", retrieval.MatchAddress, "6.3. Obfuscated Identifier"},
+		{"RFC 7239 6.3", "docs:rfc7239.txt › 6 › 6.3", retrieval.MatchAddress, "6.3. Obfuscated Identifier"},
+		{"must an obfuscated identifier have a leading underscore?", "docs:rfc7239.txt › 6 › 6.3 › p1", retrieval.MatchWords, "A generated identifier"},
+		{"What is the unknown identifier used for?", "docs:rfc7239.txt › 6 › 6.2 › p1", retrieval.MatchWords, "The \"unknown\" identifier"},
+	} {
+		res := search(t, s, tc.query, retrieval.Options{K: 3})
+		i := slices.IndexFunc(res.Hits, func(h retrieval.Hit) bool { return holds(h, tc.want) })
+		require.GreaterOrEqual(t, i, 0, "%s: a hit holds %s", tc.query, tc.want)
+		h := res.Hits[i]
+		require.NotEqual(t, tc.want, h.Address, "%s: the chunk starts elsewhere (the case this tests)", tc.query)
+		require.NotNil(t, h.Match, tc.query)
+		require.Equal(t, tc.want, h.Match.ID, "%s: the hit names the matched element", tc.query)
+		require.Equal(t, tc.by, h.Match.By, tc.query)
+		require.True(t, strings.HasPrefix(h.Text[h.Match.Offset:], tc.text), "%s: the match's text starts at its offset: %.60q", tc.query, h.Text[h.Match.Offset:])
+		b, err := json.Marshal(h)
+		require.NoError(t, err)
+		require.Contains(t, string(b), `"match":{"id":"`+tc.want+`"`, tc.query)
+	}
+	// A chunk's first element still names a hit whose first element is
+	// what matched.
+	res := search(t, s, "Статья 81 часть 3", retrieval.Options{K: 1})
+	require.Equal(t, "docs:constitutionrf.txt › Раздел первый › Глава 4 › Статья 81 › часть 3", res.Hits[0].Match.ID)
+
+	// Found and sufficient count every covered element, the matched one
+	// whether or not it starts the chunk; expansion keeps the match.
+	qs, err := retrieval.ReadGolden(strings.NewReader(
+		`{"id":"a","question":"section 6.3 of RFC 7239","kind":"address","answers":["RFC 7239 6.3"]}
+{"id":"b","question":"must an obfuscated identifier have a leading underscore?","kind":"lexical","answers":["RFC 7239 6.3"]}`), "g.jsonl")
+	require.NoError(t, err)
+	rep, err := s.Eval(t.Context(), qs, retrieval.EvalOptions{K: 5, Budget: 2500, Modes: []string{retrieval.ModeHybrid, retrieval.ModeExpand}})
+	require.NoError(t, err)
+	for _, mode := range []string{retrieval.ModeHybrid, retrieval.ModeExpand} {
+		m := rep.Mode(mode)
+		require.InDelta(t, 1.0, m.All.Recall5, 1e-9, mode)
+		require.InDelta(t, 1.0, m.All.Sufficiency, 1e-9, mode)
+	}
+	res = search(t, s, "section 6.3 of RFC 7239", retrieval.Options{K: 2})
+	c, err := s.Expand(t.Context(), res.Hits, 2500)
+	require.NoError(t, err)
+	require.Equal(t, "docs:rfc7239.txt › 6 › 6.3", c.Hits[0].Match.ID)
 }

@@ -156,8 +156,11 @@ type corpusData struct {
 	termsMu   sync.Mutex
 	unitTerms map[int]map[string]bool
 	termUse   map[string]bool // term id → used by many chunks
-	pat       patternCache
-	headings  *headingIndex
+	// nodeTermSets are the lexical terms of an element's or section's own
+	// text and title, by node id (guarded by termsMu).
+	nodeTermSets map[string]map[string]bool
+	pat          patternCache
+	headings     *headingIndex
 
 	textAddrMu sync.Mutex
 	textAddr   map[string][]queryAddress
@@ -207,6 +210,12 @@ type Hit struct {
 	Elements []string `json:"elements,omitempty"`
 	// Tokens is the size of Text in tokens.
 	Tokens int `json:"tokens"`
+	// Match is the node of a chunk the query matched, the one the hit is
+	// named by: the element (or section) an address of the query named,
+	// the definition of a term it names, or the covered element holding
+	// most of its words. Address is the chunk's own (its first element).
+	// Nil for table rows.
+	Match *Match `json:"match,omitempty"`
 	// Expansions are the context Expand added for this hit.
 	Expansions []Expansion `json:"expansions,omitempty"`
 }
@@ -262,7 +271,7 @@ func newCorpusData(c *Corpus) *corpusData {
 	x := newCorpusIndex(c)
 	x.terms = append(x.terms, inlineDefinitions(c, x)...)
 	d := &corpusData{corpus: c, x: x, addr: newAddressIndex(x, c), headings: newHeadingIndex(c), units: c.Units, byID: map[string][]int{},
-		coveredBy: map[string][]int{}, unitTerms: map[int]map[string]bool{}, termUse: map[string]bool{}, textAddr: map[string][]queryAddress{}}
+		coveredBy: map[string][]int{}, unitTerms: map[int]map[string]bool{}, nodeTermSets: map[string]map[string]bool{}, termUse: map[string]bool{}, textAddr: map[string][]queryAddress{}}
 	langs := map[string]bool{}
 	for _, doc := range c.Documents {
 		if doc.Lang != "" {
@@ -347,6 +356,7 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	var lists []ranked
 	cos := map[int]float64{}
 	var qvec []float32
+	addressed, defined := unitMatches{}, unitMatches{}
 	if use[SignalVector] {
 		l, c, q, err := s.vectorList(ctx, d, query, allowed, fetch)
 		if err != nil {
@@ -369,7 +379,7 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 		lists = append(lists, l)
 	}
 	if use[SignalTerm] {
-		l, names := d.termList(query, allowed)
+		l, names := d.termList(query, allowed, defined)
 		if reAsksDefinition.MatchString(query) {
 			l.boost = 2 // "what is X", "define X": X's definition first
 		}
@@ -379,7 +389,7 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 		// Several matches are ranked by the rest of the query: by their
 		// fused score over the other signals.
 		rest := fuse(lists, cfg)
-		l, matches := d.addressList(query, allowed, rest)
+		l, matches := d.addressList(query, allowed, rest, addressed)
 		lists, res.Addresses = append(lists, l), matches
 	}
 	// A query that is nothing but addresses (and document names) is a
@@ -415,9 +425,13 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 		}
 		res.Hits = append(res.Hits, h)
 	}
-	res.Evidence, err = s.evidence(ctx, d, content, res, order, fused)
+	var weights []float64
+	res.Evidence, weights, err = s.evidence(ctx, d, content, res, order, fused)
 	if err != nil {
 		return nil, err
+	}
+	for i, u := range order[:len(res.Hits)] {
+		res.Hits[i].Match = d.match(u, addressed, defined, content, weights)
 	}
 	res.Evidence.Definition = res.Evidence.TermShare >= 0.5 && reAsksDefinition.MatchString(query)
 	res.Evidence.Strength = cfg.Floor.strength(res.Evidence)
@@ -833,8 +847,8 @@ func (s *Searcher) elementList(ctx context.Context, d *corpusData, words []query
 
 // termList lists the chunks that define the terms the query names: a term
 // whose name's words, stemmed, occur in the query in order. Longer names
-// come first.
-func (d *corpusData) termList(query string, allowed []bool) (ranked, []string) {
+// come first. defined gets, for each chunk listed, the defining node.
+func (d *corpusData) termList(query string, allowed []bool, defined unitMatches) (ranked, []string) {
 	l := ranked{signal: SignalTerm}
 	qs := map[string][]string{}
 	for _, lang := range append(slices.Clone(d.langs), "") {
@@ -874,6 +888,7 @@ func (d *corpusData) termList(query string, allowed []bool) (ranked, []string) {
 			if ok(allowed, u) && !seen[u] {
 				seen[u] = true
 				l.units = append(l.units, u)
+				defined.add(u, m.t.DefinedIn)
 				break
 			}
 		}
@@ -968,8 +983,9 @@ func (d *corpusData) chunksOf(id string) []int {
 // document (or in the documents the query names), ranked by the documents
 // named first, then by how many words of a document's title the query has,
 // then by rest, the fused score of the other signals. Each node contributes
-// the chunks holding it, its first chunk first.
-func (d *corpusData) addressList(query string, allowed []bool, rest map[int]fusedScore) (ranked, []AddressMatch) {
+// the chunks holding it, its first chunk first; addressed gets, for each
+// chunk, the nodes named in it.
+func (d *corpusData) addressList(query string, allowed []bool, rest map[int]fusedScore, addressed unitMatches) (ranked, []AddressMatch) {
 	l := ranked{signal: SignalAddress}
 	addrs := d.queryAddresses(query)
 	named := d.namedDocuments(query, addrs)
@@ -1017,7 +1033,11 @@ func (d *corpusData) addressList(query string, allowed []bool, rest map[int]fuse
 		for _, n := range nodes {
 			m.Nodes = append(m.Nodes, n.ID)
 			for j, u := range d.chunksOf(n.ID) {
-				if !ok(allowed, u) || seen[u] {
+				if !ok(allowed, u) {
+					continue
+				}
+				addressed.add(u, n.ID)
+				if seen[u] {
 					continue
 				}
 				seen[u] = true

@@ -74,6 +74,12 @@ func TestQuickstartSyncTwice(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "succeeded")
 	require.Equal(t, 3, strings.Count(out, "\n"), "a header and two runs:\n%s", out)
+
+	// A hit is named by the element the query matched, not by its chunk's
+	// first (RFC 7239 6.3 is packed into a chunk that starts at 6.1).
+	code, out, errOut = kgsync(t, "search", "--config", cfg, "-p", "docs", "-k", "1", "section 6.3 of RFC 7239")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "1. 1.000  docs:rfc7239.txt › 6 › 6.3  (address #1)\n   6.3. Obfuscated Identifier A generated identifier", out)
 }
 
 func TestPlanSaysWhatWouldChange(t *testing.T) {

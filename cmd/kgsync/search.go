@@ -162,7 +162,15 @@ func printSearch(g *globals, out searchResult) {
 		return
 	}
 	for i, h := range res.Hits {
-		where := h.Address
+		// A chunk covers several elements: the line names the one the
+		// query matched and shows its text.
+		where, text := h.Address, h.Text
+		if h.Match != nil {
+			where = h.Match.ID
+			if h.Match.Offset > 0 && h.Match.Offset < len(h.Text) {
+				text = h.Text[h.Match.Offset:]
+			}
+		}
 		if where == "" {
 			where = h.ID + " " + h.Label + "." + strings.TrimSuffix(h.Property, "_embedding")
 		}
@@ -172,7 +180,7 @@ func printSearch(g *globals, out searchResult) {
 				ranks = append(ranks, fmt.Sprintf("%s #%d", s, r))
 			}
 		}
-		fmt.Fprintf(g.stdout, "%d. %.3f  %s  (%s)\n   %s\n", i+1, h.Score, where, strings.Join(ranks, ", "), oneLine(h.Text, 160))
+		fmt.Fprintf(g.stdout, "%d. %.3f  %s  (%s)\n   %s\n", i+1, h.Score, where, strings.Join(ranks, ", "), oneLine(text, 160))
 		for _, x := range h.Expansions {
 			fmt.Fprintf(g.stdout, "   + %s: %s\n     %s\n", x.Reason, x.ID, oneLine(x.Text, 140))
 		}
