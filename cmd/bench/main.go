@@ -25,6 +25,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -73,6 +74,7 @@ func main() {
 	goldenOnly := flag.Bool("golden-only", false, "only the golden set evaluation")
 	goldenMax := flag.Int("golden-max-tokens", config.DefaultMaxTokens, "chunking.max_tokens of the golden set's pipeline")
 	goldenOverlap := flag.Int("golden-overlap", config.DefaultOverlapTokens, "chunking.overlap_tokens of the golden set's pipeline")
+	goldenJSON := flag.String("golden-json", "", "also write each golden set's report with every question (kgsync eval --json --verbose-results) to DIR/<set>.json")
 	scale := flag.String("scale", "10000,100000", "row counts of the scale tables (CSV and Grist test server), comma-separated; add 1000000 for the million-row run; \"\" skips them")
 	scaleOnly := flag.Bool("scale-only", false, "only the scale, start-up and per-scenario tables")
 	peers := flag.String("peers", "", "a copy of ../shared/bench/peers with its node_modules installed (npm install): adds LangChain.js and LlamaIndex.TS to the per-scenario table")
@@ -114,7 +116,7 @@ func main() {
 		}
 	}
 	if *golden != "" {
-		if err := evalGolden(context.Background(), os.Stdout, *corpus, *golden, *goldenMax, *goldenOverlap); err != nil {
+		if err := evalGolden(context.Background(), os.Stdout, *corpus, *golden, *goldenMax, *goldenOverlap, *goldenJSON); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -123,8 +125,9 @@ func main() {
 
 // evalGolden syncs every document of the corpus directory into a fresh
 // pipeline with the given chunking and prints `kgsync eval` of each golden
-// set (comma-separated files) over it, in one run.
-func evalGolden(ctx context.Context, w io.Writer, corpus, goldens string, maxTok, overlapTok int) error {
+// set (comma-separated files) over it, in one run; with jsonDir, each
+// report with every question's result goes to jsonDir/<set>.json too.
+func evalGolden(ctx context.Context, w io.Writer, corpus, goldens string, maxTok, overlapTok int, jsonDir string) error {
 	sets := map[string][]retrieval.GoldenQuestion{}
 	files := strings.Split(goldens, ",")
 	for _, golden := range files {
@@ -169,6 +172,16 @@ func evalGolden(ctx context.Context, w io.Writer, corpus, goldens string, maxTok
 			return err
 		}
 		fmt.Fprintln(w, "```")
+		if jsonDir != "" {
+			b, err := json.MarshalIndent(rep, "", " ")
+			if err != nil {
+				return err
+			}
+			name := strings.TrimSuffix(filepath.Base(golden), filepath.Ext(golden)) + ".json"
+			if err := os.WriteFile(filepath.Join(jsonDir, name), b, 0o644); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
