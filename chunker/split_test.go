@@ -456,3 +456,18 @@ func TestPackingFillsBudget(t *testing.T) {
 	require.LessOrEqual(t, total, 471*12/10)
 	t.Logf("the four bench documents at 512 / 64: %d chunks", total)
 }
+
+// TestSplitIndependentOfDocKey: the document key (its path, which a rename
+// or a copy changes) names the chunks but does not place their
+// boundaries, so a renamed or copied document reuses every embedding.
+func TestSplitIndependentOfDocKey(t *testing.T) {
+	root := parseDoc(t, "rfc7231.txt")
+	a, err := chunker.Split("docs:rfc7231.txt", root, testOpts)
+	require.NoError(t, err)
+	b, err := chunker.Split("docs:copy/of/rfc7231-renamed.txt", root, testOpts)
+	require.NoError(t, err)
+	require.Equal(t, len(a), len(b))
+	for i := range a {
+		require.Equal(t, a[i].EmbedText(), b[i].EmbedText(), "chunk %d", i)
+	}
+}
