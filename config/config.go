@@ -282,6 +282,11 @@ type SearchFloor struct {
 	MinCoverage *float64 `yaml:"min_coverage,omitempty"`
 	// MinScore is the least fused score of the best hit, in [0, 1].
 	MinScore *float64 `yaml:"min_score,omitempty"`
+	// QuantityShare, for a question asking a quantity ("how many",
+	// "сколько"), is the least share of the window's weight of words the
+	// best hits must hold near a number, in [0, 1] (default 0.5; 0: not
+	// checked).
+	QuantityShare *float64 `yaml:"quantity_share,omitempty"`
 	// Hits is how many of the best hits the coverage reads (default 3).
 	Hits int `yaml:"hits,omitempty"`
 }

@@ -349,7 +349,7 @@ func (ck *checker) search(at string, s *Search) {
 		for _, v := range []struct {
 			key string
 			v   *float64
-		}{{"min_coverage", f.MinCoverage}, {"min_score", f.MinScore}, {"score_weight", f.ScoreWeight}} {
+		}{{"min_coverage", f.MinCoverage}, {"min_score", f.MinScore}, {"score_weight", f.ScoreWeight}, {"quantity_share", f.QuantityShare}} {
 			if v.v != nil && !(*v.v >= 0 && *v.v <= 1) {
 				ck.add(at+".floor."+v.key, "must be in [0, 1], got %g", *v.v)
 			}

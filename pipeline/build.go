@@ -309,6 +309,9 @@ func SearchConfig(sc *config.Search) retrieval.Config {
 		if f.MinScore != nil {
 			c.Floor.MinScore = *f.MinScore
 		}
+		if f.QuantityShare != nil {
+			c.Floor.QuantityShare = *f.QuantityShare
+		}
 		if f.Hits > 0 {
 			c.Floor.Hits = f.Hits
 		}

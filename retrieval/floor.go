@@ -35,12 +35,19 @@ type Floor struct {
 	MinScore float64
 	// Hits is how many of the best hits Coverage reads (default 3).
 	Hits int
+	// QuantityShare, for a question asking a quantity ("how many", "how
+	// long", "сколько", "на какой срок"), is the least share of Window
+	// its QuantityWindow must reach — the query's words must stand near a
+	// number — in [0, 1] (0: not checked).
+	QuantityShare float64
 }
 
 // DefaultFloor is the floor used when the config sets none.
 // MinEvidence 0.76 and ScoreWeight 0.4 are calibrated for the local
 // hashing embedder on testdata/golden/corpus.jsonl.
-func DefaultFloor() Floor { return Floor{MinEvidence: 0.76, ScoreWeight: 0.4, Hits: 3} }
+func DefaultFloor() Floor {
+	return Floor{MinEvidence: 0.76, ScoreWeight: 0.4, Hits: 3, QuantityShare: 0.5}
+}
 
 // strength is the evidence the floor compares with MinEvidence.
 func (f Floor) strength(e Evidence) float64 { return e.Window + f.ScoreWeight*e.Score }
@@ -61,6 +68,15 @@ type Evidence struct {
 	// words a near-miss passage has far apart, or several passages have
 	// between them, has a high Coverage and a low Window.
 	Window float64 `json:"window"`
+	// Quantity says the question asks for a quantity ("how many", "how
+	// long", "what is the maximum number", "сколько", "на какой срок");
+	// QuantityWindow is then the largest share of the query's weight one
+	// of the best hits holds within windowTerms words that include a
+	// quantity (a number that is no reference or list marker, or a
+	// numeral written out). A near miss has the question's words but not
+	// the number it asks for.
+	Quantity       bool    `json:"quantity,omitempty"`
+	QuantityWindow float64 `json:"quantity_window,omitempty"`
 	// Strength is Window + the floor's ScoreWeight × Score, what the
 	// floor compares with its MinEvidence.
 	Strength float64 `json:"strength"`
@@ -95,7 +111,10 @@ func (f Floor) decline(e Evidence) (string, bool) {
 		return fmt.Sprintf("the best hit's fused score %.3f is below the floor's min_score %.3f", e.Score, f.MinScore), true
 	}
 	var why string
-	if e.Coverage < f.MinCoverage {
+	if e.Quantity && e.QuantityWindow < f.QuantityShare*e.Window {
+		why = fmt.Sprintf("the question asks for a quantity and the best hits have no number near its words (near a number they hold %.0f%% of the query's weight of words, together %.0f%%; floor: %.0f%% of that)",
+			100*e.QuantityWindow, 100*e.Window, 100*f.QuantityShare)
+	} else if e.Coverage < f.MinCoverage {
 		why = fmt.Sprintf("the best hits hold %.0f%% of the query's weight of words (floor: %.0f%%)", 100*e.Coverage, 100*f.MinCoverage)
 	} else if st := f.strength(e); st < f.MinEvidence {
 		why = fmt.Sprintf("the best hits hold at most %.0f%% of the query's weight of words together (evidence %.2f with the fused score %.2f; floor: %.2f)",
@@ -114,8 +133,8 @@ func (f Floor) decline(e Evidence) (string, bool) {
 // coverage of the query's words by the best hits (weighted by idf over the
 // pipeline's chunks in state), the best score and cosine, and whether an
 // address or term matched; and the words' weights.
-func (s *Searcher) evidence(ctx context.Context, d *corpusData, words []queryWord, res *Result, order []int, fused map[int]fusedScore) (Evidence, []float64, error) {
-	var e Evidence
+func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, words []queryWord, res *Result, order []int, fused map[int]fusedScore) (Evidence, []float64, error) {
+	e := Evidence{Quantity: reAsksQuantity.MatchString(query)}
 	for _, a := range res.Addresses {
 		if len(a.Nodes) > 0 {
 			e.Address = true
@@ -187,10 +206,14 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, words []queryWor
 		if lang == "" {
 			lang = LangEnglish
 		}
-		e.TermShare = max(e.TermShare, windowShare(indexTerms(name, lang), words, weights, total, 1<<20))
+		e.TermShare = max(e.TermShare, windowShare(indexTerms(name, lang), nil, words, weights, total, 1<<20))
 	}
 	for _, u := range top {
-		e.Window = max(e.Window, windowShare(indexTerms(d.units[u].Text, langOr(d.units[u])), words, weights, total, windowTerms))
+		terms, qty := quantityTerms(d.units[u].Text, langOr(d.units[u]))
+		e.Window = max(e.Window, windowShare(terms, nil, words, weights, total, windowTerms))
+		if e.Quantity {
+			e.QuantityWindow = max(e.QuantityWindow, windowShare(terms, qty, words, weights, total, windowTerms))
+		}
 	}
 	return e, weights, nil
 }
@@ -207,8 +230,9 @@ func langOr(u Unit) string {
 const windowTerms = 24
 
 // windowShare is the largest weight share of words found together within
-// width consecutive terms of text.
-func windowShare(text []string, words []queryWord, weights []float64, total float64, width int) float64 {
+// width consecutive terms of text; with need, only in windows holding a
+// term need marks.
+func windowShare(text []string, need []bool, words []queryWord, weights []float64, total float64, width int) float64 {
 	of := map[string][]int{} // term → query words it matches
 	for i, w := range words {
 		for _, t := range w.terms {
@@ -218,7 +242,11 @@ func windowShare(text []string, words []queryWord, weights []float64, total floa
 	best := 0.0
 	count := make([]int, len(words))
 	have := 0.0
+	needed := 0 // marked terms in the window
 	for i, t := range text {
+		if need != nil && need[i] {
+			needed++
+		}
 		for _, q := range of[t] {
 			if count[q] == 0 {
 				have += weights[q]
@@ -226,6 +254,9 @@ func windowShare(text []string, words []queryWord, weights []float64, total floa
 			count[q]++
 		}
 		if j := i - width; j >= 0 {
+			if need != nil && need[j] {
+				needed--
+			}
 			for _, q := range of[text[j]] {
 				count[q]--
 				if count[q] == 0 {
@@ -233,7 +264,9 @@ func windowShare(text []string, words []queryWord, weights []float64, total floa
 				}
 			}
 		}
-		best = max(best, have)
+		if need == nil || needed > 0 {
+			best = max(best, have)
+		}
 	}
 	return best / total
 }

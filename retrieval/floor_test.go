@@ -15,13 +15,13 @@ func TestWindowShare(t *testing.T) {
 	require.Len(t, words, 2)
 	weights := []float64{1, 3}
 	together := indexTerms("The minimum pension is set by law.", LangEnglish)
-	require.InDelta(t, 1, windowShare(together, words, weights, 4, 8), 1e-9)
+	require.InDelta(t, 1, windowShare(together, nil, words, weights, 4, 8), 1e-9)
 	apart := indexTerms("A minimum wage is guaranteed by the state, which also supports families, mothers, fathers, "+
 		"children, disabled people and elderly citizens in many ways, and sets up a system of social services; "+
 		"state pensions and allowances are paid.", LangEnglish)
-	require.InDelta(t, 0.75, windowShare(apart, words, weights, 4, 8), 1e-9, "only the heavier word in any 8-term window")
-	require.InDelta(t, 1, windowShare(apart, words, weights, 4, 1<<20), 1e-9, "both words in the whole text")
-	require.Zero(t, windowShare(nil, words, weights, 4, 8))
+	require.InDelta(t, 0.75, windowShare(apart, nil, words, weights, 4, 8), 1e-9, "only the heavier word in any 8-term window")
+	require.InDelta(t, 1, windowShare(apart, nil, words, weights, 4, 1<<20), 1e-9, "both words in the whole text")
+	require.Zero(t, windowShare(nil, nil, words, weights, 4, 8))
 }
 
 // TestFloorDecide: the evidence is Window + ScoreWeight × Score against

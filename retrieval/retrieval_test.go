@@ -459,3 +459,28 @@ func TestHitNamesMatchedElement(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "docs:rfc7239.txt › 6 › 6.3", c.Hits[0].Match.ID)
 }
+
+// TestFloorQuantityQuestions: a question asking a quantity whose best
+// hits have its words but no number near them is declined; one whose
+// answer states the number is not.
+func TestFloorQuantityQuestions(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	for _, q := range []string{
+		"How many characters may an obfuscated identifier have?",
+		"Какой минимальный размер оплаты труда гарантирует государство?",
+	} {
+		res := search(t, s, q, retrieval.Options{K: 5})
+		require.True(t, res.Evidence.Quantity, q)
+		require.True(t, res.Declined, "%s: %+v", q, res.Evidence)
+		require.Contains(t, res.Reason, "quantity", q)
+	}
+	for _, q := range []string{
+		"Сколько лет должен постоянно проживать в России кандидат в президенты?",
+		"На какой срок избирается Президент?",
+	} {
+		res := search(t, s, q, retrieval.Options{K: 5})
+		require.True(t, res.Evidence.Quantity, q)
+		require.False(t, res.Declined, "%s: %s %+v", q, res.Reason, res.Evidence)
+	}
+}

@@ -426,7 +426,7 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 		res.Hits = append(res.Hits, h)
 	}
 	var weights []float64
-	res.Evidence, weights, err = s.evidence(ctx, d, content, res, order, fused)
+	res.Evidence, weights, err = s.evidence(ctx, d, query, content, res, order, fused)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,87 @@
+package retrieval
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestAsksQuantity(t *testing.T) {
+	for _, q := range []string{
+		"How many days does a manufacturer have to report an incident?",
+		"How long is a certificate valid?",
+		"What is the maximum number of retries?",
+		"At what age can a citizen vote?",
+		"Сколько раз можно переизбираться?",
+		"На какой срок назначается судья?",
+		"С какого возраста можно голосовать?",
+		"Каков минимальный размер штрафа?",
+		"¿Cuántos días tiene el fabricante?",
+	} {
+		require.True(t, reAsksQuantity.MatchString(q), q)
+	}
+	for _, q := range []string{
+		"Which proxies may add the Forwarded header?",
+		"What is a Software Bill of Materials?",
+		"Кто назначает судей?",
+		"How does the server choose a representation?",
+	} {
+		require.False(t, reAsksQuantity.MatchString(q), q)
+	}
+}
+
+func TestQuantityTerms(t *testing.T) {
+	quantities := func(text, lang string) []string {
+		terms, qty := quantityTerms(text, lang)
+		require.Len(t, qty, len(terms))
+		require.Equal(t, indexTerms(text, lang), terms, "the terms indexTerms has")
+		var out []string
+		for i, q := range qty {
+			if q {
+				out = append(out, terms[i])
+			}
+		}
+		return out
+	}
+	// Quantities: numbers in running text, numerals written out.
+	require.Equal(t, []string{"21"}, quantities("гражданин, достигший 21 года", LangRussian))
+	require.Equal(t, []string{"шест"}, quantities("избирается сроком на шесть лет", LangRussian))
+	require.Equal(t, []string{"15", "1", "000"}, quantities("within 15 days, at most 1,000 units", LangEnglish))
+	require.Equal(t, []string{"0"}, quantities("If the received Max-Forwards value is zero (0), the recipient", LangEnglish))
+	require.Equal(t, []string{"annual"}, quantities("The review takes place annually.", LangEnglish))
+	// No quantities: references, list markers, headings, addresses,
+	// identifiers, ABNF, footnote marks, labels.
+	for _, text := range []string{
+		"as defined in Section 6.3 and Article 7",
+		"Статья 81, часть 3 статьи 92",
+		"1. The first item\n2) the second",
+		"6. Node Identifiers › 6.1. IPv4 and IPv6 Identifiers",
+		"for=192.0.2.43, for=\"[2001:db8:cafe::17]:4711\"",
+		"Regulation (EU) 2017/745",
+		"Max-Forwards = 1*DIGIT and Forwarded = 1#forwarded-element",
+		"в Совете Федерации <19>; see [3]",
+		"е.1) назначает на должность",
+		"one of the following",
+	} {
+		require.Empty(t, quantities(text, DetectLanguage(text)), text)
+	}
+}
+
+func TestFloorDeclinesQuantityWithoutNumber(t *testing.T) {
+	f := DefaultFloor()
+	// The question's words together in a hit, no number near them.
+	e := Evidence{Quantity: true, Window: 0.7, QuantityWindow: 0.1, Score: 0.9, Coverage: 1}
+	why, no := f.decline(e)
+	require.True(t, no)
+	require.Contains(t, why, "asks for a quantity")
+	e.QuantityWindow = 0.5
+	_, no = f.decline(e)
+	require.False(t, no, "a number near most of them")
+	e.QuantityWindow, e.Quantity = 0, false
+	_, no = f.decline(e)
+	require.False(t, no, "not a quantity question")
+	f.QuantityShare = 0
+	e.Quantity = true
+	_, no = f.decline(e)
+	require.False(t, no, "the check off")
+}
