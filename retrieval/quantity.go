@@ -14,9 +14,9 @@ import (
 // the maximum number", "сколько", "на какой срок", "с какого возраста",
 // "cuántos"). Its answer has a number near the question's words.
 var reAsksQuantity = regexp.MustCompile(`(?i)\bhow (?:many|much|long|old|often|far|soon|large|big|high|frequently)\b|` +
-	`\b(?:maximum|minimum|max|min)(?:imum)? (?:number|amount|size|length|duration|period|age|value|sum|fine|fee|penalty|term|time|count|rate|percentage)\b|` +
+	`\b(?:maximum|minimum|max|min) (?:number|amount|size|length|duration|period|age|value|sum|fine|fee|penalty|term|time|count|rate|percentage)\b|` +
 	`\b(?:what|which) (?:age|percentage|proportion|amount|sum|fee|price|cost|deadline|time limit)\b|\bat what age\b|` +
-	`сколько|на какой срок|какого (?:срока|времени|периода|возраста)|какой (?:срок|возраст|размер|процент)|` +
+	`(?:^|[^\p{L}])сколько|на какой срок|какого (?:срока|времени|периода|возраста)|какой (?:срок|возраст|размер|процент)|` +
 	`как\p{L}* (?:максимальн|минимальн)\p{L}* (?:размер|срок|число|количеств|возраст|сумм|штраф)|какое (?:число|количество)|` +
 	`какова (?:сумма|величина|продолжительность)|` +
 	`cu[áa]nt[oa]s?\b|qu[ée] (?:edad|plazo|importe|porcentaje)|por cu[áa]nto tiempo|` +

@@ -24,6 +24,7 @@ func TestAsksQuantity(t *testing.T) {
 		"Which proxies may add the Forwarded header?",
 		"What is a Software Bill of Materials?",
 		"Кто назначает судей?",
+		"Насколько важна безопасность программы?", // "how important": a degree
 		"How does the server choose a representation?",
 	} {
 		require.False(t, reAsksQuantity.MatchString(q), q)
