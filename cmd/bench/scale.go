@@ -112,7 +112,16 @@ func buildKgsync(dir string) (string, error) {
 
 // runScale prints the scale tables at the row counts of list, the
 // start-up table and the per-scenario table.
-func runScale(w io.Writer, corpusDir, list, peers string, reps int) error {
+func runScale(w io.Writer, corpusDir, list, sources, peers string, reps int) error {
+	use := map[string]bool{}
+	for _, f := range strings.Split(sources, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "csv", "grist":
+			use[f] = true
+		default:
+			return fmt.Errorf("-scale-sources: %q is not csv or grist", f)
+		}
+	}
 	dir, err := os.MkdirTemp("", "kgsync-bench-bin-")
 	if err != nil {
 		return err
@@ -134,11 +143,15 @@ func runScale(w io.Writer, corpusDir, list, peers string, reps int) error {
 			if err != nil || n <= 0 {
 				return fmt.Errorf("-scale: %q is not a row count", f)
 			}
-			if _, err := scaleCSV(w, bin, self, n); err != nil {
-				return fmt.Errorf("scale csv %d: %w", n, err)
+			if use["csv"] {
+				if _, err := scaleCSV(w, bin, self, n); err != nil {
+					return fmt.Errorf("scale csv %d: %w", n, err)
+				}
 			}
-			if _, err := scaleGrist(w, bin, self, n); err != nil {
-				return fmt.Errorf("scale grist %d: %w", n, err)
+			if use["grist"] {
+				if _, err := scaleGrist(w, bin, self, n); err != nil {
+					return fmt.Errorf("scale grist %d: %w", n, err)
+				}
 			}
 		}
 	}
