@@ -98,8 +98,10 @@ func (u *unit) parent() string { return u.frames[len(u.frames)-1].path }
 // by its structure first — the shallower the deepest element the two
 // units share, the stronger (a gap between two articles beats a gap
 // between two paragraphs of one article, which beats a gap between two
-// sentences of one paragraph) — and then by xxhash64 of the text before
-// the gap. A chunk boundary is a gap stronger than every other gap within
+// sentences of one paragraph) — and then by xxhash64 of the start of the
+// text before the gap (its first 32 bytes, white space collapsed; the
+// whole text breaks ties), so an edit past the first words of a
+// paragraph or sentence changes no gap's rank. A chunk boundary is a gap stronger than every other gap within
 // TargetTokens/2 tokens of it on either side (a local maximum; the start
 // and end of the document count as the strongest gaps), so boundaries
 // are at least that far apart and fall on the strongest structural break
@@ -271,7 +273,8 @@ func shared(a, b *unit) int {
 // gap is the break between units k and k+1.
 type gap struct {
 	depth int    // shared(units[k], units[k+1]): lower is a stronger break
-	hash  uint64 // xxhash64 of units[k].text
+	hash  uint64 // xxhash64 of the start of units[k].text (gapKeyBytes)
+	tie   uint64 // xxhash64 of units[k].text: breaks ties between equal starts
 	at    int    // estimated tokens from the first unit to the end of units[k]
 }
 
@@ -280,8 +283,18 @@ func (a gap) stronger(b gap) bool {
 	if a.depth != b.depth {
 		return a.depth < b.depth
 	}
-	return a.hash > b.hash
+	if a.hash != b.hash {
+		return a.hash > b.hash
+	}
+	return a.tie > b.tie
 }
+
+// gapKeyBytes is how much of the start of the text before a gap (white
+// space collapsed, about its first five words) decides the gap's rank
+// among gaps of one depth: an edit further into a paragraph or sentence
+// leaves the ranks of every gap unchanged, so it moves no boundary
+// unless it changes which pieces fit MaxTokens.
+const gapKeyBytes = 32
 
 // entered is the heading text written before units[k] when it follows
 // units[k-1] in one chunk: the titles of the sections units[k] is in that
@@ -329,7 +342,7 @@ func (s *splitter) pack() {
 		}
 		at += size[k]
 		if k < n-1 {
-			gaps[k] = gap{depth: shared(u, &s.units[k+1]), hash: xxhash.Sum64String(u.text), at: at}
+			gaps[k] = gap{depth: shared(u, &s.units[k+1]), hash: xxhash.Sum64String(textKey(u.text, gapKeyBytes)), tie: xxhash.Sum64String(u.text), at: at}
 		}
 	}
 	window := max(s.opts.TargetTokens/2, 1)
