@@ -11,41 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/internal/corpus"
 )
-
-// citedParents maps every Citation in the tree to the Citation of its
-// nearest cited ancestor ("" under the document). An ancestor cited by its
-// title (an unnumbered heading, such as a document's title over its
-// numbered clauses) is passed over for a numbered unit: the unit's parent
-// is then the nearest numbered ancestor, "" for none.
-func citedParents(root *chunker.Element) map[string]string {
-	out := map[string]string{}
-	var walk func(e *chunker.Element, parent, numbered string)
-	walk = func(e *chunker.Element, parent, numbered string) {
-		for _, c := range e.Children {
-			p, n := parent, numbered
-			if c.Citation != "" {
-				// An unnumbered heading, cited by its title, has a slug
-				// or an id for its segment.
-				_, structural := chunker.ParseAddress(c.Address)
-				if _, dup := out[c.Citation]; !dup {
-					if structural {
-						out[c.Citation] = numbered
-					} else {
-						out[c.Citation] = parent
-					}
-				}
-				p = c.Citation
-				if structural || c.Kind == chunker.KindAnnex {
-					n = c.Citation
-				}
-			}
-			walk(c, p, n)
-		}
-	}
-	walk(root, "", "")
-	return out
-}
 
 // unitWant is a numbered unit the test expects, with its parent.
 type unitWant struct{ cite, parent string }
@@ -112,7 +79,7 @@ func TestEURLexMDR(t *testing.T) {
 		require.Len(t, want[kind], n, kind)
 	}
 	root := parseDoc(t, "eu-mdr-2017-745-oj.html")
-	got := citedParents(root)
+	got := corpus.CitedParents(root)
 	for kind, ws := range want {
 		r, miss := recall(got, ws)
 		require.Equal(t, 1.0, r, "%s: %v", kind, miss)
@@ -154,7 +121,7 @@ func TestEURLexOlderAndConsolidated(t *testing.T) {
 		return root
 	}
 	root := read("ti-art.html")
-	got := citedParents(root)
+	got := corpus.CitedParents(root)
 	for _, w := range []unitWant{
 		{"Recital 1", ""}, {"Recital 2", ""},
 		{"Title I", ""}, {"Chapter 1", "Title I"}, {"Chapter 2", "Title I"},
@@ -191,7 +158,7 @@ func TestEURLexOlderAndConsolidated(t *testing.T) {
 	require.Contains(t, resolved, "Article 3 → Article 3")
 
 	root = read("consolidated.html")
-	got = citedParents(root)
+	got = corpus.CitedParents(root)
 	for _, w := range []unitWant{
 		{"Chapter I", ""}, {"Article 1", "Chapter I"}, {"Article 1(1)", "Article 1"}, {"Article 1(2)", "Article 1"},
 		{"Article 1(2)(a)", "Article 1(2)"}, {"Article 1(2)(b)", "Article 1(2)"}, {"Article 1a", "Chapter I"},

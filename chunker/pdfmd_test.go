@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/internal/corpus"
 )
 
 // TestMDCGConversion: MDCG 2019-9, a PDF converted to Markdown by an
@@ -20,7 +21,7 @@ import (
 // them.
 func TestMDCGConversion(t *testing.T) {
 	root := parseDoc(t, "mdcg-2019-9-rev1-sscp.md")
-	got := citedParents(root)
+	got := corpus.CitedParents(root)
 	subs := map[string]int{"1": 9, "2": 3, "3": 4, "4": 3, "5": 5}
 	var body, template []unitWant
 	for top := 1; top <= 9; top++ {
@@ -152,7 +153,7 @@ func TestConvertedHeadingLevels(t *testing.T) {
 		"The device shall be:\nSterile when sold\nLabelled in the language of the user\nThe maker keeps the records of both for ten years after the last device and\n" + body(8)
 	root, err := chunker.Parse("md", []byte(doc))
 	require.NoError(t, err)
-	got := citedParents(root)
+	got := corpus.CitedParents(root)
 	for cite, parent := range map[string]string{
 		"Introduction":                                                       "",
 		"Abbreviations":                                                      "",

@@ -54,7 +54,7 @@ func TestStructureOfCorpus(t *testing.T) {
 				byKind[u.Kind]++
 			}
 			require.Equal(t, counts, byKind, "the independent extraction agrees with the hand counts")
-			got := citedParents(parseDoc(t, name))
+			got := corpus.CitedParents(parseDoc(t, name))
 			var ws []unitWant
 			for _, u := range want {
 				ws = append(ws, unitWant{u.Citation, u.Parent})

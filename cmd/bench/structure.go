@@ -31,7 +31,7 @@ func structureReport(w io.Writer, dir string, docs []parsedDoc) {
 		}
 		units, kinds := "-", "-"
 		if want, ok := corpus.ExpectedUnits(d.name, raw); ok {
-			got := parents(d.root)
+			got := corpus.CitedParents(d.root)
 			found := map[string]int{}
 			total := map[string]int{}
 			n := 0
@@ -82,35 +82,6 @@ func structureReport(w io.Writer, dir string, docs []parsedDoc) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %d | %d / %d / %d / %d |\n", d.name, units, kinds, noise, body,
 			chunkCoverage(d), len(chunker.Terms(d.root)), len(refs), len(resolved), external, len(unresolved))
 	}
-}
-
-// parents maps each citation to the citation of its nearest numbered (or
-// annex) ancestor; see chunker's TestStructureOfCorpus.
-func parents(root *chunker.Element) map[string]string {
-	out := map[string]string{}
-	var walk func(e *chunker.Element, parent, numbered string)
-	walk = func(e *chunker.Element, parent, numbered string) {
-		for _, c := range e.Children {
-			p, n := parent, numbered
-			if c.Citation != "" {
-				_, structural := chunker.ParseAddress(c.Address)
-				if _, dup := out[c.Citation]; !dup {
-					if structural {
-						out[c.Citation] = numbered
-					} else {
-						out[c.Citation] = parent
-					}
-				}
-				p = c.Citation
-				if structural || c.Kind == chunker.KindAnnex {
-					n = c.Citation
-				}
-			}
-			walk(c, p, n)
-		}
-	}
-	walk(root, "", "")
-	return out
 }
 
 // bodyCoverage is the share of body words (less the noise) found in elements.
