@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/kljensen/snowball/english"
 	"github.com/kljensen/snowball/french"
@@ -28,7 +29,7 @@ const (
 )
 
 // latinLanguages are the Latin-script languages DetectLanguage tells apart.
-var latinLanguages = []string{LangEnglish, LangSpanish, LangFrench}
+var latinLanguages = [...]string{LangEnglish, LangSpanish, LangFrench}
 
 // DetectLanguage guesses the language of text from its script and its stop
 // words: "ru" when most letters are Cyrillic; otherwise the Latin-script
@@ -42,6 +43,10 @@ func DetectLanguage(text string) string {
 	var cyr, lat int
 	for _, r := range text {
 		switch {
+		case r < utf8.RuneSelf: // ASCII: a Latin letter or no letter
+			if c := r | 0x20; c >= 'a' && c <= 'z' {
+				lat++
+			}
 		case unicode.Is(unicode.Cyrillic, r):
 			cyr++
 		case unicode.Is(unicode.Latin, r):
@@ -62,20 +67,20 @@ func DetectLanguage(text string) string {
 // English has.
 func latinLanguage(ws []string, min int) string {
 	best, bestN := LangEnglish, 0
-	counts := map[string]int{}
+	var counts [len(latinLanguages)]int // by index in latinLanguages; English first
 	for _, w := range ws {
-		for _, l := range latinLanguages {
+		for i, l := range latinLanguages {
 			if isStopWord(l, w) {
-				counts[l]++
+				counts[i]++
 			}
 		}
 	}
-	for _, l := range latinLanguages {
-		if n := counts[l]; n > bestN {
+	for i, l := range latinLanguages {
+		if n := counts[i]; n > bestN {
 			best, bestN = l, n
 		}
 	}
-	if best != LangEnglish && (bestN <= min || bestN <= counts[LangEnglish]) {
+	if best != LangEnglish && (bestN <= min || bestN <= counts[0]) {
 		return LangEnglish
 	}
 	return best
