@@ -345,39 +345,66 @@ func printScale(w io.Writer, title string, rows int, phases []phaseRow) {
 	}
 }
 
+// scaleTable writes the scaled HS table of n rows as hs.csv in a new
+// temporary folder (remove it when done) and returns its path and rows.
+func scaleTable(n int) (dir, file string, header []string, rows [][]string, err error) {
+	if dir, err = os.MkdirTemp("", "kgsync-scale-"); err != nil {
+		return "", "", nil, nil, err
+	}
+	if header, rows, err = scaledRows(n); err == nil {
+		file = filepath.Join(dir, "hs.csv")
+		err = writeRows(file, header, rows, false)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", "", nil, nil, err
+	}
+	return dir, file, header, rows, nil
+}
+
+// phases records a scale table's rows: the source's own read, then one
+// whole-process sync per phase.
+type phases struct {
+	bin  string
+	rows []phaseRow
+}
+
+// read runs the bench's -child-read of spec as the table's first row.
+func (ps *phases) read(bench, spec string) error {
+	p, err := runProc(bench, "-child-read", spec)
+	if err != nil {
+		return err
+	}
+	ps.rows = append(ps.rows, phaseRow{name: "read (the source alone)", p: p, read: true})
+	return nil
+}
+
+// sync runs kgsync sync on config as the phase name.
+func (ps *phases) sync(name, config string) error {
+	p, r, err := kgsyncSync(ps.bin, config)
+	if err != nil {
+		return err
+	}
+	ps.rows = append(ps.rows, phaseRow{name: name, p: p, r: r})
+	return nil
+}
+
 // scaleCSV measures the CSV phases at n rows.
 func scaleCSV(w io.Writer, bin, bench string, n int) ([]phaseRow, error) {
-	dir, err := os.MkdirTemp("", "kgsync-scale-")
+	dir, file, header, rows, err := scaleTable(n)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	header, rows, err := scaledRows(n)
-	if err != nil {
-		return nil, err
-	}
-	file := filepath.Join(dir, "hs.csv")
-	if err := writeRows(file, header, rows, false); err != nil {
-		return nil, err
-	}
 	cfg := filepath.Join(dir, "kgsync.yaml")
 	if err := os.WriteFile(cfg, []byte(csvConfig(dir, file)), 0o644); err != nil {
 		return nil, err
 	}
-	var out []phaseRow
-	read, err := runProc(bench, "-child-read", "csv:"+file)
-	if err != nil {
+	ps := &phases{bin: bin}
+	if err := ps.read(bench, "csv:"+file); err != nil {
 		return nil, err
 	}
-	out = append(out, phaseRow{name: "read (the source alone)", p: read, read: true})
-	step := func(name string) error {
-		p, r, err := kgsyncSync(bin, cfg)
-		if err != nil {
-			return err
-		}
-		out = append(out, phaseRow{name: name, p: p, r: r})
-		return nil
-	}
+	step := func(name string) error { return ps.sync(name, cfg) }
 	if err := step("first sync"); err != nil {
 		return nil, err
 	}
@@ -399,8 +426,8 @@ func scaleCSV(w io.Writer, bin, bench string, n int) ([]phaseRow, error) {
 	if err := step("1 % changed"); err != nil {
 		return nil, err
 	}
-	printScale(w, "CSV table", n, out)
-	return out, nil
+	printScale(w, "CSV table", n, ps.rows)
+	return ps.rows, nil
 }
 
 // benchTB is the testing.TB the Grist test server asks for, outside a
@@ -424,19 +451,11 @@ func (b *benchTB) close() {
 // scaleGrist measures the Grist phases at n rows, the test server running
 // in this process (not counted in the children's memory).
 func scaleGrist(w io.Writer, bin, bench string, n int) ([]phaseRow, error) {
-	dir, err := os.MkdirTemp("", "kgsync-scale-")
+	dir, file, _, _, err := scaleTable(n)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	header, rows, err := scaledRows(n)
-	if err != nil {
-		return nil, err
-	}
-	file := filepath.Join(dir, "hs.csv")
-	if err := writeRows(file, header, rows, false); err != nil {
-		return nil, err
-	}
 	tb := &benchTB{}
 	defer tb.close()
 	srv := gristtest.New(tb)
@@ -448,20 +467,11 @@ func scaleGrist(w io.Writer, bin, bench string, n int) ([]phaseRow, error) {
 	if err := os.WriteFile(full, []byte(gristConfig(dir, srv.URL, true)), 0o644); err != nil {
 		return nil, err
 	}
-	var out []phaseRow
-	read, err := runProc(bench, "-child-read", "grist:"+srv.URL)
-	if err != nil {
+	ps := &phases{bin: bin}
+	if err := ps.read(bench, "grist:"+srv.URL); err != nil {
 		return nil, err
 	}
-	out = append(out, phaseRow{name: "read (the source alone)", p: read, read: true})
-	step := func(name, config string) error {
-		p, r, err := kgsyncSync(bin, config)
-		if err != nil {
-			return err
-		}
-		out = append(out, phaseRow{name: name, p: p, r: r})
-		return nil
-	}
+	step := ps.sync
 	if err := step("first sync", cfg); err != nil {
 		return nil, err
 	}
@@ -479,8 +489,8 @@ func scaleGrist(w io.Writer, bin, bench string, n int) ([]phaseRow, error) {
 	if err := step("1 % changed (/compare)", cfg); err != nil {
 		return nil, err
 	}
-	printScale(w, "Grist test server", n, out)
-	return out, nil
+	printScale(w, "Grist test server", n, ps.rows)
+	return ps.rows, nil
 }
 
 // startup measures the whole-process no-op of the 4 documents.
