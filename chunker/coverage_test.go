@@ -51,27 +51,7 @@ func TestNoTextLost(t *testing.T) {
 			root := parseDoc(t, name)
 			elems := elementWords(root)
 			if body, ok := corpus.BodyWords(name, raw); ok {
-				want := countWords(body)
-				lines := strings.Split(string(raw), "\n")
-				for _, n := range root.Noise {
-					if n.Reason == "footnote call" && n.Line > 0 {
-						// A footnote mark glued to a clause number on its
-						// line ("501.5." is call 50 and clause 1.5): the
-						// body word loses the call's digits.
-						if l := strings.TrimSpace(lines[n.Line-1]); len(l) > len(n.Text) && l[len(n.Text)] >= '0' && l[len(n.Text)] <= '9' {
-							w := corpus.Words(l)[0]
-							want[w]--
-							want[w[len(n.Text):]]++
-							continue
-						}
-					}
-					if strings.HasPrefix(n.Text, "<!--") {
-						continue // comments are no text to BodyWords either
-					}
-					for _, w := range corpus.Words(n.Text) {
-						want[w]--
-					}
-				}
+				want := corpus.ExpectedBodyWords(body, raw, root)
 				var missing, extra []string
 				for w, n := range want {
 					if elems[w] < n {

@@ -86,27 +86,7 @@ func structureReport(w io.Writer, dir string, docs []parsedDoc) {
 
 // bodyCoverage is the share of body words (less the noise) found in elements.
 func bodyCoverage(body []string, raw []byte, root *chunker.Element) string {
-	want := map[string]int{}
-	for _, w := range body {
-		want[w]++
-	}
-	lines := strings.Split(string(raw), "\n")
-	for _, n := range root.Noise {
-		if n.Reason == "footnote call" && n.Line > 0 {
-			if l := strings.TrimSpace(lines[n.Line-1]); len(l) > len(n.Text) && l[len(n.Text)] >= '0' && l[len(n.Text)] <= '9' {
-				w := corpus.Words(l)[0]
-				want[w]--
-				want[w[len(n.Text):]]++
-				continue
-			}
-		}
-		if strings.HasPrefix(n.Text, "<!--") {
-			continue
-		}
-		for _, w := range corpus.Words(n.Text) {
-			want[w]--
-		}
-	}
+	want := corpus.ExpectedBodyWords(body, raw, root)
 	have := map[string]int{}
 	var walk func(e *chunker.Element)
 	walk = func(e *chunker.Element) {
