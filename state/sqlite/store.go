@@ -205,24 +205,37 @@ func (s *Store) RecordIndex(ctx context.Context, pipeline, source string, fn fun
 // RecordGet returns the named records of a source, 500 keys a query.
 func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []string) (map[string]state.Record, error) {
 	out := map[string]state.Record{}
-	for start := 0; start < len(keys); start += 500 {
-		part := keys[start:min(start+500, len(keys))]
+	err := s.byKeys(ctx, recordColumns, pipeline, source, keys, func(rows *sql.Rows) error {
+		return readRecords(rows, pipeline, source, out)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
+	}
+	return out, nil
+}
+
+// byKeys selects columns of the named records of a source through the key
+// index, keysPerStatement keys a query, and hands each query's rows to read (which
+// closes them).
+func (s *Store) byKeys(ctx context.Context, columns, pipeline, source string, keys []string, read func(*sql.Rows) error) error {
+	for start := 0; start < len(keys); start += keysPerStatement {
+		part := keys[start:min(start+keysPerStatement, len(keys))]
 		args := make([]any, 0, len(part)+2)
 		args = append(args, pipeline, source)
 		for _, k := range part {
 			args = append(args, k)
 		}
-		q := `SELECT ` + recordColumns + ` FROM records INDEXED BY records_key WHERE pipeline = ? AND source = ? AND "key" IN (?` +
+		q := `SELECT ` + columns + ` FROM records INDEXED BY records_key WHERE pipeline = ? AND source = ? AND "key" IN (?` +
 			strings.Repeat(",?", len(part)-1) + `)`
 		rows, err := s.rdb.QueryContext(ctx, q, args...)
 		if err == nil {
-			err = readRecords(rows, pipeline, source, out)
+			err = read(rows)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // RecordScan returns up to limit records of a source in listing order
@@ -271,22 +284,11 @@ func readEntries(rows *sql.Rows, fn func(state.RecordEntry)) error {
 // 500 keys a query.
 func (s *Store) RecordSummaries(ctx context.Context, pipeline, source string, keys []string) (map[string]state.RecordEntry, error) {
 	out := make(map[string]state.RecordEntry, len(keys))
-	for start := 0; start < len(keys); start += 500 {
-		part := keys[start:min(start+500, len(keys))]
-		args := make([]any, 0, len(part)+2)
-		args = append(args, pipeline, source)
-		for _, k := range part {
-			args = append(args, k)
-		}
-		q := `SELECT ` + entryColumns + ` FROM records INDEXED BY records_key WHERE pipeline = ? AND source = ? AND "key" IN (?` +
-			strings.Repeat(",?", len(part)-1) + `)`
-		rows, err := s.rdb.QueryContext(ctx, q, args...)
-		if err == nil {
-			err = readEntries(rows, func(e state.RecordEntry) { out[e.Key] = e })
-		}
-		if err != nil {
-			return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
-		}
+	err := s.byKeys(ctx, entryColumns, pipeline, source, keys, func(rows *sql.Rows) error {
+		return readEntries(rows, func(e state.RecordEntry) { out[e.Key] = e })
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get records of %q source %q: %w", pipeline, source, err)
 	}
 	return out, nil
 }
@@ -346,8 +348,8 @@ func (s *Store) RecordKeysWithPrefix(ctx context.Context, pipeline, source strin
 // query, by record key, each ordered by Position, then ID.
 func (s *Store) ChunkGet(ctx context.Context, pipeline, source string, keys []string) (map[string][]state.Chunk, error) {
 	out := map[string][]state.Chunk{}
-	for start := 0; start < len(keys); start += 500 {
-		part := keys[start:min(start+500, len(keys))]
+	for start := 0; start < len(keys); start += keysPerStatement {
+		part := keys[start:min(start+keysPerStatement, len(keys))]
 		args := make([]any, 0, len(part)+2)
 		args = append(args, pipeline, source)
 		for _, k := range part {
