@@ -205,7 +205,7 @@ func (s *Store) RecordIndex(ctx context.Context, pipeline, source string, fn fun
 // RecordGet returns the named records of a source, 500 keys a query.
 func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []string) (map[string]state.Record, error) {
 	out := map[string]state.Record{}
-	err := s.byKeys(ctx, recordColumns, pipeline, source, keys, func(rows *sql.Rows) error {
+	err := s.byKeys(ctx, recordsByKey(recordColumns), pipeline, source, keys, func(rows *sql.Rows) error {
 		return readRecords(rows, pipeline, source, out)
 	})
 	if err != nil {
@@ -214,10 +214,10 @@ func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []s
 	return out, nil
 }
 
-// byKeys selects columns of the named records of a source through the key
-// index, keysPerStatement keys a query, and hands each query's rows to read (which
-// closes them).
-func (s *Store) byKeys(ctx context.Context, columns, pipeline, source string, keys []string, read func(*sql.Rows) error) error {
+// byKeys runs query (a SELECT whose arguments are the pipeline, the source
+// and the keys, written %s where its IN list goes) for keysPerStatement
+// keys at a time, and hands each query's rows to read (which closes them).
+func (s *Store) byKeys(ctx context.Context, query, pipeline, source string, keys []string, read func(*sql.Rows) error) error {
 	for start := 0; start < len(keys); start += keysPerStatement {
 		part := keys[start:min(start+keysPerStatement, len(keys))]
 		args := make([]any, 0, len(part)+2)
@@ -225,9 +225,7 @@ func (s *Store) byKeys(ctx context.Context, columns, pipeline, source string, ke
 		for _, k := range part {
 			args = append(args, k)
 		}
-		q := `SELECT ` + columns + ` FROM records INDEXED BY records_key WHERE pipeline = ? AND source = ? AND "key" IN (?` +
-			strings.Repeat(",?", len(part)-1) + `)`
-		rows, err := s.rdb.QueryContext(ctx, q, args...)
+		rows, err := s.rdb.QueryContext(ctx, fmt.Sprintf(query, "?"+strings.Repeat(",?", len(part)-1)), args...)
 		if err == nil {
 			err = read(rows)
 		}
@@ -236,6 +234,12 @@ func (s *Store) byKeys(ctx context.Context, columns, pipeline, source string, ke
 		}
 	}
 	return nil
+}
+
+// recordsByKey selects columns of the named records of a source through
+// the key index; see byKeys.
+func recordsByKey(columns string) string {
+	return `SELECT ` + columns + ` FROM records INDEXED BY records_key WHERE pipeline = ? AND source = ? AND "key" IN (%s)`
 }
 
 // RecordScan returns up to limit records of a source in listing order
@@ -284,7 +288,7 @@ func readEntries(rows *sql.Rows, fn func(state.RecordEntry)) error {
 // 500 keys a query.
 func (s *Store) RecordSummaries(ctx context.Context, pipeline, source string, keys []string) (map[string]state.RecordEntry, error) {
 	out := make(map[string]state.RecordEntry, len(keys))
-	err := s.byKeys(ctx, entryColumns, pipeline, source, keys, func(rows *sql.Rows) error {
+	err := s.byKeys(ctx, recordsByKey(entryColumns), pipeline, source, keys, func(rows *sql.Rows) error {
 		return readEntries(rows, func(e state.RecordEntry) { out[e.Key] = e })
 	})
 	if err != nil {
@@ -348,22 +352,12 @@ func (s *Store) RecordKeysWithPrefix(ctx context.Context, pipeline, source strin
 // query, by record key, each ordered by Position, then ID.
 func (s *Store) ChunkGet(ctx context.Context, pipeline, source string, keys []string) (map[string][]state.Chunk, error) {
 	out := map[string][]state.Chunk{}
-	for start := 0; start < len(keys); start += keysPerStatement {
-		part := keys[start:min(start+keysPerStatement, len(keys))]
-		args := make([]any, 0, len(part)+2)
-		args = append(args, pipeline, source)
-		for _, k := range part {
-			args = append(args, k)
-		}
-		q := `SELECT ` + chunkColumns + ` FROM chunks WHERE pipeline = ? AND source = ? AND record_key IN (?` +
-			strings.Repeat(",?", len(part)-1) + `) ORDER BY record_key, position, id`
-		rows, err := s.rdb.QueryContext(ctx, q, args...)
-		if err == nil {
-			err = readChunks(rows, pipeline, source, out)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("get chunks of %q source %q: %w", pipeline, source, err)
-		}
+	q := `SELECT ` + chunkColumns + ` FROM chunks WHERE pipeline = ? AND source = ? AND record_key IN (%s) ORDER BY record_key, position, id`
+	err := s.byKeys(ctx, q, pipeline, source, keys, func(rows *sql.Rows) error {
+		return readChunks(rows, pipeline, source, out)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get chunks of %q source %q: %w", pipeline, source, err)
 	}
 	return out, nil
 }
