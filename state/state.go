@@ -230,10 +230,12 @@ type Commit struct {
 	// Cursors are upserted by source name (absent = unchanged).
 	Cursors map[string]string
 	// LexicalDeletes remove rows of the lexical index; LexicalUpserts then
-	// insert or replace rows (by Source, RecordKey, ID). DeleteRecords
-	// remove all the records' rows too. A run lists only the rows of the
-	// chunks, elements and terms it changed, so an edit updates the index
-	// in proportion to the edit.
+	// insert or replace rows (by Source, RecordKey, ID). A row belongs to a
+	// stored record: its record is upserted by the same commit or stored
+	// before it, else Commit fails and writes nothing (a row of a record the
+	// commit deletes is dropped). DeleteRecords remove all the records' rows
+	// too. A run lists only the rows of the chunks, elements and terms it
+	// changed, so an edit updates the index in proportion to the edit.
 	LexicalDeletes []LexicalRef
 	LexicalUpserts []LexicalRow
 	// SetOrigins sets the origin of stored records, leaving the rest of

@@ -600,6 +600,7 @@ func queueLexical(b *pgx.Batch, c state.Commit) {
 			WHERE l.pipeline = $1 AND l.source = u.source AND l.record_key = u.record_key AND l.node = u.node`, p, sources, keys, ids)
 	}
 	if len(c.LexicalUpserts) > 0 {
+		queueLexicalOwners(b, c)
 		rows := slices.Clone(c.LexicalUpserts)
 		slices.SortFunc(rows, func(a, b state.LexicalRow) int { return compareLexical(a.LexicalRef, b.LexicalRef) })
 		var sources, keys, ids, kinds, texts []string
@@ -615,6 +616,44 @@ func queueLexical(b *pgx.Batch, c state.Commit) {
 			ON CONFLICT (pipeline, source, record_key, node) DO UPDATE SET kind = EXCLUDED.kind, len = EXCLUDED.len, terms = EXCLUDED.terms`,
 			p, sources, keys, ids, kinds, lens, texts)
 	}
+}
+
+// queueLexicalOwners adds to b the check that c's lexical rows belong to
+// stored records (state.Commit.LexicalUpserts): the records c neither
+// upserts nor deletes are looked up after c's record upserts, and the
+// first missing one fails the commit. Rows of records c deletes go with
+// them.
+func queueLexicalOwners(b *pgx.Batch, c state.Commit) {
+	known := make(map[state.RecordRef]bool, len(c.Records)+len(c.DeleteRecords))
+	for _, r := range c.Records {
+		known[state.RecordRef{Source: r.Source, Key: r.Key}] = true
+	}
+	for _, ref := range c.DeleteRecords {
+		known[ref] = true
+	}
+	var sources, keys []string
+	for _, r := range c.LexicalUpserts {
+		ref := state.RecordRef{Source: r.Source, Key: r.RecordKey}
+		if !known[ref] {
+			known[ref] = true
+			sources, keys = append(sources, ref.Source), append(keys, ref.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	b.Queue(`SELECT u.source, u.key FROM unnest($2::text[], $3::text[]) AS u(source, key)
+		WHERE NOT EXISTS (SELECT 1 FROM records r WHERE r.pipeline = $1 AND r.source = u.source AND r.key = u.key)
+		ORDER BY 1, 2 LIMIT 1`, c.Pipeline, sources, keys).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var ref state.RecordRef
+			if err := rows.Scan(&ref.Source, &ref.Key); err != nil {
+				return err
+			}
+			return fmt.Errorf("upsert lexical rows of %s/%s: record not in state", ref.Source, ref.Key)
+		}
+		return rows.Err()
+	})
 }
 
 func compareLexical(a, b state.LexicalRef) int {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -216,4 +218,64 @@ func TestMigrateKeepsRecordsOfVersion2(t *testing.T) {
 	require.Len(t, got, 2)
 	require.Equal(t, uint64(9), got["a"].Hash)
 	require.Equal(t, int64(3), got["a"].Ord)
+}
+
+// TestMigrateFindsLexicalRowsByRecordID: lexical rows written before
+// 080_lexical_record_id are found through their record afterwards (search,
+// an edit's delete, a record delete); a row of a record state does not
+// hold is dropped with its FTS5 entry.
+func TestMigrateFindsLexicalRowsByRecordID(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	files, err := filepath.Glob(filepath.Join("migration", "*.up.sql"))
+	require.NoError(t, err)
+	for _, f := range files {
+		if filepath.Base(f) >= "080" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		_, err = db.Exec(string(b))
+		require.NoError(t, err, f)
+		v, err := strconv.Atoi(filepath.Base(f)[:3])
+		require.NoError(t, err)
+		_, err = db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);
+			INSERT INTO schema_migrations VALUES (?, 0)`, v)
+		require.NoError(t, err)
+	}
+	_, err = db.Exec(`INSERT INTO records (pipeline, source, "key", hash, fingerprint, anchor, props, updated_at)
+		VALUES ('p', 'docs', 'b.txt', 2, 7, '', NULL, 1), ('p', 'docs', 'a.txt', 1, 7, '', NULL, 1);
+		INSERT INTO lexical VALUES (1, 'p', 'docs', 'a.txt', 'a#0', 'chunk', 2), (2, 'p', 'docs', 'a.txt', 'a#1', 'chunk', 1),
+			(3, 'p', 'docs', 'b.txt', 'b#0', 'chunk', 2), (4, 'p', 'docs', 'gone.txt', 'g#0', 'chunk', 1);
+		INSERT INTO lexical_fts (rowid, text) VALUES (1, 'proxi header'), (2, 'proxi'), (3, 'header field'), (4, 'proxi');`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	s := open(t, path)
+	search := func() []string {
+		_, ms, err := s.LexicalSearch(t.Context(), "p", state.LexicalChunk, []string{"proxi", "header"})
+		require.NoError(t, err)
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.RecordKey+"/"+m.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	require.Equal(t, []string{"a.txt/a#0", "a.txt/a#1", "b.txt/b#0"}, search(), "the row of gone.txt is dropped")
+	n, err := s.LexicalCount(t.Context(), "p", "")
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+
+	require.NoError(t, s.Commit(t.Context(), state.Commit{Pipeline: "p",
+		LexicalDeletes: []state.LexicalRef{{Source: "docs", RecordKey: "a.txt", ID: "a#1"}},
+		LexicalUpserts: []state.LexicalRow{{LexicalRef: state.LexicalRef{Source: "docs", RecordKey: "b.txt", ID: "b#0"}, Kind: state.LexicalChunk, Text: "field"}}}))
+	require.Equal(t, []string{"a.txt/a#0"}, search())
+	require.NoError(t, s.Commit(t.Context(), state.Commit{Pipeline: "p", DeleteRecords: []state.RecordRef{{Source: "docs", Key: "a.txt"}}}))
+	require.Empty(t, search())
+	n, err = s.LexicalCount(t.Context(), "p", "")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
 }

@@ -215,9 +215,22 @@ func (s *Store) RecordGet(ctx context.Context, pipeline, source string, keys []s
 }
 
 // byKeys runs query (a SELECT whose arguments are the pipeline, the source
-// and the keys, written %s where its IN list goes) for keysPerStatement
-// keys at a time, and hands each query's rows to read (which closes them).
+// and the keys, written %s where its IN list goes) on the read pool for
+// keysPerStatement keys at a time; see selectByKeys.
 func (s *Store) byKeys(ctx context.Context, query, pipeline, source string, keys []string, read func(*sql.Rows) error) error {
+	return selectByKeys(ctx, s.rdb, query, pipeline, source, keys, read)
+}
+
+// queryer is what selectByKeys queries: the read pool or a transaction.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// selectByKeys runs query (a SELECT whose arguments are the pipeline, the
+// source and the keys, written %s where its IN list goes) on db for
+// keysPerStatement keys at a time, and hands each query's rows to read
+// (which closes them).
+func selectByKeys(ctx context.Context, db queryer, query, pipeline, source string, keys []string, read func(*sql.Rows) error) error {
 	for start := 0; start < len(keys); start += keysPerStatement {
 		part := keys[start:min(start+keysPerStatement, len(keys))]
 		args := make([]any, 0, len(part)+2)
@@ -225,7 +238,7 @@ func (s *Store) byKeys(ctx context.Context, query, pipeline, source string, keys
 		for _, k := range part {
 			args = append(args, k)
 		}
-		rows, err := s.rdb.QueryContext(ctx, fmt.Sprintf(query, "?"+strings.Repeat(",?", len(part)-1)), args...)
+		rows, err := db.QueryContext(ctx, fmt.Sprintf(query, "?"+strings.Repeat(",?", len(part)-1)), args...)
 		if err == nil {
 			err = read(rows)
 		}
@@ -457,15 +470,28 @@ func (s *Store) Commit(ctx context.Context, c state.Commit) error {
 // a thousand.
 func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error {
 	p := c.Pipeline
+	// ids are the record ids of c.Records, which their lexical rows are
+	// stored under (lexical.record_id).
+	ids := make(map[state.RecordRef]int64, len(c.Records))
 	if len(c.Records) > 0 {
 		rows := make([][]any, len(c.Records))
 		for i, r := range c.Records {
 			rows[i] = []any{p, r.Source, r.Key, int64(r.Hash), int64(r.Fingerprint), r.Anchor, nullBytes(r.Props), now, r.Origin.Scope, r.Origin.ID, r.Ord}
 		}
-		if err := execRows(ctx, tx, `INSERT INTO records (pipeline, source, "key", hash, fingerprint, anchor, props, updated_at, origin_scope, origin_id, ord) VALUES `,
+		err := queryRows(ctx, tx, `INSERT INTO records (pipeline, source, "key", hash, fingerprint, anchor, props, updated_at, origin_scope, origin_id, ord) VALUES `,
 			`ON CONFLICT (pipeline, source, "key") DO UPDATE SET hash = excluded.hash, fingerprint = excluded.fingerprint,
 				anchor = excluded.anchor, props = excluded.props, updated_at = excluded.updated_at,
-				origin_scope = excluded.origin_scope, origin_id = excluded.origin_id, ord = excluded.ord`, rows); err != nil {
+				origin_scope = excluded.origin_scope, origin_id = excluded.origin_id, ord = excluded.ord
+			RETURNING source, "key", id`, rows, func(rs *sql.Rows) error {
+				var ref state.RecordRef
+				var id int64
+				if err := rs.Scan(&ref.Source, &ref.Key, &id); err != nil {
+					return err
+				}
+				ids[ref] = id
+				return nil
+			})
+		if err != nil {
 			return fmt.Errorf("upsert records: %w", err)
 		}
 	}
@@ -528,7 +554,7 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 			return fmt.Errorf("insert chunks: %w", err)
 		}
 	}
-	if err := commitLexical(ctx, tx, c); err != nil {
+	if err := commitLexical(ctx, tx, c, ids); err != nil {
 		return err
 	}
 	if len(c.DeleteRecords) > 0 {
@@ -536,6 +562,15 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 		slices.SortFunc(refs, func(a, b state.RecordRef) int {
 			return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Key, b.Key))
 		})
+		// The lexical rows first: they are found through their record.
+		if err := execKeys(ctx, tx, `DELETE FROM lexical_fts WHERE rowid IN (SELECT l.doc FROM records r INDEXED BY records_key
+			JOIN lexical l ON l.record_id = r.id WHERE r.pipeline = ? AND r.source = ? AND r."key" IN `, p, refs, ")"); err != nil {
+			return fmt.Errorf("delete lexical rows: %w", err)
+		}
+		if err := execKeys(ctx, tx, `DELETE FROM lexical WHERE record_id IN (SELECT id FROM records INDEXED BY records_key
+			WHERE pipeline = ? AND source = ? AND "key" IN `, p, refs, ")"); err != nil {
+			return fmt.Errorf("delete lexical rows: %w", err)
+		}
 		if err := execKeys(ctx, tx, `DELETE FROM chunks WHERE pipeline = ? AND source = ? AND record_key IN `, p, refs); err != nil {
 			return fmt.Errorf("delete chunks: %w", err)
 		}
@@ -544,12 +579,6 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 		}
 		if err := execKeys(ctx, tx, `DELETE FROM link_docs WHERE pipeline = ? AND source = ? AND "key" IN `, p, refs); err != nil {
 			return fmt.Errorf("delete link index entries: %w", err)
-		}
-		if err := execKeys(ctx, tx, `DELETE FROM lexical_fts WHERE rowid IN (SELECT doc FROM lexical WHERE pipeline = ? AND source = ? AND record_key IN `, p, refs, ")"); err != nil {
-			return fmt.Errorf("delete lexical rows: %w", err)
-		}
-		if err := execKeys(ctx, tx, `DELETE FROM lexical WHERE pipeline = ? AND source = ? AND record_key IN `, p, refs); err != nil {
-			return fmt.Errorf("delete lexical rows: %w", err)
 		}
 	}
 	for _, src := range slices.Sorted(maps.Keys(c.Cursors)) {
@@ -645,13 +674,17 @@ func (s *Store) IntentList(ctx context.Context, pipeline string) ([]state.Intent
 }
 
 // commitLexical applies c's lexical deletes, then its upserts: a row that
-// exists keeps its doc id and gets its FTS5 entry replaced. Deletions find
-// their rows with one query per 500 records; upserts are multi-row
-// INSERT … ON CONFLICT … RETURNING statements whose answer tells new rows
-// (which take doc ids above the largest one: the transaction holds the
-// write lock) from rows that existed; the FTS5 entries follow in
-// multi-row statements.
-func commitLexical(ctx context.Context, tx *sql.Tx, c state.Commit) error {
+// exists keeps its doc id and gets its FTS5 entry replaced. Rows are stored
+// under their record's id (lexical.record_id; ids maps c.Records to theirs,
+// other records are looked up), so a first sync appends to the lexical
+// index instead of inserting at random places of a key index; a row of a
+// record that state does not hold is an error, unless c deletes that
+// record (then it goes with it). Deletions find their rows with one query
+// per 500 records; upserts are multi-row INSERT … ON CONFLICT … RETURNING
+// statements whose answer tells new rows (which take doc ids above the
+// largest one: the transaction holds the write lock) from rows that
+// existed; the FTS5 entries follow in multi-row statements.
+func commitLexical(ctx context.Context, tx *sql.Tx, c state.Commit, ids map[state.RecordRef]int64) error {
 	if len(c.LexicalDeletes)+len(c.LexicalUpserts) == 0 {
 		return nil
 	}
@@ -681,43 +714,65 @@ func commitLexical(ctx context.Context, tx *sql.Tx, c state.Commit) error {
 	if len(c.LexicalUpserts) == 0 {
 		return nil
 	}
+	if err := lexicalRecordIDs(ctx, tx, c, ids); err != nil {
+		return err
+	}
+	deleted := make(map[state.RecordRef]bool, len(c.DeleteRecords))
+	for _, ref := range c.DeleteRecords {
+		deleted[ref] = true
+	}
 	var next int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(doc), 0) + 1 FROM lexical`).Scan(&next); err != nil {
 		return fmt.Errorf("upsert lexical rows: %w", err)
 	}
 	// Commit.Check refuses a row listed twice.
-	const cols = 7
+	type rowKey struct {
+		record int64
+		node   string
+	}
+	const cols = 8
 	var fresh, changed [][]any
 	for start := 0; start < len(c.LexicalUpserts); start += rowsPerStatement {
 		part := c.LexicalUpserts[start:min(start+rowsPerStatement, len(c.LexicalUpserts))]
 		args := make([]any, 0, cols*len(part))
-		text := make(map[state.LexicalRef]string, len(part))
+		text := make(map[rowKey]string, len(part))
 		for _, r := range part {
+			ref := state.RecordRef{Source: r.Source, Key: r.RecordKey}
+			id, ok := ids[ref]
+			if !ok {
+				if deleted[ref] {
+					continue
+				}
+				return fmt.Errorf("upsert lexical row %s/%s/%s: record not in state", r.Source, r.RecordKey, r.ID)
+			}
 			_, n := state.LexicalTerms(r.Text)
-			args = append(args, next, c.Pipeline, r.Source, r.RecordKey, r.ID, r.Kind, n)
-			text[r.LexicalRef] = r.Text
+			args = append(args, next, c.Pipeline, r.Source, r.RecordKey, id, r.ID, r.Kind, n)
+			text[rowKey{id, r.ID}] = r.Text
 			next++
 		}
+		if len(text) == 0 {
+			continue
+		}
 		tuple := "(?" + strings.Repeat(", ?", cols-1) + ")"
-		q := `INSERT INTO lexical (doc, pipeline, source, record_key, node, kind, len) VALUES ` + tuple + strings.Repeat(", "+tuple, len(part)-1) +
-			` ON CONFLICT (pipeline, source, record_key, node) DO UPDATE SET kind = excluded.kind, len = excluded.len
-			RETURNING doc, source, record_key, node`
+		q := `INSERT INTO lexical (doc, pipeline, source, record_key, record_id, node, kind, len) VALUES ` + tuple + strings.Repeat(", "+tuple, len(text)-1) +
+			` ON CONFLICT (record_id, node) DO UPDATE SET kind = excluded.kind, len = excluded.len
+			RETURNING doc, record_id, node`
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return fmt.Errorf("upsert lexical rows: %w", err)
 		}
-		first := next - int64(len(part))
+		first := next - int64(len(text))
 		for rows.Next() {
 			var doc int64
-			var ref state.LexicalRef
-			if err := rows.Scan(&doc, &ref.Source, &ref.RecordKey, &ref.ID); err != nil {
+			var k rowKey
+			if err := rows.Scan(&doc, &k.record, &k.node); err != nil {
 				rows.Close()
 				return fmt.Errorf("upsert lexical rows: %w", err)
 			}
 			if doc >= first {
-				fresh = append(fresh, []any{doc, text[ref]})
+				fresh = append(fresh, []any{doc, text[k]})
 			} else {
-				changed = append(changed, []any{doc, text[ref]})
+				changed = append(changed, []any{doc, text[k]})
 			}
 		}
 		err = rows.Err()
@@ -737,8 +792,40 @@ func commitLexical(ctx context.Context, tx *sql.Tx, c state.Commit) error {
 	return nil
 }
 
+// lexicalRecordIDs adds to ids the stored records of c's lexical upserts
+// that c.Records does not hold, 500 keys a query.
+func lexicalRecordIDs(ctx context.Context, tx *sql.Tx, c state.Commit, ids map[state.RecordRef]int64) error {
+	bySource := map[string][]string{}
+	seen := map[state.RecordRef]bool{}
+	for _, r := range c.LexicalUpserts {
+		ref := state.RecordRef{Source: r.Source, Key: r.RecordKey}
+		if _, ok := ids[ref]; !ok && !seen[ref] {
+			seen[ref] = true
+			bySource[r.Source] = append(bySource[r.Source], r.RecordKey)
+		}
+	}
+	for _, src := range slices.Sorted(maps.Keys(bySource)) {
+		err := selectByKeys(ctx, tx, recordsByKey(`"key", id`), c.Pipeline, src, bySource[src], func(rows *sql.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				ref := state.RecordRef{Source: src}
+				var id int64
+				if err := rows.Scan(&ref.Key, &id); err != nil {
+					return err
+				}
+				ids[ref] = id
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return fmt.Errorf("find records of lexical rows: %w", err)
+		}
+	}
+	return nil
+}
+
 // lexicalDocs returns the doc ids of the stored rows among refs, reading
-// the rows of their records, 500 records a query.
+// the rows of their records through the records' ids, 500 records a query.
 func lexicalDocs(ctx context.Context, tx *sql.Tx, pipeline string, refs []state.LexicalRef) (map[state.LexicalRef]int64, error) {
 	want := make(map[state.LexicalRef]bool, len(refs))
 	bySource := map[string][]string{}
@@ -752,35 +839,23 @@ func lexicalDocs(ctx context.Context, tx *sql.Tx, pipeline string, refs []state.
 	}
 	out := map[state.LexicalRef]int64{}
 	for _, src := range slices.Sorted(maps.Keys(bySource)) {
-		keys := bySource[src]
-		for start := 0; start < len(keys); start += keysPerStatement {
-			part := keys[start:min(start+keysPerStatement, len(keys))]
-			args := make([]any, 0, len(part)+2)
-			args = append(args, pipeline, src)
-			for _, k := range part {
-				args = append(args, k)
-			}
-			rows, err := tx.QueryContext(ctx, `SELECT record_key, node, doc FROM lexical
-				WHERE pipeline = ? AND source = ? AND record_key IN (?`+strings.Repeat(", ?", len(part)-1)+`)`, args...)
-			if err != nil {
-				return nil, fmt.Errorf("find lexical rows: %w", err)
-			}
+		err := selectByKeys(ctx, tx, `SELECT r."key", l.node, l.doc FROM records r INDEXED BY records_key JOIN lexical l ON l.record_id = r.id
+			WHERE r.pipeline = ? AND r.source = ? AND r."key" IN (%s)`, pipeline, src, bySource[src], func(rows *sql.Rows) error {
+			defer rows.Close()
 			for rows.Next() {
 				ref := state.LexicalRef{Source: src}
 				var doc int64
 				if err := rows.Scan(&ref.RecordKey, &ref.ID, &doc); err != nil {
-					rows.Close()
-					return nil, fmt.Errorf("find lexical rows: %w", err)
+					return err
 				}
 				if want[ref] {
 					out[ref] = doc
 				}
 			}
-			err = rows.Err()
-			rows.Close()
-			if err != nil {
-				return nil, fmt.Errorf("find lexical rows: %w", err)
-			}
+			return rows.Err()
+		})
+		if err != nil {
+			return nil, fmt.Errorf("find lexical rows: %w", err)
 		}
 	}
 	return out, nil
@@ -862,12 +937,47 @@ const rowsPerStatement = 500
 // rowsPerStatement rows at a time, with one prepared statement for the full
 // groups. All rows have the same number of columns.
 func execRows(ctx context.Context, tx *sql.Tx, prefix, suffix string, rows [][]any) error {
+	return queryRows(ctx, tx, prefix, suffix, rows, nil)
+}
+
+// queryRows is execRows for a statement that returns rows (suffix ends in
+// RETURNING …): scan is called for each returned row. With a nil scan the
+// statements are executed without reading rows.
+func queryRows(ctx context.Context, tx *sql.Tx, prefix, suffix string, rows [][]any, scan func(*sql.Rows) error) error {
 	if len(rows) == 0 {
 		return nil
 	}
 	tuple := "(?" + strings.Repeat(", ?", len(rows[0])-1) + ")"
 	query := func(n int) string {
 		return prefix + tuple + strings.Repeat(", "+tuple, n-1) + " " + suffix
+	}
+	run := func(st *sql.Stmt, q string, args []any) error {
+		if scan == nil {
+			var err error
+			if st != nil {
+				_, err = st.ExecContext(ctx, args...)
+			} else {
+				_, err = tx.ExecContext(ctx, q, args...)
+			}
+			return err
+		}
+		var rs *sql.Rows
+		var err error
+		if st != nil {
+			rs, err = st.QueryContext(ctx, args...)
+		} else {
+			rs, err = tx.QueryContext(ctx, q, args...)
+		}
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			if err := scan(rs); err != nil {
+				return err
+			}
+		}
+		return rs.Err()
 	}
 	var full *sql.Stmt
 	args := make([]any, 0, rowsPerStatement*len(rows[0]))
@@ -878,7 +988,7 @@ func execRows(ctx context.Context, tx *sql.Tx, prefix, suffix string, rows [][]a
 			args = append(args, r...)
 		}
 		if len(group) < rowsPerStatement {
-			if _, err := tx.ExecContext(ctx, query(len(group)), args...); err != nil {
+			if err := run(nil, query(len(group)), args); err != nil {
 				return err
 			}
 			continue
@@ -891,7 +1001,7 @@ func execRows(ctx context.Context, tx *sql.Tx, prefix, suffix string, rows [][]a
 			defer st.Close()
 			full = st
 		}
-		if _, err := full.ExecContext(ctx, args...); err != nil {
+		if err := run(full, "", args); err != nil {
 			return err
 		}
 	}

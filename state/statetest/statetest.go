@@ -769,7 +769,7 @@ func testLexicalIndex(t *testing.T, s state.Store) {
 			lexRow("docs", "b.txt", "b#0", state.LexicalChunk, "header field 7231"),
 		}})
 	// Another pipeline's rows never count.
-	commit(t, s, state.Commit{Pipeline: "p2", LexicalUpserts: []state.LexicalRow{
+	commit(t, s, state.Commit{Pipeline: "p2", Records: []state.Record{{Source: "docs", Key: "a.txt", Hash: 1}}, LexicalUpserts: []state.LexicalRow{
 		lexRow("docs", "a.txt", "a#0", state.LexicalChunk, "proxi proxi proxi"),
 	}})
 
@@ -820,6 +820,19 @@ func testLexicalCommitRejected(t *testing.T, s state.Store) {
 	} {
 		require.Error(t, s.Commit(t.Context(), c))
 	}
+	// A row of a record state does not hold is refused, and the commit
+	// writes nothing; another pipeline's record of that key does not count.
+	commit(t, s, state.Commit{Pipeline: "q", Records: []state.Record{{Source: "docs", Key: "a.txt", Hash: 1}}})
+	err := s.Commit(t.Context(), state.Commit{Pipeline: "p",
+		Records:        []state.Record{{Source: "docs", Key: "b.txt", Hash: 2}},
+		LexicalUpserts: []state.LexicalRow{lexRow("docs", "b.txt", "b#0", state.LexicalChunk, "y"), row}})
+	require.ErrorContains(t, err, "docs/a.txt")
+	recs, err := s.RecordGet(t.Context(), "p", "docs", []string{"b.txt"})
+	require.NoError(t, err)
+	require.Empty(t, recs, "a refused commit writes nothing")
+	// A row of a record the same commit deletes goes with it.
+	commit(t, s, state.Commit{Pipeline: "p", LexicalUpserts: []state.LexicalRow{row},
+		DeleteRecords: []state.RecordRef{{Source: "docs", Key: "a.txt"}}})
 	n, err := s.LexicalCount(t.Context(), "p", "")
 	require.NoError(t, err)
 	require.Zero(t, n)
