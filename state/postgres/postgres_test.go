@@ -249,6 +249,12 @@ func TestAdvisoryKeyStable(t *testing.T) {
 	require.NotEqual(t, postgres.LockKey("s", "p"), postgres.AdvisoryKey("s", "commit", "p"))
 }
 
+// BenchmarkCommitTableRows1000: a first sync's batch of 1,000 new table
+// rows with their lexical rows (statetest.BenchCommitTableRows1000).
+func BenchmarkCommitTableRows1000(b *testing.B) {
+	statetest.BenchCommitTableRows1000(b, newStore(b))
+}
+
 func BenchmarkCommit1000(b *testing.B) {
 	statetest.BenchCommit1000(b, newStore(b))
 }

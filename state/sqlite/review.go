@@ -161,7 +161,7 @@ func (s *Store) ReviewCommit(ctx context.Context, c state.ReviewCommit) error {
 		for i, d := range c.Documents {
 			rows[i] = []any{p, d.Doc, d.RowID, boolInt(d.Pending), emptyBytes(d.Data)}
 		}
-		if err := execRows(ctx, tx, `INSERT INTO review_documents (pipeline, doc, row_id, pending, data) VALUES `,
+		if err := execRows(ctx, writeTx{Tx: tx}, `INSERT INTO review_documents (pipeline, doc, row_id, pending, data) VALUES `,
 			`ON CONFLICT (pipeline, doc) DO UPDATE SET row_id = excluded.row_id, pending = excluded.pending, data = excluded.data`, rows); err != nil {
 			return fmt.Errorf("review commit %q: upsert documents: %w", p, err)
 		}
@@ -171,7 +171,7 @@ func (s *Store) ReviewCommit(ctx context.Context, c state.ReviewCommit) error {
 		for i, e := range c.Elements {
 			rows[i] = []any{p, e.Doc, e.Element, e.RowID, boolInt(e.Expert), boolInt(e.Flagged), emptyBytes(e.Data)}
 		}
-		if err := execRows(ctx, tx, `INSERT INTO review_elements (pipeline, doc, element, row_id, expert, flagged, data) VALUES `,
+		if err := execRows(ctx, writeTx{Tx: tx}, `INSERT INTO review_elements (pipeline, doc, element, row_id, expert, flagged, data) VALUES `,
 			`ON CONFLICT (pipeline, doc, element) DO UPDATE SET row_id = excluded.row_id, expert = excluded.expert,
 				flagged = excluded.flagged, data = excluded.data`, rows); err != nil {
 			return fmt.Errorf("review commit %q: upsert elements: %w", p, err)

@@ -46,6 +46,7 @@ type Store struct {
 
 	mu     sync.Mutex
 	locks  map[*flock.Flock]struct{} // pipeline locks held by this Store
+	full   map[string]*sql.Stmt      // writer statements (fullStatements)
 	closed bool
 }
 
@@ -211,6 +212,12 @@ func (s *Store) Close() error {
 			errs = append(errs, fmt.Errorf("unlock %s: %w", fl.Path(), err))
 		}
 		delete(s.locks, fl)
+	}
+	for q, st := range s.full {
+		if err := st.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close sqlite state %s: %w", s.path, err))
+		}
+		delete(s.full, q)
 	}
 	s.mu.Unlock()
 	if err := s.rdb.Close(); err != nil {

@@ -165,6 +165,12 @@ func TestMigrateAppliesAVersionBelowTheHighest(t *testing.T) {
 	require.Equal(t, 1, n)
 }
 
+// BenchmarkCommitTableRows1000: a first sync's batch of 1,000 new table
+// rows with their lexical rows (statetest.BenchCommitTableRows1000).
+func BenchmarkCommitTableRows1000(b *testing.B) {
+	statetest.BenchCommitTableRows1000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
+}
+
 func BenchmarkCommit1000(b *testing.B) {
 	statetest.BenchCommit1000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
 }

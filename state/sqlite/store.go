@@ -441,6 +441,25 @@ func (s *Store) CursorGet(ctx context.Context, pipeline, source string) (string,
 	return c, nil
 }
 
+// The multi-row statements of a commit, as queryRows takes them: the
+// prefix before the tuples, the suffix after them, and the columns per row.
+const (
+	recordsUpsertPrefix = `INSERT INTO records (pipeline, source, "key", hash, fingerprint, anchor, props, updated_at, origin_scope, origin_id, ord) VALUES `
+	recordsUpsertSuffix = `ON CONFLICT (pipeline, source, "key") DO UPDATE SET hash = excluded.hash, fingerprint = excluded.fingerprint,
+				anchor = excluded.anchor, props = excluded.props, updated_at = excluded.updated_at,
+				origin_scope = excluded.origin_scope, origin_id = excluded.origin_id, ord = excluded.ord
+			RETURNING source, "key", id`
+	recordsUpsertCols   = 11
+	lexicalUpsertPrefix = `INSERT INTO lexical (doc, pipeline, source, record_key, record_id, node, kind, len) VALUES `
+	lexicalUpsertSuffix = `ON CONFLICT (record_id, node) DO UPDATE SET kind = excluded.kind, len = excluded.len
+			RETURNING doc, record_id, node`
+	lexicalUpsertCols  = 8
+	ftsInsertPrefix    = `INSERT INTO lexical_fts (rowid, text) VALUES `
+	ftsInsertCols      = 2
+	chunksInsertPrefix = `INSERT INTO chunks (pipeline, source, record_key, id, hash, text_hash, position, props) VALUES `
+	chunksInsertCols   = 8
+)
+
 // Commit applies c in one transaction, in this order: record upserts,
 // chunk replacements, lexical deletes and upserts, record deletes (with
 // their chunks and lexical rows, so a delete wins over an upsert of the
@@ -451,12 +470,16 @@ func (s *Store) Commit(ctx context.Context, c state.Commit) error {
 	if err := c.Check(); err != nil {
 		return err
 	}
+	full, err := s.fullStatements(ctx, c)
+	if err != nil {
+		return fmt.Errorf("commit %q: %w", c.Pipeline, err)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("commit %q: begin: %w", c.Pipeline, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := commitTx(ctx, tx, c, micros(s.nowTime())); err != nil {
+	if err := commitTx(ctx, writeTx{tx, full}, c, micros(s.nowTime())); err != nil {
 		return fmt.Errorf("commit %q: %w", c.Pipeline, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -465,10 +488,60 @@ func (s *Store) Commit(ctx context.Context, c state.Commit) error {
 	return nil
 }
 
+// writeTx is a write transaction with the store's prepared statements of
+// full multi-row groups (by query; see fullStatements), which queryRows
+// uses through Tx.StmtContext.
+type writeTx struct {
+	*sql.Tx
+	full map[string]*sql.Stmt
+}
+
+// fullStatements returns the prepared statements of the full multi-row
+// groups (rowsPerStatement rows) c's commit runs, preparing on the writer
+// those not prepared yet. They are prepared outside the transaction (the
+// writer has one connection) and kept until Close: a run of many batches
+// parses each statement of thousands of parameters once, not once a batch.
+func (s *Store) fullStatements(ctx context.Context, c state.Commit) (map[string]*sql.Stmt, error) {
+	var want []string
+	if len(c.Records) >= rowsPerStatement {
+		want = append(want, multiRow(recordsUpsertPrefix, recordsUpsertSuffix, recordsUpsertCols, rowsPerStatement))
+	}
+	if len(c.LexicalUpserts) >= rowsPerStatement {
+		want = append(want, multiRow(lexicalUpsertPrefix, lexicalUpsertSuffix, lexicalUpsertCols, rowsPerStatement),
+			multiRow(ftsInsertPrefix, "", ftsInsertCols, rowsPerStatement))
+	}
+	n := 0
+	for _, chs := range c.ReplaceChunks {
+		n += len(chs)
+	}
+	if n >= rowsPerStatement {
+		want = append(want, multiRow(chunksInsertPrefix, "", chunksInsertCols, rowsPerStatement))
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.full == nil {
+		s.full = map[string]*sql.Stmt{}
+	}
+	for _, q := range want {
+		if s.full[q] != nil {
+			continue
+		}
+		st, err := s.db.PrepareContext(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+		s.full[q] = st
+	}
+	return s.full, nil
+}
+
 // commitTx runs c's statements in tx: multi-row statements (execRows,
 // execKeys), so a batch of a thousand records costs a few statements, not
 // a thousand.
-func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error {
+func commitTx(ctx context.Context, tx writeTx, c state.Commit, now int64) error {
 	p := c.Pipeline
 	// ids are the record ids of c.Records, which their lexical rows are
 	// stored under (lexical.record_id).
@@ -478,19 +551,15 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 		for i, r := range c.Records {
 			rows[i] = []any{p, r.Source, r.Key, int64(r.Hash), int64(r.Fingerprint), r.Anchor, nullBytes(r.Props), now, r.Origin.Scope, r.Origin.ID, r.Ord}
 		}
-		err := queryRows(ctx, tx, `INSERT INTO records (pipeline, source, "key", hash, fingerprint, anchor, props, updated_at, origin_scope, origin_id, ord) VALUES `,
-			`ON CONFLICT (pipeline, source, "key") DO UPDATE SET hash = excluded.hash, fingerprint = excluded.fingerprint,
-				anchor = excluded.anchor, props = excluded.props, updated_at = excluded.updated_at,
-				origin_scope = excluded.origin_scope, origin_id = excluded.origin_id, ord = excluded.ord
-			RETURNING source, "key", id`, rows, func(rs *sql.Rows) error {
-				var ref state.RecordRef
-				var id int64
-				if err := rs.Scan(&ref.Source, &ref.Key, &id); err != nil {
-					return err
-				}
-				ids[ref] = id
-				return nil
-			})
+		err := queryRows(ctx, tx, recordsUpsertPrefix, recordsUpsertSuffix, rows, func(rs *sql.Rows) error {
+			var ref state.RecordRef
+			var id int64
+			if err := rs.Scan(&ref.Source, &ref.Key, &id); err != nil {
+				return err
+			}
+			ids[ref] = id
+			return nil
+		})
 		if err != nil {
 			return fmt.Errorf("upsert records: %w", err)
 		}
@@ -549,8 +618,7 @@ func commitTx(ctx context.Context, tx *sql.Tx, c state.Commit, now int64) error 
 				rows = append(rows, []any{p, ref.Source, ref.Key, ch.ID, int64(ch.Hash), int64(ch.TextHash), ch.Position, nullBytes(ch.Props)})
 			}
 		}
-		if err := execRows(ctx, tx, `INSERT INTO chunks (pipeline, source, record_key, id, hash, text_hash, position, props) VALUES `,
-			"", rows); err != nil {
+		if err := execRows(ctx, tx, chunksInsertPrefix, "", rows); err != nil {
 			return fmt.Errorf("insert chunks: %w", err)
 		}
 	}
@@ -608,7 +676,7 @@ const keysPerStatement = 500
 
 // execKeys runs prefix + "(?, ...)" + suffix with the pipeline, a source
 // and up to keysPerStatement keys of refs (sorted by source) at a time.
-func execKeys(ctx context.Context, tx *sql.Tx, prefix, pipeline string, refs []state.RecordRef, suffix ...string) error {
+func execKeys(ctx context.Context, tx writeTx, prefix, pipeline string, refs []state.RecordRef, suffix ...string) error {
 	for start := 0; start < len(refs); {
 		src := refs[start].Source
 		end := start
@@ -684,7 +752,7 @@ func (s *Store) IntentList(ctx context.Context, pipeline string) ([]state.Intent
 // statements whose answer tells new rows (which take doc ids above the
 // largest one: the transaction holds the write lock) from rows that
 // existed; the FTS5 entries follow in multi-row statements.
-func commitLexical(ctx context.Context, tx *sql.Tx, c state.Commit, ids map[state.RecordRef]int64) error {
+func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[state.RecordRef]int64) error {
 	if len(c.LexicalDeletes)+len(c.LexicalUpserts) == 0 {
 		return nil
 	}
@@ -721,8 +789,8 @@ func commitLexical(ctx context.Context, tx *sql.Tx, c state.Commit, ids map[stat
 	for _, ref := range c.DeleteRecords {
 		deleted[ref] = true
 	}
-	var next int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(doc), 0) + 1 FROM lexical`).Scan(&next); err != nil {
+	var first int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(doc), 0) + 1 FROM lexical`).Scan(&first); err != nil {
 		return fmt.Errorf("upsert lexical rows: %w", err)
 	}
 	// Commit.Check refuses a row listed twice.
@@ -730,58 +798,41 @@ func commitLexical(ctx context.Context, tx *sql.Tx, c state.Commit, ids map[stat
 		record int64
 		node   string
 	}
-	const cols = 8
-	var fresh, changed [][]any
-	for start := 0; start < len(c.LexicalUpserts); start += rowsPerStatement {
-		part := c.LexicalUpserts[start:min(start+rowsPerStatement, len(c.LexicalUpserts))]
-		args := make([]any, 0, cols*len(part))
-		text := make(map[rowKey]string, len(part))
-		for _, r := range part {
-			ref := state.RecordRef{Source: r.Source, Key: r.RecordKey}
-			id, ok := ids[ref]
-			if !ok {
-				if deleted[ref] {
-					continue
-				}
-				return fmt.Errorf("upsert lexical row %s/%s/%s: record not in state", r.Source, r.RecordKey, r.ID)
+	text := make(map[rowKey]string, len(c.LexicalUpserts))
+	rows := make([][]any, 0, len(c.LexicalUpserts))
+	for _, r := range c.LexicalUpserts {
+		ref := state.RecordRef{Source: r.Source, Key: r.RecordKey}
+		id, ok := ids[ref]
+		if !ok {
+			if deleted[ref] {
+				continue
 			}
-			_, n := state.LexicalTerms(r.Text)
-			args = append(args, next, c.Pipeline, r.Source, r.RecordKey, id, r.ID, r.Kind, n)
-			text[rowKey{id, r.ID}] = r.Text
-			next++
+			return fmt.Errorf("upsert lexical row %s/%s/%s: record not in state", r.Source, r.RecordKey, r.ID)
 		}
-		if len(text) == 0 {
-			continue
-		}
-		tuple := "(?" + strings.Repeat(", ?", cols-1) + ")"
-		q := `INSERT INTO lexical (doc, pipeline, source, record_key, record_id, node, kind, len) VALUES ` + tuple + strings.Repeat(", "+tuple, len(text)-1) +
-			` ON CONFLICT (record_id, node) DO UPDATE SET kind = excluded.kind, len = excluded.len
-			RETURNING doc, record_id, node`
-		rows, err := tx.QueryContext(ctx, q, args...)
-		if err != nil {
-			return fmt.Errorf("upsert lexical rows: %w", err)
-		}
-		first := next - int64(len(text))
-		for rows.Next() {
-			var doc int64
-			var k rowKey
-			if err := rows.Scan(&doc, &k.record, &k.node); err != nil {
-				rows.Close()
-				return fmt.Errorf("upsert lexical rows: %w", err)
-			}
-			if doc >= first {
-				fresh = append(fresh, []any{doc, text[k]})
-			} else {
-				changed = append(changed, []any{doc, text[k]})
-			}
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return fmt.Errorf("upsert lexical rows: %w", err)
-		}
+		_, n := state.LexicalTerms(r.Text)
+		rows = append(rows, []any{first + int64(len(rows)), c.Pipeline, r.Source, r.RecordKey, id, r.ID, r.Kind, n})
+		text[rowKey{id, r.ID}] = r.Text
 	}
-	if err := execRows(ctx, tx, `INSERT INTO lexical_fts (rowid, text) VALUES `, "", fresh); err != nil {
+	// A new row takes the doc id given; a row that existed keeps its own,
+	// below first.
+	var fresh, changed [][]any
+	err := queryRows(ctx, tx, lexicalUpsertPrefix, lexicalUpsertSuffix, rows, func(rs *sql.Rows) error {
+		var doc int64
+		var k rowKey
+		if err := rs.Scan(&doc, &k.record, &k.node); err != nil {
+			return err
+		}
+		if doc >= first {
+			fresh = append(fresh, []any{doc, text[k]})
+		} else {
+			changed = append(changed, []any{doc, text[k]})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("upsert lexical rows: %w", err)
+	}
+	if err := execRows(ctx, tx, ftsInsertPrefix, "", fresh); err != nil {
 		return fmt.Errorf("insert lexical rows: %w", err)
 	}
 	for _, r := range changed {
@@ -794,7 +845,7 @@ func commitLexical(ctx context.Context, tx *sql.Tx, c state.Commit, ids map[stat
 
 // lexicalRecordIDs adds to ids the stored records of c's lexical upserts
 // that c.Records does not hold, 500 keys a query.
-func lexicalRecordIDs(ctx context.Context, tx *sql.Tx, c state.Commit, ids map[state.RecordRef]int64) error {
+func lexicalRecordIDs(ctx context.Context, tx writeTx, c state.Commit, ids map[state.RecordRef]int64) error {
 	bySource := map[string][]string{}
 	seen := map[state.RecordRef]bool{}
 	for _, r := range c.LexicalUpserts {
@@ -826,7 +877,7 @@ func lexicalRecordIDs(ctx context.Context, tx *sql.Tx, c state.Commit, ids map[s
 
 // lexicalDocs returns the doc ids of the stored rows among refs, reading
 // the rows of their records through the records' ids, 500 records a query.
-func lexicalDocs(ctx context.Context, tx *sql.Tx, pipeline string, refs []state.LexicalRef) (map[state.LexicalRef]int64, error) {
+func lexicalDocs(ctx context.Context, tx writeTx, pipeline string, refs []state.LexicalRef) (map[state.LexicalRef]int64, error) {
 	want := make(map[state.LexicalRef]bool, len(refs))
 	bySource := map[string][]string{}
 	seenRec := map[[2]string]bool{}
@@ -934,30 +985,35 @@ func (s *Store) LexicalCount(ctx context.Context, pipeline, kind string) (int, e
 const rowsPerStatement = 500
 
 // execRows runs prefix + "(?, ...), (?, ...) ..." + suffix for rows, up to
-// rowsPerStatement rows at a time, with one prepared statement for the full
-// groups. All rows have the same number of columns.
-func execRows(ctx context.Context, tx *sql.Tx, prefix, suffix string, rows [][]any) error {
+// rowsPerStatement rows at a time; see queryRows.
+func execRows(ctx context.Context, tx writeTx, prefix, suffix string, rows [][]any) error {
 	return queryRows(ctx, tx, prefix, suffix, rows, nil)
 }
 
-// queryRows is execRows for a statement that returns rows (suffix ends in
-// RETURNING …): scan is called for each returned row. With a nil scan the
-// statements are executed without reading rows.
-func queryRows(ctx context.Context, tx *sql.Tx, prefix, suffix string, rows [][]any, scan func(*sql.Rows) error) error {
+// multiRow is prefix + n tuples of cols placeholders + " " + suffix.
+func multiRow(prefix, suffix string, cols, n int) string {
+	tuple := "(?" + strings.Repeat(", ?", cols-1) + ")"
+	return prefix + tuple + strings.Repeat(", "+tuple, n-1) + " " + suffix
+}
+
+// queryRows runs multiRow(prefix, suffix, …) for rows, up to
+// rowsPerStatement rows at a time: full groups through one prepared
+// statement (tx's, or prepared here for the call), the rest unprepared.
+// When scan is not nil the statement returns rows (suffix ends in
+// RETURNING …) and scan is called for each. All rows have the same number
+// of columns.
+func queryRows(ctx context.Context, tx writeTx, prefix, suffix string, rows [][]any, scan func(*sql.Rows) error) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	tuple := "(?" + strings.Repeat(", ?", len(rows[0])-1) + ")"
-	query := func(n int) string {
-		return prefix + tuple + strings.Repeat(", "+tuple, n-1) + " " + suffix
-	}
-	run := func(st *sql.Stmt, q string, args []any) error {
+	cols := len(rows[0])
+	run := func(st *sql.Stmt, args []any) error {
 		if scan == nil {
 			var err error
 			if st != nil {
 				_, err = st.ExecContext(ctx, args...)
 			} else {
-				_, err = tx.ExecContext(ctx, q, args...)
+				_, err = tx.ExecContext(ctx, multiRow(prefix, suffix, cols, len(args)/cols), args...)
 			}
 			return err
 		}
@@ -966,7 +1022,7 @@ func queryRows(ctx context.Context, tx *sql.Tx, prefix, suffix string, rows [][]
 		if st != nil {
 			rs, err = st.QueryContext(ctx, args...)
 		} else {
-			rs, err = tx.QueryContext(ctx, q, args...)
+			rs, err = tx.QueryContext(ctx, multiRow(prefix, suffix, cols, len(args)/cols), args...)
 		}
 		if err != nil {
 			return err
@@ -980,7 +1036,7 @@ func queryRows(ctx context.Context, tx *sql.Tx, prefix, suffix string, rows [][]
 		return rs.Err()
 	}
 	var full *sql.Stmt
-	args := make([]any, 0, rowsPerStatement*len(rows[0]))
+	args := make([]any, 0, rowsPerStatement*cols)
 	for start := 0; start < len(rows); start += rowsPerStatement {
 		group := rows[start:min(start+rowsPerStatement, len(rows))]
 		args = args[:0]
@@ -988,20 +1044,25 @@ func queryRows(ctx context.Context, tx *sql.Tx, prefix, suffix string, rows [][]
 			args = append(args, r...)
 		}
 		if len(group) < rowsPerStatement {
-			if err := run(nil, query(len(group)), args); err != nil {
+			if err := run(nil, args); err != nil {
 				return err
 			}
 			continue
 		}
 		if full == nil {
-			st, err := tx.PrepareContext(ctx, query(rowsPerStatement))
-			if err != nil {
-				return err
+			q := multiRow(prefix, suffix, cols, rowsPerStatement)
+			if st := tx.full[q]; st != nil {
+				full = tx.StmtContext(ctx, st)
+			} else {
+				st, err := tx.PrepareContext(ctx, q)
+				if err != nil {
+					return err
+				}
+				full = st
 			}
-			defer st.Close()
-			full = st
+			defer full.Close()
 		}
-		if err := run(full, "", args); err != nil {
+		if err := run(full, args); err != nil {
 			return err
 		}
 	}

@@ -104,6 +104,9 @@ func BenchLexicalEdit(b *testing.B, s state.Store) {
 	}
 	for start := 0; start < rows; start += 1000 {
 		c := state.Commit{Pipeline: "bench"}
+		for d := start / 200; d < (start+1000)/200; d++ {
+			c.Records = append(c.Records, state.Record{Source: "docs", Key: fmt.Sprintf("doc-%03d", d), Hash: uint64(d) + 1})
+		}
 		for i := start; i < start+1000; i++ {
 			kind := state.LexicalChunk
 			if i%3 == 0 {
@@ -126,5 +129,46 @@ func BenchLexicalEdit(b *testing.B, s state.Store) {
 		if err := s.Commit(b.Context(), c); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchCommitTableRows1000 measures one Commit of a first sync's batch of
+// 1,000 new table rows, each with about 300 bytes of props and its node's
+// lexical row, into a store that grows by each iteration's rows. Keys
+// arrive in no order (a hash of the row number), as a CSV's do.
+func BenchCommitTableRows1000(b *testing.B, s state.Store) {
+	const rows = 1000
+	props := []byte(fmt.Sprintf(`{"id":"hs_code:x","node":{"description":%q}}`, make([]byte, 260)))
+	mk := func(round int) state.Commit {
+		c := state.Commit{Pipeline: "bench"}
+		for i := range rows {
+			n := uint64(round*rows + i)
+			key := fmt.Sprintf("hs_code:%016x", n*0x9e3779b97f4a7c15)
+			c.Records = append(c.Records, state.Record{Source: "csv", Key: key, Hash: n + 1, Fingerprint: 1 << 62,
+				Anchor: "cn_code", Props: props, Ord: int64(n+1) << 20})
+			c.LexicalUpserts = append(c.LexicalUpserts, state.LexicalRow{
+				LexicalRef: state.LexicalRef{Source: "csv", RecordKey: key, ID: key}, Kind: state.LexicalNode,
+				Text: fmt.Sprintf("horses asses mules hinnies live %d", n%977)})
+		}
+		return c
+	}
+	b.ReportAllocs()
+	round := 0
+	for b.Loop() {
+		b.StopTimer()
+		c := mk(round)
+		round++
+		b.StartTimer()
+		if err := s.Commit(b.Context(), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	n, err := s.LexicalCount(b.Context(), "bench", state.LexicalNode)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n != round*rows {
+		b.Fatalf("lexical rows %d, want %d", n, round*rows)
 	}
 }
