@@ -41,17 +41,20 @@ func DetectLanguage(text string) string {
 		text = text[:64<<10]
 	}
 	var cyr, lat int
+	ascii := true
 	for _, r := range text {
 		switch {
 		case r < utf8.RuneSelf: // ASCII: a Latin letter or no letter
 			if c := r | 0x20; c >= 'a' && c <= 'z' {
 				lat++
 			}
+			continue
 		case unicode.Is(unicode.Cyrillic, r):
 			cyr++
 		case unicode.Is(unicode.Latin, r):
 			lat++
 		}
+		ascii = false
 	}
 	if cyr+lat == 0 {
 		return ""
@@ -59,22 +62,56 @@ func DetectLanguage(text string) string {
 	if cyr > lat {
 		return LangRussian
 	}
-	return latinLanguage(words(text), 1)
+	var counts stopCounts
+	if !ascii {
+		for _, w := range words(text) {
+			counts.add(w)
+		}
+		return counts.language(1)
+	}
+	// The words of asciiWords, without collecting them.
+	lower := strings.ToLower(text)
+	for i := 0; i < len(lower); {
+		if !isASCIIWordByte(lower[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(lower) && isASCIIWordByte(lower[j]) {
+			j++
+		}
+		counts.add(lower[i:j])
+		i = j
+	}
+	return counts.language(1)
+}
+
+// stopCounts counts the stop words of each of latinLanguages among words,
+// by index in latinLanguages (English first).
+type stopCounts [len(latinLanguages)]int
+
+func (c *stopCounts) add(w string) {
+	for i, l := range latinLanguages {
+		if isStopWord(l, w) {
+			c[i]++
+		}
+	}
 }
 
 // latinLanguage picks en, es or fr by stop-word counts among ws: another
 // language than English needs more than min stop words, and more than
 // English has.
 func latinLanguage(ws []string, min int) string {
-	best, bestN := LangEnglish, 0
-	var counts [len(latinLanguages)]int // by index in latinLanguages; English first
+	var counts stopCounts
 	for _, w := range ws {
-		for i, l := range latinLanguages {
-			if isStopWord(l, w) {
-				counts[i]++
-			}
-		}
+		counts.add(w)
 	}
+	return counts.language(min)
+}
+
+// language is latinLanguage of the counted words.
+func (counts *stopCounts) language(min int) string {
+	best, bestN := LangEnglish, 0
 	for i, l := range latinLanguages {
 		if n := counts[i]; n > bestN {
 			best, bestN = l, n
@@ -91,6 +128,54 @@ func latinLanguage(ws []string, min int) string {
 // look-alike letters inside a Cyrillic word folded to Cyrillic (PDF and
 // DOCX conversions mix them: "Cпецификации" with a Latin C).
 func words(text string) []string {
+	if isASCII(text) {
+		return asciiWords(text)
+	}
+	return unicodeWords(text)
+}
+
+// isASCII reports whether s has only ASCII bytes.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiWords is words of an ASCII text: NFC leaves it as it is, its
+// letters and digits are [A-Za-z0-9] (it has no combining mark) and a
+// word without Cyrillic letters has nothing to fold, so the words are the
+// runs of [a-z0-9] of the lower-cased text.
+func asciiWords(text string) []string {
+	lower := strings.ToLower(text)
+	var out []string
+	start := -1
+	for i := 0; i < len(lower); i++ {
+		if isASCIIWordByte(lower[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			out = append(out, lower[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		out = append(out, lower[start:])
+	}
+	return out
+}
+
+// isASCIIWordByte reports whether c, a byte of a lower-cased ASCII text,
+// belongs to a word: a letter or a digit.
+func isASCIIWordByte(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+
+// unicodeWords is words of any text.
+func unicodeWords(text string) []string {
 	text = norm.NFC.String(text)
 	var out []string
 	start := -1
@@ -251,8 +336,11 @@ func keepWord(w string) bool {
 	if len(w) > 40 {
 		return false
 	}
-	r := []rune(w)
-	return len(r) > 1 || unicode.IsDigit(r[0])
+	if len(w) > 1 && w[0] < utf8.RuneSelf {
+		return true // more than one rune
+	}
+	r, size := utf8.DecodeRuneInString(w)
+	return size < len(w) || unicode.IsDigit(r)
 }
 
 // Terms is the lexical analyzer: the words of text (see words), without
@@ -292,7 +380,35 @@ func indexTerms(text, lang string) []string {
 // tokenizer (split on non-alphanumerics, lower-case) reads back the same
 // terms.
 func LexicalText(text, lang string) string {
-	return strings.Join(indexTerms(text, lang), " ")
+	if !isASCII(text) {
+		return strings.Join(indexTerms(text, lang), " ")
+	}
+	// An ASCII text's words (asciiWords) are not Cyrillic: each is stemmed
+	// in wordLang's language for them, written as the terms are found.
+	lower := strings.ToLower(text)
+	wl := wordLang(lang, "")
+	var b strings.Builder
+	b.Grow(len(lower))
+	terms := 0
+	for i := 0; i < len(lower); {
+		if !isASCIIWordByte(lower[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(lower) && isASCIIWordByte(lower[j]) {
+			j++
+		}
+		if w := lower[i:j]; keepWord(w) {
+			if terms > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(stem(wl, w))
+			terms++
+		}
+		i = j
+	}
+	return b.String()
 }
 
 // queryWord is one content word of a query with the terms it may be
