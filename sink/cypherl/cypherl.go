@@ -521,6 +521,7 @@ func (s *Sink) writeText(text []byte) error {
 // (splitsCleanly); the literals put in it (Literal) escape line breaks and
 // quotes, so the rendered line is only checked for a stray line break.
 func render(dst []byte, sts []sink.Statement) ([]byte, error) {
+	var w literalWriter
 	for _, st := range sts {
 		if !splitsCleanly(st.Query + ";") {
 			// Cannot happen for names that pass sink.ValidName; kept as the
@@ -529,7 +530,7 @@ func render(dst []byte, sts []sink.Statement) ([]byte, error) {
 		}
 		start := len(dst)
 		var err error
-		if dst, err = appendInline(dst, st); err != nil {
+		if dst, err = w.appendInline(dst, st); err != nil {
 			return nil, err
 		}
 		if bytes.IndexByte(dst[start:], '\n') >= 0 || bytes.IndexByte(dst[start:], '\r') >= 0 {

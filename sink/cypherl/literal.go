@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -19,12 +20,13 @@ import (
 // and string literals. Errors: a parameter missing from st.Params, or a value
 // Literal cannot write.
 func Inline(st sink.Statement) (string, error) {
-	b, err := appendInline(nil, st)
+	var w literalWriter
+	b, err := w.appendInline(nil, st)
 	return string(b), err
 }
 
 // appendInline appends Inline(st) to dst.
-func appendInline(dst []byte, st sink.Statement) ([]byte, error) {
+func (w *literalWriter) appendInline(dst []byte, st sink.Statement) ([]byte, error) {
 	q := st.Query
 	for i := 0; i < len(q); {
 		switch c := q[i]; c {
@@ -46,7 +48,7 @@ func appendInline(dst []byte, st sink.Statement) ([]byte, error) {
 				return dst, fmt.Errorf("inline %s %q: no value for parameter $%s", st.Kind, st.Target, name)
 			}
 			var err error
-			if dst, err = appendLiteral(dst, v); err != nil {
+			if dst, err = w.appendLiteral(dst, v); err != nil {
 				return dst, fmt.Errorf("inline %s %q: $%s: %w", st.Kind, st.Target, name, err)
 			}
 			i = j
@@ -105,16 +107,35 @@ func isParamByte(c byte) bool {
 // nil, bool, int, int32, int64, float32, float64, string, []float32,
 // []float64, []int64, []string, []any, map[string]any, []map[string]any.
 func Literal(v any) (string, error) {
-	b, err := appendLiteral(nil, v)
+	var w literalWriter
+	b, err := w.appendLiteral(nil, v)
 	if err != nil {
 		return "", err
 	}
 	return string(b), nil
 }
 
+// literalWriter appends literals. It remembers the sorted keys of the last
+// map of each size it wrote, checked and quoted: the rows of a statement,
+// and their property maps, mostly have the same keys, so a map with
+// exactly those keys is written without sorting or checking them again.
+// The zero value is ready to use.
+type literalWriter struct {
+	orders [maxOrderKeys + 1]keyOrder // by number of keys
+}
+
+// maxOrderKeys is the largest map whose key order a literalWriter keeps.
+const maxOrderKeys = 32
+
+// keyOrder is one map's keys, sorted, each passing sink.ValidName, and
+// their quoted names.
+type keyOrder struct {
+	keys   []string
+	quoted []string
+}
+
 // appendLiteral appends Literal(v) to dst.
-func appendLiteral(dst []byte, v any) ([]byte, error) {
-	var err error
+func (w *literalWriter) appendLiteral(dst []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case nil:
 		dst = append(dst, "null"...)
@@ -133,43 +154,122 @@ func appendLiteral(dst []byte, v any) ([]byte, error) {
 	case string:
 		return appendString(dst, v)
 	case []float32:
-		return appendList(dst, v, func(dst []byte, f float32) ([]byte, error) { return appendFloat(dst, float64(f)) })
+		return appendFloats(dst, v)
 	case []float64:
-		return appendList(dst, v, appendFloat)
+		return appendFloats(dst, v)
 	case []int64:
 		return appendList(dst, v, func(dst []byte, n int64) ([]byte, error) { return appendInt(dst, n), nil })
 	case []string:
 		return appendList(dst, v, appendString)
 	case []any:
-		return appendList(dst, v, appendLiteral)
-	case []map[string]any:
-		return appendList(dst, v, func(dst []byte, m map[string]any) ([]byte, error) { return appendLiteral(dst, m) })
-	case map[string]any:
-		var small [16]string
-		keys := small[:0]
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if err := sink.ValidName(k); err != nil {
-				return dst, fmt.Errorf("map key: %w", err)
-			}
+		dst = append(dst, '[')
+		for i, x := range v {
 			if i > 0 {
 				dst = append(dst, ", "...)
 			}
-			dst = append(dst, sink.QuoteName(k)...)
-			dst = append(dst, ": "...)
-			if dst, err = appendLiteral(dst, v[k]); err != nil {
-				return dst, fmt.Errorf("%q: %w", k, err)
+			var err error
+			if dst, err = w.appendLiteral(dst, x); err != nil {
+				return dst, fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
-		dst = append(dst, '}')
+		dst = append(dst, ']')
+	case []map[string]any:
+		dst = append(dst, '[')
+		for i, m := range v {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			var err error
+			if dst, err = w.appendMap(dst, m); err != nil {
+				return dst, fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+		dst = append(dst, ']')
+	case map[string]any:
+		return w.appendMap(dst, v)
 	default:
 		return dst, fmt.Errorf("no Cypher literal for %T", v)
 	}
 	return dst, nil
+}
+
+// appendMap appends the map literal {`k`: v, …} of m, keys sorted.
+func (w *literalWriter) appendMap(dst []byte, m map[string]any) ([]byte, error) {
+	var order *keyOrder
+	if len(m) > 0 && len(m) <= maxOrderKeys {
+		order = &w.orders[len(m)]
+	}
+	var small [16]any
+	if order != nil && order.keys != nil {
+		// The remembered keys, when m has them all, are m's keys in order.
+		// A value may be a map of the same size that replaces the order,
+		// so this map keeps its own slices.
+		keys, quoted := order.keys, order.quoted
+		vals := small[:0]
+		for _, k := range keys {
+			x, ok := m[k]
+			if !ok {
+				break
+			}
+			vals = append(vals, x)
+		}
+		if len(vals) == len(keys) {
+			dst = append(dst, '{')
+			for i, x := range vals {
+				if i > 0 {
+					dst = append(dst, ", "...)
+				}
+				dst = append(dst, quoted[i]...)
+				dst = append(dst, ": "...)
+				var err error
+				if dst, err = w.appendLiteral(dst, x); err != nil {
+					return dst, fmt.Errorf("%q: %w", keys[i], err)
+				}
+			}
+			return append(dst, '}'), nil
+		}
+	}
+	var smallKeys [16]string
+	keys := smallKeys[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if err := sink.ValidName(k); err != nil {
+			return dst, fmt.Errorf("map key: %w", err)
+		}
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = appendQuotedName(dst, k)
+		dst = append(dst, ": "...)
+		var err error
+		if dst, err = w.appendLiteral(dst, m[k]); err != nil {
+			return dst, fmt.Errorf("%q: %w", k, err)
+		}
+	}
+	dst = append(dst, '}')
+	if order != nil {
+		// Every key passed sink.ValidName: remember them.
+		quoted := make([]string, len(keys))
+		for i, k := range keys {
+			quoted[i] = sink.QuoteName(k)
+		}
+		*order = keyOrder{keys: slices.Clone(keys), quoted: quoted}
+	}
+	return dst, nil
+}
+
+// appendQuotedName appends sink.QuoteName(s).
+func appendQuotedName(dst []byte, s string) []byte {
+	if strings.IndexByte(s, '`') >= 0 {
+		return append(dst, sink.QuoteName(s)...)
+	}
+	dst = append(dst, '`')
+	dst = append(dst, s...)
+	return append(dst, '`')
 }
 
 func appendInt(dst []byte, i int64) []byte {
@@ -187,6 +287,12 @@ func appendFloat(dst []byte, f float64) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return dst, errNonFinite
 	}
+	if f == 0 { // strconv writes "0" or "-0"
+		if math.Signbit(f) {
+			return append(dst, "-0.0"...), nil
+		}
+		return append(dst, "0.0"...), nil
+	}
 	start := len(dst)
 	dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
 	num := dst[start:]
@@ -200,46 +306,103 @@ func appendFloat(dst []byte, f float64) ([]byte, error) {
 	return dst, nil
 }
 
-func appendString(dst []byte, s string) ([]byte, error) {
-	if !utf8.ValidString(s) {
-		return dst, fmt.Errorf("string %q is not valid UTF-8", s)
+// appendFloats appends the list literal of v, each value by appendFloat.
+// A value equal to one of the last few written is copied from where it
+// was written: vectors repeat values (a hashing embedder's are multiples
+// of one weight, zeros apart).
+func appendFloats[T float32 | float64](dst []byte, v []T) ([]byte, error) {
+	type written struct {
+		bits       uint64
+		start, end int
 	}
-	dst = append(dst, '"')
-	plain := 0 // start of the bytes not copied yet
-	for i, r := range s {
-		var esc string
-		switch r {
-		case '\\':
-			esc = `\\`
-		case '\'':
-			esc = `\'`
-		case '"':
-			esc = `\"`
-		case '\b':
-			esc = `\b`
-		case '\f':
-			esc = `\f`
-		case '\n':
-			esc = `\n`
-		case '\r':
-			esc = `\r`
-		case '\t':
-			esc = `\t`
-		default:
-			if r < 0x80 && r >= 0x20 && r != 0x7f {
+	var recent [4]written
+	n, next := 0, 0 // values in recent, the slot to fill next
+	dst = append(dst, '[')
+	for i, x := range v {
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		f := float64(x)
+		if f != 0 { // zero is written without formatting
+			bits := math.Float64bits(f)
+			j := 0
+			for j < n && recent[j].bits != bits {
+				j++
+			}
+			if j < n {
+				dst = append(dst, dst[recent[j].start:recent[j].end]...)
 				continue
 			}
+		}
+		start := len(dst)
+		var err error
+		if dst, err = appendFloat(dst, f); err != nil {
+			return dst, fmt.Errorf("[%d]: %w", i, err)
+		}
+		if f != 0 {
+			recent[next] = written{bits: math.Float64bits(f), start: start, end: len(dst)}
+			next = (next + 1) % len(recent)
+			n = max(n, next)
+			if next == 0 {
+				n = len(recent)
+			}
+		}
+	}
+	return append(dst, ']'), nil
+}
+
+// plainASCII marks the ASCII bytes a string literal holds as they are.
+var plainASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '\\' && c != '\'' && c != '"'
+	}
+	return t
+}()
+
+func appendString(dst []byte, s string) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, '"')
+	plain := 0 // start of the bytes not copied yet
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf && plainASCII[c] {
+			i++
+			continue
+		}
+		r, size := rune(c), 1
+		if c >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				return dst[:start], fmt.Errorf("string %q is not valid UTF-8", s)
+			}
 			if !unicode.IsControl(r) && r != '\u2028' && r != '\u2029' {
+				i += size
 				continue
 			}
 		}
 		dst = append(dst, s[plain:i]...)
-		if esc != "" {
-			dst = append(dst, esc...)
-		} else {
+		switch r {
+		case '\\':
+			dst = append(dst, `\\`...)
+		case '\'':
+			dst = append(dst, `\'`...)
+		case '"':
+			dst = append(dst, `\"`...)
+		case '\b':
+			dst = append(dst, `\b`...)
+		case '\f':
+			dst = append(dst, `\f`...)
+		case '\n':
+			dst = append(dst, `\n`...)
+		case '\r':
+			dst = append(dst, `\r`...)
+		case '\t':
+			dst = append(dst, `\t`...)
+		default:
 			dst = fmt.Appendf(dst, `\u%04X`, r)
 		}
-		plain = i + utf8.RuneLen(r)
+		i += size
+		plain = i
 	}
 	dst = append(dst, s[plain:]...)
 	return append(dst, '"'), nil

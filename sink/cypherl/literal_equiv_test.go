@@ -1,0 +1,124 @@
+package cypherl
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/sink"
+)
+
+// literalValues are values of every type Literal takes, the errors it
+// reports, and maps that share, and do not share, key sets of one size
+// (literalWriter keeps the last key order of each size).
+func literalValues() []any {
+	floats := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, float64(float32(0.1)), 2.5, 1e21, 1e20, 1e-7, 1e-5,
+		123456789, 1.5e300, -2.5e-300, math.MaxFloat64, math.SmallestNonzeroFloat64, math.MaxFloat32,
+		float64(math.SmallestNonzeroFloat32), 100, 1e6}
+	var vals []any
+	for _, f := range floats {
+		vals = append(vals, f, float32(f), []float64{f, f, -f, 0, f}, []float32{float32(f), 0, float32(f)})
+	}
+	for _, s := range nastyStrings {
+		vals = append(vals, s, []string{s, s}, map[string]any{"s": s}, []any{s, int64(1)})
+	}
+	vals = append(vals,
+		nil, true, false, 7, int32(-7), int64(math.MaxInt64), int64(math.MinInt64), []int64{math.MinInt64, 0, 3},
+		math.NaN(), math.Inf(1), []float64{1, 2, math.NaN()}, []float32{float32(math.Inf(-1))},
+		[]float32{0.25, 0.25, -0.25, 0.5, 0.25, 0.75, 1, 0.25, 0.5, 2, 3, 0.25},
+		"bad \xff utf-8", []string{"ok", "\xc3"}, complex(1, 2), []any{1, complex(1, 2)}, struct{}{},
+		map[string]any{}, map[string]any(nil), []map[string]any{{"a": int64(1)}, {"a": int64(2)}, {"b": nil}},
+	)
+	// Maps of two keys: the same key set repeated, another set, a missing
+	// key, a nested map of the same size, an invalid key, a bad value.
+	two := []map[string]any{
+		{"id": "a", "props": map[string]any{"x": int64(1), "y": "é"}},
+		{"id": "b", "props": map[string]any{"y": 2.5, "x": nil}},
+		{"from": "a", "to": "b"},
+		{"id": "c", "to": "d"},
+		{"id": "d", "props": map[string]any{"id": "inner", "props": map[string]any{"k": int64(1), "l": []float32{1}}}},
+		{"id": "e", "props": map[string]any{"x": math.NaN(), "y": "after"}},
+		{"id": "f", "props": map[string]any{"x;": 1, "y": 2}},
+		{"id": "g", "props": map[string]any{"x": 1, "y": 2}},
+		{"a`b": "tick", "c": "d"},
+		{"a`b": "tick", "c": "e"},
+		{"line\nbreak": 1, "c": 2},
+		{"id": "\xff", "props": map[string]any{}},
+	}
+	for _, m := range two {
+		vals = append(vals, m)
+	}
+	vals = append(vals, []any{two[0], two[1], two[2], two[0], two[4], two[6], two[7]})
+	big := map[string]any{}
+	huge := map[string]any{}
+	for i := range 40 {
+		k := strings.Repeat("k", i+1)
+		if i < 20 {
+			big[k] = int64(i)
+		}
+		huge[k] = float64(i) / 3
+	}
+	return append(vals, big, big, huge, huge, []any{big, huge, big})
+}
+
+// TestLiteralMatchesReference: Literal writes what the literal writer
+// before kept key orders, copied repeated floats and scanned strings by
+// byte wrote, value for value and error for error, with one writer
+// reused across all the values (as render reuses one for a batch).
+func TestLiteralMatchesReference(t *testing.T) {
+	t.Parallel()
+	var w literalWriter
+	for i, v := range literalValues() {
+		want, wantErr := refAppendLiteral([]byte("prefix "), v)
+		got, gotErr := w.appendLiteral([]byte("prefix "), v)
+		require.Equal(t, string(want), string(got), "value %d: %#v", i, v)
+		if wantErr == nil {
+			require.NoError(t, gotErr, "value %d: %#v", i, v)
+		} else {
+			require.EqualError(t, gotErr, wantErr.Error(), "value %d: %#v", i, v)
+		}
+	}
+}
+
+// TestRenderRowsMatchesReference: the statements of a batch of table rows
+// render the same parameters as the reference writes them.
+func TestRenderRowsMatchesReference(t *testing.T) {
+	t.Parallel()
+	sts, err := sink.Statements(sink.Memgraph, rowBatch(t, 300, 32), sink.Options{Pipeline: "tables", RowsPerStatement: 100})
+	require.NoError(t, err)
+	var w literalWriter
+	for _, st := range sts {
+		want, err := refAppendLiteral(nil, st.Params["rows"])
+		require.NoError(t, err)
+		got, err := w.appendLiteral(nil, st.Params["rows"])
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), st.Target)
+	}
+}
+
+func FuzzLiteral(f *testing.F) {
+	for _, s := range nastyStrings {
+		f.Add(s, uint64(0), math.Float64bits(0.1))
+	}
+	f.Add("k`ey", math.Float64bits(math.NaN()), math.Float64bits(1e21))
+	f.Add("\xff", math.Float64bits(-0.0), math.Float64bits(5e-324))
+	f.Fuzz(func(t *testing.T, s string, a, b uint64) {
+		fa, fb := math.Float64frombits(a), math.Float64frombits(b)
+		vals := []any{
+			s, fa, float32(fa), []float64{fa, fb, fa, fb}, []float32{float32(fa), float32(fb), float32(fa)},
+			map[string]any{s: fa, "k": s}, map[string]any{"k": s, s: fb},
+			[]any{map[string]any{"id": s, "props": map[string]any{"v": []float64{fb, fa}}}},
+		}
+		var w literalWriter
+		for _, v := range vals {
+			want, wantErr := refAppendLiteral(nil, v)
+			got, gotErr := w.appendLiteral(nil, v)
+			if string(want) != string(got) || (wantErr == nil) != (gotErr == nil) ||
+				wantErr != nil && wantErr.Error() != gotErr.Error() {
+				t.Fatalf("%#v: got %q, %v; want %q, %v", v, got, gotErr, want, wantErr)
+			}
+		}
+	})
+}
