@@ -22,6 +22,14 @@ type Options struct {
 	// RowsPerStatement splits each group into statements of at most this
 	// many rows (<= 0: one statement per group).
 	RowsPerStatement int
+	// Inline says the statements are written out as literals (the CYPHERL
+	// sink inlines every parameter) rather than sent to a driver: values
+	// are checked as for a driver, with the same errors, but property maps
+	// and keep lists are the batch's own, not copied or normalised (a
+	// []float32 stays a []float32, an int an int), since a literal writes
+	// either form the same. The batch must not change while the
+	// statements are in use.
+	Inline bool
 }
 
 // Statements turns b into batched UNWIND statements, in the order Write
@@ -125,7 +133,7 @@ func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 		if err := checkRef(NodeRef{Label: n.Label, ID: n.ID}); err != nil {
 			return nil, fmt.Errorf("%s: row %d: %w", KindUpsertNodes, i, err)
 		}
-		props, err := normalizeProps(d, n.Props)
+		props, err := o.props(d, n.Props)
 		if err != nil {
 			return nil, fmt.Errorf("%s %q: row %d (id %q): %w", KindUpsertNodes, n.Label, i, n.ID, err)
 		}
@@ -150,7 +158,7 @@ func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 		if err := checkEdge(g, e.From.ID, e.To.ID); err != nil {
 			return nil, fmt.Errorf("%s: row %d: %w", KindUpsertEdges, i, err)
 		}
-		props, err := normalizeProps(d, e.Props)
+		props, err := o.props(d, e.Props)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: row %d (%q->%q): %w", KindUpsertEdges, g, i, e.From.ID, e.To.ID, err)
 		}
@@ -180,8 +188,11 @@ func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 		if err := checkEdge(g, p.From.ID, "-"); err != nil {
 			return nil, fmt.Errorf("%s: row %d: %w", KindPruneEdges, i, err)
 		}
-		keep := make([]string, len(p.Keep))
-		copy(keep, p.Keep)
+		keep := p.Keep
+		if !o.Inline || keep == nil {
+			keep = make([]string, len(p.Keep))
+			copy(keep, p.Keep)
+		}
 		prunes[g] = append(prunes[g], map[string]any{"from": p.From.ID, "keep": keep})
 	}
 	for _, g := range sortedEdgeGroups(prunes) {
@@ -269,21 +280,101 @@ func sortedEdgeGroups(m map[edgeGroup][]any) []edgeGroup {
 	return keys
 }
 
+// props are the properties a row carries: normalizeProps, or with
+// o.Inline props themselves once normalizeProps would take them.
+func (o Options) props(d Dialect, props map[string]any) (map[string]any, error) {
+	if !o.Inline {
+		return normalizeProps(d, props)
+	}
+	if props == nil {
+		return map[string]any{}, nil
+	}
+	for k, v := range props {
+		if ValidName(k) != nil || !normalizable(d, v) {
+			_, err := normalizeProps(d, props) // the error, as a driver's statements get it
+			if err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	return props, nil
+}
+
+// normalizable reports whether normalizeValue takes v; it allocates nothing.
+func normalizable(d Dialect, v any) bool {
+	switch v := v.(type) {
+	case nil, bool, string, int64, int, int32, []int64, []string:
+		return true
+	case float64:
+		return checkFloat(v) == nil
+	case float32:
+		return checkFloat(float64(v)) == nil
+	case []float32:
+		for _, f := range v {
+			if checkFloat(float64(f)) != nil {
+				return false
+			}
+		}
+		return true
+	case []float64:
+		for _, f := range v {
+			if checkFloat(f) != nil {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range v {
+			if !normalizable(d, e) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		if !d.MapProperties() {
+			return false
+		}
+		for k, e := range v {
+			if ValidName(k) != nil || !normalizable(d, e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // normalizeProps copies props with every value normalised (see Statements);
-// nil props become an empty map.
+// nil props become an empty map. Of several bad properties, the error
+// names the first in key order.
 func normalizeProps(d Dialect, props map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(props))
-	for _, k := range sortedPropKeys(props) {
-		if err := ValidName(k); err != nil {
-			return nil, fmt.Errorf("property: %w", err)
+	for k, v := range props {
+		if ValidName(k) != nil {
+			return nil, firstPropError(d, props)
 		}
-		v, err := normalizeValue(d, props[k])
+		n, err := normalizeValue(d, v)
 		if err != nil {
-			return nil, fmt.Errorf("property %q: %w", k, err)
+			return nil, firstPropError(d, props)
 		}
-		out[k] = v
+		out[k] = n
 	}
 	return out, nil
+}
+
+// firstPropError is the error of the first bad property of props in key
+// order.
+func firstPropError(d Dialect, props map[string]any) error {
+	for _, k := range sortedPropKeys(props) {
+		if err := ValidName(k); err != nil {
+			return fmt.Errorf("property: %w", err)
+		}
+		if _, err := normalizeValue(d, props[k]); err != nil {
+			return fmt.Errorf("property %q: %w", k, err)
+		}
+	}
+	return nil
 }
 
 func sortedPropKeys(m map[string]any) []string {
@@ -344,19 +435,30 @@ func normalizeValue(d Dialect, v any) (any, error) {
 			return nil, fmt.Errorf("map value not storable in %s (serialise it, e.g. as JSON)", d.Name())
 		}
 		out := make(map[string]any, len(v))
-		for _, k := range sortedPropKeys(v) {
-			if err := ValidName(k); err != nil {
-				return nil, fmt.Errorf("map key: %w", err)
-			}
-			n, err := normalizeValue(d, v[k])
-			if err != nil {
-				return nil, fmt.Errorf("%q: %w", k, err)
+		for k, e := range v {
+			n, err := normalizeValue(d, e)
+			if ValidName(k) != nil || err != nil {
+				return nil, firstMapError(d, v)
 			}
 			out[k] = n
 		}
 		return out, nil
 	}
 	return nil, fmt.Errorf("unsupported value type %T", v)
+}
+
+// firstMapError is the error of the first bad entry of a map value in key
+// order.
+func firstMapError(d Dialect, m map[string]any) error {
+	for _, k := range sortedPropKeys(m) {
+		if err := ValidName(k); err != nil {
+			return fmt.Errorf("map key: %w", err)
+		}
+		if _, err := normalizeValue(d, m[k]); err != nil {
+			return fmt.Errorf("%q: %w", k, err)
+		}
+	}
+	return nil
 }
 
 func checkFloat(f float64) error {

@@ -350,3 +350,21 @@ func TestStatementsOwnership(t *testing.T) {
 		require.ErrorContains(t, err, "pipeline")
 	}
 }
+
+// TestStatementsFirstBadProperty: of several bad properties, the error
+// names the first in key order, whatever the map's iteration order.
+func TestStatementsFirstBadProperty(t *testing.T) {
+	t.Parallel()
+	props := map[string]any{"d": math.NaN(), "c;": 1, "b": []float32{1, float32(math.Inf(1))}, "e;": 2, "a": "ok",
+		"m": map[string]any{"z;": 1, "y": math.NaN()}}
+	for _, inline := range []bool{false, true} {
+		for range 20 {
+			_, err := Statements(Memgraph, &Batch{NodeUpserts: []NodeUpsert{{Label: "Doc", ID: "d1", Props: props}}},
+				Options{Pipeline: "docs", Inline: inline})
+			require.EqualError(t, err, `upsert nodes "Doc": row 0 (id "d1"): property "b": float +Inf has no Cypher representation`)
+			_, err = Statements(Memgraph, &Batch{NodeUpserts: []NodeUpsert{{Label: "Doc", ID: "d1", Props: map[string]any{"m": props["m"]}}}},
+				Options{Pipeline: "docs", Inline: inline})
+			require.EqualError(t, err, `upsert nodes "Doc": row 0 (id "d1"): property "m": "y": float NaN has no Cypher representation`)
+		}
+	}
+}

@@ -428,7 +428,7 @@ type Rendered struct {
 // (safe to call while another batch is written): a run renders the next
 // batch while the previous one is written. Errors are Write's.
 func (s *Sink) Render(b *sink.Batch) (*Rendered, error) {
-	sts, err := sink.Statements(s.d, b, sink.Options{Pipeline: s.pipeline, RowsPerStatement: s.rows})
+	sts, err := sink.Statements(s.d, b, sink.Options{Pipeline: s.pipeline, RowsPerStatement: s.rows, Inline: true})
 	if err != nil {
 		return nil, fmt.Errorf("cypherl write: %w", err)
 	}

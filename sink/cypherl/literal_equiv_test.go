@@ -122,3 +122,68 @@ func FuzzLiteral(f *testing.F) {
 		}
 	})
 }
+
+// inlineBatches are batches of every value type Statements takes, nil and
+// empty property maps and keep lists, and batches Statements refuses.
+func inlineBatches(t *testing.T) []*sink.Batch {
+	ref := func(l, id string) sink.NodeRef { return sink.NodeRef{Label: l, ID: id} }
+	bs := []*sink.Batch{goldenBatch(), rowBatch(t, 50, 8), {
+		NodeUpserts: []sink.NodeUpsert{
+			{Label: "Doc", ID: "nil props"},
+			{Label: "Doc", ID: "empty", Props: map[string]any{}},
+			{Label: "Doc", ID: "types", Props: map[string]any{"i": 7, "i32": int32(-3), "f32": float32(0.1), "f": 1e21,
+				"z": math.Copysign(0, -1), "l": []any{float32(2.5), 3, "x", nil, []any{int32(1)}}, "m": map[string]any{"k": []float32{1, 0.1}},
+				"s": []string{"a", "é"}, "n": []int64{1, math.MinInt64}, "v": []float64{0.1, 0.1, 1e-7}, "ru": "Лошади, ослы"}},
+		},
+		EdgeUpserts: []sink.EdgeUpsert{
+			{Type: "T", From: ref("Doc", "a"), To: ref("Doc", "b")},
+			{Type: "T", From: ref("Doc", "a"), To: ref("Doc", "c"), Props: map[string]any{}},
+			{Type: "T", From: ref("Doc", "a"), To: ref("Doc", "d"), Props: map[string]any{"w": float32(0.5)}, Key: "k1"},
+		},
+		EdgePrunes: []sink.EdgePrune{
+			{Type: "T", From: ref("Doc", "a"), ToLabel: "Doc"},
+			{Type: "T", From: ref("Doc", "b"), ToLabel: "Doc", Keep: []string{}},
+			{Type: "T", From: ref("Doc", "c"), ToLabel: "Doc", Keep: []string{"x", "y"}},
+		},
+	}}
+	for _, props := range []map[string]any{
+		{"b;": 1, "a;": 2, "c": math.NaN()},
+		{"ok": 1, "c": math.NaN(), "d": []float32{float32(math.Inf(1))}},
+		{"x": complex(1, 2), "w": []any{1, struct{}{}}},
+		{"m": map[string]any{"z": 1, "y;": 2, "x": math.NaN()}},
+		{"m": map[string]any{"k": []map[string]any{}}},
+		{"m": map[string]any{"k": "v"}}, // refused by Neo4j only
+	} {
+		bs = append(bs, &sink.Batch{NodeUpserts: []sink.NodeUpsert{{Label: "Doc", ID: "good"}, {Label: "Doc", ID: "bad", Props: props}}},
+			&sink.Batch{EdgeUpserts: []sink.EdgeUpsert{{Type: "T", From: ref("Doc", "a"), To: ref("Doc", "b"), Props: props}}})
+	}
+	return bs
+}
+
+// TestInlineStatementsRender: the statements the sink renders
+// (sink.Options.Inline: the batch's own property maps) render the same
+// lines as the statements a driver gets (copied, normalised values), and
+// a batch either refuses fails with the same error, in both dialects.
+func TestInlineStatementsRender(t *testing.T) {
+	t.Parallel()
+	for _, d := range []sink.Dialect{sink.Memgraph, sink.Neo4j} {
+		for i, b := range inlineBatches(t) {
+			for range 5 { // map order varies from run to run
+				o := sink.Options{Pipeline: "docs", RowsPerStatement: 20}
+				driver, derr := sink.Statements(d, b, o)
+				o.Inline = true
+				inline, ierr := sink.Statements(d, b, o)
+				if derr != nil {
+					require.EqualError(t, ierr, derr.Error(), "%s batch %d", d.Name(), i)
+					continue
+				}
+				require.NoError(t, ierr, "%s batch %d", d.Name(), i)
+				want, err := render(nil, driver)
+				require.NoError(t, err)
+				got, err := render(nil, inline)
+				require.NoError(t, err)
+				require.Equal(t, string(want), string(got), "%s batch %d", d.Name(), i)
+			}
+		}
+	}
+}
