@@ -51,6 +51,11 @@ func (o *recordOutput) lang() string {
 
 // rowText is a table row's embeddable texts, in attribute order.
 func (o *recordOutput) rowText() string {
+	if len(o.vecTexts) == 1 {
+		for _, text := range o.vecTexts {
+			return text
+		}
+	}
 	var parts []string
 	for _, attr := range slices.Sorted(maps.Keys(o.vecTexts)) {
 		parts = append(parts, o.vecTexts[attr])

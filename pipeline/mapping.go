@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/diff"
@@ -366,7 +367,7 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 		node["_source"] = it.source
 		node["_pipeline"] = r.p.Name
 		node["_key"] = rec.Key
-		node["_hash"] = fmt.Sprintf("%016x", it.hash)
+		node["_hash"] = hashHex(it.hash)
 		out.node = node
 	}
 
@@ -569,6 +570,7 @@ func (o *recordOutput) embedTexts() []string {
 func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uint64][]float32) (*sink.Batch, state.Commit) {
 	b := &sink.Batch{}
 	commit := state.Commit{Pipeline: r.p.Name, ReplaceChunks: map[state.RecordRef][]state.Chunk{}}
+	var synced syncedClock
 	for _, o := range outs {
 		rec := o.it.rec
 		ref := state.RecordRef{Source: source, Key: rec.Key}
@@ -620,7 +622,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		for k, v := range o.node {
 			node[k] = v
 		}
-		node["_synced_at"] = r.p.now().UTC().Format("2006-01-02T15:04:05Z07:00")
+		node["_synced_at"] = synced.at(r.p.now())
 		node[PropPlaceholder] = nil
 		vecAttrs := slices.Sorted(maps.Keys(o.vecTexts))
 		for _, attr := range vecAttrs {
@@ -672,7 +674,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 				continue
 			}
 			props, _ := decodeProps(o.states[i].Props)
-			props["_hash"] = fmt.Sprintf("%016x", o.states[i].Hash)
+			props["_hash"] = hashHex(o.states[i].Hash)
 			props[PropEmbedding] = vectors[o.states[i].TextHash]
 			props[PropLex] = o.lexUpsert(state.LexicalChunk, c.ID, chunkLexText(c))
 			cref := sink.NodeRef{Label: LabelChunk, ID: c.ID}
@@ -692,7 +694,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelNext, From: cref, ToLabel: LabelChunk, Keep: keepNext})
 			coversOps(b, cref, c.Elements, labelOf)
 		}
-		rp, _ := json.Marshal(recordProps{ID: o.nodeID, Node: o.node, Sections: o.sections, Links: o.links, Vectors: vecAttrs,
+		rp := marshalRowProps(recordProps{ID: o.nodeID, Node: o.node, Sections: o.sections, Links: o.links, Vectors: vecAttrs,
 			Elements: o.elements, Terms: o.terms, XRefs: o.xrefs, Ext: o.ext, ExtEdges: o.oldExtEdges, DocIDs: o.docIDs})
 		commit.Records = append(commit.Records, state.Record{
 			Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
@@ -705,6 +707,32 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		commit.LexicalUpserts = append(commit.LexicalUpserts, o.lexRows...)
 	}
 	return b, commit
+}
+
+// hashHex is a hash as nodes carry it: 16 lower-case hex digits
+// (fmt's %016x).
+func hashHex(h uint64) string {
+	const digits = "0123456789abcdef"
+	var b [16]byte
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = digits[h&0xf]
+		h >>= 4
+	}
+	return string(b[:])
+}
+
+// syncedClock writes times as a node's _synced_at: RFC 3339 in UTC to the
+// second, each second formatted once.
+type syncedClock struct {
+	sec  int64
+	text string
+}
+
+func (c *syncedClock) at(t time.Time) string {
+	if sec := t.Unix(); sec != c.sec || c.text == "" {
+		c.sec, c.text = sec, t.UTC().Format("2006-01-02T15:04:05Z07:00")
+	}
+	return c.text
 }
 
 // moveOps handles a record that moves from another key (item.from): the
