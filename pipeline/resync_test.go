@@ -118,11 +118,60 @@ func TestCSVRepeatedKeyKeepsFirst(t *testing.T) {
 	require.Equal(t, "What is a heading?", n["question"])
 	c = b.sync(t, pipeline.Mode{})
 	require.Zero(t, c.RecordsRead, "the file did not change: not read")
-	// The same rows re-exported with CRLF line ends: read, nothing changed.
+	// The same rows re-exported with CRLF line ends: not listed either.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "faq.csv"),
 		[]byte("id,question\r\n1,What is a heading?\r\n2,What is a chapter?\r\n3,What is a section?\r\n1,A later row\r\n4,What is a note?\r\n"), 0o644))
 	c = b.sync(t, pipeline.Mode{})
+	require.Zero(t, c.RecordsRead, "the same rows re-exported: not read")
+	// One row edited: every row read, the repeated key skipped again, the
+	// first row's values kept.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "faq.csv"),
+		[]byte("id,question\r\n1,What is a heading?\r\n2,What is a chapter?\r\n3,What is a section?\r\n1,A later row\r\n4,What is a remark?\r\n"), 0o644))
+	c = b.sync(t, pipeline.Mode{})
 	require.Equal(t, 4, c.RecordsRead)
-	require.Zero(t, c.RecordsNew+c.RecordsChanged+c.RecordsDeleted)
+	require.Equal(t, 1, c.RecordsChanged)
+	require.Zero(t, c.RecordsNew+c.RecordsDeleted)
 	require.Equal(t, 1, c.RecordsSkipped)
+	n, ok = b.graph.Node("faq", "faq:1")
+	require.True(t, ok)
+	require.Equal(t, "What is a heading?", n["question"])
+}
+
+// TestCSVReexportedIsNotModified: a CSV file re-exported with the same rows
+// (CRLF line ends, quoted cells) is not listed again: the run reads no
+// record, writes nothing and stores the file's new cursor, so the next run
+// does not parse it either; an edited cell after that is found and written.
+func TestCSVReexportedIsNotModified(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "faq.csv")
+	require.NoError(t, os.WriteFile(path, []byte("id,question\n1,What is a heading?\n2,What is a chapter?\n"), 0o644))
+	src, err := csvtable.New("csv", csvtable.Config{Tables: []csvtable.Table{{Path: path, Table: "faq", Key: "id"}}}, nil)
+	require.NoError(t, err)
+	b := setup(t, t.TempDir(), 256, 32)
+	b.p.Sources = []sources.Source{src}
+	b.p.Model = pipeline.NewModel(tariffModelFAQ())
+	require.Equal(t, 2, b.sync(t, pipeline.Mode{}).RecordsNew)
+	before, err := b.p.Store.CursorGet(t.Context(), b.p.Name, "csv")
+	require.NoError(t, err)
+
+	require.NoError(t, os.WriteFile(path, []byte("\"id\",\"question\"\r\n\"1\",\"What is a heading?\"\r\n2,What is a chapter?\r\n"), 0o644))
+	st := b.sync(t, pipeline.Mode{})
+	require.Zero(t, st.RecordsRead)
+	require.Zero(t, st.SinkStatements)
+	after, err := b.p.Store.CursorGet(t.Context(), b.p.Name, "csv")
+	require.NoError(t, err)
+	require.NotEqual(t, before, after, "the new file's hash is stored")
+	var nm []error
+	for _, err := range src.Read(t.Context(), after) {
+		nm = append(nm, err)
+	}
+	require.Len(t, nm, 1)
+	require.ErrorIs(t, nm[0], sources.ErrNotModified)
+	require.Empty(t, sources.NotModifiedCursor(nm[0]), "read from the stored cursor, the file is untouched")
+
+	require.NoError(t, os.WriteFile(path, []byte("id,question\r\n1,What is a heading?\r\n2,What is a section?\r\n"), 0o644))
+	st = b.sync(t, pipeline.Mode{})
+	require.Equal(t, 2, st.RecordsRead)
+	require.Equal(t, 1, st.RecordsChanged)
 }

@@ -344,7 +344,17 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		if errors.Is(err, sources.ErrNotModified) {
 			r.warn(sources.NotModifiedWarnings(err))
 			r.log.Info("source not modified", slog.String("source", name))
-			return drain()
+			if err := drain(); err != nil {
+				return err
+			}
+			if c := sources.NotModifiedCursor(err); c != "" && c != cursor {
+				// Unchanged in content, not in form: the next read
+				// compares with the upstream as it is written now.
+				if err := r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, Cursors: map[string]string{name: c}}); err != nil {
+					return fmt.Errorf("commit cursor: %w", err)
+				}
+			}
+			return nil
 		}
 		if err != nil {
 			// A failed or partial listing deletes nothing; batches already

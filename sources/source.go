@@ -19,12 +19,26 @@ var ErrNotModified = errors.New("sources: not modified")
 // upstream whose renamed table the config still names keeps saying so.
 type NotModifiedError struct {
 	Warnings []string
+	// Cursor, when not empty, replaces the stored cursor: the upstream
+	// says what it said, in another form (a re-exported file whose bytes
+	// changed and rows did not), and the next read compares with this.
+	Cursor string
 }
 
 func (e *NotModifiedError) Error() string { return ErrNotModified.Error() }
 
 // Is makes errors.Is(e, ErrNotModified) true.
 func (e *NotModifiedError) Is(target error) bool { return target == ErrNotModified }
+
+// NotModifiedCursor returns the cursor a not-modified answer carries ("" for
+// none: the stored one stays).
+func NotModifiedCursor(err error) string {
+	var nm *NotModifiedError
+	if errors.As(err, &nm) {
+		return nm.Cursor
+	}
+	return ""
+}
 
 // NotModifiedWarnings returns the warnings a not-modified answer carries.
 func NotModifiedWarnings(err error) []string {

@@ -39,13 +39,19 @@
 // header without the key column or with a duplicate name, and a configured
 // column absent from the header. A done context fails the listing.
 //
-// Cursor: the xxhash64 of each file's bytes, in table order ("csv1:"
-// then the hashes, comma-separated; an empty hash for a file that could
-// not be read), on the listing's last page. Read from a cursor equal to the
-// files' hashes now yields sources.ErrNotModified without parsing anything:
-// an untouched table costs reading its bytes once. Any change to any file
-// lists every table in full (a complete listing: the pipeline's content
-// hash makes unchanged rows free and finds the deleted ones).
+// Cursor: per table, in table order, the xxhash64 of the file's bytes and
+// the digest of what it says (its header and rows as parsed, in blocks of
+// 4,096 rows; see contentDigest): "csv2:" then "<hash>/<rows>/<blocks>"
+// per table, comma-separated (an empty entry for a file that could not be
+// read), on the listing's last page. Read from a cursor whose hashes equal
+// the files' now yields sources.ErrNotModified without parsing anything: an
+// untouched table costs reading its bytes once. A file whose bytes changed
+// but whose rows did not (re-exported with other quoting or line endings)
+// is parsed once, without building records, and yields a
+// sources.NotModifiedError whose cursor holds its new hash. Any other
+// change to any file lists every table in full (a complete listing: the
+// pipeline's content hash makes unchanged rows free and finds the deleted
+// ones). A "csv1:" cursor (hashes only) is read as one without digests.
 package csvtable
 
 import (
@@ -58,6 +64,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -265,20 +272,29 @@ func (s *Source) Tables() []string {
 }
 
 // Read yields every table's rows as pages; cursor is ignored (every
-// listing is complete). See the package documentation for what is skipped
-// and what fails the listing.
+// listing is complete) but for telling an unchanged listing (see the
+// package documentation, which also says what is skipped and what fails
+// the listing).
 func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Page, error] {
 	return func(yield func(*sources.Page, error) bool) {
-		now := s.filesCursor()
-		if cursor != "" && cursor == now {
-			yield(nil, sources.ErrNotModified)
-			return
+		hashes := s.fileHashes()
+		if cursor != "" {
+			if c, same := s.unchanged(ctx, cursor, hashes); same {
+				if c == cursor {
+					yield(nil, sources.ErrNotModified)
+				} else {
+					yield(nil, &sources.NotModifiedError{Cursor: c})
+				}
+				return
+			}
 		}
 		p := &pager{yield: yield, size: s.pageSize, page: &sources.Page{}}
 		complete := true
+		digests := make([]string, len(s.tables))
 		for i := range s.tables {
 			t := &s.tables[i]
-			n, err := t.readFile(ctx, p)
+			d := newContentDigest()
+			n, err := t.readFile(ctx, p, d)
 			if errors.Is(err, errStopped) {
 				return
 			}
@@ -299,12 +315,13 @@ func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Pag
 				}
 				continue
 			}
+			digests[i] = d.summary().String()
 			s.logger.Debug("csv table read", slog.String("source", s.name), slog.String("table", t.id), slog.String("file", t.path), slog.Int("rows", n))
 		}
 		if complete {
 			// The files as they were before parsing: a file that changed
 			// while it was read is read again next time.
-			p.page.Cursor = now
+			p.page.Cursor = makeCursor(hashes, digests)
 		}
 		if p.n > 0 || p.page.Cursor != "" {
 			p.emit()
@@ -312,15 +329,83 @@ func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Pag
 	}
 }
 
-// filesCursor is the cursor of the files as they are now: their hashes,
-// an empty one for a file that cannot be read.
-func (s *Source) filesCursor() string {
-	var b strings.Builder
-	b.WriteString("csv1:")
+// unchanged tells whether the tables say what cursor says they said: every
+// file's hash is the stored one (then c is cursor), or the files whose
+// hash changed still digest as stored (then c is the cursor with their new
+// hashes).
+func (s *Source) unchanged(ctx context.Context, cursor string, hashes []string) (c string, same bool) {
+	oldHashes, oldDigests, ok := parseCursor(cursor)
+	if !ok || len(oldHashes) != len(s.tables) {
+		return "", false
+	}
+	if slices.Equal(oldHashes, hashes) && !slices.Contains(hashes, "") {
+		return cursor, true
+	}
 	for i := range s.tables {
+		if hashes[i] == "" || oldDigests[i] == "" {
+			return "", false
+		}
+		if hashes[i] == oldHashes[i] {
+			continue
+		}
+		want, ok := parseDigestSummary(oldDigests[i])
+		if !ok || !s.tables[i].sameContent(ctx, want) {
+			return "", false
+		}
+	}
+	return makeCursor(hashes, oldDigests), true
+}
+
+// makeCursor is the cursor of tables with these file hashes and content
+// digests (empty ones for a table not read).
+func makeCursor(hashes, digests []string) string {
+	var b strings.Builder
+	b.WriteString("csv2:")
+	for i, h := range hashes {
 		if i > 0 {
 			b.WriteByte(',')
 		}
+		if h != "" && digests[i] != "" {
+			b.WriteString(h + "/" + digests[i])
+		}
+	}
+	return b.String()
+}
+
+// parseCursor splits a "csv2:" cursor into its file hashes and content
+// digests, and a "csv1:" one into its hashes (digests empty).
+func parseCursor(cursor string) (hashes, digests []string, ok bool) {
+	rest, isV1 := strings.CutPrefix(cursor, "csv1:")
+	if !isV1 {
+		var isV2 bool
+		if rest, isV2 = strings.CutPrefix(cursor, "csv2:"); !isV2 {
+			return nil, nil, false
+		}
+	}
+	entries := strings.Split(rest, ",")
+	hashes, digests = make([]string, len(entries)), make([]string, len(entries))
+	for i, e := range entries {
+		if isV1 {
+			hashes[i] = e
+			continue
+		}
+		if e == "" {
+			continue
+		}
+		h, d, found := strings.Cut(e, "/")
+		if !found {
+			return nil, nil, false
+		}
+		hashes[i], digests[i] = h, d
+	}
+	return hashes, digests, true
+}
+
+// fileHashes are the xxhash64 of the tables' files as they are now, in
+// hex; an empty one for a file that cannot be read.
+func (s *Source) fileHashes() []string {
+	out := make([]string, len(s.tables))
+	for i := range s.tables {
 		f, err := os.Open(s.tables[i].path)
 		if err != nil {
 			continue
@@ -329,8 +414,8 @@ func (s *Source) filesCursor() string {
 		_, err = io.Copy(h, f)
 		f.Close()
 		if err == nil {
-			fmt.Fprintf(&b, "%016x", h.Sum64())
+			out[i] = fmt.Sprintf("%016x", h.Sum64())
 		}
 	}
-	return b.String()
+	return out
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -500,7 +502,7 @@ func FuzzRead(f *testing.F) {
 				}
 				return true
 			}
-			_, err = s.tables[0].read(t.Context(), strings.NewReader(string(data)), p)
+			_, err = s.tables[0].read(t.Context(), strings.NewReader(string(data)), p, nil)
 			if err != nil && errors.Is(err, io.EOF) {
 				t.Fatalf("bare EOF leaked: %v", err)
 			}
@@ -546,10 +548,12 @@ func TestBadFileBlocksOnlyItsTable(t *testing.T) {
 	require.ErrorContains(t, unlisted[0].Err, `extraneous or missing " in quoted-field`)
 }
 
-// TestNotModified: the last page carries the files' hashes; a Read from
-// them parses nothing and says not modified; any changed file, even with
-// the same rows, lists every table again; a file that cannot be read
-// leaves no cursor.
+// TestNotModified: the last page carries the files' hashes and content
+// digests; a Read from them parses nothing and says not modified; a file
+// re-exported with other line ends, quoting and a byte order mark says not
+// modified too, with a cursor holding its new hash (from which a Read parses
+// nothing again); a changed cell or row order lists every table again; a
+// file that cannot be read leaves no cursor.
 func TestNotModified(t *testing.T) {
 	t.Parallel()
 	a := writeCSV(t, "a.csv", "k,v\n1,x\n2,y\n")
@@ -557,30 +561,120 @@ func TestNotModified(t *testing.T) {
 	src := newSource(t, Table{Path: a, Key: "k"}, Table{Path: b, Key: "k"})
 	l := readAll(t, src)
 	require.NoError(t, l.err)
-	require.Regexp(t, `^csv1:[0-9a-f]{16},[0-9a-f]{16}$`, l.cursor)
-	var errs []error
-	for pg, err := range src.Read(t.Context(), l.cursor) {
-		require.Nil(t, pg)
-		errs = append(errs, err)
+	require.Regexp(t, `^csv2:[0-9a-f]{16}/2/[0-9a-f]{16},[0-9a-f]{16}/1/[0-9a-f]{16}$`, l.cursor)
+	notModified := func(cursor string) string {
+		t.Helper()
+		var errs []error
+		for pg, err := range src.Read(t.Context(), cursor) {
+			require.Nil(t, pg)
+			errs = append(errs, err)
+		}
+		require.Len(t, errs, 1)
+		require.ErrorIs(t, errs[0], sources.ErrNotModified)
+		return sources.NotModifiedCursor(errs[0])
 	}
-	require.Len(t, errs, 1)
-	require.ErrorIs(t, errs[0], sources.ErrNotModified)
+	listed := func(cursor string) (int, string) {
+		t.Helper()
+		n := 0
+		var cur string
+		for pg, err := range src.Read(t.Context(), cursor) {
+			require.NoError(t, err)
+			n += len(pg.Records)
+			cur = pg.Cursor
+		}
+		return n, cur
+	}
+	require.Empty(t, notModified(l.cursor), "the stored cursor stays")
 
-	// The same rows with CRLF line ends: listed again, all of them.
-	require.NoError(t, os.WriteFile(a, []byte("k,v\r\n1,x\r\n2,y\r\n"), 0o644))
-	n := 0
-	var cur string
-	for pg, err := range src.Read(t.Context(), l.cursor) {
-		require.NoError(t, err)
-		n += len(pg.Records)
-		cur = pg.Cursor
-	}
-	require.Equal(t, 3, n)
+	// The same rows re-exported: CRLF line ends, quotes, a byte order mark.
+	require.NoError(t, os.WriteFile(a, []byte("\xEF\xBB\xBF\"k\",v\r\n\"1\",x\r\n2,\"y\"\r\n"), 0o644))
+	cur := notModified(l.cursor)
+	require.NotEmpty(t, cur)
 	require.NotEqual(t, l.cursor, cur)
+	require.Equal(t, strings.SplitN(l.cursor, "/", 2)[1], strings.SplitN(cur, "/", 2)[1], "the same content digests")
+	require.Empty(t, notModified(cur))
+
+	// The old cursor form (hashes only) is not modified while the bytes are
+	// the same, and lists everything once they change.
+	hashes := src.fileHashes()
+	old := "csv1:" + strings.Join(hashes, ",")
+	require.Empty(t, notModified(old))
+
+	// A changed cell, or the same rows in another order: every table again.
+	require.NoError(t, os.WriteFile(a, []byte("k,v\n1,x\n2,Y\n"), 0o644))
+	n, cur2 := listed(cur)
+	require.Equal(t, 3, n)
+	require.NotEqual(t, cur, cur2)
+	require.NoError(t, os.WriteFile(a, []byte("k,v\n2,Y\n1,x\n"), 0o644))
+	n, cur3 := listed(cur2)
+	require.Equal(t, 3, n)
+	require.NotEqual(t, cur2, cur3)
+	n, _ = listed(old)
+	require.Equal(t, 3, n)
 
 	require.NoError(t, os.WriteFile(b, []byte("k\n\"z\n"), 0o644)) // an unterminated quote
-	for pg, err := range src.Read(t.Context(), cur) {
+	for pg, err := range src.Read(t.Context(), cur3) {
 		require.NoError(t, err)
 		require.Empty(t, pg.Cursor)
 	}
+}
+
+// TestNotModifiedBlocks: a table of several digest blocks is not modified
+// when re-exported, and listed when any block changes, when a row is added
+// right after a full block, or when the last row goes.
+func TestNotModifiedBlocks(t *testing.T) {
+	t.Parallel()
+	rows := func(n int, edit int, crlf bool) []byte {
+		nl := "\n"
+		if crlf {
+			nl = "\r\n"
+		}
+		var b strings.Builder
+		b.WriteString("k,v" + nl)
+		for i := range n {
+			v := "v" + strconv.Itoa(i)
+			if i == edit {
+				v = "edited"
+			}
+			fmt.Fprintf(&b, "%d,%s%s", i, v, nl)
+		}
+		return []byte(b.String())
+	}
+	const n = 2*digestRows + 10
+	path := writeCSV(t, "big.csv", string(rows(n, -1, false)))
+	src := newSource(t, Table{Path: path, Key: "k"})
+	l := readAll(t, src)
+	require.NoError(t, l.err)
+	count := func(cursor string) (records int, notModified bool) {
+		for pg, err := range src.Read(t.Context(), cursor) {
+			if errors.Is(err, sources.ErrNotModified) {
+				return 0, true
+			}
+			require.NoError(t, err)
+			records += len(pg.Records)
+		}
+		return records, false
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		want int // records listed; 0 = not modified
+	}{
+		{"re-exported", rows(n, -1, true), 0},
+		{"first block edited", rows(n, 5, false), n},
+		{"second block edited", rows(n, digestRows+5, true), n},
+		{"last partial block edited", rows(n, n-1, false), n},
+		{"last row gone", rows(n-1, -1, false), n - 1},
+		{"a row after two full blocks", rows(2*digestRows+1, -1, false), 2*digestRows + 1},
+	} {
+		require.NoError(t, os.WriteFile(path, c.data, 0o644))
+		got, nm := count(l.cursor)
+		require.Equal(t, c.want == 0, nm, c.name)
+		require.Equal(t, c.want, got, c.name)
+	}
+	// Exactly two full blocks against a cursor of two full blocks and ten rows.
+	require.NoError(t, os.WriteFile(path, rows(2*digestRows, -1, false), 0o644))
+	got, nm := count(l.cursor)
+	require.False(t, nm)
+	require.Equal(t, 2*digestRows, got)
 }

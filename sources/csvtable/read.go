@@ -1,10 +1,7 @@
 package csvtable
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,7 +49,7 @@ func (p *pager) add() error {
 
 // readFile opens the table's file and reads it into p, returning the
 // number of data rows.
-func (t *table) readFile(ctx context.Context, p *pager) (int, error) {
+func (t *table) readFile(ctx context.Context, p *pager, d *contentDigest) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("csv table %s: %w", t.id, err)
 	}
@@ -61,19 +58,13 @@ func (t *table) readFile(ctx context.Context, p *pager) (int, error) {
 		return 0, fmt.Errorf("csv table %s: open: %w", t.id, err)
 	}
 	defer f.Close()
-	return t.read(ctx, f, p)
+	return t.read(ctx, f, p, d)
 }
 
-// read reads CSV from r into p (see the package documentation).
-func (t *table) read(ctx context.Context, r io.Reader, p *pager) (int, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
-		_, _ = br.Discard(len(utf8BOM))
-	}
-	cr := csv.NewReader(br)
-	cr.Comma = t.delim
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
+// read reads CSV from r into p (see the package documentation), adding
+// the header and every row to d when d is not nil.
+func (t *table) read(ctx context.Context, r io.Reader, p *pager, d *contentDigest) (int, error) {
+	cr := t.csvReader(r)
 
 	header, err := cr.Read()
 	if errors.Is(err, io.EOF) {
@@ -81,6 +72,9 @@ func (t *table) read(ctx context.Context, r io.Reader, p *pager) (int, error) {
 	}
 	if err != nil {
 		return 0, fmt.Errorf("csv table %s: %s: %w", t.id, t.display, err)
+	}
+	if d != nil {
+		d.add(header, true)
 	}
 	names, generated, err := t.headerNames(header)
 	if err != nil {
@@ -115,6 +109,9 @@ func (t *table) read(ctx context.Context, r io.Reader, p *pager) (int, error) {
 		}
 		if err != nil {
 			return row, fmt.Errorf("csv table %s: %s: %w", t.id, t.display, err)
+		}
+		if d != nil {
+			d.add(rec, false)
 		}
 		row++
 		if row%1024 == 0 {
