@@ -149,7 +149,7 @@ type Pipeline struct {
 	Embedder *Embedder `yaml:"embedder,omitempty"`
 	// Sink overrides the top-level sink.
 	Sink *Sink `yaml:"sink,omitempty"`
-	// BatchSize is how many records form one write-and-commit batch (default 64).
+	// BatchSize is how many records form one write-and-commit batch (default 1000, DefaultPipelineBatchSize; a batch also ends once its documents hold 8 MiB).
 	BatchSize int `yaml:"batch_size,omitempty"`
 	// MaxDeleteRatio is the mass-delete guard: a run that would delete more
 	// than this share of the pipeline's records stops before deleting
