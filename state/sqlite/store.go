@@ -520,22 +520,34 @@ func (s *Store) fullStatements(ctx context.Context, c state.Commit) (map[string]
 	if len(want) == 0 {
 		return nil, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.full == nil {
-		s.full = map[string]*sql.Stmt{}
-	}
+	// The commit gets a map of its own: commits of other goroutines may
+	// add to s.full while it runs. Statements are prepared outside s.mu
+	// (preparing waits for the writer's connection).
+	out := make(map[string]*sql.Stmt, len(want))
 	for _, q := range want {
-		if s.full[q] != nil {
-			continue
+		s.mu.Lock()
+		st := s.full[q]
+		s.mu.Unlock()
+		if st == nil {
+			var err error
+			if st, err = s.db.PrepareContext(ctx, q); err != nil {
+				return nil, fmt.Errorf("prepare: %w", err)
+			}
+			s.mu.Lock()
+			if s.full == nil {
+				s.full = map[string]*sql.Stmt{}
+			}
+			if prev := s.full[q]; prev != nil {
+				_ = st.Close()
+				st = prev
+			} else {
+				s.full[q] = st
+			}
+			s.mu.Unlock()
 		}
-		st, err := s.db.PrepareContext(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("prepare: %w", err)
-		}
-		s.full[q] = st
+		out[q] = st
 	}
-	return s.full, nil
+	return out, nil
 }
 
 // commitTx runs c's statements in tx: multi-row statements (execRows,
