@@ -335,6 +335,7 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 	rec := it.rec
 	out := &recordOutput{it: it, label: rec.Anchor, vecTexts: map[string]string{}}
 	attrs := rec.Attributes
+	ownAttrs := false // attrs is this call's own map, not the record's
 	var embeds map[string]string
 	if rec.Document != nil {
 		out.nodeID = NodeID(it.source, rec.Key)
@@ -357,12 +358,16 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 			out.label, out.edge = "", mp.edge
 		default:
 			out.label, out.nodeID, attrs, embeds, out.links = mp.label, rec.Key, mp.attrs, mp.embeds, mp.links
+			ownAttrs = true
 		}
 	}
 	if out.edge == nil && out.mandatory == nil {
-		node := map[string]any{}
-		for k, v := range attrs {
-			node[k] = v
+		node := attrs
+		if !ownAttrs {
+			node = make(map[string]any, len(attrs)+4)
+			for k, v := range attrs {
+				node[k] = v
+			}
 		}
 		node["_source"] = it.source
 		node["_pipeline"] = r.p.Name
@@ -569,7 +574,26 @@ func (o *recordOutput) embedTexts() []string {
 // commit that follows their acknowledgement.
 func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uint64][]float32) (*sink.Batch, state.Commit) {
 	b := &sink.Batch{}
-	commit := state.Commit{Pipeline: r.p.Name, ReplaceChunks: map[state.RecordRef][]state.Chunk{}}
+	commit := state.Commit{Pipeline: r.p.Name, ReplaceChunks: make(map[state.RecordRef][]state.Chunk, len(outs))}
+	if len(outs) > 0 {
+		// Every record has its state record; a node, with a placeholder
+		// per link, or an edge, with its two ends' placeholders, is
+		// upserted.
+		nodes := 0
+		for _, o := range outs {
+			switch {
+			case o.mandatory != nil:
+			case o.edge != nil:
+				nodes += 2
+			default:
+				nodes += 1 + len(o.links)
+			}
+		}
+		commit.Records = make([]state.Record, 0, len(outs))
+		if nodes > 0 {
+			b.NodeUpserts = make([]sink.NodeUpsert, 0, nodes)
+		}
+	}
 	var synced syncedClock
 	for _, o := range outs {
 		rec := o.it.rec
@@ -618,7 +642,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			o.lexDelete(o.oldNode.ID)
 		}
 		r.counts().ChunksDeleted += len(o.removed)
-		node := map[string]any{}
+		node := make(map[string]any, len(o.node)+len(o.vecTexts)+3) // and _synced_at, _placeholder, _lex
 		for k, v := range o.node {
 			node[k] = v
 		}
@@ -701,6 +725,16 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
 		})
 		commit.ReplaceChunks[ref] = o.states
+	}
+	var gone, rows int
+	for _, o := range outs {
+		gone, rows = gone+len(o.lexGone), rows+len(o.lexRows)
+	}
+	if gone > 0 {
+		commit.LexicalDeletes = make([]state.LexicalRef, 0, gone)
+	}
+	if rows > 0 {
+		commit.LexicalUpserts = make([]state.LexicalRow, 0, rows)
 	}
 	for _, o := range outs {
 		commit.LexicalDeletes = append(commit.LexicalDeletes, o.lexGone...)
@@ -839,6 +873,15 @@ func (r *runner) fingerprint(rec sources.Record) uint64 {
 // its record comes later in the listing) so that the edge is never lost to
 // page order; the target's own record fills in its properties.
 func (r *runner) linkOps(b *sink.Batch, from sink.NodeRef, links, old []linkRef) {
+	if len(links) == 1 && len(old) == 0 {
+		// A new row's one link (a parent): one group, keeping its target.
+		l := links[0]
+		to := sink.NodeRef{Label: l.ToAnchor, ID: l.ToID}
+		b.NodeUpserts = append(b.NodeUpserts, placeholder(to))
+		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: l.Type, From: from, To: to, Props: l.Props})
+		b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: l.Type, From: from, ToLabel: l.ToAnchor, Keep: []string{l.ToID}})
+		return
+	}
 	type group struct{ typ, anchor string }
 	keep := map[group][]string{}
 	for _, l := range links {

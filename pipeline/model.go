@@ -269,7 +269,8 @@ func (m *Model) apply(rec sources.Record) (mapped, error) {
 			return mapped{mandatory: ml}, nil
 		}
 	}
-	out := mapped{label: m.Label(rec.Anchor), attrs: map[string]any{}, embeds: map[string]string{}}
+	// attrs has room for the node's bookkeeping properties (mapRecord).
+	out := mapped{label: m.Label(rec.Anchor), attrs: make(map[string]any, len(rec.Attributes)+4), embeds: map[string]string{}}
 	var am *anchorModel
 	if m != nil {
 		am = m.byTable[rec.Anchor]
