@@ -642,13 +642,28 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			o.lexDelete(o.oldNode.ID)
 		}
 		r.counts().ChunksDeleted += len(o.removed)
-		node := make(map[string]any, len(o.node)+len(o.vecTexts)+3) // and _synced_at, _placeholder, _lex
-		for k, v := range o.node {
-			node[k] = v
+		vecAttrs := slices.Sorted(maps.Keys(o.vecTexts))
+		props := func() []byte {
+			return marshalRowProps(recordProps{ID: o.nodeID, Node: o.node, Sections: o.sections, Links: o.links, Vectors: vecAttrs,
+				Elements: o.elements, Terms: o.terms, XRefs: o.xrefs, Ext: o.ext, ExtEdges: o.oldExtEdges, DocIDs: o.docIDs})
+		}
+		docGraph := o.it.rec.Document != nil || len(o.sections)+len(o.elements) > 0
+		var rp []byte
+		node := o.node
+		if docGraph {
+			// Stored once its graph is written (docGraphOps sets its
+			// elements' hashes); the node upserted is a copy.
+			node = make(map[string]any, len(o.node)+len(o.vecTexts)+3) // and _synced_at, _placeholder, _lex
+			for k, v := range o.node {
+				node[k] = v
+			}
+		} else {
+			// A row's stored props are final here: its node map becomes
+			// the node upserted.
+			rp = props()
 		}
 		node["_synced_at"] = synced.at(r.p.now())
 		node[PropPlaceholder] = nil
-		vecAttrs := slices.Sorted(maps.Keys(o.vecTexts))
 		for _, attr := range vecAttrs {
 			node[VectorProperty(attr)] = vectors[diff.TextHash(o.vecTexts[attr])]
 		}
@@ -676,7 +691,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: o.label, ID: o.nodeID, Props: node})
 		docRef := sink.NodeRef{Label: o.label, ID: o.nodeID}
 		r.linkOps(b, docRef, o.links, o.oldLinks)
-		if o.it.rec.Document != nil || len(o.sections)+len(o.elements) > 0 {
+		if docGraph {
 			r.docGraphOps(b, o, vectors, o.forceAll)
 			r.docsChanged = true
 			r.touchDocs(rec.Key, o.docIDs, o.oldDocIDs)
@@ -718,8 +733,9 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelNext, From: cref, ToLabel: LabelChunk, Keep: keepNext})
 			coversOps(b, cref, c.Elements, labelOf)
 		}
-		rp := marshalRowProps(recordProps{ID: o.nodeID, Node: o.node, Sections: o.sections, Links: o.links, Vectors: vecAttrs,
-			Elements: o.elements, Terms: o.terms, XRefs: o.xrefs, Ext: o.ext, ExtEdges: o.oldExtEdges, DocIDs: o.docIDs})
+		if docGraph {
+			rp = props()
+		}
 		commit.Records = append(commit.Records, state.Record{
 			Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
 			Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
