@@ -1,6 +1,7 @@
 package retrieval
 
 import (
+	"iter"
 	"regexp"
 	"slices"
 	"strings"
@@ -69,19 +70,8 @@ func DetectLanguage(text string) string {
 		}
 		return counts.language(1)
 	}
-	// The words of asciiWords, without collecting them.
-	lower := strings.ToLower(text)
-	for i := 0; i < len(lower); {
-		if !isASCIIWordByte(lower[i]) {
-			i++
-			continue
-		}
-		j := i + 1
-		for j < len(lower) && isASCIIWordByte(lower[j]) {
-			j++
-		}
-		counts.add(lower[i:j])
-		i = j
+	for w := range eachASCIIWord(text) {
+		counts.add(w)
 	}
 	return counts.language(1)
 }
@@ -149,25 +139,29 @@ func isASCII(s string) bool {
 // word without Cyrillic letters has nothing to fold, so the words are the
 // runs of [a-z0-9] of the lower-cased text.
 func asciiWords(text string) []string {
-	lower := strings.ToLower(text)
-	var out []string
-	start := -1
-	for i := 0; i < len(lower); i++ {
-		if isASCIIWordByte(lower[i]) {
-			if start < 0 {
-				start = i
+	return slices.Collect(eachASCIIWord(text))
+}
+
+// eachASCIIWord yields the words of asciiWords one by one, without
+// collecting them.
+func eachASCIIWord(text string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		lower := strings.ToLower(text)
+		for i := 0; i < len(lower); {
+			if !isASCIIWordByte(lower[i]) {
+				i++
+				continue
 			}
-			continue
-		}
-		if start >= 0 {
-			out = append(out, lower[start:i])
-			start = -1
+			j := i + 1
+			for j < len(lower) && isASCIIWordByte(lower[j]) {
+				j++
+			}
+			if !yield(lower[i:j]) {
+				return
+			}
+			i = j
 		}
 	}
-	if start >= 0 {
-		out = append(out, lower[start:])
-	}
-	return out
 }
 
 // isASCIIWordByte reports whether c, a byte of a lower-cased ASCII text,
@@ -385,28 +379,18 @@ func LexicalText(text, lang string) string {
 	}
 	// An ASCII text's words (asciiWords) are not Cyrillic: each is stemmed
 	// in wordLang's language for them, written as the terms are found.
-	lower := strings.ToLower(text)
 	wl := wordLang(lang, "")
 	var b strings.Builder
-	b.Grow(len(lower))
+	b.Grow(len(text))
 	terms := 0
-	for i := 0; i < len(lower); {
-		if !isASCIIWordByte(lower[i]) {
-			i++
-			continue
-		}
-		j := i + 1
-		for j < len(lower) && isASCIIWordByte(lower[j]) {
-			j++
-		}
-		if w := lower[i:j]; keepWord(w) {
+	for w := range eachASCIIWord(text) {
+		if keepWord(w) {
 			if terms > 0 {
 				b.WriteByte(' ')
 			}
 			b.WriteString(stem(wl, w))
 			terms++
 		}
-		i = j
 	}
 	return b.String()
 }
