@@ -27,7 +27,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlitedriver "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/kgsync/kgsync/state"
 )
@@ -75,7 +76,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 	s := &Store{db: db, path: abs, now: time.Now, locks: map[*flock.Flock]struct{}{}}
-	if err := db.PingContext(ctx); err != nil {
+	if err := pingWaiting(ctx, db); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open sqlite state %s: %w", path, err)
 	}
@@ -95,6 +96,26 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	rdb.SetConnMaxIdleTime(0)
 	s.rdb = rdb
 	return s, nil
+}
+
+// pingWaiting opens db's first connection, waiting up to busyTimeout while
+// another connection holds the file: the pragmas a connection starts with
+// (the switch of a fresh file to WAL) answer SQLITE_BUSY at once, without
+// the busy timeout, when another process opens the same fresh file.
+func pingWaiting(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := db.PingContext(ctx)
+		var se *sqlitedriver.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // readConns is the size of the read pool: the run's reader of stored
