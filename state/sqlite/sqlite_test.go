@@ -177,6 +177,12 @@ func BenchmarkCommitTableRows1000(b *testing.B) {
 	statetest.BenchCommitTableRows1000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
 }
 
+// BenchmarkRecordKeysWithPrefix: the stored children of 1,000 listed
+// records among 20,000 (statetest.BenchRecordKeysWithPrefix).
+func BenchmarkRecordKeysWithPrefix(b *testing.B) {
+	statetest.BenchRecordKeysWithPrefix(b, open(b, filepath.Join(b.TempDir(), "state.db")))
+}
+
 func BenchmarkCommit1000(b *testing.B) {
 	statetest.BenchCommit1000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
 }

@@ -322,24 +322,34 @@ func (s *Store) RecordStats(ctx context.Context, pipeline, source string) (state
 }
 
 // RecordKeysWithPrefix returns a source's keys starting with one of
-// prefixes, sorted: one key range per prefix, 400 ranges a query.
+// prefixes, sorted: one range of the key index per prefix.
 func (s *Store) RecordKeysWithPrefix(ctx context.Context, pipeline, source string, prefixes []string) ([]string, error) {
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	// One range of the key index per prefix, through two prepared
+	// statements: a query OR-ing hundreds of ranges read every key of the
+	// source and tested each against every range (1.4 s for 1,000
+	// prefixes among 20,000 records).
+	const q = `SELECT "key" FROM records INDEXED BY records_key WHERE pipeline = ? AND source = ? AND "key" >= ?`
+	conn, err := s.rdb.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list keys of %q source %q: %w", pipeline, source, err)
+	}
+	defer conn.Close()
+	bounded, err := conn.PrepareContext(ctx, q+` AND "key" < ?`)
+	if err != nil {
+		return nil, fmt.Errorf("list keys of %q source %q: %w", pipeline, source, err)
+	}
+	defer bounded.Close()
 	var out []string
-	for start := 0; start < len(prefixes); start += 400 {
-		part := prefixes[start:min(start+400, len(prefixes))]
-		args := []any{pipeline, source}
-		var conds []string
-		for _, p := range part {
-			if end, ok := state.PrefixEnd(p); ok {
-				conds = append(conds, `("key" >= ? AND "key" < ?)`)
-				args = append(args, p, end)
-			} else {
-				conds = append(conds, `"key" >= ?`)
-				args = append(args, p)
-			}
+	for _, p := range prefixes {
+		var rows *sql.Rows
+		if end, ok := state.PrefixEnd(p); ok {
+			rows, err = bounded.QueryContext(ctx, pipeline, source, p, end)
+		} else {
+			rows, err = conn.QueryContext(ctx, q, pipeline, source, p)
 		}
-		rows, err := s.rdb.QueryContext(ctx, `SELECT "key" FROM records INDEXED BY records_key WHERE pipeline = ? AND source = ? AND (`+
-			strings.Join(conds, " OR ")+`)`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("list keys of %q source %q: %w", pipeline, source, err)
 		}

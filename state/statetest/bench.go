@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
 )
 
@@ -170,5 +171,39 @@ func BenchCommitTableRows1000(b *testing.B, s state.Store) {
 	}
 	if n != round*rows {
 		b.Fatalf("lexical rows %d, want %d", n, round*rows)
+	}
+}
+
+// BenchRecordKeysWithPrefix measures one RecordKeysWithPrefix of 1,000
+// prefixes (the children of a partial listing's 1,000 records, as after a
+// Grist /compare) in a source of 20,000 records, 10 of which are children.
+func BenchRecordKeysWithPrefix(b *testing.B, s state.Store) {
+	const records, asked = 20000, 1000
+	for start := 0; start < records; start += 1000 {
+		c := state.Commit{Pipeline: "bench"}
+		for i := start; i < start+1000; i++ {
+			key := fmt.Sprintf("HSCodes:%06d", i)
+			if i%2000 == 1 {
+				key = fmt.Sprintf("HSCodes:%06d", i-1) + sources.ChildMarker + "note"
+			}
+			c.Records = append(c.Records, state.Record{Source: "grist", Key: key, Hash: uint64(i) + 1})
+		}
+		if err := s.Commit(b.Context(), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	prefixes := make([]string, asked)
+	for i := range prefixes {
+		prefixes[i] = fmt.Sprintf("HSCodes:%06d", i*records/asked) + sources.ChildMarker
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		keys, err := s.RecordKeysWithPrefix(b.Context(), "bench", "grist", prefixes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(keys) != records/2000 {
+			b.Fatalf("%d keys, want %d", len(keys), records/2000)
+		}
 	}
 }
