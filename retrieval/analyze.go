@@ -172,24 +172,35 @@ func isASCIIWordByte(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c
 func unicodeWords(text string) []string {
 	text = norm.NFC.String(text)
 	var out []string
-	start := -1
-	flush := func(end int) {
-		if start >= 0 {
-			out = append(out, foldWord(strings.ToLower(text[start:end])))
-			start = -1
-		}
+	for start, end := range wordSpans(text) {
+		out = append(out, foldWord(strings.ToLower(text[start:end])))
 	}
-	for i, r := range text {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) {
-			if start < 0 {
-				start = i
-			}
-			continue
-		}
-		flush(i)
-	}
-	flush(len(text))
 	return out
+}
+
+// wordSpans yields the byte ranges [start, end) of text's words: runs of
+// letters, digits and nonspacing marks.
+func wordSpans(text string) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		start := -1
+		for i, r := range text {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) {
+				if start < 0 {
+					start = i
+				}
+				continue
+			}
+			if start >= 0 {
+				if !yield(start, i) {
+					return
+				}
+				start = -1
+			}
+		}
+		if start >= 0 {
+			yield(start, len(text))
+		}
+	}
 }
 
 // latinToCyrillic maps Latin letters to the Cyrillic letters they look like.

@@ -72,32 +72,16 @@ func quantityTerms(text, lang string) ([]string, []bool) {
 	var terms []string
 	var qty []bool
 	prev := ""
-	start := -1
-	flush := func(end int) {
-		if start < 0 {
-			return
-		}
-		w := foldWord(strings.ToLower(text[start:end]))
-		s := start
-		start = -1
+	for s, end := range wordSpans(text) {
+		w := foldWord(strings.ToLower(text[s:end]))
 		if !keepWord(w) {
 			prev = w
-			return
+			continue
 		}
 		terms = append(terms, stem(wordLang(lang, w), w))
 		qty = append(qty, numberWords[w] || isNumber(w) && isQuantity(text, s, end, prev))
 		prev = w
 	}
-	for i, r := range text {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) {
-			if start < 0 {
-				start = i
-			}
-			continue
-		}
-		flush(i)
-	}
-	flush(len(text))
 	return terms, qty
 }
 
