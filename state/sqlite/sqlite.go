@@ -47,7 +47,7 @@ type Store struct {
 
 	mu     sync.Mutex
 	locks  map[*flock.Flock]struct{} // pipeline locks held by this Store
-	full   map[string]*sql.Stmt      // writer statements (fullStatements)
+	full   map[string]*sql.Stmt      // writer statements by prefix (fullStatements)
 	closed bool
 }
 

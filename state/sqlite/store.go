@@ -499,8 +499,8 @@ func (s *Store) Commit(ctx context.Context, c state.Commit) error {
 }
 
 // writeTx is a write transaction with the store's prepared statements of
-// full multi-row groups (by query; see fullStatements), which queryRows
-// uses through Tx.StmtContext.
+// full multi-row groups (by the statement's prefix; see fullStatements),
+// which queryRows uses through Tx.StmtContext.
 type writeTx struct {
 	*sql.Tx
 	full map[string]*sql.Stmt
@@ -512,20 +512,23 @@ type writeTx struct {
 // writer has one connection) and kept until Close: a run of many batches
 // parses each statement of thousands of parameters once, not once a batch.
 func (s *Store) fullStatements(ctx context.Context, c state.Commit) (map[string]*sql.Stmt, error) {
-	var want []string
+	type statement struct {
+		prefix, suffix string
+		cols           int
+	}
+	var want []statement
 	if len(c.Records) >= rowsPerStatement {
-		want = append(want, multiRow(recordsUpsertPrefix, recordsUpsertSuffix, recordsUpsertCols, rowsPerStatement))
+		want = append(want, statement{recordsUpsertPrefix, recordsUpsertSuffix, recordsUpsertCols})
 	}
 	if len(c.LexicalUpserts) >= rowsPerStatement {
-		want = append(want, multiRow(lexicalUpsertPrefix, lexicalUpsertSuffix, lexicalUpsertCols, rowsPerStatement),
-			multiRow(ftsInsertPrefix, "", ftsInsertCols, rowsPerStatement))
+		want = append(want, statement{lexicalUpsertPrefix, lexicalUpsertSuffix, lexicalUpsertCols}, statement{ftsInsertPrefix, "", ftsInsertCols})
 	}
 	n := 0
 	for _, chs := range c.ReplaceChunks {
 		n += len(chs)
 	}
 	if n >= rowsPerStatement {
-		want = append(want, multiRow(chunksInsertPrefix, "", chunksInsertCols, rowsPerStatement))
+		want = append(want, statement{chunksInsertPrefix, "", chunksInsertCols})
 	}
 	if len(want) == 0 {
 		return nil, nil
@@ -534,13 +537,14 @@ func (s *Store) fullStatements(ctx context.Context, c state.Commit) (map[string]
 	// add to s.full while it runs. Statements are prepared outside s.mu
 	// (preparing waits for the writer's connection).
 	out := make(map[string]*sql.Stmt, len(want))
-	for _, q := range want {
+	for _, w := range want {
+		q := w.prefix
 		s.mu.Lock()
 		st := s.full[q]
 		s.mu.Unlock()
 		if st == nil {
 			var err error
-			if st, err = s.db.PrepareContext(ctx, q); err != nil {
+			if st, err = s.db.PrepareContext(ctx, multiRow(w.prefix, w.suffix, w.cols, rowsPerStatement)); err != nil {
 				return nil, fmt.Errorf("prepare: %w", err)
 			}
 			s.mu.Lock()
@@ -1072,11 +1076,10 @@ func queryRows(ctx context.Context, tx writeTx, prefix, suffix string, rows [][]
 			continue
 		}
 		if full == nil {
-			q := multiRow(prefix, suffix, cols, rowsPerStatement)
-			if st := tx.full[q]; st != nil {
+			if st := tx.full[prefix]; st != nil {
 				full = tx.StmtContext(ctx, st)
 			} else {
-				st, err := tx.PrepareContext(ctx, q)
+				st, err := tx.PrepareContext(ctx, multiRow(prefix, suffix, cols, rowsPerStatement))
 				if err != nil {
 					return err
 				}
