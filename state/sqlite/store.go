@@ -872,15 +872,8 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 // lexicalRecordIDs adds to ids the stored records of c's lexical upserts
 // that c.Records does not hold, 500 keys a query.
 func lexicalRecordIDs(ctx context.Context, tx writeTx, c state.Commit, ids map[state.RecordRef]int64) error {
-	bySource := map[string][]string{}
-	seen := map[state.RecordRef]bool{}
-	for _, r := range c.LexicalUpserts {
-		ref := state.RecordRef{Source: r.Source, Key: r.RecordKey}
-		if _, ok := ids[ref]; !ok && !seen[ref] {
-			seen[ref] = true
-			bySource[r.Source] = append(bySource[r.Source], r.RecordKey)
-		}
-	}
+	bySource := keysBySource(c.LexicalUpserts, func(r state.LexicalRow) state.LexicalRef { return r.LexicalRef },
+		func(ref state.RecordRef) bool { _, ok := ids[ref]; return ok })
 	for _, src := range slices.Sorted(maps.Keys(bySource)) {
 		err := selectByKeys(ctx, tx, recordsByKey(`"key", id`), c.Pipeline, src, bySource[src], func(rows *sql.Rows) error {
 			defer rows.Close()
@@ -901,19 +894,31 @@ func lexicalRecordIDs(ctx context.Context, tx writeTx, c state.Commit, ids map[s
 	return nil
 }
 
+// keysBySource groups the record keys of items' lexical refs by source,
+// each key once, leaving out the records skip tells (skip may be nil).
+func keysBySource[T any](items []T, ref func(T) state.LexicalRef, skip func(state.RecordRef) bool) map[string][]string {
+	out := map[string][]string{}
+	seen := map[state.RecordRef]bool{}
+	for _, it := range items {
+		r := ref(it)
+		rec := state.RecordRef{Source: r.Source, Key: r.RecordKey}
+		if seen[rec] || skip != nil && skip(rec) {
+			continue
+		}
+		seen[rec] = true
+		out[r.Source] = append(out[r.Source], r.RecordKey)
+	}
+	return out
+}
+
 // lexicalDocs returns the doc ids of the stored rows among refs, reading
 // the rows of their records through the records' ids, 500 records a query.
 func lexicalDocs(ctx context.Context, tx writeTx, pipeline string, refs []state.LexicalRef) (map[state.LexicalRef]int64, error) {
 	want := make(map[state.LexicalRef]bool, len(refs))
-	bySource := map[string][]string{}
-	seenRec := map[[2]string]bool{}
 	for _, r := range refs {
 		want[r] = true
-		if k := [2]string{r.Source, r.RecordKey}; !seenRec[k] {
-			seenRec[k] = true
-			bySource[r.Source] = append(bySource[r.Source], r.RecordKey)
-		}
 	}
+	bySource := keysBySource(refs, func(r state.LexicalRef) state.LexicalRef { return r }, nil)
 	out := map[state.LexicalRef]int64{}
 	for _, src := range slices.Sorted(maps.Keys(bySource)) {
 		err := selectByKeys(ctx, tx, `SELECT r."key", l.node, l.doc FROM records r INDEXED BY records_key JOIN lexical l ON l.record_id = r.id
