@@ -12,6 +12,7 @@
 package retrieval
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -758,13 +759,7 @@ func (s *Searcher) lexicalList(ctx context.Context, d *corpusData, words []query
 			return s.stateLexicalList(ctx, d, words, allowed, fetch)
 		}
 		slices.SortStableFunc(hits, func(a, b hit) int {
-			if a.score != b.score {
-				if a.score > b.score {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.id, b.id)
+			return cmp.Or(cmp.Compare(b.score, a.score), strings.Compare(a.id, b.id))
 		})
 		for _, h := range hits {
 			add(h.id)

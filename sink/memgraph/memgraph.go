@@ -11,6 +11,7 @@
 package memgraph
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -833,13 +834,7 @@ func (s *Sink) TextSearch(ctx context.Context, index, property string, terms []s
 // best is the n best of hits, best first, ties by id.
 func best(hits []Hit, n int) []Hit {
 	slices.SortStableFunc(hits, func(a, b Hit) int {
-		if a.Similarity != b.Similarity {
-			if a.Similarity > b.Similarity {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.ID, b.ID)
+		return cmp.Or(cmp.Compare(b.Similarity, a.Similarity), strings.Compare(a.ID, b.ID))
 	})
 	return hits[:min(n, len(hits))]
 }
