@@ -25,6 +25,7 @@
 package hashing
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -93,38 +94,47 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 }
 
 // Vector returns the unit vector of one text (see the package doc).
+//
+// The features are written one after another into one byte buffer,
+// hashed once each, grouped by bucket and sorted within it, so equal
+// features end up side by side and are counted without a map or a string
+// per feature; each bucket's sum is the one the package doc defines, bit
+// for bit.
 func (e *Embedder) Vector(text string) []float32 {
 	ws := words(text)
-	acc := make([]float64, e.dims)
 	if len(ws) == 0 {
 		v := make([]float32, e.dims)
 		v[0] = 1
 		return v
 	}
-	counts := make(map[string]int, 4*len(ws))
-	var sb strings.Builder
+	var fs featureSet
+	n := 0
+	for _, w := range ws {
+		n += 2*len(w) + 12
+	}
+	fs.buf = make([]byte, 0, n)
+	fs.spans = make([]span, 0, 8*len(ws))
+	var bounds []int
 	for i, w := range ws {
-		counts["w:"+w]++
+		fs.add("w:", w, "", "")
 		if i > 0 {
-			counts["b:"+ws[i-1]+" "+w]++
+			fs.add("b:", ws[i-1], " ", w)
 		}
-		r := []rune("^" + w + "$")
-		for j := 0; j+3 <= len(r); j++ {
-			sb.Reset()
-			sb.WriteString("c:")
-			sb.WriteString(string(r[j : j+3]))
-			counts[sb.String()]++
+		// The trigrams of "^w$": three runes each, taken as the bytes
+		// between rune boundaries (words are valid UTF-8: see words).
+		bounds = bounds[:0]
+		bounds = append(bounds, 0) // "^"
+		for j := range w {
+			bounds = append(bounds, 1+j)
+		}
+		bounds = append(bounds, 1+len(w), 2+len(w)) // "$", end
+		padded := len(bounds) - 1                   // runes in "^w$"
+		for j := 0; j+3 <= padded; j++ {
+			fs.trigram(w, bounds[j], bounds[j+3])
 		}
 	}
-	// Sum in sorted feature order: float addition is not associative, and map
-	// order is random, so this is what makes vectors bit-for-bit stable.
-	features := make([]string, 0, len(counts))
-	for f := range counts {
-		features = append(features, f)
-	}
-	slices.Sort(features)
-	for _, f := range features {
-		n := counts[f]
+	acc := make([]float64, e.dims)
+	fs.each(uint64(e.dims), func(f []byte, h uint64, count int) {
 		var class float64
 		switch f[0] {
 		case 'w':
@@ -134,14 +144,15 @@ func (e *Embedder) Vector(text string) []float32 {
 		default:
 			class = trigramWeight
 		}
-		h := xxhash.Sum64String(f)
-		idx := h % uint64(e.dims)
-		w := class * (1 + math.Log(float64(n)))
+		w := class // × (1 + ln 1), exactly
+		if count > 1 {
+			w = class * (1 + math.Log(float64(count)))
+		}
 		if h>>63 == 1 {
 			w = -w
 		}
-		acc[idx] += w
-	}
+		acc[h%uint64(e.dims)] += w
+	})
 	var sum float64
 	for _, x := range acc {
 		sum += x * x
@@ -156,6 +167,92 @@ func (e *Embedder) Vector(text string) []float32 {
 		v[i] = float32(x / norm)
 	}
 	return v
+}
+
+// span is one feature's bytes in featureSet.buf, buf[start:end], and
+// their xxhash64.
+type span struct {
+	h          uint64
+	start, end int32
+}
+
+// featureSet holds a text's features, with repeats, as spans of one buffer.
+type featureSet struct {
+	buf   []byte
+	spans []span
+}
+
+// push ends the feature that began at start.
+func (fs *featureSet) push(start int) {
+	f := fs.buf[start:]
+	fs.spans = append(fs.spans, span{xxhash.Sum64(f), int32(start), int32(len(fs.buf))})
+}
+
+// add appends the feature prefix+a+sep+b.
+func (fs *featureSet) add(prefix, a, sep, b string) {
+	start := len(fs.buf)
+	fs.buf = append(fs.buf, prefix...)
+	fs.buf = append(fs.buf, a...)
+	fs.buf = append(fs.buf, sep...)
+	fs.buf = append(fs.buf, b...)
+	fs.push(start)
+}
+
+// trigram appends "c:" + ("^"+w+"$")[from:to].
+func (fs *featureSet) trigram(w string, from, to int) {
+	start := len(fs.buf)
+	fs.buf = append(fs.buf, 'c', ':')
+	if from == 0 {
+		fs.buf = append(fs.buf, '^')
+		from = 1
+	}
+	end := to == len(w)+2
+	if end {
+		to--
+	}
+	fs.buf = append(fs.buf, w[from-1:to-1]...)
+	if end {
+		fs.buf = append(fs.buf, '$')
+	}
+	fs.push(start)
+}
+
+// each calls f once per distinct feature with its hash and the number of
+// times it occurs, bucket (hash mod dims) by bucket, and within a bucket in
+// byte order (the order of Go strings). Features of different buckets add
+// to different sums, so this gives every bucket the sum, in the order, of
+// a walk over all features sorted by their bytes; only features of the
+// same bucket are compared.
+func (fs *featureSet) each(dims uint64, f func(feature []byte, h uint64, count int)) {
+	bytesOf := func(s span) []byte { return fs.buf[s.start:s.end] }
+	// A counting sort by bucket: ends[b] is where bucket b's spans end.
+	ends := make([]int32, dims+1)
+	for _, s := range fs.spans {
+		ends[s.h%dims+1]++
+	}
+	for b := 1; b < len(ends); b++ {
+		ends[b] += ends[b-1]
+	}
+	byBucket := make([]span, len(fs.spans))
+	next := slices.Clone(ends[:dims])
+	for _, s := range fs.spans {
+		b := s.h % dims
+		byBucket[next[b]] = s
+		next[b]++
+	}
+	for b := range dims {
+		group := byBucket[ends[b]:ends[b+1]]
+		slices.SortFunc(group, func(x, y span) int { return bytes.Compare(bytesOf(x), bytesOf(y)) })
+		for i := 0; i < len(group); {
+			cur := group[i]
+			j := i + 1
+			for j < len(group) && group[j].h == cur.h && bytes.Equal(bytesOf(group[j]), bytesOf(cur)) {
+				j++
+			}
+			f(bytesOf(cur), cur.h, j-i)
+			i = j
+		}
+	}
 }
 
 // words splits text into the lower-cased NFC words the embedder hashes:

@@ -3,10 +3,16 @@ package hashing
 import (
 	"context"
 	"encoding/binary"
+	"maps"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/kgsync/kgsync/internal/corpus"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -169,4 +175,86 @@ func TestEmbedHonoursContext(t *testing.T) {
 	cancel()
 	_, err := New("", 8).Embed(ctx, []string{"a"})
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// referenceVector is the package doc's algorithm written out step by step,
+// with a map of feature strings: the fast Vector must give the same bits.
+func referenceVector(dims int, text string) []float32 {
+	ws := words(text)
+	v := make([]float32, dims)
+	if len(ws) == 0 {
+		v[0] = 1
+		return v
+	}
+	counts := map[string]int{}
+	for i, w := range ws {
+		counts["w:"+w]++
+		if i > 0 {
+			counts["b:"+ws[i-1]+" "+w]++
+		}
+		r := []rune("^" + w + "$")
+		for j := 0; j+3 <= len(r); j++ {
+			counts["c:"+string(r[j:j+3])]++
+		}
+	}
+	acc := make([]float64, dims)
+	for _, f := range slices.Sorted(maps.Keys(counts)) {
+		class := map[byte]float64{'w': wordWeight, 'b': bigramWeight, 'c': trigramWeight}[f[0]]
+		h := xxhash.Sum64String(f)
+		w := class * (1 + math.Log(float64(counts[f])))
+		if h>>63 == 1 {
+			w = -w
+		}
+		acc[h%uint64(dims)] += w
+	}
+	var sum float64
+	for _, x := range acc {
+		sum += x * x
+	}
+	if sum == 0 {
+		v[0] = 1
+		return v
+	}
+	for i, x := range acc {
+		v[i] = float32(x / math.Sqrt(sum))
+	}
+	return v
+}
+
+// corpusTexts are the lines of the corpus's tables and text documents
+// (Latin, Cyrillic, digits, punctuation, repeated words), and a few edge
+// cases.
+func corpusTexts(t testing.TB) []string {
+	texts := []string{"a", "ab", "A a a", "ё", "е\u0308", "x\xffy", "日本語のテキスト", "a-b a-b a-b", "\u00e9\u00e9 e\u0301"}
+	for _, rel := range []string{"tables/harmonized-system.csv", "docs/constitutionrf.txt", "docs/rfc7239.txt"} {
+		b, err := os.ReadFile(filepath.Join(corpus.Dir(t), rel))
+		require.NoError(t, err)
+		texts = append(texts, strings.Split(string(b), "\n")...)
+	}
+	return texts
+}
+
+func TestVectorMatchesReference(t *testing.T) {
+	t.Parallel()
+	texts := corpusTexts(t)
+	require.Greater(t, len(texts), 5000)
+	for _, dims := range []int{7, 32, 384} {
+		e := New("", dims)
+		for _, text := range texts {
+			if want, got := referenceVector(dims, text), e.Vector(text); !slices.Equal(want, got) {
+				t.Fatalf("dims %d, text %q: vector differs from the reference", dims, text)
+			}
+		}
+	}
+}
+
+func BenchmarkVector(b *testing.B) {
+	texts := corpusTexts(b)[:5000]
+	e := New("", 32)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, text := range texts {
+			e.Vector(text)
+		}
+	}
 }
