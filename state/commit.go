@@ -9,7 +9,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Check rejects a Commit that no state could apply: an empty
@@ -90,16 +91,33 @@ func (c Commit) Check() error {
 	return nil
 }
 
-// LexicalTerms splits a lexical row's text into its terms and counts them;
-// n is the row's length in terms.
-func LexicalTerms(text string) (tf map[string]int, n int) {
-	tf = map[string]int{}
-	for _, t := range strings.Fields(text) {
-		tf[t]++
-		n++
+// LexicalLen is a lexical row's length in terms: the number of fields of
+// text as strings.Fields splits it (runs of characters other than Unicode
+// white space), counted without building them.
+func LexicalLen(text string) int {
+	n := 0
+	inField := false
+	for i := 0; i < len(text); {
+		c := text[i]
+		var space bool
+		if c < utf8.RuneSelf {
+			space = asciiSpace[c]
+			i++
+		} else {
+			r, size := utf8.DecodeRuneInString(text[i:])
+			space = unicode.IsSpace(r)
+			i += size
+		}
+		if !space && !inField {
+			n++
+		}
+		inField = !space
 	}
-	return tf, n
+	return n
 }
+
+// asciiSpace are the ASCII bytes unicode.IsSpace reports as space.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // SortedRefs returns m's keys by (Source, Key), so that a store's
 // statements run in a stable order (and concurrent commits cannot deadlock).

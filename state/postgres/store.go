@@ -640,7 +640,7 @@ func queueLexical(b *pgx.Batch, c state.Commit) {
 		var sources, keys, ids, kinds, texts []string
 		var lens []int64
 		for _, r := range rows {
-			_, n := state.LexicalTerms(r.Text)
+			n := state.LexicalLen(r.Text)
 			sources, keys, ids = append(sources, r.Source), append(keys, r.RecordKey), append(ids, r.ID)
 			kinds, texts, lens = append(kinds, r.Kind), append(texts, r.Text), append(lens, int64(n))
 		}

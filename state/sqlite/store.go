@@ -835,7 +835,7 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 			}
 			return fmt.Errorf("upsert lexical row %s/%s/%s: record not in state", r.Source, r.RecordKey, r.ID)
 		}
-		_, n := state.LexicalTerms(r.Text)
+		n := state.LexicalLen(r.Text)
 		rows = append(rows, []any{first + int64(len(rows)), c.Pipeline, r.Source, r.RecordKey, id, r.ID, r.Kind, n})
 		text[rowKey{id, r.ID}] = r.Text
 	}
