@@ -73,6 +73,20 @@ type table struct {
 	cols    []*Column
 	rows    map[int64]map[string]any
 	nextID  int64
+	// gen counts the additions and removals of rows; sorted holds the row
+	// ids in order as of generation sortedGen (see ids).
+	gen, sortedGen uint64
+	sorted         []int64
+}
+
+// ids returns the table's row ids in increasing order, sorted again only
+// after rows were added or removed. The caller must not modify the slice.
+func (t *table) ids() []int64 {
+	if t.sorted == nil || t.sortedGen != t.gen || len(t.sorted) != len(t.rows) {
+		t.sorted = slices.Sorted(maps.Keys(t.rows))
+		t.sortedGen = t.gen
+	}
+	return t.sorted
 }
 
 func (t *table) col(id string) *Column {
@@ -339,6 +353,7 @@ func (s *Server) insertLocked(t *table, rows []map[string]any, u User) ([]int64,
 		}
 		s.triggersLocked(t, r, nil, in, u)
 		t.rows[id] = r
+		t.gen++
 		ids = append(ids, id)
 	}
 	return ids, nil
@@ -404,6 +419,7 @@ func (s *Server) DeleteRows(tableID string, ids ...int64) {
 		}
 		delta[id] = &rowChange{before: r}
 		delete(t.rows, id)
+		t.gen++
 	}
 	maxID := int64(0)
 	for id := range t.rows {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,4 +106,47 @@ func TestAuth(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, 401, resp.StatusCode)
 	require.JSONEq(t, `{"error":"Bad request: invalid API key"}`, string(b))
+}
+
+// TestSQLKeysetPagesFollowAddsAndDeletes: "where id > ? order by id limit
+// n" pages see rows added and removed between pages (the server keeps its
+// sorted ids between statements).
+func TestSQLKeysetPagesFollowAddsAndDeletes(t *testing.T) {
+	s := New(t)
+	s.AddTable("T", Column{ID: "n", Type: "Int"})
+	for i := range 5 {
+		s.AddRows("T", map[string]any{"n": i})
+	}
+	page := func(after int) []int64 {
+		t.Helper()
+		body := `{"sql":"select id from T where id > ? order by id limit 2","args":[` + strconv.Itoa(after) + `]}`
+		code, got, _ := call(t, s, "POST", "/sql", body, nil)
+		require.Equal(t, 200, code, got)
+		var resp struct {
+			Records []struct {
+				Fields struct {
+					ID int64 `json:"id"`
+				} `json:"fields"`
+			} `json:"records"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(got), &resp))
+		var ids []int64
+		for _, r := range resp.Records {
+			ids = append(ids, r.Fields.ID)
+		}
+		return ids
+	}
+	require.Equal(t, []int64{1, 2}, page(0))
+	s.DeleteRows("T", 3)
+	require.Equal(t, []int64{4, 5}, page(2))
+	s.AddRows("T", map[string]any{"n": 9}) // id 6
+	require.Equal(t, []int64{6}, page(5))
+	s.DeleteRows("T", 6) // the next add reuses id 6
+	s.AddRows("T", map[string]any{"n": 10})
+	require.Equal(t, []int64{4, 5}, page(2))
+	require.Equal(t, []int64{6}, page(5))
+	require.Empty(t, page(6))
+	s.DeleteRows("T", 1) // as many rows as before, one of them new
+	s.AddRows("T", map[string]any{"n": 11})
+	require.Equal(t, []int64{7}, page(6))
 }

@@ -410,6 +410,7 @@ func (s *Server) removeLocked(t *table, ids []int64) (map[int64]*rowChange, erro
 	for _, id := range ids {
 		delta[id] = &rowChange{before: t.rows[id]}
 		delete(t.rows, id)
+		t.gen++
 	}
 	maxID := int64(0)
 	for id := range t.rows {
