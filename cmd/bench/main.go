@@ -75,7 +75,7 @@ func main() {
 	goldenMax := flag.Int("golden-max-tokens", config.DefaultMaxTokens, "chunking.max_tokens of the golden set's pipeline")
 	goldenOverlap := flag.Int("golden-overlap", config.DefaultOverlapTokens, "chunking.overlap_tokens of the golden set's pipeline")
 	goldenJSON := flag.String("golden-json", "", "also write each golden set's report with every question (kgsync eval --json --verbose-results) to DIR/<set>.json")
-	scaleSources := flag.String("scale-sources", "csv,grist", "sources of the scale tables, comma-separated: csv, grist (the Grist test server sorts every row id per page, so its read alone takes minutes at 1M rows)")
+	scaleSources := flag.String("scale-sources", "csv,grist", "sources of the scale tables, comma-separated: csv, grist (the Grist test server, in this process)")
 	scale := flag.String("scale", "10000,100000", "row counts of the scale tables (CSV and Grist test server), comma-separated; add 1000000 for the million-row run; \"\" skips them")
 	scaleOnly := flag.Bool("scale-only", false, "only the scale, start-up and per-scenario tables")
 	peers := flag.String("peers", "", "a copy of ../shared/bench/peers with its node_modules installed (npm install): adds LangChain.js and LlamaIndex.TS to the per-scenario table")
