@@ -501,12 +501,12 @@ func (d *differ) loadStats(ctx context.Context) error {
 func (d *differ) flushed() { d.batch++ }
 
 // prune forgets the new keys of batches committed by now (all but the
-// last one handed to the writer and the one being gathered): from the
+// last writerDepth handed to the writer and the one being gathered): from the
 // next page on, a key listed again is found in state, behind the stream.
 // The run calls it between pages, when it holds no batch back.
 func (d *differ) prune() {
 	for k, b := range d.fresh {
-		if b < d.batch-1 {
+		if b < d.batch-writerDepth {
 			delete(d.fresh, k)
 		}
 	}

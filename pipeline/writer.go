@@ -6,20 +6,25 @@ import (
 	"github.com/kgsync/kgsync/sink"
 )
 
+// writerDepth is how many prepared batches the writer holds at most: the
+// one it writes and the next one, handed over before the writer is done,
+// so that a batch that takes longer to prepare than the one before it took
+// to write does not leave the writer idle (and the other way round).
+const writerDepth = 2
+
 // batchWriter writes prepared batches to the sink and state in a goroutine
-// of its own while the run reads, hashes, maps and embeds the next batch:
-// one batch is written while the next is prepared, so the two halves of a
-// run share the machine's cores. Batches are written in the order they are
-// submitted. The goroutine alone touches the runner's writing state
-// (acknowledgements, intent numbers, ensured labels) while a batch is in
-// flight; the run touches it, and the counts, only after wait.
+// of its own while the run reads, hashes, maps and embeds the next ones:
+// up to writerDepth batches are handed over and not yet written, so the two
+// halves of a run share the machine's cores. Batches are written in the
+// order they are submitted. The goroutine alone touches the runner's
+// writing state (acknowledgements, intent numbers, ensured labels) while a
+// batch is in flight; the run touches it, and the counts, only after wait.
 type batchWriter struct {
 	r        *runner
 	ctx      context.Context
-	inflight *prepared
+	inflight []*prepared // handed over, oldest first
 	jobs     chan *prepared
 	results  chan writeResult
-	busy     bool
 	err      error // the first failed write; later submits return it
 }
 
@@ -30,15 +35,21 @@ type writeResult struct {
 
 // startWriter starts a run's batch writer; stop it with stop.
 func (r *runner) startWriter(ctx context.Context) *batchWriter {
-	w := &batchWriter{r: r, ctx: ctx, jobs: make(chan *prepared), results: make(chan writeResult)}
+	w := &batchWriter{r: r, ctx: ctx, jobs: make(chan *prepared, writerDepth), results: make(chan writeResult, writerDepth)}
 	go func() {
+		var failed error // after a failed write, later batches are not written
 		for p := range w.jobs {
+			if failed != nil {
+				w.results <- writeResult{err: failed}
+				continue
+			}
 			st, err := r.ensureSchema(ctx, p.anchors)
 			if err == nil {
 				var ws sink.Stats
 				ws, err = r.writeBatch(ctx, p.b, p.rendered, p.commit, p.intent)
 				st = sink.Stats{Statements: st.Statements + ws.Statements, Batches: st.Batches + ws.Batches, Retries: st.Retries + ws.Retries}
 			}
+			failed = err
 			w.results <- writeResult{st, err}
 		}
 		close(w.results)
@@ -46,38 +57,48 @@ func (r *runner) startWriter(ctx context.Context) *batchWriter {
 	return w
 }
 
-// submit hands a batch to the writer, after the previous one was written;
-// it returns the error of a failed write (and writes nothing more then).
+// submit hands a batch to the writer once fewer than writerDepth are
+// handed over and not written; it returns the error of a failed write
+// (and writes nothing more then).
 func (w *batchWriter) submit(p *prepared) error {
-	if err := w.wait(); err != nil {
-		return err
+	for len(w.inflight) >= writerDepth {
+		w.waitOne()
+	}
+	if w.err != nil {
+		return w.err
 	}
 	w.jobs <- p
-	w.busy, w.inflight = true, p
+	w.inflight = append(w.inflight, p)
 	return nil
 }
 
-// wait waits for the batch in flight, counts it, reports progress and
-// publishes its documents to the review; it returns the error of the first
+// waitOne waits for the oldest batch in flight, counts it, reports
+// progress and publishes its documents to the review.
+func (w *batchWriter) waitOne() {
+	res := <-w.results
+	p := w.inflight[0]
+	w.inflight[0] = nil
+	w.inflight = w.inflight[1:]
+	w.r.addSinkStats(res.st)
+	if res.err != nil && w.err == nil {
+		w.err = res.err
+	}
+	if res.err == nil {
+		w.r.progress()
+		w.r.publishReview(w.ctx, p.outs)
+	}
+}
+
+// wait waits for every batch in flight; it returns the error of the first
 // failed write.
 func (w *batchWriter) wait() error {
-	if w.busy {
-		res := <-w.results
-		w.busy = false
-		w.r.addSinkStats(res.st)
-		if res.err != nil && w.err == nil {
-			w.err = res.err
-		}
-		if res.err == nil {
-			w.r.progress()
-			w.r.publishReview(w.ctx, w.inflight.outs)
-		}
-		w.inflight = nil
+	for len(w.inflight) > 0 {
+		w.waitOne()
 	}
 	return w.err
 }
 
-// stop waits for the batch in flight and ends the goroutine.
+// stop waits for the batches in flight and ends the goroutine.
 func (w *batchWriter) stop() error {
 	err := w.wait()
 	close(w.jobs)
