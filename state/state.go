@@ -166,6 +166,11 @@ type OriginIndex interface {
 	// pipeline's source whose Origin.Scope is scope (empty when none; of
 	// two records with one origin, either).
 	RecordOrigins(ctx context.Context, pipeline, source, scope string) (map[int64]string, error)
+	// RecordOriginsOf is RecordOrigins for the origin ids ids only: origin
+	// id -> record key of the ones stored (ids not stored are absent). It
+	// answers through the origin index, a query per few hundred ids, so a
+	// source can ask for a page of rows at a time instead of a whole scope.
+	RecordOriginsOf(ctx context.Context, pipeline, source, scope string, ids []int64) (map[int64]string, error)
 }
 
 // RecordPos is a place in a source's listing order: records sort by Ord,

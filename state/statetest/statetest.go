@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 		{"RecordKeysWithPrefix", testRecordKeysWithPrefix},
 		{"LinkDocs", testLinkDocs},
 		{"Origins", testOrigins},
+		{"OriginsOf", testOriginsOf},
 		{"RunWarnings", testRunWarnings},
 		{"Review", testReview},
 		{"Quarantine", testQuarantine},
@@ -881,6 +882,61 @@ func testOrigins(t *testing.T, s state.Store) {
 	require.Equal(t, uint64(4), plain.Hash, "SetOrigins leaves the rest of the record")
 	_, ok = records(t, s, "p", "g")["missing"]
 	require.False(t, ok, "SetOrigins creates no record")
+}
+
+// testOriginsOf: RecordOriginsOf answers for the asked origin ids of one
+// scope only, across more ids than one statement lists, and forgets
+// deleted records and moved origins.
+func testOriginsOf(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	oi, ok := s.(state.OriginIndex)
+	require.True(t, ok, "%T implements state.OriginIndex", s)
+	var recs []state.Record
+	for id := int64(1); id <= 1200; id++ {
+		recs = append(recs, state.Record{Source: "g", Key: fmt.Sprintf("T:%04d", id), Hash: uint64(id), Origin: state.Origin{Scope: "2", ID: id}})
+	}
+	recs = append(recs,
+		state.Record{Source: "g", Key: "U:7", Hash: 1, Origin: state.Origin{Scope: "3", ID: 7}},
+		state.Record{Source: "g", Key: "plain", Hash: 1},
+		state.Record{Source: "other", Key: "T:0008", Hash: 1, Origin: state.Origin{Scope: "2", ID: 8}},
+		state.Record{Source: "g", Key: "noscope", Hash: 1, Origin: state.Origin{ID: 9}})
+	commit(t, s, state.Commit{Pipeline: "p", Records: recs})
+	commit(t, s, state.Commit{Pipeline: "q", Records: []state.Record{{Source: "g", Key: "Q:7", Hash: 1, Origin: state.Origin{Scope: "2", ID: 7}}}})
+
+	got, err := oi.RecordOriginsOf(ctx, "p", "g", "2", []int64{7, 8, 1201, 0, -3})
+	require.NoError(t, err)
+	require.Equal(t, map[int64]string{7: "T:0007", 8: "T:0008"}, got, "this pipeline's source and scope only; ids not stored are absent")
+	none, err := oi.RecordOriginsOf(ctx, "p", "g", "", []int64{9})
+	require.NoError(t, err)
+	require.Empty(t, none, "scope \"\" is no origin")
+	empty, err := oi.RecordOriginsOf(ctx, "p", "g", "2", nil)
+	require.NoError(t, err)
+	require.Empty(t, empty)
+
+	// More ids than one statement takes: every one answered.
+	var ids []int64
+	for id := int64(1200); id >= 1; id-- {
+		ids = append(ids, id)
+	}
+	all, err := oi.RecordOriginsOf(ctx, "p", "g", "2", ids)
+	require.NoError(t, err)
+	require.Len(t, all, 1200)
+	require.Equal(t, "T:1200", all[1200])
+	require.Equal(t, "T:0001", all[1])
+	whole, err := oi.RecordOrigins(ctx, "p", "g", "2")
+	require.NoError(t, err)
+	require.Equal(t, whole, all, "the same answer as the whole scope's")
+
+	// A deleted record and a moved origin are forgotten.
+	commit(t, s, state.Commit{Pipeline: "p",
+		DeleteRecords: []state.RecordRef{{Source: "g", Key: "T:0007"}},
+		SetOrigins:    map[state.RecordRef]state.Origin{{Source: "g", Key: "T:0008"}: {Scope: "3", ID: 8}}})
+	got, err = oi.RecordOriginsOf(ctx, "p", "g", "2", []int64{7, 8, 9})
+	require.NoError(t, err)
+	require.Equal(t, map[int64]string{9: "T:0009"}, got)
+	got, err = oi.RecordOriginsOf(ctx, "p", "g", "3", []int64{7, 8})
+	require.NoError(t, err)
+	require.Equal(t, map[int64]string{7: "U:7", 8: "T:0008"}, got)
 }
 
 // testRunWarnings: a closed run's warnings read back in order; none reads
