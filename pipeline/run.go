@@ -731,6 +731,10 @@ func (x rowIndex) RowKeys(ctx context.Context, scope string) (map[int64]string, 
 	return x.oi.RecordOrigins(ctx, x.pipeline, x.source, scope)
 }
 
+func (x rowIndex) RowKeysOf(ctx context.Context, scope string, ids []int64) (map[int64]string, error) {
+	return x.oi.RecordOriginsOf(ctx, x.pipeline, x.source, scope, ids)
+}
+
 func stateOrigin(o sources.Origin) state.Origin { return state.Origin{Scope: o.Scope, ID: o.ID} }
 
 // warn logs a source's warnings and keeps them with the run, once each.

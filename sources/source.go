@@ -200,6 +200,10 @@ type RowIndex interface {
 	// RowKeys returns row id -> record key of the stored records whose
 	// Origin.Scope is scope (empty when none).
 	RowKeys(ctx context.Context, scope string) (map[int64]string, error)
+	// RowKeysOf is RowKeys for the row ids ids only (ids not stored are
+	// absent): what a source asks for one page of rows, in memory that does
+	// not grow with the table.
+	RowKeysOf(ctx context.Context, scope string, ids []int64) (map[int64]string, error)
 }
 
 // IndexedReader is a Source that reads better knowing what state

@@ -23,17 +23,24 @@ type row struct {
 
 // run holds what one Read learns lazily: attachment metadata, the keys of
 // rows of tables keyed by a column, and what state remembers of the rows.
+//
+// A full listing holds nothing that grows with a table: the keys of Ref
+// targets are asked for a page at a time (a cache of the latest pages),
+// state is asked for the stored keys of a page's rows, and repeated keys
+// are found through a Bloom filter of the keys listed (dupCheck).
 type run struct {
 	s   *Source
 	si  *schemaInfo
 	idx sources.RowIndex
-	// full is set for a full listing: the key column of a keyed Ref target
-	// is read whole once; an incremental read asks for the ids it needs.
-	full   bool
-	keys   map[string]*keyTable // by current tableId
+	// full is set for a full listing: keys of Ref targets are cached a few
+	// pages' worth at a time; an incremental read keeps what it asked for.
+	full bool
+	keys map[string]*keyTable // by current tableId
+	// stored holds the stored keys of a whole table, by tableRef, for an
+	// incremental read of the table; a full listing asks per page.
 	stored map[int64]map[int64]string
 	att    map[int64]map[string]any
-	seen   map[string]map[string]bool // full listings: keys seen per keyed table
+	dups   map[string]*dupCheck // full listings: the keyed table being listed
 }
 
 // keyTable resolves the row ids of a table keyed by a column to key values.
@@ -41,15 +48,18 @@ type keyTable struct {
 	t    *table // the table with its key column only
 	col  column
 	vals map[int64]string
-	// complete: vals holds every row (the key column was read whole);
-	// otherwise ids not in vals or absent are asked for.
-	complete bool
-	absent   map[int64]bool
+	// absent are ids asked for that have no row.
+	absent map[int64]bool
 }
+
+// keyCachePages bounds the Ref target keys a full listing keeps: when a
+// target's cache holds more than keyCachePages pages of ids, it starts
+// again empty before the next page.
+const keyCachePages = 8
 
 func (s *Source) newRun(si *schemaInfo, idx sources.RowIndex, full bool) *run {
 	return &run{s: s, si: si, idx: idx, full: full, keys: map[string]*keyTable{}, stored: map[int64]map[int64]string{},
-		seen: map[string]map[string]bool{}}
+		dups: map[string]*dupCheck{}}
 }
 
 // keyColumnOf returns the key column name configured for the table whose
@@ -68,7 +78,7 @@ func (r *run) keyColumnOf(id string) string {
 
 // keyTableOf returns the resolver of table id, nil when it is keyed by row
 // id. In an incremental read of a table the source syncs, it starts from
-// the keys state remembers.
+// the keys state remembers; in a full listing, empty.
 func (r *run) keyTableOf(ctx context.Context, id string) (*keyTable, error) {
 	if kt, ok := r.keys[id]; ok {
 		return kt, nil
@@ -99,22 +109,7 @@ func (r *run) keyTableOf(ctx context.Context, id string) (*keyTable, error) {
 	kt := &keyTable{t: &table{ID: src.ID, Ref: src.Ref, Name: src.Name, Cols: []column{src.Cols[i]}}, col: src.Cols[i],
 		vals: map[int64]string{}, absent: map[int64]bool{}}
 	r.keys[id] = kt
-	if r.full {
-		m := kt.vals
-		if _, err := r.s.scanTable(ctx, kt.t, func(rows []row) error {
-			for _, rw := range rows {
-				if k, ok := keyString(rw.attrs[kt.col.Name]); ok {
-					m[rw.id] = k
-				}
-			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		kt.complete = true
-		return kt, nil
-	}
-	if src.Ref != 0 && src != nil && slices.Contains(r.si.tables, src) {
+	if !r.full && src.Ref != 0 && src != nil && slices.Contains(r.si.tables, src) {
 		stored, err := r.storedKeys(ctx, src)
 		if err != nil {
 			return nil, err
@@ -133,7 +128,7 @@ func (r *run) keyTableOf(ctx context.Context, id string) (*keyTable, error) {
 func (r *run) fetchKeys(ctx context.Context, kt *keyTable, ids []int64, force bool) error {
 	var need []int64
 	for _, id := range ids {
-		if _, ok := kt.vals[id]; force || !ok && !kt.absent[id] && !kt.complete {
+		if _, ok := kt.vals[id]; force || !ok && !kt.absent[id] {
 			need = append(need, id)
 		}
 	}
@@ -166,8 +161,8 @@ func (r *run) fetchKeys(ctx context.Context, kt *keyTable, ids []int64, force bo
 	return nil
 }
 
-// storedKeys returns row id -> stored record key of t's rows (nil without
-// a RowIndex).
+// storedKeys returns row id -> stored record key of all of t's rows (nil
+// without a RowIndex), for an incremental read.
 func (r *run) storedKeys(ctx context.Context, t *table) (map[int64]string, error) {
 	if r.idx == nil || t.Ref == 0 {
 		return nil, nil
@@ -183,6 +178,27 @@ func (r *run) storedKeys(ctx context.Context, t *table) (map[int64]string, error
 		m = map[int64]string{}
 	}
 	r.stored[t.Ref] = m
+	return m, nil
+}
+
+// storedKeysOf returns row id -> stored record key of t's rows of rows:
+// the whole table's map when an incremental read loaded it, else one
+// question to state for the page (nil without a RowIndex).
+func (r *run) storedKeysOf(ctx context.Context, t *table, rows []row) (map[int64]string, error) {
+	if r.idx == nil || t.Ref == 0 {
+		return nil, nil
+	}
+	if m, ok := r.stored[t.Ref]; ok {
+		return m, nil
+	}
+	ids := make([]int64, len(rows))
+	for i, rw := range rows {
+		ids[i] = rw.id
+	}
+	m, err := r.idx.RowKeysOf(ctx, scopeOf(t), ids)
+	if err != nil {
+		return nil, fmt.Errorf("stored row keys of table %s: %w", t.ID, err)
+	}
 	return m, nil
 }
 
@@ -233,7 +249,7 @@ func (s *Source) readFull(ctx context.Context, si *schemaInfo, idx sources.RowIn
 	p := &pager{yield: yield, old: old, warnings: si.warnings}
 	for _, t := range si.tables {
 		if t.KeyCol != "" {
-			r.seen[t.ID] = map[string]bool{}
+			r.dups[t.ID] = newDupCheck()
 		}
 		tag, err := s.scanTable(ctx, t, func(rows []row) error {
 			pg, err := r.page(ctx, t, rows)
@@ -248,7 +264,7 @@ func (s *Source) readFull(ctx context.Context, si *schemaInfo, idx sources.RowIn
 		if tags != nil && tag != "" {
 			tags.tags[recordsProbe(t.ID)] = tag
 		}
-		delete(r.seen, t.ID)
+		delete(r.dups, t.ID)
 	}
 	if tags != nil {
 		next.ETags = tags.complete(s)
@@ -788,41 +804,23 @@ func rowKey(table string, id int64) string { return table + ":" + strconv.Format
 // origins, and the keys records had before (Page.Renamed).
 func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, error) {
 	s := r.s
-	for _, c := range t.Cols {
-		if c.Base != "Ref" && c.Base != "RefList" {
-			continue
-		}
-		kt, err := r.keyTableOf(ctx, c.Target)
-		if err != nil {
-			return nil, err
-		}
-		if kt != nil && !kt.complete {
-			var ids []int64
-			for _, rw := range rows {
-				switch v := rw.attrs[c.Name].(type) {
-				case int64:
-					ids = append(ids, v)
-				case []any:
-					for _, e := range v {
-						if id, ok := e.(int64); ok {
-							ids = append(ids, id)
-						}
-					}
-				}
-			}
-			if err := r.fetchKeys(ctx, kt, ids, false); err != nil {
-				return nil, err
-			}
-		}
+	if err := r.resolveRefs(ctx, t, rows); err != nil {
+		return nil, err
 	}
 	if t.HasAtt && r.att == nil {
 		if err := r.loadAttachments(ctx); err != nil {
 			return nil, err
 		}
 	}
-	stored, err := r.storedKeys(ctx, t)
+	stored, err := r.storedKeysOf(ctx, t, rows)
 	if err != nil {
 		return nil, err
+	}
+	var dup map[int64]bool
+	if dc := r.dups[t.ID]; dc != nil {
+		if dup, err = r.repeated(ctx, dc, t, rows); err != nil {
+			return nil, err
+		}
 	}
 	pg := &sources.Page{Records: make([]sources.Record, 0, len(rows))}
 	for _, rw := range rows {
@@ -834,13 +832,10 @@ func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, er
 				continue
 			}
 			key = t.Name + ":" + k
-			if seen := r.seen[t.ID]; seen != nil {
-				if seen[key] {
-					s.stats.DuplicateKeys.Add(1)
-					pg.Skipped = append(pg.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s row %d: key %q in column %s repeats an earlier row", s.cfg.DocID, t.ID, rw.id, k, t.KeyColID)})
-					continue
-				}
-				seen[key] = true
+			if dup[rw.id] {
+				s.stats.DuplicateKeys.Add(1)
+				pg.Skipped = append(pg.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s row %d: key %q in column %s repeats an earlier row", s.cfg.DocID, t.ID, rw.id, k, t.KeyColID)})
+				continue
 			}
 		}
 		rec := sources.Record{Key: key, Anchor: t.Name, Attributes: rw.attrs, Origin: sources.Origin{Scope: scopeOf(t), ID: rw.id}}
@@ -893,6 +888,68 @@ func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, er
 		}
 	}
 	return pg, nil
+}
+
+// resolveRefs makes sure the keys of the rows rows refer to in keyed
+// tables are known: one question per keyed target table for the ids not
+// known yet (rowsByID). A full listing keeps at most keyCachePages pages
+// of a target's ids, and learns the keys of a page of its own target table
+// from the page itself.
+func (r *run) resolveRefs(ctx context.Context, t *table, rows []row) error {
+	want := map[string][]int64{} // target tableId -> ids
+	var targets []string
+	for _, c := range t.Cols {
+		if c.Base != "Ref" && c.Base != "RefList" {
+			continue
+		}
+		kt, err := r.keyTableOf(ctx, c.Target)
+		if err != nil {
+			return err
+		}
+		if kt == nil {
+			continue
+		}
+		if _, ok := want[c.Target]; !ok {
+			targets = append(targets, c.Target)
+			want[c.Target] = nil
+			if r.full {
+				if len(kt.vals)+len(kt.absent) > keyCachePages*r.s.cfg.PageSize {
+					clear(kt.vals)
+					clear(kt.absent)
+				}
+				if c.Target == t.ID {
+					for _, rw := range rows {
+						if k, ok := keyString(rw.attrs[kt.col.Name]); ok {
+							kt.vals[rw.id] = k
+							delete(kt.absent, rw.id)
+						}
+					}
+				}
+			}
+		}
+		ids := want[c.Target]
+		for _, rw := range rows {
+			switch v := rw.attrs[c.Name].(type) {
+			case int64:
+				if v > 0 {
+					ids = append(ids, v)
+				}
+			case []any:
+				for _, e := range v {
+					if id, ok := e.(int64); ok && id > 0 {
+						ids = append(ids, id)
+					}
+				}
+			}
+		}
+		want[c.Target] = ids
+	}
+	for _, target := range targets {
+		if err := r.fetchKeys(ctx, r.keys[target], want[target], false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AttachmentMarker separates a row's key from its attachment's id in the

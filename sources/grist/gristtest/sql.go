@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -281,8 +282,16 @@ func (s *Server) runSQL(w http.ResponseWriter, r *http.Request, stmt string, arg
 		}
 	}
 	ids := t.ids()
+	// Arguments compare as numbers with numbers, and text with text (an
+	// IN list of a Text column's values), as SQLite compares them.
 	argNums := make([]float64, len(args))
+	var argText []string
 	for i, a := range args {
+		if str, ok := a.(string); ok && q.whereOp == "in" {
+			argText = append(argText, str)
+			argNums[i] = math.NaN()
+			continue
+		}
 		f, err := strconv.ParseFloat(fmt.Sprint(a), 64)
 		if err != nil {
 			writeErr(w, r, 500, "SQLITE_MISMATCH: datatype mismatch")
@@ -305,7 +314,9 @@ func (s *Server) runSQL(w http.ResponseWriter, r *http.Request, stmt string, arg
 					continue
 				}
 			case "in":
-				if !slices.Contains(argNums, v) {
+				cell := cellOf(t, id, q.whereCol)
+				str, text := cell.(string)
+				if text && !slices.Contains(argText, str) || !text && !slices.Contains(argNums, v) {
 					continue
 				}
 			}
