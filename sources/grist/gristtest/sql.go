@@ -304,6 +304,17 @@ func (s *Server) runSQL(w http.ResponseWriter, r *http.Request, stmt string, arg
 		// are skipped by a binary search, not one by one (a keyset page).
 		ids = ids[sort.Search(len(ids), func(i int) bool { return float64(ids[i]) > argNums[0] }):]
 	}
+	if q.whereCol == "id" && q.whereOp == "in" {
+		// Rows by id are looked up, not scanned (SQLite's rowid).
+		var hit []int64
+		for _, f := range argNums {
+			if id := int64(f); float64(id) == f && t.rows[id] != nil {
+				hit = append(hit, id)
+			}
+		}
+		slices.Sort(hit)
+		ids = slices.Compact(hit)
+	}
 	out := []map[string]any{}
 	for _, id := range ids {
 		if q.whereOp != "" {
