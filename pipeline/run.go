@@ -727,10 +727,6 @@ type rowIndex struct {
 	pipeline, source string
 }
 
-func (x rowIndex) RowKeys(ctx context.Context, scope string) (map[int64]string, error) {
-	return x.oi.RecordOrigins(ctx, x.pipeline, x.source, scope)
-}
-
 func (x rowIndex) RowKeysOf(ctx context.Context, scope string, ids []int64) (map[int64]string, error) {
 	return x.oi.RecordOriginsOf(ctx, x.pipeline, x.source, scope, ids)
 }

@@ -197,12 +197,10 @@ type Origin struct {
 
 // RowIndex is what state remembers of a source's records by origin.
 type RowIndex interface {
-	// RowKeys returns row id -> record key of the stored records whose
-	// Origin.Scope is scope (empty when none).
-	RowKeys(ctx context.Context, scope string) (map[int64]string, error)
-	// RowKeysOf is RowKeys for the row ids ids only (ids not stored are
-	// absent): what a source asks for one page of rows, in memory that does
-	// not grow with the table.
+	// RowKeysOf returns row id -> record key of the stored records whose
+	// Origin.Scope is scope and whose Origin.ID is one of ids (ids not
+	// stored are absent): a source asks for the rows at hand (a page),
+	// never a whole table, so what it holds does not grow with the table.
 	RowKeysOf(ctx context.Context, scope string, ids []int64) (map[int64]string, error)
 }
 

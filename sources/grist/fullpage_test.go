@@ -2,7 +2,6 @@ package grist_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -15,17 +14,13 @@ import (
 	"github.com/kgsync/kgsync/sources/grist/gristtest"
 )
 
-// pageIndex is a sources.RowIndex that answers only for the row ids a
-// page asks for: a full listing that asks for a whole table fails.
+// pageIndex is a sources.RowIndex over a map that counts the questions
+// asked and their size.
 type pageIndex struct {
 	mu    sync.Mutex
 	keys  map[string]map[int64]string // scope -> id -> key
 	asked int                         // RowKeysOf calls
 	most  int                         // most ids in one call
-}
-
-func (x *pageIndex) RowKeys(context.Context, string) (map[int64]string, error) {
-	return nil, errors.New("a whole table's stored keys asked for")
 }
 
 func (x *pageIndex) RowKeysOf(_ context.Context, scope string, ids []int64) (map[int64]string, error) {
@@ -203,4 +198,39 @@ func TestFullListingRenamesPerPage(t *testing.T) {
 	sqlReads := s.Requests(http.MethodPost, "/sql")
 	require.LessOrEqual(t, sqlReads, 2*10+2, "%d /sql requests", sqlReads)
 	t.Logf("%d /sql requests, %d requests in all", sqlReads, s.Requests("", ""))
+}
+
+// TestIncrementalAsksStatePerRow: an incremental read asks state for the
+// rows it reads only, never a whole table: a changed key is renamed and
+// the row referring to it relinked, and a Ref to a row state does not
+// have (a repeated key, skipped) resolves through Grist.
+func TestIncrementalAsksStatePerRow(t *testing.T) {
+	s := codesDoc(t)
+	src := codesSource(t, s)
+	l := readAll(t, src, "")
+	require.NoError(t, l.err)
+	idx := &pageIndex{keys: map[string]map[int64]string{}}
+	for _, r := range l.records {
+		o := r.Origin
+		if idx.keys[o.Scope] == nil {
+			idx.keys[o.Scope] = map[int64]string{}
+		}
+		idx.keys[o.Scope][o.ID] = r.Key
+	}
+	s.UpdateRows("Codes", map[int64]map[string]any{55: {"code": "c55z"}})
+	s.UpdateRows("Items", map[int64]map[string]any{2: {"name": "bb"}})
+	l2 := readIndexed(t, src, l.cursor, idx)
+	require.NoError(t, l2.err)
+	require.True(t, l2.partial)
+	renamed := map[string]string{}
+	for _, pg := range l2.pages {
+		for k, v := range pg.Renamed {
+			renamed[k] = v
+		}
+	}
+	require.Equal(t, map[string]string{"Codes:c55z": "Codes:c55"}, renamed)
+	require.Equal(t, []string{"Codes:c55z"}, linkOf(t, l2.records["Codes:c01"]), "relinked to the new key")
+	require.Equal(t, []string{"Codes:c02"}, linkOf(t, l2.records["Items:2"]))
+	require.Len(t, l2.records, 3)
+	require.LessOrEqual(t, idx.most, 7)
 }

@@ -24,10 +24,11 @@ type row struct {
 // run holds what one Read learns lazily: attachment metadata, the keys of
 // rows of tables keyed by a column, and what state remembers of the rows.
 //
-// A full listing holds nothing that grows with a table: the keys of Ref
-// targets are asked for a page at a time (a cache of the latest pages),
-// state is asked for the stored keys of a page's rows, and repeated keys
-// are found through a Bloom filter of the keys listed (dupCheck).
+// Nothing it holds grows with a table: state is asked for the stored keys
+// of the rows at hand (a page, or the rows /compare names), the keys of
+// Ref targets are asked for a page at a time (a full listing keeps the
+// latest pages' only), and a full listing finds repeated keys through a
+// Bloom filter of the keys listed (dupCheck).
 type run struct {
 	s   *Source
 	si  *schemaInfo
@@ -36,11 +37,8 @@ type run struct {
 	// pages' worth at a time; an incremental read keeps what it asked for.
 	full bool
 	keys map[string]*keyTable // by current tableId
-	// stored holds the stored keys of a whole table, by tableRef, for an
-	// incremental read of the table; a full listing asks per page.
-	stored map[int64]map[int64]string
-	att    map[int64]map[string]any
-	dups   map[string]*dupCheck // full listings: the keyed table being listed
+	att  map[int64]map[string]any
+	dups map[string]*dupCheck // full listings: the keyed table being listed
 }
 
 // keyTable resolves the row ids of a table keyed by a column to key values.
@@ -50,6 +48,9 @@ type keyTable struct {
 	vals map[int64]string
 	// absent are ids asked for that have no row.
 	absent map[int64]bool
+	// synced: the source syncs the table, so state knows its rows' keys
+	// (an incremental read asks state before Grist).
+	synced bool
 }
 
 // keyCachePages bounds the Ref target keys a full listing keeps: when a
@@ -58,8 +59,7 @@ type keyTable struct {
 const keyCachePages = 8
 
 func (s *Source) newRun(si *schemaInfo, idx sources.RowIndex, full bool) *run {
-	return &run{s: s, si: si, idx: idx, full: full, keys: map[string]*keyTable{}, stored: map[int64]map[int64]string{},
-		dups: map[string]*dupCheck{}}
+	return &run{s: s, si: si, idx: idx, full: full, keys: map[string]*keyTable{}, dups: map[string]*dupCheck{}}
 }
 
 // keyColumnOf returns the key column name configured for the table whose
@@ -77,8 +77,7 @@ func (r *run) keyColumnOf(id string) string {
 }
 
 // keyTableOf returns the resolver of table id, nil when it is keyed by row
-// id. In an incremental read of a table the source syncs, it starts from
-// the keys state remembers; in a full listing, empty.
+// id. It starts empty.
 func (r *run) keyTableOf(ctx context.Context, id string) (*keyTable, error) {
 	if kt, ok := r.keys[id]; ok {
 		return kt, nil
@@ -107,19 +106,8 @@ func (r *run) keyTableOf(ctx context.Context, id string) (*keyTable, error) {
 		return nil, fmt.Errorf("grist document %s table %s: key column %q not found", r.s.cfg.DocID, id, kc)
 	}
 	kt := &keyTable{t: &table{ID: src.ID, Ref: src.Ref, Name: src.Name, Cols: []column{src.Cols[i]}}, col: src.Cols[i],
-		vals: map[int64]string{}, absent: map[int64]bool{}}
+		vals: map[int64]string{}, absent: map[int64]bool{}, synced: src.Ref != 0 && slices.Contains(r.si.tables, src)}
 	r.keys[id] = kt
-	if !r.full && src.Ref != 0 && src != nil && slices.Contains(r.si.tables, src) {
-		stored, err := r.storedKeys(ctx, src)
-		if err != nil {
-			return nil, err
-		}
-		for id, key := range stored {
-			if _, v, ok := strings.Cut(key, ":"); ok {
-				kt.vals[id] = v
-			}
-		}
-	}
 	return kt, nil
 }
 
@@ -161,45 +149,56 @@ func (r *run) fetchKeys(ctx context.Context, kt *keyTable, ids []int64, force bo
 	return nil
 }
 
-// storedKeys returns row id -> stored record key of all of t's rows (nil
-// without a RowIndex), for an incremental read.
-func (r *run) storedKeys(ctx context.Context, t *table) (map[int64]string, error) {
+// storedKeys returns row id -> stored record key of t's rows ids that
+// state has, in one question (nil without a RowIndex: then nothing is
+// known, which callers tell from an empty answer).
+func (r *run) storedKeys(ctx context.Context, t *table, ids []int64) (map[int64]string, error) {
 	if r.idx == nil || t.Ref == 0 {
 		return nil, nil
 	}
-	if m, ok := r.stored[t.Ref]; ok {
-		return m, nil
-	}
-	m, err := r.idx.RowKeys(ctx, scopeOf(t))
+	m, err := r.idx.RowKeysOf(ctx, scopeOf(t), ids)
 	if err != nil {
 		return nil, fmt.Errorf("stored row keys of table %s: %w", t.ID, err)
 	}
 	if m == nil {
 		m = map[int64]string{}
 	}
-	r.stored[t.Ref] = m
 	return m, nil
 }
 
-// storedKeysOf returns row id -> stored record key of t's rows of rows:
-// the whole table's map when an incremental read loaded it, else one
-// question to state for the page (nil without a RowIndex).
+// storedKeysOf is storedKeys for the ids of rows.
 func (r *run) storedKeysOf(ctx context.Context, t *table, rows []row) (map[int64]string, error) {
-	if r.idx == nil || t.Ref == 0 {
-		return nil, nil
-	}
-	if m, ok := r.stored[t.Ref]; ok {
-		return m, nil
-	}
 	ids := make([]int64, len(rows))
 	for i, rw := range rows {
 		ids[i] = rw.id
 	}
-	m, err := r.idx.RowKeysOf(ctx, scopeOf(t), ids)
-	if err != nil {
-		return nil, fmt.Errorf("stored row keys of table %s: %w", t.ID, err)
+	return r.storedKeys(ctx, t, ids)
+}
+
+// knownKeys fills kt with the stored keys of ids that kt does not know
+// yet (an incremental read: the keys of rows /compare does not name are
+// the ones state has).
+func (r *run) knownKeys(ctx context.Context, kt *keyTable, ids []int64) error {
+	var need []int64
+	for _, id := range ids {
+		if _, ok := kt.vals[id]; !ok && !kt.absent[id] {
+			need = append(need, id)
+		}
 	}
-	return m, nil
+	if len(need) == 0 {
+		return nil
+	}
+	slices.Sort(need)
+	stored, err := r.storedKeys(ctx, kt.t, slices.Compact(need))
+	if err != nil {
+		return err
+	}
+	for id, key := range stored {
+		if _, v, ok := strings.Cut(key, ":"); ok {
+			kt.vals[id] = v
+		}
+	}
+	return nil
 }
 
 // scopeOf is the Origin scope of t's rows: its tableRef.
@@ -573,7 +572,7 @@ func (s *Source) readIncremental(ctx context.Context, si *schemaInfo, d *compare
 		if td == nil {
 			continue
 		}
-		stored, err := r.storedKeys(ctx, t)
+		stored, err := r.storedKeys(ctx, t, slices.Concat(td.AddRows, td.UpdateRows, td.RemoveRows))
 		if err != nil {
 			return err
 		}
@@ -613,6 +612,11 @@ func (s *Source) readIncremental(ctx context.Context, si *schemaInfo, d *compare
 		kt, err := r.keyTableOf(ctx, t.ID)
 		if err != nil {
 			return err
+		}
+		for id, key := range stored {
+			if _, v, ok := strings.Cut(key, ":"); ok {
+				kt.vals[id] = v
+			}
 		}
 		// Rows whose key may have changed: every listed row when the key
 		// column has deltas or the deltas are incomplete, else the added
@@ -945,7 +949,13 @@ func (r *run) resolveRefs(ctx context.Context, t *table, rows []row) error {
 		want[c.Target] = ids
 	}
 	for _, target := range targets {
-		if err := r.fetchKeys(ctx, r.keys[target], want[target], false); err != nil {
+		kt := r.keys[target]
+		if !r.full && kt.synced {
+			if err := r.knownKeys(ctx, kt, want[target]); err != nil {
+				return err
+			}
+		}
+		if err := r.fetchKeys(ctx, kt, want[target], false); err != nil {
 			return err
 		}
 	}
