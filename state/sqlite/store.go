@@ -495,7 +495,24 @@ func (s *Store) Commit(ctx context.Context, c state.Commit) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit %q: %w", c.Pipeline, err)
 	}
+	s.raiseCache(ctx, len(c.Records))
 	return nil
+}
+
+// raiseCache counts n records committed and gives the writer its big page
+// cache (bigCacheKiB) once bigCacheAfter records were committed. A failure
+// leaves the cache as it was: it costs time, not correctness.
+func (s *Store) raiseCache(ctx context.Context, n int) {
+	s.mu.Lock()
+	s.written += n
+	raise := !s.bigCache && s.written >= bigCacheAfter
+	if raise {
+		s.bigCache = true
+	}
+	s.mu.Unlock()
+	if raise {
+		_, _ = s.db.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size(-%d)", bigCacheKiB))
+	}
 }
 
 // writeTx is a write transaction with the store's prepared statements of
