@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -55,6 +56,9 @@ func (r *run) repeated(ctx context.Context, dc *dupCheck, t *table, rows []row) 
 	}
 	if i := slices.IndexFunc(t.Cols, func(c column) bool { return c.Name == t.KeyCol }); i >= 0 && len(ask) > 0 {
 		c := t.Cols[i]
+		for i, v := range ask {
+			ask[i] = cellValue(c, v)
+		}
 		err := r.s.rowsWithValues(ctx, t, c, ask, func(found []row) error {
 			for _, rw := range found {
 				k, ok := keyString(rw.attrs[c.Name])
@@ -68,7 +72,7 @@ func (r *run) repeated(ctx context.Context, dc *dupCheck, t *table, rows []row) 
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("grist document %s table %s: rows repeating keys: %w", r.s.cfg.DocID, t.ID, err)
+			return nil, fmt.Errorf("rows repeating keys: %w", err)
 		}
 	}
 	var dup map[int64]bool
@@ -96,9 +100,43 @@ func (r *run) repeated(ctx context.Context, dc *dupCheck, t *table, rows []row) 
 	return dup, nil
 }
 
+// cellValue is a decoded value v of column c as Grist's API holds the
+// cell: a Date or DateTime (decoded to ISO 8601, isoDate / isoDateTime)
+// as seconds since the epoch (grist-api.md §4: /records filters match
+// dates only as those numbers); other values as they are.
+func cellValue(c column, v any) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	switch c.Base {
+	case "Date":
+		if t, err := time.Parse("2006-01-02", s); err == nil {
+			return float64(t.Unix())
+		}
+	case "DateTime":
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return float64(t.UnixNano()) / 1e9
+		}
+	}
+	return v
+}
+
+// sqlArg is an API cell value as /sql compares it: SQLite storage, where
+// a Bool is 1 or 0 (grist-api.md §4).
+func sqlArg(v any) any {
+	if b, ok := v.(bool); ok {
+		if b {
+			return int64(1)
+		}
+		return int64(0)
+	}
+	return v
+}
+
 // rowsWithValues reads the id and column c of t's rows whose c is one of
-// vals: /sql WHERE c IN (...), or /records with a filter when SQL is
-// refused, PageSize values a question.
+// vals (API cell values, cellValue): /sql WHERE c IN (...), or /records
+// with a filter when SQL is refused, PageSize values a question.
 func (s *Source) rowsWithValues(ctx context.Context, t *table, c column, vals []any, fn func([]row) error) error {
 	only := &table{ID: t.ID, Ref: t.Ref, Name: t.Name, Cols: []column{c}}
 	for start := 0; start < len(vals); start += s.cfg.PageSize {
@@ -114,7 +152,11 @@ func (s *Source) rowsWithValues(ctx context.Context, t *table, c column, vals []
 			}
 			stmt := fmt.Sprintf(`SELECT %s FROM %s WHERE %s IN (%s) ORDER BY "id"`, sel, from, col,
 				strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ","))
-			rows, err := s.sql(ctx, only, only.Cols, stmt, chunk)
+			args := make([]any, len(chunk))
+			for i, v := range chunk {
+				args[i] = sqlArg(v)
+			}
+			rows, err := s.sql(ctx, only, only.Cols, stmt, args)
 			if err == nil {
 				if err := fn(rows); err != nil {
 					return err
