@@ -13,24 +13,30 @@ func (s *Store) RecordOriginsOf(ctx context.Context, pipeline, source, scope str
 	if scope == "" || len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx,
-		`SELECT origin_id, key FROM records
+	err := collectOrigins(ctx, s, out, `SELECT origin_id, key FROM records
 		WHERE pipeline = $1 AND source = $2 AND origin_scope = $3 AND origin_scope <> '' AND origin_id = ANY($4)`,
 		pipeline, source, scope, ids)
 	if err != nil {
 		return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
+	}
+	return out, nil
+}
+
+// collectOrigins runs q (selecting origin id and key) and adds its rows
+// to out.
+func collectOrigins(ctx context.Context, s *Store, out map[int64]string, q string, args ...any) error {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
 		var key string
 		if err := rows.Scan(&id, &key); err != nil {
-			return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
+			return err
 		}
 		out[id] = key
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
-	}
-	return out, nil
+	return rows.Err()
 }

@@ -382,22 +382,10 @@ func readChunks(rows pgx.Rows, pipeline, source string, out map[string][]state.C
 // (state.OriginIndex), from the records_origin index.
 func (s *Store) RecordOrigins(ctx context.Context, pipeline, source, scope string) (map[int64]string, error) {
 	out := map[int64]string{}
-	rows, err := s.pool.Query(ctx,
+	err := collectOrigins(ctx, s, out,
 		`SELECT origin_id, key FROM records WHERE pipeline = $1 AND source = $2 AND origin_scope = $3 AND origin_scope <> ''`,
 		pipeline, source, scope)
 	if err != nil {
-		return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var key string
-		if err := rows.Scan(&id, &key); err != nil {
-			return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
-		}
-		out[id] = key
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
 	}
 	return out, nil

@@ -408,22 +408,8 @@ func readChunks(rows *sql.Rows, pipeline, source string, out map[string][]state.
 // (state.OriginIndex), from the records_origin index.
 func (s *Store) RecordOrigins(ctx context.Context, pipeline, source, scope string) (map[int64]string, error) {
 	out := map[int64]string{}
-	rows, err := s.rdb.QueryContext(ctx,
-		`SELECT origin_id, "key" FROM records WHERE pipeline = ? AND source = ? AND origin_scope = ? AND origin_scope <> ''`,
-		pipeline, source, scope)
-	if err != nil {
-		return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var key string
-		if err := rows.Scan(&id, &key); err != nil {
-			return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
-		}
-		out[id] = key
-	}
-	if err := rows.Err(); err != nil {
+	q := `SELECT origin_id, "key" FROM records WHERE pipeline = ? AND source = ? AND origin_scope = ? AND origin_scope <> ''`
+	if err := s.readOrigins(ctx, q, []any{pipeline, source, scope}, out); err != nil {
 		return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
 	}
 	return out, nil
