@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -603,4 +604,62 @@ func TestRenameReachesLinksFromOtherAnchors(t *testing.T) {
 	}
 	require.Equal(t, []string{"Guide guides:2"}, to)
 	require.Zero(t, b.graph.Count("guide"))
+}
+
+// pagesSource lists fixed pages of guides (keys may repeat across pages).
+type pagesSource struct{ pages [][]sources.Record }
+
+func (s *pagesSource) Name() string { return "tables" }
+
+func (s *pagesSource) Read(context.Context, string) iter.Seq2[*sources.Page, error] {
+	return func(yield func(*sources.Page, error) bool) {
+		for _, recs := range s.pages {
+			if !yield(&sources.Page{Records: recs}, nil) {
+				return
+			}
+		}
+	}
+}
+
+func guideRec(key, title string) sources.Record {
+	return sources.Record{Key: "guides:" + key, Anchor: "guides", Attributes: map[string]any{"title": title}}
+}
+
+// TestRepeatAfterHeldBatchesIsADuplicate: batches held while the
+// mass-delete guard was undecided are written once it is ruled out; a key
+// of theirs listed again on a later page, while the last of them is still
+// being written, is a duplicate (the first kept), not a new record.
+func TestRepeatAfterHeldBatchesIsADuplicate(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	b.p.MaxDeleteRatio = 0.3
+	b.p.BatchSize = 1
+	var stored []sources.Record
+	for i := 1; i <= 10; i++ {
+		stored = append(stored, guideRec(fmt.Sprintf("g%02d", i), fmt.Sprintf("guide %d", i)))
+	}
+	src := &pagesSource{pages: [][]sources.Record{stored}}
+	b.p.Sources = []sources.Source{src}
+	require.Equal(t, 10, b.sync(t).RecordsNew)
+
+	writes := 0
+	b.graph.FailWrite = func(*sink.Batch) error {
+		writes++
+		if writes == 2 { // n2's batch: still being written when n2 comes again
+			time.Sleep(400 * time.Millisecond)
+		}
+		return nil
+	}
+	src.pages = [][]sources.Record{
+		{guideRec("n1", "new 1"), guideRec("n2", "new 2")}, // held: 10 stored records not listed yet
+		stored,
+		{guideRec("n3", "new 3")},       // the guard is ruled out: n1 and n2 are written, then n3
+		{guideRec("n2", "new 2 again")}, // n2 repeated
+	}
+	c := b.sync(t)
+	require.Equal(t, 3, c.RecordsNew)
+	require.Equal(t, 1, c.RecordsSkipped, "n2 listed twice")
+	n, ok := b.graph.Node("guide", "guides:n2")
+	require.True(t, ok)
+	require.Equal(t, "new 2", n["title"], "the first n2 is kept")
 }

@@ -299,6 +299,13 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			if err := writeHeld(); err != nil {
 				return err
 			}
+			// The held batches' new keys were all gathered under one
+			// batch number: the differ forgets them (prune) as soon as
+			// the batches after them are handed over, so they must be in
+			// state by then, where a key listed again is found.
+			if err := w.wait(); err != nil {
+				return err
+			}
 			pending, pendingBytes, lastCursor = cur, curBytes, saved
 		}
 		p, err := r.prepareBatch(ctx, name, pending, lastCursor)
