@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -96,9 +97,10 @@ type differ struct {
 	// jumpedListed the keys in them listed already.
 	jumped       []span
 	jumpedListed map[string]bool
-	// fresh are the new keys of batches not committed yet (by batch
-	// number): once committed, a key listed again is found behind the
-	// stream, a duplicate.
+	// fresh are the new keys listed and not committed yet, by the number
+	// of the batch that holds them (formed), unformed until it is formed:
+	// once committed, a key listed again is found behind the stream, a
+	// duplicate. batch counts the batches formed.
 	fresh map[string]int
 	batch int
 	// movedFrom are keys whose records moved to another key in this
@@ -359,7 +361,7 @@ func (d *differ) match(ctx context.Context, key, next string, looked map[string]
 		// it is new.
 		delete(d.movedFrom, key)
 		delete(d.removed, key)
-		d.fresh[key] = d.batch
+		d.fresh[key] = unformed
 		return match{}, nil
 	}
 	if _, ok := d.fresh[key]; ok {
@@ -373,7 +375,7 @@ func (d *differ) match(ctx context.Context, key, next string, looked map[string]
 		if e, ok := looked[key]; ok {
 			return match{found: true, entry: e}, nil
 		}
-		d.fresh[key] = d.batch
+		d.fresh[key] = unformed
 		return match{}, nil
 	}
 	if err := d.fill(ctx); err != nil {
@@ -407,7 +409,7 @@ func (d *differ) match(ctx context.Context, key, next string, looked map[string]
 	}
 	if d.sureNew[key] {
 		delete(d.sureNew, key)
-		d.fresh[key] = d.batch
+		d.fresh[key] = unformed
 		return match{}, nil
 	}
 	if !asked[key] {
@@ -418,7 +420,7 @@ func (d *differ) match(ctx context.Context, key, next string, looked map[string]
 	e, ok := looked[key]
 	switch {
 	case !ok:
-		d.fresh[key] = d.batch
+		d.fresh[key] = unformed
 		return match{}, nil
 	case d.inJumped(e.RecordPos):
 		// In a range the stream jumped over: listed later than its place.
@@ -497,12 +499,25 @@ func (d *differ) loadStats(ctx context.Context) error {
 	return nil
 }
 
-// flushed tells the differ that a batch was handed to the writer.
-func (d *differ) flushed() { d.batch++ }
+// unformed is the batch number of a new key whose batch is not formed yet.
+const unformed = math.MaxInt
+
+// formed tells the differ that items form the next batch (handed to the
+// writer, or held to be handed over in order once the mass-delete guard
+// rules): their new keys get its number.
+func (d *differ) formed(items []item) {
+	for i := range items {
+		if k := items[i].rec.Key; d.fresh[k] == unformed {
+			d.fresh[k] = d.batch
+		}
+	}
+	d.batch++
+}
 
 // prune forgets the new keys of batches committed by now (all but the
-// last writerDepth handed to the writer and the one being gathered): from the
-// next page on, a key listed again is found in state, behind the stream.
+// last writerDepth handed to the writer; keys of batches not formed yet
+// are kept): from the next page on, a key listed again is found in state,
+// behind the stream.
 // The run calls it between pages, when it holds no batch back.
 func (d *differ) prune() {
 	for k, b := range d.fresh {

@@ -66,9 +66,15 @@ func differRound(t *testing.T, rnd *rand.Rand, st state.Store, listing []string,
 				batch = append(batch, state.Record{Source: "s", Key: k, Hash: 1 + uint64(len(k)), Ord: m.ord})
 			}
 			if len(batch) >= 16 && rnd.IntN(3) == 0 {
+				items := make([]item, len(batch))
+				for i, r := range batch {
+					items[i].rec.Key = r.Key
+				}
 				commitBatch()
-				d.flushed()
-				d.flushed() // committed, and the batch after it in flight
+				d.formed(items) // committed, and writerDepth batches after it in flight
+				for range writerDepth {
+					d.formed(nil)
+				}
 			}
 		}
 	}

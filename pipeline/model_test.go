@@ -663,3 +663,31 @@ func TestRepeatAfterHeldBatchesIsADuplicate(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "new 2", n["title"], "the first n2 is kept")
 }
+
+// TestRepeatAfterALongPageIsADuplicate: a page of more batches than the
+// writer holds; a key of its last batch listed again on the next page,
+// while that batch is still being written, is a duplicate.
+func TestRepeatAfterALongPageIsADuplicate(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	b.p.BatchSize = 1
+	writes := 0
+	b.graph.FailWrite = func(*sink.Batch) error {
+		writes++
+		if writes == 5 { // n5's batch: still being written when n5 comes again
+			time.Sleep(400 * time.Millisecond)
+		}
+		return nil
+	}
+	var page []sources.Record
+	for i := 1; i <= 5; i++ {
+		page = append(page, guideRec(fmt.Sprintf("n%d", i), fmt.Sprintf("new %d", i)))
+	}
+	b.p.Sources = []sources.Source{&pagesSource{pages: [][]sources.Record{page, {guideRec("n5", "new 5 again")}}}}
+	c := b.sync(t)
+	require.Equal(t, 5, c.RecordsNew)
+	require.Equal(t, 1, c.RecordsSkipped, "n5 listed twice")
+	n, ok := b.graph.Node("guide", "guides:n5")
+	require.True(t, ok)
+	require.Equal(t, "new 5", n["title"], "the first n5 is kept")
+}

@@ -258,21 +258,29 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		}
 		return !h.released
 	}
-	// flush prepares the pending records and hands them to the writer,
-	// which writes them while the next batch is read and prepared.
-	var flush func() error
+	// submit prepares a batch and hands it to the writer, which writes it
+	// while the next batch is read and prepared.
+	submit := func(items []item, cursor string) error {
+		p, err := r.prepareBatch(ctx, name, items, cursor)
+		if err != nil {
+			return errors.Join(err, w.wait())
+		}
+		return w.submit(p)
+	}
 	writeHeld := func() error {
 		batches := h.batches
 		h.batches, h.bytes, h.records = nil, 0, 0
 		for _, hb := range batches {
-			pending, lastCursor = hb.items, hb.cursor
-			if err := flush(); err != nil {
+			if err := submit(hb.items, hb.cursor); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	flush = func() error {
+	// flush hands the pending records to the writer as a batch, after the
+	// batches held before it; while the guard is undecided it holds them.
+	// Either way the differ numbers the batch's new keys then (formed).
+	flush := func() error {
 		if len(origins) > 0 || len(reorder) > 0 {
 			// Records stored before their origin was kept get it, and
 			// unchanged records that moved their place, without being
@@ -290,34 +298,17 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			h.batches = append(h.batches, heldBatch{items: slices.Clone(pending), cursor: lastCursor})
 			h.bytes += pendingBytes
 			h.records += len(pending)
+			stored.formed(pending)
 			pending, pendingBytes = pending[:0], 0
 			return h.check(ctx, stored)
 		}
-		if len(h.batches) > 0 {
-			cur, curBytes := slices.Clone(pending), pendingBytes
-			saved := lastCursor
-			if err := writeHeld(); err != nil {
-				return err
-			}
-			// The held batches' new keys were all gathered under one
-			// batch number: the differ forgets them (prune) as soon as
-			// the batches after them are handed over, so they must be in
-			// state by then, where a key listed again is found.
-			if err := w.wait(); err != nil {
-				return err
-			}
-			pending, pendingBytes, lastCursor = cur, curBytes, saved
-		}
-		p, err := r.prepareBatch(ctx, name, pending, lastCursor)
-		pending, pendingBytes = pending[:0], 0
-		if err != nil {
-			return errors.Join(err, w.wait())
-		}
-		if err := w.submit(p); err != nil {
+		if err := writeHeld(); err != nil {
 			return err
 		}
-		stored.flushed()
-		return nil
+		stored.formed(pending)
+		err := submit(pending, lastCursor)
+		pending, pendingBytes = pending[:0], 0
+		return err
 	}
 	// drain flushes and waits until everything before is written: before
 	// deletions, which follow the records read before them.
