@@ -162,14 +162,12 @@ type Origin struct {
 // state/postgres implement it (the pipeline checks for it by type
 // assertion); a source reads it through sources.RowIndex.
 type OriginIndex interface {
-	// RecordOrigins returns origin id -> record key of the records of a
-	// pipeline's source whose Origin.Scope is scope (empty when none; of
-	// two records with one origin, either).
-	RecordOrigins(ctx context.Context, pipeline, source, scope string) (map[int64]string, error)
-	// RecordOriginsOf is RecordOrigins for the origin ids ids only: origin
-	// id -> record key of the ones stored (ids not stored are absent). It
-	// answers through the origin index, a query per few hundred ids, so a
-	// source can ask for a page of rows at a time instead of a whole scope.
+	// RecordOriginsOf returns origin id -> record key of the records of a
+	// pipeline's source whose Origin.Scope is scope and whose Origin.ID is
+	// one of ids (ids not stored are absent; scope "" is no origin; of two
+	// records with one origin, either). It answers through the origin
+	// index, a query per few hundred ids, so a source asks for a page of
+	// rows at a time, never a whole scope.
 	RecordOriginsOf(ctx context.Context, pipeline, source, scope string, ids []int64) (map[int64]string, error)
 }
 

@@ -378,19 +378,6 @@ func readChunks(rows pgx.Rows, pipeline, source string, out map[string][]state.C
 	return rows.Err()
 }
 
-// RecordOrigins returns origin id -> key of a source's records in scope
-// (state.OriginIndex), from the records_origin index.
-func (s *Store) RecordOrigins(ctx context.Context, pipeline, source, scope string) (map[int64]string, error) {
-	out := map[int64]string{}
-	err := collectOrigins(ctx, s, out,
-		`SELECT origin_id, key FROM records WHERE pipeline = $1 AND source = $2 AND origin_scope = $3 AND origin_scope <> ''`,
-		pipeline, source, scope)
-	if err != nil {
-		return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
-	}
-	return out, nil
-}
-
 // ChunkCount counts the chunks of pipeline.
 func (s *Store) ChunkCount(ctx context.Context, pipeline string) (int, error) {
 	var n int64

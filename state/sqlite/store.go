@@ -404,17 +404,6 @@ func readChunks(rows *sql.Rows, pipeline, source string, out map[string][]state.
 	return rows.Err()
 }
 
-// RecordOrigins returns origin id -> key of a source's records in scope
-// (state.OriginIndex), from the records_origin index.
-func (s *Store) RecordOrigins(ctx context.Context, pipeline, source, scope string) (map[int64]string, error) {
-	out := map[int64]string{}
-	q := `SELECT origin_id, "key" FROM records WHERE pipeline = ? AND source = ? AND origin_scope = ? AND origin_scope <> ''`
-	if err := s.readOrigins(ctx, q, []any{pipeline, source, scope}, out); err != nil {
-		return nil, fmt.Errorf("origins of %q source %q scope %q: %w", pipeline, source, scope, err)
-	}
-	return out, nil
-}
-
 // ChunkCount counts the chunks of pipeline.
 func (s *Store) ChunkCount(ctx context.Context, pipeline string) (int, error) {
 	var n int
