@@ -621,6 +621,18 @@ func (s *pagesSource) Read(context.Context, string) iter.Seq2[*sources.Page, err
 	}
 }
 
+// slowWrite is a sink write hook that makes the nth write take 400 ms.
+func slowWrite(nth int) func(*sink.Batch) error {
+	writes := 0
+	return func(*sink.Batch) error {
+		writes++
+		if writes == nth {
+			time.Sleep(400 * time.Millisecond)
+		}
+		return nil
+	}
+}
+
 func guideRec(key, title string) sources.Record {
 	return sources.Record{Key: "guides:" + key, Anchor: "guides", Attributes: map[string]any{"title": title}}
 }
@@ -642,14 +654,7 @@ func TestRepeatAfterHeldBatchesIsADuplicate(t *testing.T) {
 	b.p.Sources = []sources.Source{src}
 	require.Equal(t, 10, b.sync(t).RecordsNew)
 
-	writes := 0
-	b.graph.FailWrite = func(*sink.Batch) error {
-		writes++
-		if writes == 2 { // n2's batch: still being written when n2 comes again
-			time.Sleep(400 * time.Millisecond)
-		}
-		return nil
-	}
+	b.graph.FailWrite = slowWrite(2) // n2's batch: still being written when n2 comes again
 	src.pages = [][]sources.Record{
 		{guideRec("n1", "new 1"), guideRec("n2", "new 2")}, // held: 10 stored records not listed yet
 		stored,
@@ -671,14 +676,7 @@ func TestRepeatAfterALongPageIsADuplicate(t *testing.T) {
 	t.Parallel()
 	b := setupModel(t)
 	b.p.BatchSize = 1
-	writes := 0
-	b.graph.FailWrite = func(*sink.Batch) error {
-		writes++
-		if writes == 5 { // n5's batch: still being written when n5 comes again
-			time.Sleep(400 * time.Millisecond)
-		}
-		return nil
-	}
+	b.graph.FailWrite = slowWrite(5) // n5's batch: still being written when n5 comes again
 	var page []sources.Record
 	for i := 1; i <= 5; i++ {
 		page = append(page, guideRec(fmt.Sprintf("n%d", i), fmt.Sprintf("new %d", i)))

@@ -39,22 +39,20 @@ func (x *pageIndex) RowKeysOf(_ context.Context, scope string, ids []int64) (map
 
 func readIndexed(t *testing.T, src *grist.Source, cursor string, idx sources.RowIndex) listing {
 	t.Helper()
-	l := listing{records: map[string]sources.Record{}}
-	for pg, err := range src.ReadIndexed(t.Context(), cursor, idx) {
-		if err != nil {
-			l.err = err
-			break
+	return collect(t, src.ReadIndexed(t.Context(), cursor, idx))
+}
+
+// indexOf is a pageIndex holding the origins of l's records.
+func indexOf(l listing) *pageIndex {
+	idx := &pageIndex{keys: map[string]map[int64]string{}}
+	for _, r := range l.records {
+		o := r.Origin
+		if idx.keys[o.Scope] == nil {
+			idx.keys[o.Scope] = map[int64]string{}
 		}
-		l.pages = append(l.pages, pg)
-		for _, r := range pg.Records {
-			_, dup := l.records[r.Key]
-			require.False(t, dup, "key %s twice", r.Key)
-			l.records[r.Key] = r
-		}
-		l.cursor = pg.Cursor
-		l.partial = l.partial || pg.Partial
+		idx.keys[o.Scope][o.ID] = r.Key
 	}
-	return l
+	return idx
 }
 
 // codesDoc is a table keyed by code, 60 rows on pages of 7, with a Ref to
@@ -167,14 +165,7 @@ func TestFullListingRenamesPerPage(t *testing.T) {
 	src := codesSource(t, s)
 	l := readAll(t, src, "")
 	require.NoError(t, l.err)
-	idx := &pageIndex{keys: map[string]map[int64]string{}}
-	for _, r := range l.records {
-		o := r.Origin
-		if idx.keys[o.Scope] == nil {
-			idx.keys[o.Scope] = map[int64]string{}
-		}
-		idx.keys[o.Scope][o.ID] = r.Key
-	}
+	idx := indexOf(l)
 	s.UpdateRows("Codes", map[int64]map[string]any{52: {"code": "c52new"}, 3: {"code": "c03new"}})
 	src = codesSource(t, s)
 	s.ResetCounts()
@@ -209,14 +200,7 @@ func TestIncrementalAsksStatePerRow(t *testing.T) {
 	src := codesSource(t, s)
 	l := readAll(t, src, "")
 	require.NoError(t, l.err)
-	idx := &pageIndex{keys: map[string]map[int64]string{}}
-	for _, r := range l.records {
-		o := r.Origin
-		if idx.keys[o.Scope] == nil {
-			idx.keys[o.Scope] = map[int64]string{}
-		}
-		idx.keys[o.Scope][o.ID] = r.Key
-	}
+	idx := indexOf(l)
 	s.UpdateRows("Codes", map[int64]map[string]any{55: {"code": "c55z"}})
 	s.UpdateRows("Items", map[int64]map[string]any{2: {"name": "bb"}})
 	l2 := readIndexed(t, src, l.cursor, idx)

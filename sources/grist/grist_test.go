@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"net/http"
 	"strings"
@@ -49,8 +50,14 @@ type listing struct {
 }
 
 func readAll(t testing.TB, src *grist.Source, cursor string) listing {
+	return collect(t, src.Read(context.Background(), cursor))
+}
+
+// collect reads a listing to its end or first error; a key listed twice
+// fails the test.
+func collect(t testing.TB, pages iter.Seq2[*sources.Page, error]) listing {
 	l := listing{records: map[string]sources.Record{}}
-	for pg, err := range src.Read(context.Background(), cursor) {
+	for pg, err := range pages {
 		if err != nil {
 			l.err = err
 			break

@@ -193,12 +193,18 @@ func (r *run) knownKeys(ctx context.Context, kt *keyTable, ids []int64) error {
 	if err != nil {
 		return err
 	}
+	kt.learn(stored)
+	return nil
+}
+
+// learn takes stored record keys ("<table>:<key>", by row id) as the key
+// values of kt's rows.
+func (kt *keyTable) learn(stored map[int64]string) {
 	for id, key := range stored {
 		if _, v, ok := strings.Cut(key, ":"); ok {
 			kt.vals[id] = v
 		}
 	}
-	return nil
 }
 
 // scopeOf is the Origin scope of t's rows: its tableRef.
@@ -613,11 +619,7 @@ func (s *Source) readIncremental(ctx context.Context, si *schemaInfo, d *compare
 		if err != nil {
 			return err
 		}
-		for id, key := range stored {
-			if _, v, ok := strings.Cut(key, ":"); ok {
-				kt.vals[id] = v
-			}
-		}
+		kt.learn(stored)
 		// Rows whose key may have changed: every listed row when the key
 		// column has deltas or the deltas are incomplete, else the added
 		// ones and those state has no key for.
