@@ -108,9 +108,11 @@ func (e *Embedder) Vector(text string) []float32 {
 		return v
 	}
 	var fs featureSet
+	// Bytes of a word's features: "w:"+w, "b:"+prev+" "+w, and about
+	// len(w) trigrams of "c:" and three runes each.
 	n := 0
 	for _, w := range ws {
-		n += 2*len(w) + 12
+		n += 8*len(w) + 8
 	}
 	fs.buf = make([]byte, 0, n)
 	fs.spans = make([]span, 0, 8*len(ws))
