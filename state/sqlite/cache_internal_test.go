@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -39,4 +40,63 @@ func TestWriterCacheGrowsWithWrites(t *testing.T) {
 	require.Equal(t, -bigCacheKiB, cache())
 	commit(bigCacheAfter+1, 1)
 	require.Equal(t, -bigCacheKiB, cache())
+}
+
+// TestEmbeddingsPutKeepsEqualVectors: a put over cached vectors (more than
+// one multi-row statement's worth) rewrites only those that differ: an
+// equal vector keeps the time it was stored at, a differing one gets the
+// new vector and time.
+func TestEmbeddingsPutKeepsEqualVectors(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "state.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	at := time.UnixMicro(1_000_000)
+	s.now = func() time.Time { return at }
+	const n = rowsPerStatement + 100
+	vecs := make(map[uint64][]float32, n)
+	for i := range uint64(n) {
+		vecs[i<<40|i] = []float32{float32(i), 1}
+	}
+	require.NoError(t, s.EmbeddingsPut(ctx, "m", vecs))
+	at = at.Add(time.Second)
+	again := make(map[uint64][]float32, n)
+	for h, v := range vecs {
+		if h%2 == 0 {
+			again[h] = []float32{v[0], 2}
+		} else {
+			again[h] = []float32{v[0], 1}
+		}
+	}
+	require.NoError(t, s.EmbeddingsPut(ctx, "m", again))
+	rows, err := s.db.QueryContext(ctx, `SELECT text_hash, vector, created_at FROM embeddings WHERE model = 'm'`)
+	require.NoError(t, err)
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var h, created int64
+		var raw []byte
+		require.NoError(t, rows.Scan(&h, &raw, &created))
+		v, err := state.DecodeVector(raw)
+		require.NoError(t, err)
+		require.Equal(t, again[uint64(h)], v, "hash %d", h)
+		if h%2 == 0 {
+			require.Equal(t, int64(2_000_000), created, "hash %d: replaced", h)
+		} else {
+			require.Equal(t, int64(1_000_000), created, "hash %d: kept", h)
+		}
+		seen++
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, n, seen)
+}
+
+// TestRowStatementSQL: shared values are ?1 … ?k in every tuple; a row's
+// own values are numbered in the first tuple and plain '?' after it (SQLite
+// numbers those one above the largest number so far).
+func TestRowStatementSQL(t *testing.T) {
+	st := rowStatement{prefix: "INSERT INTO t (a, b, c, d) VALUES ", tuple: "(?1, #, #, ?2)", suffix: "RETURNING b"}
+	require.Equal(t, "INSERT INTO t (a, b, c, d) VALUES (?1, ?3, ?4, ?2), (?1, ?, ?, ?2), (?1, ?, ?, ?2) RETURNING b", st.sql(2, 2, 3))
+	plain := rowStatement{prefix: "INSERT INTO t (a, b) VALUES ", suffix: ""}
+	require.Equal(t, "INSERT INTO t (a, b) VALUES (?, ?), (?, ?) ", plain.sql(0, 2, 2))
 }

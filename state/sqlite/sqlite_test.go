@@ -297,3 +297,9 @@ func TestMigrateFindsLexicalRowsByRecordID(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 }
+
+// BenchmarkEmbeddingsPut1000: 1,000 new 32-dimension vectors
+// (statetest.BenchEmbeddingsPut1000).
+func BenchmarkEmbeddingsPut1000(b *testing.B) {
+	statetest.BenchEmbeddingsPut1000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
+}

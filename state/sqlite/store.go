@@ -504,39 +504,50 @@ type writeTx struct {
 // writer has one connection) and kept until Close: a run of many batches
 // parses each statement of thousands of parameters once, not once a batch.
 func (s *Store) fullStatements(ctx context.Context, c state.Commit) (map[string]*sql.Stmt, error) {
-	type statement struct {
-		prefix, suffix string
-		cols           int
-	}
-	var want []statement
+	var want []fullStatement
 	if len(c.Records) >= rowsPerStatement {
-		want = append(want, statement{recordsUpsertPrefix, recordsUpsertSuffix, recordsUpsertCols})
+		want = append(want, fullStatement{rowStatement{recordsUpsertPrefix, "", recordsUpsertSuffix}, 0, recordsUpsertCols})
 	}
 	if len(c.LexicalUpserts) >= rowsPerStatement {
-		want = append(want, statement{lexicalUpsertPrefix, lexicalUpsertSuffix, lexicalUpsertCols}, statement{ftsInsertPrefix, "", ftsInsertCols})
+		want = append(want, fullStatement{rowStatement{lexicalUpsertPrefix, "", lexicalUpsertSuffix}, 0, lexicalUpsertCols},
+			fullStatement{rowStatement{ftsInsertPrefix, "", ""}, 0, ftsInsertCols})
 	}
 	n := 0
 	for _, chs := range c.ReplaceChunks {
 		n += len(chs)
 	}
 	if n >= rowsPerStatement {
-		want = append(want, statement{chunksInsertPrefix, "", chunksInsertCols})
+		want = append(want, fullStatement{rowStatement{chunksInsertPrefix, "", ""}, 0, chunksInsertCols})
 	}
+	return s.prepareFull(ctx, want)
+}
+
+// fullStatement is a statement of rowsPerStatement rows of cols own
+// values and shared shared ones (see rowStatement).
+type fullStatement struct {
+	stmt         rowStatement
+	shared, cols int
+}
+
+// prepareFull returns the prepared statements of want by prefix,
+// preparing on the writer those not prepared yet (kept in s.full until
+// Close); see fullStatements.
+func (s *Store) prepareFull(ctx context.Context, want []fullStatement) (map[string]*sql.Stmt, error) {
 	if len(want) == 0 {
 		return nil, nil
 	}
-	// The commit gets a map of its own: commits of other goroutines may
+	// The caller gets a map of its own: commits of other goroutines may
 	// add to s.full while it runs. Statements are prepared outside s.mu
 	// (preparing waits for the writer's connection).
 	out := make(map[string]*sql.Stmt, len(want))
 	for _, w := range want {
-		q := w.prefix
+		q := w.stmt.prefix
 		s.mu.Lock()
 		st := s.full[q]
 		s.mu.Unlock()
 		if st == nil {
 			var err error
-			if st, err = s.db.PrepareContext(ctx, multiRow(w.prefix, w.suffix, w.cols, rowsPerStatement)); err != nil {
+			if st, err = s.db.PrepareContext(ctx, w.stmt.sql(w.shared, w.cols, rowsPerStatement)); err != nil {
 				return nil, fmt.Errorf("prepare: %w", err)
 			}
 			s.mu.Lock()
@@ -1019,24 +1030,75 @@ func multiRow(prefix, suffix string, cols, n int) string {
 	return prefix + tuple + strings.Repeat(", "+tuple, n-1) + " " + suffix
 }
 
+// rowStatement is a multi-row statement: prefix, n tuples, " ", suffix.
+// With tuple empty each tuple is cols plain placeholders (multiRow).
+// Otherwise tuple writes the values all rows share (given once, as the
+// statement's first arguments) as ?1 … ?k and each of a row's own values
+// as '#', so a value every row repeats (a pipeline name, a time) is
+// converted and bound once per statement, not once per row. The '#'s of
+// the first tuple become ?(k+1) …, those of the others plain '?', which
+// SQLite numbers one above the largest number used before: the statement
+// names only its first tuple's parameters, as the driver looks each
+// parameter's name up in a list of the named ones (numbering them all
+// made binding quadratic: 45 % of a put of 1,000 vectors).
+type rowStatement struct {
+	prefix, tuple, suffix string
+}
+
+// sql is the text of st for n rows of cols own values and shared values.
+func (st rowStatement) sql(shared, cols, n int) string {
+	if st.tuple == "" {
+		return multiRow(st.prefix, st.suffix, cols, n)
+	}
+	var b strings.Builder
+	b.WriteString(st.prefix)
+	k := shared
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		for j := 0; j < len(st.tuple); j++ {
+			if c := st.tuple[j]; c != '#' {
+				b.WriteByte(c)
+				continue
+			}
+			if i > 0 {
+				b.WriteByte('?')
+				continue
+			}
+			k++
+			fmt.Fprintf(&b, "?%d", k)
+		}
+	}
+	b.WriteString(" ")
+	b.WriteString(st.suffix)
+	return b.String()
+}
+
 // queryRows runs multiRow(prefix, suffix, …) for rows, up to
-// rowsPerStatement rows at a time: full groups through one prepared
-// statement (tx's, or prepared here for the call), the rest unprepared.
-// When scan is not nil the statement returns rows (suffix ends in
-// RETURNING …) and scan is called for each. All rows have the same number
-// of columns.
+// rowsPerStatement rows at a time; see queryShared.
 func queryRows(ctx context.Context, tx writeTx, prefix, suffix string, rows [][]any, scan func(*sql.Rows) error) error {
+	return queryShared(ctx, tx, rowStatement{prefix: prefix, suffix: suffix}, nil, rows, scan)
+}
+
+// queryShared runs stmt with shared for rows, up to rowsPerStatement rows
+// at a time: full groups through one prepared statement (tx's by
+// stmt.prefix, or prepared here for the call), the rest unprepared. When
+// scan is not nil the statement returns rows (suffix ends in RETURNING …)
+// and scan is called for each. All rows have the same number of columns.
+func queryShared(ctx context.Context, tx writeTx, stmt rowStatement, shared []any, rows [][]any, scan func(*sql.Rows) error) error {
 	if len(rows) == 0 {
 		return nil
 	}
 	cols := len(rows[0])
 	run := func(st *sql.Stmt, args []any) error {
+		n := (len(args) - len(shared)) / cols
 		if scan == nil {
 			var err error
 			if st != nil {
 				_, err = st.ExecContext(ctx, args...)
 			} else {
-				_, err = tx.ExecContext(ctx, multiRow(prefix, suffix, cols, len(args)/cols), args...)
+				_, err = tx.ExecContext(ctx, stmt.sql(len(shared), cols, n), args...)
 			}
 			return err
 		}
@@ -1045,7 +1107,7 @@ func queryRows(ctx context.Context, tx writeTx, prefix, suffix string, rows [][]
 		if st != nil {
 			rs, err = st.QueryContext(ctx, args...)
 		} else {
-			rs, err = tx.QueryContext(ctx, multiRow(prefix, suffix, cols, len(args)/cols), args...)
+			rs, err = tx.QueryContext(ctx, stmt.sql(len(shared), cols, n), args...)
 		}
 		if err != nil {
 			return err
@@ -1059,10 +1121,10 @@ func queryRows(ctx context.Context, tx writeTx, prefix, suffix string, rows [][]
 		return rs.Err()
 	}
 	var full *sql.Stmt
-	args := make([]any, 0, rowsPerStatement*cols)
+	args := make([]any, 0, len(shared)+rowsPerStatement*cols)
 	for start := 0; start < len(rows); start += rowsPerStatement {
 		group := rows[start:min(start+rowsPerStatement, len(rows))]
-		args = args[:0]
+		args = append(args[:0], shared...)
 		for _, r := range group {
 			args = append(args, r...)
 		}
@@ -1073,10 +1135,10 @@ func queryRows(ctx context.Context, tx writeTx, prefix, suffix string, rows [][]
 			continue
 		}
 		if full == nil {
-			if st := tx.full[prefix]; st != nil {
+			if st := tx.full[stmt.prefix]; st != nil {
 				full = tx.StmtContext(ctx, st)
 			} else {
-				st, err := tx.PrepareContext(ctx, multiRow(prefix, suffix, cols, rowsPerStatement))
+				st, err := tx.PrepareContext(ctx, stmt.sql(len(shared), cols, rowsPerStatement))
 				if err != nil {
 					return err
 				}
@@ -1151,29 +1213,42 @@ func (s *Store) scanEmbeddings(ctx context.Context, model, q string, args []any,
 	return nil
 }
 
-// EmbeddingsPut stores vecs for model in one transaction; a vector already
-// cached under the same (model, text hash) is replaced when it differs.
+// embeddingsPut is EmbeddingsPut's statement: the model and the time
+// are shared by all rows, each row is a text hash and its vector.
+var embeddingsPut = rowStatement{
+	prefix: `INSERT INTO embeddings (model, text_hash, vector, created_at) VALUES `,
+	tuple:  `(?1, #, #, ?2)`,
+	suffix: `ON CONFLICT (model, text_hash) DO UPDATE SET vector = excluded.vector, created_at = excluded.created_at
+		WHERE vector <> excluded.vector`,
+}
+
+// EmbeddingsPut stores vecs for model in one transaction, by ascending
+// text hash, in multi-row statements of rowsPerStatement vectors; a vector
+// already cached under the same (model, text hash) is replaced when it
+// differs (and keeps its created_at when equal).
 func (s *Store) EmbeddingsPut(ctx context.Context, model string, vecs map[uint64][]float32) error {
 	if len(vecs) == 0 {
 		return nil
+	}
+	var want []fullStatement
+	if len(vecs) >= rowsPerStatement {
+		want = append(want, fullStatement{embeddingsPut, 2, 2})
+	}
+	full, err := s.prepareFull(ctx, want)
+	if err != nil {
+		return fmt.Errorf("put embeddings of model %q: %w", model, err)
+	}
+	rows := make([][]any, 0, len(vecs))
+	for _, h := range slices.Sorted(maps.Keys(vecs)) {
+		rows = append(rows, []any{int64(h), state.EncodeVector(vecs[h])})
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("put embeddings of model %q: begin: %w", model, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	st, err := tx.PrepareContext(ctx, `INSERT INTO embeddings (model, text_hash, vector, created_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (model, text_hash) DO UPDATE SET vector = excluded.vector, created_at = excluded.created_at
-		WHERE vector <> excluded.vector`)
-	if err != nil {
-		return fmt.Errorf("put embeddings of model %q: prepare: %w", model, err)
-	}
-	defer st.Close()
-	now := micros(s.nowTime())
-	for _, h := range slices.Sorted(maps.Keys(vecs)) {
-		if _, err := st.ExecContext(ctx, model, int64(h), state.EncodeVector(vecs[h]), now); err != nil {
-			return fmt.Errorf("put embeddings of model %q: text hash %d: %w", model, h, err)
-		}
+	if err := queryShared(ctx, writeTx{tx, full}, embeddingsPut, []any{model, micros(s.nowTime())}, rows, nil); err != nil {
+		return fmt.Errorf("put embeddings of model %q: %w", model, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("put embeddings of model %q: commit: %w", model, err)

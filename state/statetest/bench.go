@@ -207,3 +207,24 @@ func BenchRecordKeysWithPrefix(b *testing.B, s state.Store) {
 		}
 	}
 }
+
+// BenchEmbeddingsPut1000 measures one EmbeddingsPut of 1,000 new
+// 32-dimension vectors (the hashing embedder's size) into an empty model.
+func BenchEmbeddingsPut1000(b *testing.B, s state.Store) {
+	const n, dims = 1000, 32
+	vecs := make(map[uint64][]float32, n)
+	for i := range uint64(n) {
+		v := make([]float32, dims)
+		for j := range v {
+			v[j] = float32(i) + float32(j)/dims
+		}
+		vecs[i*0x9e3779b97f4a7c15+1] = v
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if err := s.EmbeddingsPut(b.Context(), fmt.Sprint("bench", i), vecs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -528,6 +528,36 @@ func testEmbeddingsMany(t *testing.T, s state.Store) {
 	require.NoError(t, err)
 	require.Len(t, got, 834) // ceil(2500/3)
 	require.Equal(t, vecs, got)
+
+	// A second put of 1,300 vectors (more than the backends' multi-row
+	// statements take at once) mixing vectors equal to the cached ones,
+	// vectors differing from them and new ones: each differing one is
+	// replaced, the others stay or are added.
+	again := map[uint64][]float32{}
+	want := maps.Clone(vecs)
+	n := 0
+	for h, v := range vecs {
+		switch n % 3 {
+		case 0:
+			again[h] = slices.Clone(v)
+		case 1:
+			again[h] = []float32{v[0], v[1], 0.5}
+			want[h] = again[h]
+		}
+		n++
+	}
+	for i := range uint64(1300 - len(again)) {
+		h := i*0x9e3779b97f4a7c15 + 2 // not among the hashes above (checked)
+		_, cached := vecs[h]
+		require.False(t, cached)
+		again[h] = []float32{float32(i)}
+		want[h] = again[h]
+		ask = append(ask, h)
+	}
+	require.NoError(t, s.EmbeddingsPut(ctx, "m", again))
+	got, err = s.EmbeddingsGet(ctx, "m", ask)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
 }
 
 func testLock(t *testing.T, s state.Store) {
