@@ -31,7 +31,9 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/text/unicode/norm"
@@ -99,35 +101,46 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 // hashed once each, grouped by bucket and sorted within it, so equal
 // features end up side by side and are counted without a map or a string
 // per feature; each bucket's sum is the one the package doc defines, bit
-// for bit.
+// for bit. The working buffers come from a pool shared by all embedders,
+// so a call allocates only its result (and, for a text that is not
+// ASCII, its normalised lower-case copy).
 func (e *Embedder) Vector(text string) []float32 {
-	ws := words(text)
+	v := make([]float32, e.dims)
+	sc := scratchPool.Get().(*scratch)
+	defer sc.release()
+	low, ws := sc.words(text)
 	if len(ws) == 0 {
-		v := make([]float32, e.dims)
 		v[0] = 1
 		return v
 	}
-	var fs featureSet
+	fs := &sc.fs
 	// Bytes of a word's features: "w:"+w, "b:"+prev+" "+w, and about
 	// len(w) trigrams of "c:" and three runes each.
 	n := 0
 	for _, w := range ws {
-		n += 8*len(w) + 8
+		n += 8*int(w.end-w.start) + 8
 	}
-	fs.buf = make([]byte, 0, n)
-	fs.spans = make([]span, 0, 8*len(ws))
-	var bounds []int
-	for i, w := range ws {
-		fs.add("w:", w, "", "")
+	fs.buf = slices.Grow(fs.buf[:0], n)
+	fs.spans = slices.Grow(fs.spans[:0], 8*len(ws))
+	bounds := sc.bounds[:0]
+	for i, ww := range ws {
+		w := low[ww.start:ww.end]
+		fs.add("w:", nil, "", w)
 		if i > 0 {
-			fs.add("b:", ws[i-1], " ", w)
+			fs.add("b:", low[ws[i-1].start:ws[i-1].end], " ", w)
 		}
 		// The trigrams of "^w$": three runes each, taken as the bytes
 		// between rune boundaries (words are valid UTF-8: see words).
 		bounds = bounds[:0]
 		bounds = append(bounds, 0) // "^"
-		for j := range w {
+		for j := 0; j < len(w); {
 			bounds = append(bounds, 1+j)
+			if w[j] < utf8.RuneSelf {
+				j++
+			} else {
+				_, size := utf8.DecodeRune(w[j:])
+				j += size
+			}
 		}
 		bounds = append(bounds, 1+len(w), 2+len(w)) // "$", end
 		padded := len(bounds) - 1                   // runes in "^w$"
@@ -135,8 +148,11 @@ func (e *Embedder) Vector(text string) []float32 {
 			fs.trigram(w, bounds[j], bounds[j+3])
 		}
 	}
-	acc := make([]float64, e.dims)
-	fs.each(uint64(e.dims), func(f []byte, h uint64, count int) {
+	sc.bounds = bounds
+	acc := slices.Grow(sc.acc[:0], e.dims)[:e.dims]
+	clear(acc)
+	sc.acc = acc
+	sc.each(uint64(e.dims), func(f []byte, h uint64, count int) {
 		var class float64
 		switch f[0] {
 		case 'w':
@@ -159,7 +175,6 @@ func (e *Embedder) Vector(text string) []float32 {
 	for _, x := range acc {
 		sum += x * x
 	}
-	v := make([]float32, e.dims)
 	if sum == 0 { // every feature cancelled out: vanishingly rare, still defined
 		v[0] = 1
 		return v
@@ -170,6 +185,38 @@ func (e *Embedder) Vector(text string) []float32 {
 	}
 	return v
 }
+
+// scratch holds the working buffers of one Vector call; they are reused
+// through scratchPool, one scratch per call in progress.
+type scratch struct {
+	low      []byte  // the lower-cased NFC text
+	ws       []wspan // its words, as spans of low
+	bounds   []int   // rune boundaries of one padded word
+	fs       featureSet
+	ends     []int32 // bucket ends of the counting sort
+	next     []int32 // next free slot per bucket
+	byBucket []span  // fs.spans grouped by bucket
+	acc      []float64
+}
+
+// scratchPool holds idle scratches; Get gives a goroutine its own.
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxKeptBytes caps the feature buffer a scratch keeps for reuse, so one
+// very long text does not pin its buffers for the life of the process.
+const maxKeptBytes = 64 << 10
+
+// release returns sc to the pool (dropping buffers grown past
+// maxKeptBytes).
+func (sc *scratch) release() {
+	if cap(sc.fs.buf) > maxKeptBytes || cap(sc.low) > maxKeptBytes {
+		*sc = scratch{}
+	}
+	scratchPool.Put(sc)
+}
+
+// wspan is one word of scratch.low, low[start:end].
+type wspan struct{ start, end int32 }
 
 // span is one feature's bytes in featureSet.buf, buf[start:end], and
 // their xxhash64.
@@ -191,7 +238,7 @@ func (fs *featureSet) push(start int) {
 }
 
 // add appends the feature prefix+a+sep+b.
-func (fs *featureSet) add(prefix, a, sep, b string) {
+func (fs *featureSet) add(prefix string, a []byte, sep string, b []byte) {
 	start := len(fs.buf)
 	fs.buf = append(fs.buf, prefix...)
 	fs.buf = append(fs.buf, a...)
@@ -201,7 +248,7 @@ func (fs *featureSet) add(prefix, a, sep, b string) {
 }
 
 // trigram appends "c:" + ("^"+w+"$")[from:to].
-func (fs *featureSet) trigram(w string, from, to int) {
+func (fs *featureSet) trigram(w []byte, from, to int) {
 	start := len(fs.buf)
 	fs.buf = append(fs.buf, 'c', ':')
 	if from == 0 {
@@ -219,24 +266,27 @@ func (fs *featureSet) trigram(w string, from, to int) {
 	fs.push(start)
 }
 
-// each calls f once per distinct feature with its hash and the number of
-// times it occurs, bucket (hash mod dims) by bucket, and within a bucket in
-// byte order (the order of Go strings). Features of different buckets add
-// to different sums, so this gives every bucket the sum, in the order, of
-// a walk over all features sorted by their bytes; only features of the
-// same bucket are compared.
-func (fs *featureSet) each(dims uint64, f func(feature []byte, h uint64, count int)) {
+// each calls f once per distinct feature of sc.fs with its hash and the
+// number of times it occurs, bucket (hash mod dims) by bucket, and within
+// a bucket in byte order (the order of Go strings). Features of different
+// buckets add to different sums, so this gives every bucket the sum, in
+// the order, of a walk over all features sorted by their bytes; only
+// features of the same bucket are compared.
+func (sc *scratch) each(dims uint64, f func(feature []byte, h uint64, count int)) {
+	fs := &sc.fs
 	bytesOf := func(s span) []byte { return fs.buf[s.start:s.end] }
 	// A counting sort by bucket: ends[b] is where bucket b's spans end.
-	ends := make([]int32, dims+1)
+	ends := slices.Grow(sc.ends[:0], int(dims)+1)[:dims+1]
+	clear(ends)
 	for _, s := range fs.spans {
 		ends[s.h%dims+1]++
 	}
 	for b := 1; b < len(ends); b++ {
 		ends[b] += ends[b-1]
 	}
-	byBucket := make([]span, len(fs.spans))
-	next := slices.Clone(ends[:dims])
+	byBucket := slices.Grow(sc.byBucket[:0], len(fs.spans))[:len(fs.spans)]
+	next := append(sc.next[:0], ends[:dims]...)
+	sc.ends, sc.byBucket, sc.next = ends, byBucket, next
 	for _, s := range fs.spans {
 		b := s.h % dims
 		byBucket[next[b]] = s
@@ -244,7 +294,9 @@ func (fs *featureSet) each(dims uint64, f func(feature []byte, h uint64, count i
 	}
 	for b := range dims {
 		group := byBucket[ends[b]:ends[b+1]]
-		slices.SortFunc(group, func(x, y span) int { return bytes.Compare(bytesOf(x), bytesOf(y)) })
+		if len(group) > 1 {
+			slices.SortFunc(group, func(x, y span) int { return bytes.Compare(bytesOf(x), bytesOf(y)) })
+		}
 		for i := 0; i < len(group); {
 			cur := group[i]
 			j := i + 1
@@ -258,10 +310,64 @@ func (fs *featureSet) each(dims uint64, f func(feature []byte, h uint64, count i
 }
 
 // words splits text into the lower-cased NFC words the embedder hashes:
-// maximal runs of letters, digits and combining marks.
-func words(text string) []string {
-	s := strings.ToLower(norm.NFC.String(text))
-	return strings.FieldsFunc(s, func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
-	})
+// maximal runs of letters, digits and combining marks. It returns the
+// lower-cased NFC text and the words as spans of it, both in sc's buffers.
+//
+// An ASCII text is its own NFC form and lower-cases byte by byte (A–Z to
+// a–z, as strings.ToLower does); its words are the runs of ASCII letters
+// and digits (the only ASCII runes unicode.IsLetter or unicode.IsDigit
+// accept; no ASCII rune is a mark). Any other text goes through
+// norm.NFC and strings.ToLower.
+func (sc *scratch) words(text string) ([]byte, []wspan) {
+	low := sc.low[:0]
+	ascii := true
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	ws := sc.ws[:0]
+	if ascii {
+		low = slices.Grow(low, len(text))
+		start := -1
+		for i := 0; i < len(text); i++ {
+			c := text[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			low = append(low, c)
+			word := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+			switch {
+			case word && start < 0:
+				start = i
+			case !word && start >= 0:
+				ws = append(ws, wspan{int32(start), int32(i)})
+				start = -1
+			}
+		}
+		if start >= 0 {
+			ws = append(ws, wspan{int32(start), int32(len(low))})
+		}
+	} else {
+		low = append(low, strings.ToLower(norm.NFC.String(text))...)
+		start := -1
+		for i := 0; i < len(low); {
+			r, size := utf8.DecodeRune(low[i:])
+			word := unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)
+			switch {
+			case word && start < 0:
+				start = i
+			case !word && start >= 0:
+				ws = append(ws, wspan{int32(start), int32(i)})
+				start = -1
+			}
+			i += size
+		}
+		if start >= 0 {
+			ws = append(ws, wspan{int32(start), int32(len(low))})
+		}
+	}
+	sc.low, sc.ws = low, ws
+	return low, ws
 }

@@ -9,12 +9,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"unicode"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/kgsync/kgsync/internal/corpus"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"golang.org/x/text/unicode/norm"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -157,7 +160,7 @@ func TestLexicalSimilarity(t *testing.T) {
 
 func TestUnicode(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, []string{"привет", "мир", "ёлка", "x2"}, words("ПРИВЕТ, мир! Ёлка… x2"))
+	require.Equal(t, []string{"привет", "мир", "ёлка", "x2"}, wordsOf("ПРИВЕТ, мир! Ёлка… x2"))
 	e := New("", 128)
 	// Case and Unicode normalisation do not matter: "ё" composed (U+0451)
 	// and decomposed (е + U+0308) give the same vector.
@@ -177,10 +180,30 @@ func TestEmbedHonoursContext(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
+// referenceWords is steps 1 and 2 of the package doc as written: NFC,
+// lower case, split at every rune that is not a letter, digit or mark.
+func referenceWords(text string) []string {
+	s := strings.ToLower(norm.NFC.String(text))
+	return strings.FieldsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
+	})
+}
+
+// wordsOf returns the words Vector hashes for text, as strings.
+func wordsOf(text string) []string {
+	var sc scratch
+	low, ws := sc.words(text)
+	out := []string{}
+	for _, w := range ws {
+		out = append(out, string(low[w.start:w.end]))
+	}
+	return out
+}
+
 // referenceVector is the package doc's algorithm written out step by step,
 // with a map of feature strings: the fast Vector must give the same bits.
 func referenceVector(dims int, text string) []float32 {
-	ws := words(text)
+	ws := referenceWords(text)
 	v := make([]float32, dims)
 	if len(ws) == 0 {
 		v[0] = 1
@@ -234,9 +257,71 @@ func corpusTexts(t testing.TB) []string {
 	return texts
 }
 
+// edgeTexts are texts whose words take the less common paths: empty and
+// punctuation only, ASCII upper case, repeated words, non-ASCII case
+// mappings that change the length, combining marks that NFC composes (or
+// leaves), letters NFC replaces (Kelvin and Ohm signs), non-Latin digits,
+// invalid UTF-8, and a text long enough that its buffers are not kept.
+var edgeTexts = []string{
+	"", " ", "\t\n", "--- ... !!!", "«»—…", "\x00\x01\x7f",
+	"HELLO World", "ABC-def_GHI", "MiXeD cAsE 42", "x2 X2 x2",
+	"the the the the", "a a", "Go go GO", "a-b-a-b-a-b",
+	"Straße STRASSE", "İstanbul", "ǅemal ǄEMAL", "ΣΊΣΥΦΟΣ", "ﬁle",
+	"\u0301abc", "a\u0301\u0302b", "e\u0301 é", "\u1100\u1161 가",
+	"\u212a \u2126 k ω", "١٢٣ ٣x", "日本 語", "한국어 텍스트",
+	"\xff", "a\xc3", "\xc3\xa9\xff\xc3", "ok\xe2\x82",
+	strings.Repeat("word WORD слово ", 6000),
+}
+
+// TestWordsMatchReference: the ASCII fast path and the general path of
+// words split exactly as steps 1 and 2 of the package doc.
+func TestWordsMatchReference(t *testing.T) {
+	t.Parallel()
+	for _, text := range append(corpusTexts(t), edgeTexts...) {
+		want := referenceWords(text)
+		if want == nil {
+			want = []string{}
+		}
+		if got := wordsOf(text); !slices.Equal(want, got) {
+			t.Fatalf("text %q: words %q, reference %q", text, got, want)
+		}
+	}
+}
+
+// TestVectorConcurrent: calls in parallel (sharing the scratch pool) give
+// the reference's vectors, texts of all lengths interleaved.
+func TestVectorConcurrent(t *testing.T) {
+	t.Parallel()
+	texts := corpusTexts(t)[:2000]
+	texts = append(texts, edgeTexts...)
+	e := New("", 32)
+	want := make([][]float32, len(texts))
+	for i, text := range texts {
+		want[i] = referenceVector(32, text)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			for k := range texts {
+				i := (k*7 + g*len(texts)/4) % len(texts)
+				if !slices.Equal(want[i], e.Vector(texts[i])) {
+					errs <- texts[i]
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for text := range errs {
+		t.Errorf("text %q: concurrent vector differs from the reference", text)
+	}
+}
+
 func TestVectorMatchesReference(t *testing.T) {
 	t.Parallel()
-	texts := corpusTexts(t)
+	texts := append(corpusTexts(t), edgeTexts...)
 	require.Greater(t, len(texts), 5000)
 	for _, dims := range []int{7, 32, 384} {
 		e := New("", dims)
