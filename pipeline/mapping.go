@@ -219,7 +219,8 @@ type prepared struct {
 	anchors []string
 	// outs are the mapped records, published to the review once written.
 	outs []*recordOutput
-	// rendered is b rendered by the sink ahead of its write (renderer).
+	// rendered is b rendered by the sink ahead of its write (renderer;
+	// see batchWriter.submit), or nil: the writer renders it.
 	rendered *cypherl.Rendered
 }
 
@@ -280,13 +281,7 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	if err := r.prepareReview(ctx, outs); err != nil {
 		return nil, err
 	}
-	p := &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs}
-	if rs, ok := r.p.Sink.(renderer); ok && b.Len() > 0 {
-		if p.rendered, err = rs.Render(b); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
+	return &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs}, nil
 }
 
 // unprocessed takes a record that will not be written out of the run's
