@@ -303,3 +303,9 @@ func TestMigrateFindsLexicalRowsByRecordID(t *testing.T) {
 func BenchmarkEmbeddingsPut1000(b *testing.B) {
 	statetest.BenchEmbeddingsPut1000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
 }
+
+// BenchmarkEmbeddingsGetMiss1000: 1,000 hashes none of which is cached
+// (statetest.BenchEmbeddingsGetMiss1000).
+func BenchmarkEmbeddingsGetMiss1000(b *testing.B) {
+	statetest.BenchEmbeddingsGetMiss1000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
+}

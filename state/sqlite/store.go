@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kgsync/kgsync/state"
@@ -1167,19 +1168,26 @@ const embeddingsGetBatch = 1000
 
 // EmbeddingsGet returns the cached vectors of model for textHashes, one
 // query per 1,000 hashes. Hashes without a vector are absent from the map.
+// A query takes its hashes as one JSON array, walked by json_each with one
+// look-up of the primary key per hash: an IN list of 1,000 bound values
+// was parsed anew and copied into a temporary index by every query.
 func (s *Store) EmbeddingsGet(ctx context.Context, model string, textHashes []uint64) (map[uint64][]float32, error) {
 	out := make(map[uint64][]float32, len(textHashes))
 	hashes := state.DedupeHashes(textHashes)
+	var list []byte
 	for start := 0; start < len(hashes); start += embeddingsGetBatch {
 		part := hashes[start:min(start+embeddingsGetBatch, len(hashes))]
-		args := make([]any, 0, len(part)+1)
-		args = append(args, model)
-		for _, h := range part {
-			args = append(args, int64(h))
+		list = append(list[:0], '[')
+		for i, h := range part {
+			if i > 0 {
+				list = append(list, ',')
+			}
+			list = strconv.AppendInt(list, int64(h), 10)
 		}
-		q := `SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (?` +
-			strings.Repeat(", ?", len(part)-1) + `)`
-		if err := s.scanEmbeddings(ctx, model, q, args, out); err != nil {
+		list = append(list, ']')
+		const q = `SELECT e.text_hash, e.vector FROM json_each(?2) j CROSS JOIN embeddings e
+			WHERE e.model = ?1 AND e.text_hash = j.value`
+		if err := s.scanEmbeddings(ctx, model, q, []any{model, string(list)}, out); err != nil {
 			return nil, err
 		}
 	}

@@ -228,3 +228,30 @@ func BenchEmbeddingsPut1000(b *testing.B, s state.Store) {
 		}
 	}
 }
+
+// BenchEmbeddingsGetMiss1000 measures one EmbeddingsGet of 1,000 hashes
+// of which none is cached, as on a first sync, against a model holding
+// 1,000 other vectors.
+func BenchEmbeddingsGetMiss1000(b *testing.B, s state.Store) {
+	const n = 1000
+	vecs := make(map[uint64][]float32, n)
+	hashes := make([]uint64, 0, n)
+	for i := range uint64(n) {
+		vecs[i*0x9e3779b97f4a7c15+1] = []float32{float32(i)}
+		hashes = append(hashes, i*0x9e3779b97f4a7c15+2)
+	}
+	if err := s.EmbeddingsPut(b.Context(), "bench", vecs); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := s.EmbeddingsGet(b.Context(), "bench", hashes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(got) != 0 {
+			b.Fatalf("got %d vectors, want none", len(got))
+		}
+	}
+}
