@@ -69,13 +69,17 @@ type riverQueue[TTx any] struct {
 // gets a new pool with the store pool's configuration, so River's
 // listener and fetches never wait behind a pipeline's lock connection; a
 // SQLite store (one with DB, as *sqlite.Store) shares its handle, as
-// riversqlite advises one open connection.
+// riversqlite advises one open connection, after River's migrations
+// (MigrateJobs: opening a SQLite store leaves them out).
 func newQueue(store state.Store, cfg *river.Config) (queue, error) {
 	type pgStore interface {
 		Pool() *pgxpool.Pool
 		Schema(ctx context.Context) (string, error)
 	}
-	type sqliteStore interface{ DB() *sql.DB }
+	type sqliteStore interface {
+		DB() *sql.DB
+		MigrateJobs(ctx context.Context) error
+	}
 	ctx := context.Background()
 	switch s := store.(type) {
 	case pgStore:
@@ -113,6 +117,9 @@ func newQueue(store state.Store, cfg *river.Config) (queue, error) {
 			closeFn:  pool.Close,
 		}, nil
 	case sqliteStore:
+		if err := s.MigrateJobs(ctx); err != nil {
+			return nil, fmt.Errorf("job queue: %w", err)
+		}
 		db := s.DB()
 		client, err := river.NewClient(riversqlite.New(db), cfg)
 		if err != nil {

@@ -84,7 +84,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open sqlite state %s: %w", path, err)
 	}
-	if err := s.Migrate(ctx); err != nil {
+	// River's migrations wait for the job queue (MigrateJobs).
+	if err := s.migrate(ctx, true, false); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open sqlite state %s: %w", path, err)
 	}

@@ -125,6 +125,65 @@ func TestMigrateConcurrentHandles(t *testing.T) {
 	}
 }
 
+// tables returns the names of the tables in the database at path.
+func tables(t *testing.T, path string) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	require.NoError(t, err)
+	defer db.Close()
+	rows, err := db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		out = append(out, n)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestOpenLeavesRiverToTheJobQueue: Open creates kgsync's tables and not
+// River's; MigrateJobs adds River's (twice is harmless, and from two
+// handles at once), and so does Migrate on a fresh file.
+func TestOpenLeavesRiverToTheJobQueue(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path)
+	opened := tables(t, path)
+	require.Contains(t, opened, "records")
+	require.Contains(t, opened, "sync_generations")
+	require.NotContains(t, opened, "river_migration")
+	require.NotContains(t, opened, "river_job")
+
+	s2 := open(t, path)
+	errs := make(chan error, 2)
+	for _, st := range []*sqlite.Store{s, s2} {
+		go func() { errs <- st.MigrateJobs(ctx) }()
+	}
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	require.NoError(t, s.MigrateJobs(ctx))
+	jobs := tables(t, path)
+	require.Contains(t, jobs, "river_migration")
+	require.Contains(t, jobs, "river_job")
+	require.Subset(t, jobs, opened)
+
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	require.NoError(t, err)
+	defer db.Close()
+	var versions int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM river_migration WHERE line = 'main'`).Scan(&versions))
+	require.Positive(t, versions)
+
+	fresh := filepath.Join(t.TempDir(), "state.db")
+	f := open(t, fresh)
+	require.NoError(t, f.Migrate(ctx))
+	require.Equal(t, jobs, tables(t, fresh))
+}
+
 // TestMigrateRefusesNewerDatabase: a database a newer build migrated is not
 // touched; the error names the file and both versions.
 func TestMigrateRefusesNewerDatabase(t *testing.T) {
