@@ -47,7 +47,7 @@ type Store struct {
 
 	mu     sync.Mutex
 	locks  map[*flock.Flock]struct{} // pipeline locks held by this Store
-	full   map[string]*sql.Stmt      // writer statements by prefix (fullStatements)
+	full   map[string]*sql.Stmt      // writer statements by rowStatement.key (fullStatements)
 	closed bool
 	// written counts the records committed through this Store until the
 	// writer's page cache is raised (bigCache; see raiseCache).

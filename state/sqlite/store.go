@@ -440,11 +440,19 @@ const (
 	lexicalUpsertSuffix = `ON CONFLICT (record_id, node) DO UPDATE SET kind = excluded.kind, len = excluded.len
 			RETURNING doc, record_id, node`
 	lexicalUpsertCols  = 8
+	lexicalInsertCols  = 7
 	ftsInsertPrefix    = `INSERT INTO lexical_fts (rowid, text) VALUES `
 	ftsInsertCols      = 2
 	chunksInsertPrefix = `INSERT INTO chunks (pipeline, source, record_key, id, hash, text_hash, position, props) VALUES `
 	chunksInsertCols   = 8
 )
+
+// lexicalInsert inserts lexical rows that cannot exist yet (see
+// commitLexical); the pipeline is shared by all rows.
+var lexicalInsert = rowStatement{
+	prefix: `INSERT INTO lexical (doc, pipeline, source, record_key, record_id, node, kind, len) VALUES `,
+	tuple:  `(#, ?1, #, #, #, #, #, #)`,
+}
 
 // Commit applies c in one transaction, in this order: record upserts,
 // chunk replacements, lexical deletes and upserts, record deletes (with
@@ -492,7 +500,7 @@ func (s *Store) raiseCache(ctx context.Context, n int) {
 }
 
 // writeTx is a write transaction with the store's prepared statements of
-// full multi-row groups (by the statement's prefix; see fullStatements),
+// full multi-row groups (by rowStatement.key; see fullStatements),
 // which queryRows uses through Tx.StmtContext.
 type writeTx struct {
 	*sql.Tx
@@ -511,6 +519,7 @@ func (s *Store) fullStatements(ctx context.Context, c state.Commit) (map[string]
 	}
 	if len(c.LexicalUpserts) >= rowsPerStatement {
 		want = append(want, fullStatement{rowStatement{lexicalUpsertPrefix, "", lexicalUpsertSuffix}, 0, lexicalUpsertCols},
+			fullStatement{lexicalInsert, 1, lexicalInsertCols},
 			fullStatement{rowStatement{ftsInsertPrefix, "", ""}, 0, ftsInsertCols})
 	}
 	n := 0
@@ -530,7 +539,7 @@ type fullStatement struct {
 	shared, cols int
 }
 
-// prepareFull returns the prepared statements of want by prefix,
+// prepareFull returns the prepared statements of want by key,
 // preparing on the writer those not prepared yet (kept in s.full until
 // Close); see fullStatements.
 func (s *Store) prepareFull(ctx context.Context, want []fullStatement) (map[string]*sql.Stmt, error) {
@@ -542,7 +551,7 @@ func (s *Store) prepareFull(ctx context.Context, want []fullStatement) (map[stri
 	// (preparing waits for the writer's connection).
 	out := make(map[string]*sql.Stmt, len(want))
 	for _, w := range want {
-		q := w.stmt.prefix
+		q := w.stmt.key()
 		s.mu.Lock()
 		st := s.full[q]
 		s.mu.Unlock()
@@ -778,10 +787,13 @@ func (s *Store) IntentList(ctx context.Context, pipeline string) ([]state.Intent
 // index instead of inserting at random places of a key index; a row of a
 // record that state does not hold is an error, unless c deletes that
 // record (then it goes with it). Deletions find their rows with one query
-// per 500 records; upserts are multi-row INSERT … ON CONFLICT … RETURNING
-// statements whose answer tells new rows (which take doc ids above the
-// largest one: the transaction holds the write lock) from rows that
-// existed; the FTS5 entries follow in multi-row statements.
+// per 500 records. New rows take doc ids above the largest one (the
+// transaction holds the write lock), in the order of c.LexicalUpserts.
+// The rows of records whose id is above every stored row's record id
+// cannot exist yet: they are plain multi-row INSERTs; the others are
+// multi-row INSERT … ON CONFLICT … RETURNING statements whose answer tells
+// new rows from rows that existed. The FTS5 entries follow in multi-row
+// statements.
 func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[state.RecordRef]int64) error {
 	if len(c.LexicalDeletes)+len(c.LexicalUpserts) == 0 {
 		return nil
@@ -819,8 +831,13 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 	for _, ref := range c.DeleteRecords {
 		deleted[ref] = true
 	}
-	var first int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(doc), 0) + 1 FROM lexical`).Scan(&first); err != nil {
+	// first is the doc id of the first new row; no stored row belongs to
+	// a record id above last (the largest record_id, found through
+	// lexical_record), so the rows of those records (all rows of a first
+	// sync) are new: they are inserted without ON CONFLICT and RETURNING.
+	var first, last int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT max(doc) FROM lexical), 0) + 1,
+		coalesce((SELECT max(record_id) FROM lexical), 0)`).Scan(&first, &last); err != nil {
 		return fmt.Errorf("upsert lexical rows: %w", err)
 	}
 	// Commit.Check refuses a row listed twice.
@@ -830,6 +847,8 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 	}
 	text := make(map[rowKey]string, len(c.LexicalUpserts))
 	rows := make([][]any, 0, len(c.LexicalUpserts))
+	var added, fresh [][]any
+	doc := first
 	for _, r := range c.LexicalUpserts {
 		ref := state.RecordRef{Source: r.Source, Key: r.RecordKey}
 		id, ok := ids[ref]
@@ -840,12 +859,21 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 			return fmt.Errorf("upsert lexical row %s/%s/%s: record not in state", r.Source, r.RecordKey, r.ID)
 		}
 		n := state.LexicalLen(r.Text)
-		rows = append(rows, []any{first + int64(len(rows)), c.Pipeline, r.Source, r.RecordKey, id, r.ID, r.Kind, n})
-		text[rowKey{id, r.ID}] = r.Text
+		if id > last {
+			added = append(added, []any{doc, r.Source, r.RecordKey, id, r.ID, r.Kind, n})
+			fresh = append(fresh, []any{doc, r.Text})
+		} else {
+			rows = append(rows, []any{doc, c.Pipeline, r.Source, r.RecordKey, id, r.ID, r.Kind, n})
+			text[rowKey{id, r.ID}] = r.Text
+		}
+		doc++
+	}
+	if err := queryShared(ctx, tx, lexicalInsert, []any{c.Pipeline}, added, nil); err != nil {
+		return fmt.Errorf("insert lexical rows: %w", err)
 	}
 	// A new row takes the doc id given; a row that existed keeps its own,
 	// below first.
-	var fresh, changed [][]any
+	var changed [][]any
 	err := queryRows(ctx, tx, lexicalUpsertPrefix, lexicalUpsertSuffix, rows, func(rs *sql.Rows) error {
 		var doc int64
 		var k rowKey
@@ -1046,6 +1074,9 @@ type rowStatement struct {
 	prefix, tuple, suffix string
 }
 
+// key names st among the statements of Store.full and writeTx.full.
+func (st rowStatement) key() string { return st.prefix + "\x00" + st.tuple + "\x00" + st.suffix }
+
 // sql is the text of st for n rows of cols own values and shared values.
 func (st rowStatement) sql(shared, cols, n int) string {
 	if st.tuple == "" {
@@ -1084,7 +1115,7 @@ func queryRows(ctx context.Context, tx writeTx, prefix, suffix string, rows [][]
 
 // queryShared runs stmt with shared for rows, up to rowsPerStatement rows
 // at a time: full groups through one prepared statement (tx's by
-// stmt.prefix, or prepared here for the call), the rest unprepared. When
+// stmt.key, or prepared here for the call), the rest unprepared. When
 // scan is not nil the statement returns rows (suffix ends in RETURNING …)
 // and scan is called for each. All rows have the same number of columns.
 func queryShared(ctx context.Context, tx writeTx, stmt rowStatement, shared []any, rows [][]any, scan func(*sql.Rows) error) error {
@@ -1136,7 +1167,7 @@ func queryShared(ctx context.Context, tx writeTx, stmt rowStatement, shared []an
 			continue
 		}
 		if full == nil {
-			if st := tx.full[stmt.prefix]; st != nil {
+			if st := tx.full[stmt.key()]; st != nil {
 				full = tx.StmtContext(ctx, st)
 			} else {
 				st, err := tx.PrepareContext(ctx, stmt.sql(len(shared), cols, rowsPerStatement))

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"LexicalIndex", testLexicalIndex},
 		{"LexicalCommitRejected", testLexicalCommitRejected},
+		{"LexicalNewAndStoredRows", testLexicalNewAndStoredRows},
 		{"JobGenerations", testJobGenerations},
 		{"AdvanceGenerationConcurrent", testAdvanceGenerationConcurrent},
 		{"RecordOrd", testRecordOrd},
@@ -840,6 +841,64 @@ func testLexicalIndex(t *testing.T, s state.Store) {
 	require.Zero(t, n)
 	_, got = lexicalTF(t, s, "p2", state.LexicalChunk, "proxi")
 	require.Equal(t, []string{"docs/a.txt/a#0 len=3 proxi=3"}, got)
+}
+
+// testLexicalNewAndStoredRows: rows of records stored by the same commit
+// (more than one multi-row statement's worth), of a record deleted and
+// stored again (SQLite may give it its old id) and of stored records,
+// new and replaced, in one commit; a record stored and deleted by one
+// commit keeps no rows.
+func testLexicalNewAndStoredRows(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	const n = 600
+	first := state.Commit{Pipeline: "p"}
+	for i := range n {
+		key := fmt.Sprintf("r%03d", i)
+		first.Records = append(first.Records, state.Record{Source: "t", Key: key, Hash: uint64(i + 1)})
+		first.LexicalUpserts = append(first.LexicalUpserts, lexRow("t", key, key, state.LexicalNode, fmt.Sprintf("alpha w%d", i)))
+	}
+	first.Records = append(first.Records, state.Record{Source: "t", Key: "last", Hash: 1})
+	first.LexicalUpserts = append(first.LexicalUpserts, lexRow("t", "last", "last", state.LexicalNode, "zeta"))
+	commit(t, s, first)
+	st, got := lexicalTF(t, s, "p", state.LexicalNode, "alpha", "w599", "zeta")
+	require.Equal(t, n+1, st.Rows)
+	require.Equal(t, map[string]int{"alpha": n, "w599": 1, "zeta": 1}, st.DF)
+	require.Contains(t, got, "t/r599/r599 len=2 alpha=1 w599=1")
+
+	// The record stored last goes; stored again, with new text, beside a
+	// new record, a replaced row and a new row of stored records.
+	commit(t, s, state.Commit{Pipeline: "p", DeleteRecords: []state.RecordRef{{Source: "t", Key: "last"}}})
+	commit(t, s, state.Commit{Pipeline: "p",
+		Records: []state.Record{{Source: "t", Key: "last", Hash: 2}, {Source: "t", Key: "new", Hash: 3}},
+		LexicalUpserts: []state.LexicalRow{
+			lexRow("t", "last", "last", state.LexicalNode, "omega"),
+			lexRow("t", "new", "new", state.LexicalNode, "omega omega"),
+			lexRow("t", "r000", "r000", state.LexicalNode, "beta"),
+			lexRow("t", "r001", "r001 › extra", state.LexicalNode, "beta gamma"),
+		}})
+	st, got = lexicalTF(t, s, "p", state.LexicalNode, "zeta", "omega", "beta", "alpha")
+	require.Equal(t, n+3, st.Rows)
+	require.Equal(t, map[string]int{"omega": 2, "beta": 2, "alpha": n - 1}, st.DF)
+	for _, want := range []string{"t/last/last len=1 omega=1", "t/new/new len=2 omega=2", "t/r000/r000 len=1 beta=1",
+		"t/r001/r001 › extra len=2 beta=1", "t/r001/r001 len=2 alpha=1"} {
+		require.Contains(t, got, want)
+	}
+
+	// Stored and deleted by one commit: the delete wins, rows included;
+	// then stored again by the next.
+	commit(t, s, state.Commit{Pipeline: "p", Records: []state.Record{{Source: "t", Key: "both", Hash: 4}},
+		LexicalUpserts: []state.LexicalRow{lexRow("t", "both", "both", state.LexicalNode, "delta")},
+		DeleteRecords:  []state.RecordRef{{Source: "t", Key: "both"}}})
+	st, _ = lexicalTF(t, s, "p", state.LexicalNode, "delta")
+	require.Equal(t, n+3, st.Rows)
+	require.Empty(t, st.DF)
+	commit(t, s, state.Commit{Pipeline: "p", Records: []state.Record{{Source: "t", Key: "both", Hash: 5}},
+		LexicalUpserts: []state.LexicalRow{lexRow("t", "both", "both", state.LexicalNode, "epsilon")}})
+	_, got = lexicalTF(t, s, "p", state.LexicalNode, "delta", "epsilon")
+	require.Equal(t, []string{"t/both/both len=1 epsilon=1"}, got)
+	count, err := s.LexicalCount(ctx, "p", "")
+	require.NoError(t, err)
+	require.Equal(t, n+4, count)
 }
 
 func testLexicalCommitRejected(t *testing.T, s state.Store) {
