@@ -435,7 +435,7 @@ const (
 				anchor = excluded.anchor, props = excluded.props, updated_at = excluded.updated_at,
 				origin_scope = excluded.origin_scope, origin_id = excluded.origin_id, ord = excluded.ord
 			RETURNING source, "key", id`
-	recordsUpsertCols   = 11
+	recordsUpsertCols   = 9 // own values per row: the pipeline and the time are shared
 	lexicalUpsertPrefix = `INSERT INTO lexical (doc, pipeline, source, record_key, record_id, node, kind, len) VALUES `
 	lexicalUpsertSuffix = `ON CONFLICT (record_id, node) DO UPDATE SET kind = excluded.kind, len = excluded.len
 			RETURNING doc, record_id, node`
@@ -444,7 +444,15 @@ const (
 	ftsInsertPrefix    = `INSERT INTO lexical_fts (rowid, text) VALUES `
 	ftsInsertCols      = 2
 	chunksInsertPrefix = `INSERT INTO chunks (pipeline, source, record_key, id, hash, text_hash, position, props) VALUES `
-	chunksInsertCols   = 8
+	chunksInsertCols   = 7 // own values per row: the pipeline is shared
+)
+
+// recordsUpsert and chunksInsert are the record and chunk statements of a
+// commit: the pipeline (?1) and, for records, the time (?2) are shared by
+// all rows.
+var (
+	recordsUpsert = rowStatement{recordsUpsertPrefix, `(?1, #, #, #, #, #, #, ?2, #, #, #)`, recordsUpsertSuffix}
+	chunksInsert  = rowStatement{chunksInsertPrefix, `(?1, #, #, #, #, #, #, #)`, ""}
 )
 
 // lexicalInsert inserts lexical rows that cannot exist yet (see
@@ -515,7 +523,7 @@ type writeTx struct {
 func (s *Store) fullStatements(ctx context.Context, c state.Commit) (map[string]*sql.Stmt, error) {
 	var want []fullStatement
 	if len(c.Records) >= rowsPerStatement {
-		want = append(want, fullStatement{rowStatement{recordsUpsertPrefix, "", recordsUpsertSuffix}, 0, recordsUpsertCols})
+		want = append(want, fullStatement{recordsUpsert, 2, recordsUpsertCols})
 	}
 	if len(c.LexicalUpserts) >= rowsPerStatement {
 		want = append(want, fullStatement{rowStatement{lexicalUpsertPrefix, "", lexicalUpsertSuffix}, 0, lexicalUpsertCols},
@@ -527,7 +535,7 @@ func (s *Store) fullStatements(ctx context.Context, c state.Commit) (map[string]
 		n += len(chs)
 	}
 	if n >= rowsPerStatement {
-		want = append(want, fullStatement{rowStatement{chunksInsertPrefix, "", ""}, 0, chunksInsertCols})
+		want = append(want, fullStatement{chunksInsert, 1, chunksInsertCols})
 	}
 	return s.prepareFull(ctx, want)
 }
@@ -588,9 +596,9 @@ func commitTx(ctx context.Context, tx writeTx, c state.Commit, now int64) error 
 	if len(c.Records) > 0 {
 		rows := make([][]any, len(c.Records))
 		for i, r := range c.Records {
-			rows[i] = []any{p, r.Source, r.Key, int64(r.Hash), int64(r.Fingerprint), r.Anchor, nullBytes(r.Props), now, r.Origin.Scope, r.Origin.ID, r.Ord}
+			rows[i] = []any{r.Source, r.Key, int64(r.Hash), int64(r.Fingerprint), r.Anchor, nullBytes(r.Props), r.Origin.Scope, r.Origin.ID, r.Ord}
 		}
-		err := queryRows(ctx, tx, recordsUpsertPrefix, recordsUpsertSuffix, rows, func(rs *sql.Rows) error {
+		err := queryShared(ctx, tx, recordsUpsert, []any{p, now}, rows, func(rs *sql.Rows) error {
 			var ref state.RecordRef
 			var id int64
 			if err := rs.Scan(&ref.Source, &ref.Key, &id); err != nil {
@@ -654,10 +662,10 @@ func commitTx(ctx context.Context, tx writeTx, c state.Commit, now int64) error 
 		var rows [][]any
 		for _, ref := range refs {
 			for _, ch := range c.ReplaceChunks[ref] {
-				rows = append(rows, []any{p, ref.Source, ref.Key, ch.ID, int64(ch.Hash), int64(ch.TextHash), ch.Position, nullBytes(ch.Props)})
+				rows = append(rows, []any{ref.Source, ref.Key, ch.ID, int64(ch.Hash), int64(ch.TextHash), ch.Position, nullBytes(ch.Props)})
 			}
 		}
-		if err := execRows(ctx, tx, chunksInsertPrefix, "", rows); err != nil {
+		if err := queryShared(ctx, tx, chunksInsert, []any{p}, rows, nil); err != nil {
 			return fmt.Errorf("insert chunks: %w", err)
 		}
 	}
