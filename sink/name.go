@@ -26,6 +26,9 @@ const MaxNameBytes = 256
 // by QuoteName. The error names the identifier (quoted with %q) and the
 // rule it breaks.
 func ValidName(s string) error {
+	if plainASCIIName(s) {
+		return nil
+	}
 	switch {
 	case s == "":
 		return errors.New("invalid name \"\": empty")
@@ -43,6 +46,23 @@ func ValidName(s string) error {
 		}
 	}
 	return nil
+}
+
+// plainASCIIName reports whether s is a non-empty name of at most
+// MaxNameBytes printable ASCII bytes, none of them a semicolon or a quote
+// character: valid UTF-8 without a control character (in ASCII, the bytes
+// below 0x20 and 0x7f), so ValidName accepts it without decoding runes.
+func plainASCIIName(s string) bool {
+	if s == "" || len(s) > MaxNameBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == ';', c == '\'', c == '"':
+			return false
+		}
+	}
+	return true
 }
 
 // QuoteName returns s as a backtick-quoted Cypher symbolic name, with each

@@ -40,6 +40,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kgsync/kgsync/sink"
@@ -102,6 +103,9 @@ type Sink struct {
 	standalone bool
 	closed     bool
 	buf        []byte // rendering buffer, reused by write
+	// sizeHint is the length of the last text Render produced, the
+	// capacity a rendering buffer starts with.
+	sizeHint atomic.Int64
 	// dirSynced is set once the directory entry of the open file is synced.
 	dirSynced bool
 }
@@ -432,20 +436,39 @@ func (s *Sink) Render(b *sink.Batch) (*Rendered, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cypherl write: %w", err)
 	}
-	buf, _ := buffers.Get().(*[]byte)
-	if buf == nil {
-		buf = new([]byte)
-	}
-	text, err := render((*buf)[:0], sts)
+	text, err := render(s.takeBuffer(), sts)
 	if err != nil {
-		buffers.Put(buf)
 		return nil, fmt.Errorf("cypherl write: %w", err)
 	}
+	s.sizeHint.Store(int64(len(text)))
 	return &Rendered{text: text, statements: len(sts)}, nil
 }
 
-// buffers are rendering buffers, reused across batches.
+// buffers are rendering buffers, reused across batches (a buffer a
+// garbage collection drops is not kept alive for an idle Sink).
 var buffers sync.Pool
+
+// takeBuffer returns an empty rendering buffer of at least the last
+// rendered text's size and an eighth, a reused one or a new one, so that a
+// batch like the last is rendered without growing its buffer.
+func (s *Sink) takeBuffer() []byte {
+	hint := int(min(s.sizeHint.Load()*9/8, maxKeptBuffer))
+	var buf []byte
+	if p, _ := buffers.Get().(*[]byte); p != nil {
+		buf = *p
+	}
+	return slices.Grow(buf[:0], hint)
+}
+
+// recycle gives text's buffer back for the next Render unless it is
+// larger than maxKeptBuffer.
+func (s *Sink) recycle(text []byte) {
+	if text == nil || cap(text) > maxKeptBuffer {
+		return
+	}
+	text = text[:0]
+	buffers.Put(&text)
+}
 
 // WriteRendered appends a rendered batch to the current file, opening one
 // if needed, flushes and syncs it (durable before state commits the batch:
@@ -454,10 +477,7 @@ var buffers sync.Pool
 // Stats{Statements: n, Batches: 1}.
 func (s *Sink) WriteRendered(ctx context.Context, r *Rendered) (sink.Stats, error) {
 	defer func() {
-		if cap(r.text) <= maxKeptBuffer {
-			text := r.text[:0]
-			buffers.Put(&text)
-		}
+		s.recycle(r.text)
 		r.text = nil
 	}()
 	if r.statements == 0 {

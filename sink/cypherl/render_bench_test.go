@@ -66,7 +66,6 @@ func BenchmarkRenderRows(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		text := r.text[:0]
-		buffers.Put(&text)
+		s.recycle(r.text)
 	}
 }
