@@ -11,9 +11,11 @@ import (
 	"github.com/kgsync/kgsync/state"
 )
 
-// TestWriterCacheGrowsWithWrites: the writer starts with the small page
-// cache and gets the big one once bigCacheAfter records were committed,
-// and keeps it.
+// TestWriterCacheGrowsWithWrites: the writer starts with the idle page
+// cache and keeps it through commits that write no record (a no-op run's
+// cursors and origins), gets the batch cache after the first record
+// written or deleted, the big one once bigCacheAfter were, and keeps it.
+// The readers keep their own size.
 func TestWriterCacheGrowsWithWrites(t *testing.T) {
 	ctx := t.Context()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "state.db"))
@@ -25,7 +27,16 @@ func TestWriterCacheGrowsWithWrites(t *testing.T) {
 		require.NoError(t, s.db.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&n))
 		return n
 	}
-	require.Equal(t, -writerCacheKiB, cache())
+	readerCache := func() int {
+		t.Helper()
+		var n int
+		require.NoError(t, s.rdb.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&n))
+		return n
+	}
+	require.Equal(t, -idleCacheKiB, cache())
+	require.Equal(t, -readerCacheKiB, readerCache())
+	require.NoError(t, s.Commit(ctx, state.Commit{Pipeline: "p", Cursors: map[string]string{"s": "c1"}}))
+	require.Equal(t, -idleCacheKiB, cache(), "a commit of a cursor only")
 	commit := func(from, n int) {
 		t.Helper()
 		recs := make([]state.Record, n)
@@ -34,12 +45,37 @@ func TestWriterCacheGrowsWithWrites(t *testing.T) {
 		}
 		require.NoError(t, s.Commit(ctx, state.Commit{Pipeline: "p", Records: recs}))
 	}
-	commit(0, bigCacheAfter-1)
+	commit(0, 1)
+	require.Equal(t, -writerCacheKiB, cache(), "after the first record")
+	commit(1, bigCacheAfter-3)
+	require.Equal(t, -writerCacheKiB, cache(), "two records short")
+	require.NoError(t, s.Commit(ctx, state.Commit{Pipeline: "p", DeleteRecords: []state.RecordRef{{Source: "s", Key: "0"}}}))
 	require.Equal(t, -writerCacheKiB, cache(), "one record short")
 	commit(bigCacheAfter, 1)
 	require.Equal(t, -bigCacheKiB, cache())
 	commit(bigCacheAfter+1, 1)
 	require.Equal(t, -bigCacheKiB, cache())
+	require.Equal(t, -readerCacheKiB, readerCache())
+}
+
+// TestDeletionRaisesWriterCache: a Store whose first commit deletes
+// records gets the batch cache too.
+func TestDeletionRaisesWriterCache(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(ctx, path)
+	require.NoError(t, err)
+	require.NoError(t, s.Commit(ctx, state.Commit{Pipeline: "p", Records: []state.Record{{Source: "s", Key: "k", Hash: 1, Fingerprint: 1}}}))
+	require.NoError(t, s.Close())
+	s, err = Open(ctx, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	var n int
+	require.NoError(t, s.db.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&n))
+	require.Equal(t, -idleCacheKiB, n, "reopened")
+	require.NoError(t, s.Commit(ctx, state.Commit{Pipeline: "p", DeleteRecords: []state.RecordRef{{Source: "s", Key: "k"}}}))
+	require.NoError(t, s.db.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&n))
+	require.Equal(t, -writerCacheKiB, n)
 }
 
 // TestEmbeddingsPutKeepsEqualVectors: a put over cached vectors (more than

@@ -49,10 +49,11 @@ type Store struct {
 	locks  map[*flock.Flock]struct{} // pipeline locks held by this Store
 	full   map[string]*sql.Stmt      // writer statements by rowStatement.key (fullStatements)
 	closed bool
-	// written counts the records committed through this Store until the
-	// writer's page cache is raised (bigCache; see raiseCache).
+	// written counts the records written or deleted through this Store; cacheKiB
+	// is the writer's page cache now (idleCacheKiB, then writerCacheKiB,
+	// then bigCacheKiB; see raiseCache).
 	written  int
-	bigCache bool
+	cacheKiB int
 }
 
 var _ state.Store = (*Store)(nil)
@@ -79,7 +80,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	s := &Store{db: db, path: abs, now: time.Now, locks: map[*flock.Flock]struct{}{}}
+	s := &Store{db: db, path: abs, now: time.Now, locks: map[*flock.Flock]struct{}{}, cacheKiB: idleCacheKiB}
 	if err := pingWaiting(ctx, db); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open sqlite state %s: %w", path, err)
@@ -127,35 +128,49 @@ func pingWaiting(ctx context.Context, db *sql.DB) error {
 // records and the embedding cache's look-ups, each beside the writer.
 const readConns = 2
 
-// Page caches of the writer, in KiB (the default is 2 MiB). The writer
-// starts with writerCacheKiB: enough for the pages a batch of changes
-// touches. Once a Store has committed bigCacheAfter records (a first sync
-// of a large table, a resync), its writer gets bigCacheKiB, enough to keep
+// Page caches, in KiB (SQLite's default is 2 MiB). The pure Go SQLite is
+// built with SQLITE_ENABLE_MEMORY_MANAGEMENT, under which every connection
+// of the process keeps its pages in one pool (pcache1 without separate
+// caches) bounded by the sum of the connections' cache sizes: a reader
+// scanning a large table fills whatever the writer does not hold, and each
+// page (4 KiB and about 300 bytes of header) takes an 8 KiB slot of the
+// driver's allocator (modernc.org/memory rounds to powers of two). A no-op
+// full listing of 1,000,000 Grist rows held 25 MB of pages in the readers
+// (the writer's 16 MiB and the readers' 2 × 4 MiB), 56 MB of allocator
+// memory, against 10 MB at 10,000 rows.
+//
+// So the writer starts with idleCacheKiB, which a run that writes no
+// records (a no-op, however many rows it compares) keeps. Once a Store has
+// written or deleted a record, its writer gets writerCacheKiB: enough for the pages
+// a batch of changes touches (the first batch of a run starts with a cold
+// cache either way). Once it has written bigCacheAfter records (a first
+// sync of a large table, a resync), it gets bigCacheKiB, enough to keep
 // the key index of a million records while they are written at random
-// places (5–8 % less CPU for a first sync of 1M rows than with 16 MiB, measured).
-// The cache grows as pages are read, so a Store that writes little holds
-// little memory either way.
+// places (5–8 % less CPU for a first sync of 1M rows than with 16 MiB,
+// measured). A reader has readerCacheKiB: it reads each page of a long
+// scan once, and the interior pages of an index fit.
 const (
+	idleCacheKiB   = 1 << 10
 	writerCacheKiB = 16 << 10
 	bigCacheKiB    = 64 << 10
 	bigCacheAfter  = 50_000
+	readerCacheKiB = 1 << 10
 )
 
 // dsn is the driver's name for the database file at abs: a file: URI (so
 // '?' and '#' in the path are escaped) with the connection's pragmas. The
-// writer's page cache is writerCacheKiB (raised by raiseCache), and it keeps
-// statement journals in memory; a reader (readOnly) has 4 MiB: it reads
-// each page of a long scan once.
+// writer's page cache is idleCacheKiB (raised by raiseCache), and it keeps
+// statement journals in memory; a reader (readOnly) has readerCacheKiB.
 func dsn(abs string, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
-		q.Add("_pragma", "cache_size(-4096)")
+		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", readerCacheKiB))
 	} else {
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")
-		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", writerCacheKiB))
+		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", idleCacheKiB))
 		q.Add("_pragma", "temp_store(MEMORY)")
 		// Checkpoint every 64 MiB of WAL, not every 4 MiB: a page a first
 		// sync writes again and again is copied into the database once per

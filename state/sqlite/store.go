@@ -487,23 +487,31 @@ func (s *Store) Commit(ctx context.Context, c state.Commit) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit %q: %w", c.Pipeline, err)
 	}
-	s.raiseCache(ctx, len(c.Records))
+	s.raiseCache(ctx, len(c.Records)+len(c.DeleteRecords))
 	return nil
 }
 
-// raiseCache counts n records committed and gives the writer its big page
-// cache (bigCacheKiB) once bigCacheAfter records were committed. A failure
-// leaves the cache as it was: it costs time, not correctness.
+// raiseCache counts n records written or deleted and raises the writer's
+// page cache to writerCacheKiB after the first, to bigCacheKiB after
+// bigCacheAfter (see idleCacheKiB). A failure leaves the cache as
+// it was: it costs time, not correctness.
 func (s *Store) raiseCache(ctx context.Context, n int) {
 	s.mu.Lock()
 	s.written += n
-	raise := !s.bigCache && s.written >= bigCacheAfter
+	want := s.cacheKiB
+	switch {
+	case s.written >= bigCacheAfter:
+		want = bigCacheKiB
+	case s.written > 0:
+		want = max(want, writerCacheKiB)
+	}
+	raise := want > s.cacheKiB
 	if raise {
-		s.bigCache = true
+		s.cacheKiB = want
 	}
 	s.mu.Unlock()
 	if raise {
-		_, _ = s.db.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size(-%d)", bigCacheKiB))
+		_, _ = s.db.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size(-%d)", want))
 	}
 }
 
