@@ -68,12 +68,13 @@ func (r *runner) startWriter(ctx context.Context) *batchWriter {
 //
 // A sink that renders batches apart from writing them (renderer) has the
 // batch rendered by whichever side would otherwise wait: the run renders
-// it here when the writer already holds writerDepth batches (it would wait
+// it here when the writer still holds writerDepth batches (it would wait
 // for the writer anyway), and hands it over unrendered when the writer
 // has room, which then renders it before writing. So rendering, a fifth
 // of a table batch's CPU, goes to the idle side: when preparing is the
 // slower half, it moves to the writer; when writing is, it stays here.
 func (w *batchWriter) submit(p *prepared) error {
+	w.collect()
 	if len(w.inflight) >= writerDepth && w.err == nil {
 		if err := w.r.render(p); err != nil {
 			return err
@@ -102,10 +103,25 @@ func (r *runner) render(p *prepared) error {
 	return err
 }
 
-// waitOne waits for the oldest batch in flight, counts it, reports
-// progress and publishes its documents to the review.
-func (w *batchWriter) waitOne() {
-	res := <-w.results
+// collect takes in the batches the writer has finished, without waiting:
+// a batch handed over is in flight until it is taken in, written or not.
+func (w *batchWriter) collect() {
+	for len(w.inflight) > 0 {
+		select {
+		case res := <-w.results:
+			w.done(res)
+		default:
+			return
+		}
+	}
+}
+
+// waitOne waits for the oldest batch in flight and takes it in (done).
+func (w *batchWriter) waitOne() { w.done(<-w.results) }
+
+// done takes in the oldest batch in flight, written with res: counts it,
+// reports progress and publishes its documents to the review.
+func (w *batchWriter) done(res writeResult) {
 	p := w.inflight[0]
 	w.inflight[0] = nil
 	w.inflight = w.inflight[1:]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/embed"
 	"github.com/kgsync/kgsync/embed/hashing"
 	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/sink"
@@ -22,43 +24,64 @@ import (
 	"github.com/kgsync/kgsync/state/sqlite"
 )
 
-// gatedCypherl is a CYPHERL sink whose first WriteRendered (batch 1's)
-// waits until Render has been called twice (or 10 s have passed), then
-// 300 ms more, and notes how many batches were rendered by then. The
-// writer, busy with batch 1, has room for one more: batch 2 is handed
-// over unrendered, and batch 3, which finds the writer full, is rendered
-// by the run before it waits.
-type gatedCypherl struct {
+// renderSpy is a CYPHERL sink that counts its Render calls and how many
+// of them the run made while handing a batch over (a caller in
+// batchWriter.submit) rather than the writer. With a gate, its first
+// WriteRendered (batch 1's) waits until Render has been called twice (or
+// 10 s have passed), then 300 ms more, and notes the counts by then.
+type renderSpy struct {
 	*cypherl.Sink
-	mu      sync.Mutex
-	renders int
-	two     chan struct{} // closed once renders reaches 2
-	writes  int
-	held    int // renders while batch 1 was held (-1: never reached 2)
+	gate     bool
+	mu       sync.Mutex
+	renders  int
+	bySubmit int
+	two      chan struct{} // closed once renders reaches 2
+	writes   int
+	held     int // renders while batch 1 was held (-1: never reached 2)
+	heldBy   int // of them, made by the run
 }
 
-func (g *gatedCypherl) Render(b *sink.Batch) (*cypherl.Rendered, error) {
+// calledFromSubmit reports whether the caller's stack holds the run's
+// hand-over of a batch.
+func calledFromSubmit() bool {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.Contains(f.Function, "(*batchWriter).submit") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+func (g *renderSpy) Render(b *sink.Batch) (*cypherl.Rendered, error) {
 	g.mu.Lock()
 	g.renders++
-	if g.renders == 2 {
+	if calledFromSubmit() {
+		g.bySubmit++
+	}
+	if g.renders == 2 && g.gate {
 		close(g.two)
 	}
 	g.mu.Unlock()
 	return g.Sink.Render(b)
 }
 
-func (g *gatedCypherl) WriteRendered(ctx context.Context, r *cypherl.Rendered) (sink.Stats, error) {
+func (g *renderSpy) WriteRendered(ctx context.Context, r *cypherl.Rendered) (sink.Stats, error) {
 	g.mu.Lock()
 	g.writes++
 	first := g.writes == 1
 	g.mu.Unlock()
-	if first {
+	if first && g.gate {
 		g.held = -1
 		select {
 		case <-g.two:
 			time.Sleep(300 * time.Millisecond)
 			g.mu.Lock()
-			g.held = g.renders
+			g.held, g.heldBy = g.renders, g.bySubmit
 			g.mu.Unlock()
 		case <-time.After(10 * time.Second):
 		}
@@ -66,16 +89,30 @@ func (g *gatedCypherl) WriteRendered(ctx context.Context, r *cypherl.Rendered) (
 	return g.Sink.WriteRendered(ctx, r)
 }
 
-// TestRenderGoesToTheIdleSide syncs a table in batches of 10 through a
-// CYPHERL sink twice: once with the sink's first write held (gatedCypherl),
-// once without. Held, the writer renders batch 1, the run hands batch 2
-// over unrendered (the writer has room) and renders batch 3 itself (the
-// writer is full), then waits: two renders, not three. Either way the
-// files hold the same bytes, every batch in order, each rendered once.
+// slowEmbedder takes 40 ms per call: preparing a batch takes longer than
+// writing it.
+type slowEmbedder struct{ embed.Embedder }
+
+func (s slowEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	time.Sleep(40 * time.Millisecond)
+	return s.Embedder.Embed(ctx, texts)
+}
+
+// TestRenderGoesToTheIdleSide syncs the first 100 rows of the corpus HS
+// table in batches of 10 through a CYPHERL sink three ways:
+//   - plainly;
+//   - with batch 1's write held (renderSpy's gate): the writer renders
+//     batch 1, the run hands batch 2 over unrendered (the writer has
+//     room) and renders batch 3 itself (the writer is full), then waits:
+//     two renders, one by the run, not three;
+//   - with an embedder slower than the writer: the writer is idle at each
+//     hand-over, finished batches are taken in first, so the writer
+//     renders every batch.
+//
+// The files hold the same bytes each way, each batch rendered once.
 func TestRenderGoesToTheIdleSide(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	// The first 100 rows of the corpus HS table: ten batches.
 	body, err := os.ReadFile(filepath.Join(tablesDir(t), "harmonized-system.csv"))
 	require.NoError(t, err)
 	lines := strings.SplitAfterN(string(body), "\n", 102)
@@ -88,19 +125,19 @@ func TestRenderGoesToTheIdleSide(t *testing.T) {
 	tok, err := chunker.NewTokenizer("cl100k_base")
 	require.NoError(t, err)
 	clock := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	run := func(gated bool) (files []string, g *gatedCypherl) {
+	run := func(gate, slow bool) (files []string, spy *renderSpy) {
 		store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
 		require.NoError(t, err)
 		defer store.Close()
 		cy, err := cypherl.New(t.TempDir(), "render", sink.Memgraph)
 		require.NoError(t, err)
-		var sk sink.Sink = cy
-		if gated {
-			g = &gatedCypherl{Sink: cy, two: make(chan struct{})}
-			sk = g
+		spy = &renderSpy{Sink: cy, gate: gate, two: make(chan struct{})}
+		var em embed.Embedder = hashing.New("hashing-v1", 32)
+		if slow {
+			em = slowEmbedder{em}
 		}
 		p := &pipeline.Pipeline{
-			Name: "render", Sources: []sources.Source{src}, Embedder: hashing.New("hashing-v1", 32), Sink: sk, Store: store,
+			Name: "render", Sources: []sources.Source{src}, Embedder: em, Sink: spy, Store: store,
 			Chunking:  chunker.Options{MaxTokens: 256, OverlapTokens: 32, Tokenizer: tok},
 			BatchSize: 10, MaxDeleteRatio: 0.3, Fingerprint: 1, Model: pipeline.NewModel(csvModel),
 			Now: func() time.Time { return clock },
@@ -114,12 +151,16 @@ func TestRenderGoesToTheIdleSide(t *testing.T) {
 			require.NoError(t, err)
 			files = append(files, string(body))
 		}
-		return files, g
+		require.Equal(t, 10, spy.writes)
+		require.Equal(t, spy.writes, spy.renders, "every batch rendered once")
+		return files, spy
 	}
-	plain, _ := run(false)
-	held, g := run(true)
+	plain, _ := run(false, false)
+	held, g := run(true, false)
 	require.Equal(t, 2, g.held, "batches rendered while batch 1 was being written")
-	require.Equal(t, 10, g.writes)
-	require.Equal(t, g.writes, g.renders, "every batch rendered once")
+	require.Equal(t, 1, g.heldBy, "of them, rendered by the run")
 	require.Equal(t, plain, held)
+	slow, s := run(false, true)
+	require.Zero(t, s.bySubmit, "batches rendered by the run while the writer was idle")
+	require.Equal(t, plain, slow)
 }
