@@ -219,6 +219,9 @@ type prepared struct {
 	anchors []string
 	// outs are the mapped records, published to the review once written.
 	outs []*recordOutput
+	// puts are the vectors embedded for the batch, stored by the writer
+	// before its write (heldVectors).
+	puts heldPuts
 	// rendered is b rendered by the sink ahead of its write (renderer;
 	// see batchWriter.submit), or nil: the writer renders it.
 	rendered *cypherl.Rendered
@@ -268,12 +271,14 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	}
 	slices.Sort(anchors)
 	anchors = slices.Compact(anchors)
-	vectors, outs, err := r.embedIsolated(ctx, source, outs)
+	// The batch's new vectors are held for its writer to store (heldVectors).
+	cache := &batchCache{inner: r.cache(), held: &r.held}
+	vectors, outs, err := r.embedIsolated(ctx, source, outs, cache)
 	if err != nil {
 		return nil, err
 	}
 	if len(outs) == 0 {
-		return &prepared{b: &sink.Batch{}, commit: state.Commit{Pipeline: r.p.Name, Cursors: cursors}}, nil
+		return &prepared{b: &sink.Batch{}, commit: state.Commit{Pipeline: r.p.Name, Cursors: cursors}, puts: cache.puts}, nil
 	}
 	b, commit := r.buildBatch(source, outs, vectors)
 	commit.Cursors = cursors
@@ -281,7 +286,7 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	if err := r.prepareReview(ctx, outs); err != nil {
 		return nil, err
 	}
-	return &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs}, nil
+	return &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs, puts: cache.puts}, nil
 }
 
 // unprocessed takes a record that will not be written out of the run's
@@ -301,15 +306,15 @@ func (r *runner) unprocessed(it item) {
 // document does not block the others; it returns the vectors and the
 // records left to write. Any other failure (the provider down, throttling,
 // a malformed answer) fails the batch, as every record would fail alike.
-func (r *runner) embedIsolated(ctx context.Context, source string, outs []*recordOutput) (map[uint64][]float32, []*recordOutput, error) {
-	vectors, err := r.embedChunks(ctx, outs)
+func (r *runner) embedIsolated(ctx context.Context, source string, outs []*recordOutput, c embed.Cache) (map[uint64][]float32, []*recordOutput, error) {
+	vectors, err := r.embedChunks(ctx, outs, c)
 	if err == nil || !embedRefused(err) {
 		return vectors, outs, err
 	}
 	vectors = map[uint64][]float32{}
 	kept := outs[:0:0]
 	for _, o := range outs {
-		v, err := r.embedChunks(ctx, []*recordOutput{o})
+		v, err := r.embedChunks(ctx, []*recordOutput{o}, c)
 		switch {
 		case err == nil:
 			maps.Copy(vectors, v)
@@ -522,8 +527,8 @@ func chunkProps(c chunker.Chunk, docID, next string, position int) map[string]an
 	}
 }
 
-// embedChunks embeds (or takes from the cache) the texts of the chunks to write.
-func (r *runner) embedChunks(ctx context.Context, outs []*recordOutput) (map[uint64][]float32, error) {
+// embedChunks embeds (or takes from cache) the texts of the chunks to write.
+func (r *runner) embedChunks(ctx context.Context, outs []*recordOutput, cache embed.Cache) (map[uint64][]float32, error) {
 	var texts []string
 	for _, o := range outs {
 		texts = append(texts, o.embedTexts()...)
@@ -532,7 +537,7 @@ func (r *runner) embedChunks(ctx context.Context, outs []*recordOutput) (map[uin
 	if len(texts) == 0 {
 		return vectors, nil
 	}
-	vecs, st, err := embed.EmbedAll(ctx, r.p.Embedder, r.cache(), texts)
+	vecs, st, err := embed.EmbedAll(ctx, r.p.Embedder, cache, texts)
 	r.counts().EmbedRequests += st.Calls
 	if err != nil {
 		r.counts().EmbedErrors++

@@ -62,6 +62,13 @@ func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 	return c.Embedder.Embed(ctx, texts)
 }
 
+// count returns the calls so far.
+func (c *countingEmbedder) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
 func (c *countingEmbedder) reset() (calls int, texts []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

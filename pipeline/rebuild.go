@@ -102,7 +102,7 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 		}
 		outs = append(outs, o)
 	}
-	vectors, err := r.embedChunks(ctx, outs)
+	vectors, err := r.embedChunks(ctx, outs, r.cache())
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,9 @@ type runner struct {
 	// every document (a run that stopped left it to do).
 	touched  map[string]bool
 	linksAll bool
+	// held are the vectors of batches handed to the writer, not yet
+	// stored (heldvectors.go).
+	held heldVectors
 }
 
 // maxBatchDocumentBytes ends a batch early once its documents hold this

@@ -12,8 +12,9 @@ import (
 // to write does not leave the writer idle (and the other way round).
 const writerDepth = 2
 
-// batchWriter writes prepared batches to the sink and state in a goroutine
-// of its own while the run reads, hashes, maps and embeds the next ones:
+// batchWriter writes prepared batches (their new vectors to the embedding
+// cache, then the sink and state) in a goroutine of its own while the run
+// reads, hashes, maps and embeds the next ones:
 // up to writerDepth batches are handed over and not yet written, so the two
 // halves of a run share the machine's cores. Batches are written in the
 // order they are submitted. The goroutine alone touches the runner's
@@ -39,8 +40,16 @@ func (r *runner) startWriter(ctx context.Context) *batchWriter {
 	go func() {
 		var failed error // after a failed write, later batches are not written
 		for p := range w.jobs {
+			// A batch's new vectors are stored first, even after a failed
+			// write: they were paid for, and the next run reuses them.
+			perr := r.storeHeld(ctx, p.puts)
 			if failed != nil {
 				w.results <- writeResult{err: failed}
+				continue
+			}
+			if perr != nil {
+				failed = perr
+				w.results <- writeResult{err: perr}
 				continue
 			}
 			st, err := r.ensureSchema(ctx, p.anchors)

@@ -1,0 +1,106 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/kgsync/kgsync/embed"
+)
+
+// heldVectors are the vectors embedded for batches handed to the batch
+// writer and not yet stored in the embedding cache: the writer stores a
+// batch's vectors (storeHeld) before anything else of the batch, so the run
+// goes on preparing the next batch instead of waiting for the state's one
+// writing connection, which the writer holds while it commits. A batch
+// prepared meanwhile finds here the vectors its texts share with the
+// batches ahead of it. Safe for concurrent use.
+type heldVectors struct {
+	mu sync.Mutex
+	m  map[string]map[uint64][]float32 // model → text hash → vector
+}
+
+// heldPuts are one batch's vectors by model, for the writer to store.
+type heldPuts map[string]map[uint64][]float32
+
+// batchCache is the embedding cache of one batch being prepared: it reads
+// the vectors held for the batches ahead, then inner; it holds what it is
+// given (held and puts) instead of storing it.
+type batchCache struct {
+	inner embed.Cache
+	held  *heldVectors
+	puts  heldPuts
+}
+
+var _ embed.Cache = (*batchCache)(nil)
+
+// EmbeddingsGet returns the held vectors of textHashes and asks inner for
+// the others.
+func (c *batchCache) EmbeddingsGet(ctx context.Context, model string, textHashes []uint64) (map[uint64][]float32, error) {
+	out := make(map[uint64][]float32, len(textHashes))
+	var ask []uint64
+	c.held.mu.Lock()
+	held := c.held.m[model]
+	for _, h := range textHashes {
+		if v, ok := held[h]; ok {
+			out[h] = v
+		} else {
+			ask = append(ask, h)
+		}
+	}
+	c.held.mu.Unlock()
+	if len(ask) == 0 {
+		return out, nil
+	}
+	got, err := c.inner.EmbeddingsGet(ctx, model, ask)
+	if err != nil {
+		return nil, err
+	}
+	for h, v := range got {
+		out[h] = v
+	}
+	return out, nil
+}
+
+// EmbeddingsPut holds vecs: the batch's writer stores them (storeHeld).
+func (c *batchCache) EmbeddingsPut(_ context.Context, model string, vecs map[uint64][]float32) error {
+	if len(vecs) == 0 {
+		return nil
+	}
+	if c.puts == nil {
+		c.puts = heldPuts{}
+	}
+	if c.puts[model] == nil {
+		c.puts[model] = make(map[uint64][]float32, len(vecs))
+	}
+	c.held.mu.Lock()
+	defer c.held.mu.Unlock()
+	if c.held.m == nil {
+		c.held.m = map[string]map[uint64][]float32{}
+	}
+	if c.held.m[model] == nil {
+		c.held.m[model] = map[uint64][]float32{}
+	}
+	for h, v := range vecs {
+		c.puts[model][h] = v
+		c.held.m[model][h] = v
+	}
+	return nil
+}
+
+// storeHeld stores a batch's held vectors in the embedding cache (the
+// store, or what --reembed makes of it) and lets them go from held once
+// stored. Errors name the model and the count, as EmbedAll's do.
+func (r *runner) storeHeld(ctx context.Context, puts heldPuts) error {
+	for model, vecs := range puts {
+		if err := r.cache().EmbeddingsPut(ctx, model, vecs); err != nil {
+			return fmt.Errorf("embeddings put (model %q, %d vectors): %w", model, len(vecs), err)
+		}
+		r.held.mu.Lock()
+		for h := range vecs {
+			delete(r.held.m[model], h)
+		}
+		r.held.mu.Unlock()
+	}
+	return nil
+}

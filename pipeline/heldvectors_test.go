@@ -1,0 +1,138 @@
+package pipeline_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/embed/hashing"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/sink/cypherl"
+	"github.com/kgsync/kgsync/sources"
+	"github.com/kgsync/kgsync/sources/csvtable"
+	"github.com/kgsync/kgsync/state"
+	"github.com/kgsync/kgsync/state/sqlite"
+)
+
+// oneWriterStore is a state store with one writing connection, as SQLite
+// has: commits and embedding cache writes take turns (conn). With a gate,
+// the first commit of a batch (the one with an intent) waits, holding
+// the connection, until the embedder has been called three times (or 10
+// s have passed), and notes the calls by then.
+type oneWriterStore struct {
+	state.Store
+	conn    sync.Mutex
+	calls   func() int
+	gated   bool
+	engaged chan struct{} // closed when the first batch's commit is held
+	seen    int           // embedder calls while it was held
+}
+
+func (s *oneWriterStore) Commit(ctx context.Context, c state.Commit) error {
+	s.conn.Lock()
+	defer s.conn.Unlock()
+	if c.Intent != nil && !s.gated {
+		s.gated = true
+		close(s.engaged)
+		deadline := time.Now().Add(10 * time.Second)
+		for s.calls() < 3 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		s.seen = s.calls()
+	}
+	return s.Store.Commit(ctx, c)
+}
+
+func (s *oneWriterStore) EmbeddingsPut(ctx context.Context, model string, vecs map[uint64][]float32) error {
+	s.conn.Lock()
+	defer s.conn.Unlock()
+	return s.Store.EmbeddingsPut(ctx, model, vecs)
+}
+
+// secondCallWaits is an embedder whose second call waits until engaged is
+// closed (or 10 s have passed): batch 2 is embedded once batch 1's commit
+// holds the writing connection.
+type secondCallWaits struct {
+	*countingEmbedder
+	engaged chan struct{}
+}
+
+func (e secondCallWaits) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if e.count() == 1 {
+		select {
+		case <-e.engaged:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	return e.countingEmbedder.Embed(ctx, texts)
+}
+
+// TestBatchVectorsAreStoredByTheWriter syncs 30 rows of the corpus HS
+// table in batches of 10: rows 1–20, then rows 11–15 under new keys and
+// rows 21–25. The store has one writing connection, and its first batch
+// commit is held: meanwhile (batch 2 is embedded only then) the run
+// embeds batches 2 and 3 (it does not wait for the connection to store
+// batch 2's vectors), and batch 3 finds
+// batch 2's vectors, held for the writer, not stored yet: no text is
+// embedded twice. After the run every vector is in the cache.
+func TestBatchVectorsAreStoredByTheWriter(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	body, err := os.ReadFile(filepath.Join(tablesDir(t), "harmonized-system.csv"))
+	require.NoError(t, err)
+	lines := strings.SplitAfterN(string(body), "\n", 27)
+	rows := append([]string{}, lines[:21]...) // header and rows 1–20: batches 1 and 2
+	for _, l := range lines[11:16] {          // rows 11–15 under new keys, then rows 21–25: batch 3
+		f := strings.SplitN(l, ",", 3)
+		rows = append(rows, f[0]+","+f[1]+"x,"+f[2])
+	}
+	rows = append(rows, lines[21:26]...)
+	path := filepath.Join(t.TempDir(), "hs.csv")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(rows, "")), 0o600))
+	src, err := csvtable.New("csv", csvtable.Config{Tables: []csvtable.Table{{
+		Path: path, Table: "hs_code", Key: "hscode",
+		Columns: map[string]string{"parent": "ref:hs_code", "level": "int"}}}}, nil)
+	require.NoError(t, err)
+	tok, err := chunker.NewTokenizer("cl100k_base")
+	require.NoError(t, err)
+	inner, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
+	require.NoError(t, err)
+	defer inner.Close()
+	cy, err := cypherl.New(t.TempDir(), "held", sink.Memgraph)
+	require.NoError(t, err)
+	defer cy.Close(ctx)
+	em := &countingEmbedder{Embedder: hashing.New("hashing-v1", 32)}
+	store := &oneWriterStore{Store: inner, calls: em.count, engaged: make(chan struct{})}
+	p := &pipeline.Pipeline{
+		Name: "held", Sources: []sources.Source{src}, Embedder: secondCallWaits{em, store.engaged}, Sink: cy, Store: store,
+		Chunking:  chunker.Options{MaxTokens: 256, OverlapTokens: 32, Tokenizer: tok},
+		BatchSize: 10, MaxDeleteRatio: 0.3, Fingerprint: 1, Model: pipeline.NewModel(csvModel),
+	}
+	res, err := p.Run(ctx, state.TriggerManual, pipeline.Mode{})
+	require.NoError(t, err)
+	require.Equal(t, 30, res.Run.Counts.RecordsNew)
+	require.Equal(t, 3, store.seen, "embedder calls while batch 1's commit held the writing connection")
+	_, texts := em.reset()
+	seen := map[string]bool{}
+	for _, text := range texts {
+		require.False(t, seen[text], "embedded twice: %q", text)
+		seen[text] = true
+	}
+	require.Len(t, texts, res.Run.Counts.ChunksEmbedded)
+	hashes := make([]uint64, 0, len(texts))
+	for _, text := range texts {
+		hashes = append(hashes, diff.TextHash(text))
+	}
+	cached, err := inner.EmbeddingsGet(ctx, em.Model(), hashes)
+	require.NoError(t, err)
+	require.Len(t, cached, len(hashes), "every vector is stored")
+}
