@@ -19,6 +19,22 @@ type Embedder interface {
 	Dimensions() int
 }
 
+// Local is implemented by an embedder that computes vectors in this
+// process, with no provider to pay or to wait for (the hashing embedder):
+// a vector of it lost before it is cached costs a recomputation, not a
+// provider request, so a run may cache its vectors later than it gets
+// them (the batch writer does, pipeline/heldvectors.go). Local reports
+// whether that holds.
+type Local interface {
+	Local() bool
+}
+
+// IsLocal reports whether e computes its vectors in this process (Local).
+func IsLocal(e Embedder) bool {
+	l, ok := e.(Local)
+	return ok && l.Local()
+}
+
 // Cache is the part of state that embed uses; every state.Store satisfies it.
 // Text hashes are xxhash64 of the exact embedded text (diff.TextHash).
 type Cache interface {

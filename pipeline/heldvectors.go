@@ -8,13 +8,16 @@ import (
 	"github.com/kgsync/kgsync/embed"
 )
 
-// heldVectors are the vectors embedded for batches handed to the batch
-// writer and not yet stored in the embedding cache: the writer stores a
-// batch's vectors (storeHeld) before anything else of the batch, so the run
-// goes on preparing the next batch instead of waiting for the state's one
-// writing connection, which the writer holds while it commits. A batch
-// prepared meanwhile finds here the vectors its texts share with the
-// batches ahead of it. Safe for concurrent use.
+// heldVectors are the vectors a local embedder (embed.Local) computed for
+// batches handed to the batch writer and not yet stored in the embedding
+// cache: the writer stores a batch's vectors (storeHeld) before anything
+// else of the batch, so the run goes on preparing the next batch instead
+// of waiting for the state's one writing connection, which the writer
+// holds while it commits. A batch prepared meanwhile finds here the
+// vectors its texts share with the batches ahead of it. A provider's
+// vectors are not held: each call's are stored as they come (EmbedAll),
+// so that a killed run has paid for at most one call it did not keep.
+// Safe for concurrent use.
 type heldVectors struct {
 	mu sync.Mutex
 	m  map[string]map[uint64][]float32 // model → text hash → vector

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/diff"
+	"github.com/kgsync/kgsync/embed"
 	"github.com/kgsync/kgsync/embed/hashing"
 	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/sink"
@@ -26,12 +27,13 @@ import (
 // oneWriterStore is a state store with one writing connection, as SQLite
 // has: commits and embedding cache writes take turns (conn). With a gate,
 // the first commit of a batch (the one with an intent) waits, holding
-// the connection, until the embedder has been called three times (or 10
-// s have passed), and notes the calls by then.
+// the connection, until the embedder has been called three times (or
+// wait has passed), and notes the calls by then.
 type oneWriterStore struct {
 	state.Store
 	conn    sync.Mutex
 	calls   func() int
+	wait    time.Duration
 	gated   bool
 	engaged chan struct{} // closed when the first batch's commit is held
 	seen    int           // embedder calls while it was held
@@ -43,7 +45,7 @@ func (s *oneWriterStore) Commit(ctx context.Context, c state.Commit) error {
 	if c.Intent != nil && !s.gated {
 		s.gated = true
 		close(s.engaged)
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(s.wait)
 		for s.calls() < 3 && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -60,11 +62,14 @@ func (s *oneWriterStore) EmbeddingsPut(ctx context.Context, model string, vecs m
 
 // secondCallWaits is an embedder whose second call waits until engaged is
 // closed (or 10 s have passed): batch 2 is embedded once batch 1's commit
-// holds the writing connection.
+// holds the writing connection. It is local (embed.Local) when local is.
 type secondCallWaits struct {
 	*countingEmbedder
 	engaged chan struct{}
+	local   bool
 }
+
+func (e secondCallWaits) Local() bool { return e.local }
 
 func (e secondCallWaits) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	if e.count() == 1 {
@@ -86,6 +91,16 @@ func (e secondCallWaits) Embed(ctx context.Context, texts []string) ([][]float32
 // embedded twice. After the run every vector is in the cache.
 func TestBatchVectorsAreStoredByTheWriter(t *testing.T) {
 	t.Parallel()
+	require.True(t, embed.IsLocal(hashing.New("hashing-v1", 32)))
+	t.Run("local", func(t *testing.T) { t.Parallel(); heldVectorsRun(t, true) })
+	t.Run("provider", func(t *testing.T) { t.Parallel(); heldVectorsRun(t, false) })
+}
+
+// heldVectorsRun is TestBatchVectorsAreStoredByTheWriter with a local
+// embedder or not: a provider's vectors are stored as they come, so the
+// run waits for the connection to store batch 2's (two calls while batch
+// 1's commit is held, not three).
+func heldVectorsRun(t *testing.T, local bool) {
 	ctx := t.Context()
 	body, err := os.ReadFile(filepath.Join(tablesDir(t), "harmonized-system.csv"))
 	require.NoError(t, err)
@@ -111,16 +126,26 @@ func TestBatchVectorsAreStoredByTheWriter(t *testing.T) {
 	require.NoError(t, err)
 	defer cy.Close(ctx)
 	em := &countingEmbedder{Embedder: hashing.New("hashing-v1", 32)}
-	store := &oneWriterStore{Store: inner, calls: em.count, engaged: make(chan struct{})}
+	// A local run must reach three calls; a provider's must not, and a
+	// second is enough to see it does not.
+	wait := 10 * time.Second
+	if !local {
+		wait = time.Second
+	}
+	store := &oneWriterStore{Store: inner, calls: em.count, wait: wait, engaged: make(chan struct{})}
 	p := &pipeline.Pipeline{
-		Name: "held", Sources: []sources.Source{src}, Embedder: secondCallWaits{em, store.engaged}, Sink: cy, Store: store,
+		Name: "held", Sources: []sources.Source{src}, Embedder: secondCallWaits{em, store.engaged, local}, Sink: cy, Store: store,
 		Chunking:  chunker.Options{MaxTokens: 256, OverlapTokens: 32, Tokenizer: tok},
 		BatchSize: 10, MaxDeleteRatio: 0.3, Fingerprint: 1, Model: pipeline.NewModel(csvModel),
 	}
 	res, err := p.Run(ctx, state.TriggerManual, pipeline.Mode{})
 	require.NoError(t, err)
 	require.Equal(t, 30, res.Run.Counts.RecordsNew)
-	require.Equal(t, 3, store.seen, "embedder calls while batch 1's commit held the writing connection")
+	want := 3
+	if !local {
+		want = 2
+	}
+	require.Equal(t, want, store.seen, "embedder calls while batch 1's commit held the writing connection")
 	_, texts := em.reset()
 	seen := map[string]bool{}
 	for _, text := range texts {

@@ -271,9 +271,15 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	}
 	slices.Sort(anchors)
 	anchors = slices.Compact(anchors)
-	// The batch's new vectors are held for its writer to store (heldVectors).
+	// A local embedder's new vectors are held for the batch's writer to
+	// store (heldVectors); a provider's are stored as soon as they come,
+	// so that a run killed later pays for them once.
 	cache := &batchCache{inner: r.cache(), held: &r.held}
-	vectors, outs, err := r.embedIsolated(ctx, source, outs, cache)
+	var c embed.Cache = cache
+	if !embed.IsLocal(r.p.Embedder) {
+		c = r.cache()
+	}
+	vectors, outs, err := r.embedIsolated(ctx, source, outs, c)
 	if err != nil {
 		return nil, err
 	}

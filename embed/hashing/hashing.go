@@ -77,6 +77,10 @@ func New(model string, dimensions int) *Embedder {
 // Model returns "hashing/<model>/<dims>", e.g. "hashing/hashing-v1/384".
 func (e *Embedder) Model() string { return fmt.Sprintf("hashing/%s/%d", e.model, e.dims) }
 
+// Local reports true: the vectors are computed in this process
+// (embed.Local).
+func (e *Embedder) Local() bool { return true }
+
 // Dimensions returns the vector length given to New.
 func (e *Embedder) Dimensions() int { return e.dims }
 
