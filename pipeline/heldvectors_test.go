@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sink/cypherl"
 	"github.com/kgsync/kgsync/sources"
-	"github.com/kgsync/kgsync/sources/csvtable"
 	"github.com/kgsync/kgsync/state"
 	"github.com/kgsync/kgsync/state/sqlite"
 )
@@ -102,21 +100,13 @@ func TestBatchVectorsAreStoredByTheWriter(t *testing.T) {
 // 1's commit is held, not three).
 func heldVectorsRun(t *testing.T, local bool) {
 	ctx := t.Context()
-	body, err := os.ReadFile(filepath.Join(tablesDir(t), "harmonized-system.csv"))
-	require.NoError(t, err)
-	lines := strings.SplitAfterN(string(body), "\n", 27)
+	lines := hsLines(t, 25)
 	rows := append([]string{}, lines[:21]...) // header and rows 1–20: batches 1 and 2
 	for _, l := range lines[11:16] {          // rows 11–15 under new keys, then rows 21–25: batch 3
 		f := strings.SplitN(l, ",", 3)
 		rows = append(rows, f[0]+","+f[1]+"x,"+f[2])
 	}
-	rows = append(rows, lines[21:26]...)
-	path := filepath.Join(t.TempDir(), "hs.csv")
-	require.NoError(t, os.WriteFile(path, []byte(strings.Join(rows, "")), 0o600))
-	src, err := csvtable.New("csv", csvtable.Config{Tables: []csvtable.Table{{
-		Path: path, Table: "hs_code", Key: "hscode",
-		Columns: map[string]string{"parent": "ref:hs_code", "level": "int"}}}}, nil)
-	require.NoError(t, err)
+	src := hsSource(t, append(rows, lines[21:26]...))
 	tok, err := chunker.NewTokenizer("cl100k_base")
 	require.NoError(t, err)
 	inner, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"))

@@ -98,6 +98,30 @@ func (s slowEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, e
 	return s.Embedder.Embed(ctx, texts)
 }
 
+// hsLines returns the corpus HS table's header line and its first n rows,
+// each line with its line end.
+func hsLines(t *testing.T, n int) []string {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join(tablesDir(t), "harmonized-system.csv"))
+	require.NoError(t, err)
+	lines := strings.SplitAfterN(string(body), "\n", n+2)
+	require.Greater(t, len(lines), n+1)
+	return lines[:n+1]
+}
+
+// hsSource is a CSV source of lines (a header and HS table rows) written
+// to a file: table hs_code keyed by hscode, parent a reference.
+func hsSource(t *testing.T, lines []string) sources.Source {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hs.csv")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "")), 0o600))
+	src, err := csvtable.New("csv", csvtable.Config{Tables: []csvtable.Table{{
+		Path: path, Table: "hs_code", Key: "hscode",
+		Columns: map[string]string{"parent": "ref:hs_code", "level": "int"}}}}, nil)
+	require.NoError(t, err)
+	return src
+}
+
 // TestRenderGoesToTheIdleSide syncs the first 100 rows of the corpus HS
 // table in batches of 10 through a CYPHERL sink three ways:
 //   - plainly;
@@ -113,15 +137,8 @@ func (s slowEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, e
 func TestRenderGoesToTheIdleSide(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	body, err := os.ReadFile(filepath.Join(tablesDir(t), "harmonized-system.csv"))
-	require.NoError(t, err)
-	lines := strings.SplitAfterN(string(body), "\n", 102)
-	path := filepath.Join(t.TempDir(), "hs.csv")
-	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines[:101], "")), 0o600))
-	src, err := csvtable.New("csv", csvtable.Config{Tables: []csvtable.Table{{
-		Path: path, Table: "hs_code", Key: "hscode",
-		Columns: map[string]string{"parent": "ref:hs_code", "level": "int"}}}}, nil)
-	require.NoError(t, err)
+	lines := hsLines(t, 100)
+	src := hsSource(t, lines)
 	tok, err := chunker.NewTokenizer("cl100k_base")
 	require.NoError(t, err)
 	clock := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
