@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/kgsync/kgsync/internal/offheap"
 )
 
 // keyFilter is a Bloom filter of strings that grows with what it holds (a
@@ -24,9 +26,14 @@ const (
 	bloomBitsKey  = 10
 )
 
+// newBloomPart makes a part for capacity keys; its bits live outside the
+// Go heap (offheap.Words), where they count once, not toward the garbage
+// collector's heap goal.
 func newBloomPart(capacity int) *bloomPart {
 	words := (capacity*bloomBitsKey + 63) / 64
-	return &bloomPart{bits: make([]uint64, words), limit: capacity}
+	p := &bloomPart{limit: capacity}
+	p.bits = offheap.Words(p, words)
+	return p
 }
 
 func (p *bloomPart) positions(h uint64, f func(bit uint64)) {

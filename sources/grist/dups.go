@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/kgsync/kgsync/internal/offheap"
 )
 
 // Repeated keys in a full listing, in memory that does not grow with the
@@ -186,7 +188,10 @@ type bloom struct {
 	parts []*bloomPart
 }
 
-// bloomPart's bit count is a power of two (mask is it minus one).
+// bloomPart's bit count is a power of two (mask is it minus one). Its
+// bits live outside the Go heap (offheap.Words): a listing of a million
+// keys holds 4 MB of them, which on the heap would count twice toward the
+// garbage collector's goal.
 type bloomPart struct {
 	bits     []uint64
 	mask     uint64
@@ -211,7 +216,9 @@ func (b *bloom) add(key string) {
 			c = 2 * b.parts[len(b.parts)-1].limit
 		}
 		nbits := uint64(c * bloomBitsKey) // a power of two: both factors are
-		b.parts = append(b.parts, &bloomPart{bits: make([]uint64, nbits/64), mask: nbits - 1, limit: c})
+		p := &bloomPart{mask: nbits - 1, limit: c}
+		p.bits = offheap.Words(p, int(nbits/64))
+		b.parts = append(b.parts, p)
 	}
 	p := b.parts[len(b.parts)-1]
 	h := xxhash.Sum64String(key)
