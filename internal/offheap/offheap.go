@@ -6,6 +6,12 @@
 // live (GOGC=100), so it costs up to twice its size in resident memory,
 // and it grows with the table. Mapped outside the heap, it costs its own
 // size. Only arrays without Go pointers may live there.
+//
+// The collector does not see the mapped memory, so it does not run any
+// sooner for it: a mapping is released at the first collection after its
+// owner became unreachable, and the runtime collects at least every two
+// minutes (its forced GC period), so a daemon's finished listings hold
+// their mappings for at most that long.
 package offheap
 
 import (
