@@ -10,7 +10,7 @@
 // The collector does not see the mapped memory, so it does not run any
 // sooner for it: a mapping is released at the first collection after its
 // owner became unreachable, and the runtime collects at least every two
-// minutes (its forced GC period), so a daemon's finished listings hold
+// minutes (forcegcperiod in runtime/proc.go), so a daemon's finished listings hold
 // their mappings for at most that long.
 package offheap
 
