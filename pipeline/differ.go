@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kgsync/kgsync/internal/bloom"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
 )
@@ -111,7 +112,7 @@ type differ struct {
 	// listed holds every key matched so far (a Bloom filter): once the
 	// stream is exhausted, a key not in the window, the sets or listed is
 	// certainly new, without a look-up (a first sync makes none).
-	listed  keyFilter
+	listed  bloom.Filter // the default sizing: 10 bits a key, 1 % false positives
 	sureNew map[string]bool
 
 	// kept are key prefixes of parts of the listing that could not be
@@ -268,7 +269,7 @@ func (d *differ) page(ctx context.Context, pg *sources.Page) (recs, from []match
 		if d.known(k) {
 			return
 		}
-		if !d.partial && d.exhausted && len(d.jumped) == 0 && !d.listed.mayContain(k) {
+		if !d.partial && d.exhausted && len(d.jumped) == 0 && !d.listed.MayContain(k) {
 			// Every stored record not listed yet is in memory: a key
 			// there is not, listed for the first time, is new.
 			d.sureNew[k] = true
@@ -350,7 +351,7 @@ func (d *differ) page(ctx context.Context, pg *sources.Page) (recs, from []match
 func (d *differ) consume(ctx context.Context, key, next string, looked map[string]state.RecordEntry, asked map[string]bool) (match, error) {
 	m, err := d.match(ctx, key, next, looked, asked)
 	if err == nil && !m.dup {
-		d.listed.add(key)
+		d.listed.Add(key)
 	}
 	return m, err
 }

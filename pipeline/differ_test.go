@@ -229,25 +229,3 @@ func TestDifferLargerThanWindow(t *testing.T) {
 	moved, _ = differRound(t, rnd, st, slices.Compact(cur), false)
 	require.Zero(t, moved, "in order again")
 }
-
-// TestKeyFilter: no key added is ever missed, across the filter's
-// growth; about 1 % of the others are false positives.
-func TestKeyFilter(t *testing.T) {
-	t.Parallel()
-	var f keyFilter
-	const n = 300_000
-	for i := range n {
-		f.add(fmt.Sprintf("in:%d", i))
-	}
-	for i := range n {
-		require.True(t, f.mayContain(fmt.Sprintf("in:%d", i)))
-	}
-	fp := 0
-	for i := range 100_000 {
-		if f.mayContain(fmt.Sprintf("out:%d", i)) {
-			fp++
-		}
-	}
-	require.Less(t, fp, 5_000, "false positives among 100,000 (%d parts)", len(f.parts))
-	t.Logf("%d false positives among 100,000", fp)
-}

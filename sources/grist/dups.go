@@ -9,9 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
-
-	"github.com/kgsync/kgsync/internal/offheap"
+	"github.com/kgsync/kgsync/internal/bloom"
 )
 
 // Repeated keys in a full listing, in memory that does not grow with the
@@ -29,12 +27,19 @@ import (
 
 // dupCheck is what a full listing of one keyed table knows of its keys.
 type dupCheck struct {
-	listed bloom
+	listed bloom.Filter // dupFilter: 4 bytes a key
 	// first is the smallest row id holding a key, for the keys asked for.
 	first map[string]int64
 }
 
-func newDupCheck() *dupCheck { return &dupCheck{first: map[string]int64{}} }
+// dupFilter sizes the filter of listed keys: 32 bits and 22 probes a
+// key, about 2 × 10⁻⁷ false positives a part (a few in 1,000,000 keys
+// over the chain), each of which costs a question to Grist.
+var dupFilter = bloom.Params{BitsPerKey: 32, Hashes: 22, FirstCap: 1 << 14}
+
+func newDupCheck() *dupCheck {
+	return &dupCheck{listed: bloom.Filter{Params: dupFilter}, first: map[string]int64{}}
+}
 
 // repeated returns the ids of rows whose key an earlier row holds.
 func (r *run) repeated(ctx context.Context, dc *dupCheck, t *table, rows []row) (map[int64]bool, error) {
@@ -49,12 +54,12 @@ func (r *run) repeated(ctx context.Context, dc *dupCheck, t *table, rows []row) 
 		if _, known := dc.first[k]; known || asked[k] {
 			continue
 		}
-		if dc.listed.mayContain(k) {
+		if dc.listed.MayContain(k) {
 			asked[k] = true
 			ask = append(ask, v)
 			continue
 		}
-		dc.listed.add(k)
+		dc.listed.Add(k)
 	}
 	if i := slices.IndexFunc(t.Cols, func(c column) bool { return c.Name == t.KeyCol }); i >= 0 && len(ask) > 0 {
 		c := t.Cols[i]
@@ -178,68 +183,4 @@ func (s *Source) rowsWithValues(ctx context.Context, t *table, c column, vals []
 		}
 	}
 	return nil
-}
-
-// bloom is a Bloom filter of strings that grows with what it holds: a
-// chain of parts, each twice the capacity of the last, at least
-// bloomBitsKey bits a key (4 bytes; a few false positives in 1,000,000
-// keys over the chain).
-type bloom struct {
-	parts []*bloomPart
-}
-
-// bloomPart's bit count is a power of two (mask is it minus one). Its
-// bits live outside the Go heap (offheap.Words): a listing of a million
-// keys holds 4 MB of them, which on the heap would count twice toward the
-// garbage collector's goal.
-type bloomPart struct {
-	bits     []uint64
-	mask     uint64
-	n, limit int
-}
-
-const (
-	bloomHashes   = 22
-	bloomFirstCap = 1 << 14
-	bloomBitsKey  = 32
-)
-
-// probe returns the i-th bit position of hash h (double hashing).
-func (p *bloomPart) probe(h uint64, i uint64) uint64 {
-	return (h + i*(h>>33|h<<31|1)) & p.mask
-}
-
-func (b *bloom) add(key string) {
-	if len(b.parts) == 0 || b.parts[len(b.parts)-1].n >= b.parts[len(b.parts)-1].limit {
-		c := bloomFirstCap
-		if len(b.parts) > 0 {
-			c = 2 * b.parts[len(b.parts)-1].limit
-		}
-		nbits := uint64(c * bloomBitsKey) // a power of two: both factors are
-		p := &bloomPart{mask: nbits - 1, limit: c}
-		p.bits = offheap.Words(p, int(nbits/64))
-		b.parts = append(b.parts, p)
-	}
-	p := b.parts[len(b.parts)-1]
-	h := xxhash.Sum64String(key)
-	for i := range uint64(bloomHashes) {
-		bit := p.probe(h, i)
-		p.bits[bit/64] |= 1 << (bit % 64)
-	}
-	p.n++
-}
-
-// mayContain reports whether key may have been added; false is certain.
-func (b *bloom) mayContain(key string) bool {
-	h := xxhash.Sum64String(key)
-parts:
-	for _, p := range b.parts {
-		for i := range uint64(bloomHashes) {
-			if bit := p.probe(h, i); p.bits[bit/64]&(1<<(bit%64)) == 0 {
-				continue parts
-			}
-		}
-		return true
-	}
-	return false
 }

@@ -9,27 +9,23 @@ import (
 
 // TestBloom: every key added is reported (no false negatives), across the
 // parts the filter grows by; keys never added are almost never reported,
-// and the filter stays about bloomBitsKey bits a key.
+// and the filter stays about dupFilter's bits a key.
 func TestBloom(t *testing.T) {
 	t.Parallel()
-	var b bloom
+	b := newDupCheck().listed
 	const n = 300_000
 	fp := 0
 	for i := range n {
 		k := "HSCodes:" + strconv.Itoa(i)
-		if b.mayContain(k) {
+		if b.MayContain(k) {
 			fp++ // not added yet: a false positive
 		}
-		b.add(k)
+		b.Add(k)
 	}
 	for i := range n {
-		require.True(t, b.mayContain("HSCodes:"+strconv.Itoa(i)), "key %d", i)
+		require.True(t, b.MayContain("HSCodes:"+strconv.Itoa(i)), "key %d", i)
 	}
-	require.Greater(t, len(b.parts), 1, "the filter grew")
+	require.Greater(t, b.Parts(), 1, "the filter grew")
 	require.LessOrEqual(t, fp, 3, "false positives among %d new keys", n)
-	bytes := 0
-	for _, p := range b.parts {
-		bytes += 8 * len(p.bits)
-	}
-	require.LessOrEqual(t, bytes, 2*n*bloomBitsKey/8+bloomFirstCap*bloomBitsKey/8)
+	require.LessOrEqual(t, b.Bytes(), 2*n*dupFilter.BitsPerKey/8+dupFilter.FirstCap*dupFilter.BitsPerKey/8)
 }
