@@ -91,6 +91,15 @@ func (c *batchCache) EmbeddingsPut(_ context.Context, model string, vecs map[uin
 	return nil
 }
 
+// heldPuts returns the vectors c holds for its batch's writer; nil for a
+// nil c (a provider's batch, whose vectors are stored as they come).
+func (c *batchCache) heldPuts() heldPuts {
+	if c == nil {
+		return nil
+	}
+	return c.puts
+}
+
 // storeHeld stores a batch's held vectors in the embedding cache (the
 // store, or what --reembed makes of it) and lets them go from held once
 // stored. Errors name the model and the count, as EmbedAll's do.

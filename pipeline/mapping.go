@@ -274,17 +274,18 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	// A local embedder's new vectors are held for the batch's writer to
 	// store (heldVectors); a provider's are stored as soon as they come,
 	// so that a run killed later pays for them once.
-	cache := &batchCache{inner: r.cache(), held: &r.held}
-	var c embed.Cache = cache
-	if !embed.IsLocal(r.p.Embedder) {
-		c = r.cache()
+	var cache embed.Cache = r.cache()
+	var held *batchCache
+	if embed.IsLocal(r.p.Embedder) {
+		held = &batchCache{inner: cache, held: &r.held}
+		cache = held
 	}
-	vectors, outs, err := r.embedIsolated(ctx, source, outs, c)
+	vectors, outs, err := r.embedIsolated(ctx, source, outs, cache)
 	if err != nil {
 		return nil, err
 	}
 	if len(outs) == 0 {
-		return &prepared{b: &sink.Batch{}, commit: state.Commit{Pipeline: r.p.Name, Cursors: cursors}, puts: cache.puts}, nil
+		return &prepared{b: &sink.Batch{}, commit: state.Commit{Pipeline: r.p.Name, Cursors: cursors}, puts: held.heldPuts()}, nil
 	}
 	b, commit := r.buildBatch(source, outs, vectors)
 	commit.Cursors = cursors
@@ -292,7 +293,7 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	if err := r.prepareReview(ctx, outs); err != nil {
 		return nil, err
 	}
-	return &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs, puts: cache.puts}, nil
+	return &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs, puts: held.heldPuts()}, nil
 }
 
 // unprocessed takes a record that will not be written out of the run's

@@ -40,8 +40,9 @@ func (r *runner) startWriter(ctx context.Context) *batchWriter {
 	go func() {
 		var failed error // after a failed write, later batches are not written
 		for p := range w.jobs {
-			// A batch's new vectors are stored first, even after a failed
-			// write: they were paid for, and the next run reuses them.
+			// A batch's held vectors are stored first, even after a failed
+			// write: the next run reuses them instead of computing them
+			// again.
 			perr := r.storeHeld(ctx, p.puts)
 			if failed != nil {
 				w.results <- writeResult{err: failed}
