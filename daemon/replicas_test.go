@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/config"
@@ -143,34 +145,51 @@ func TestReplicaTakesOverFromDeadHolder(t *testing.T) {
 	t.Parallel()
 	dsn, schema := pgtest.Schema(t)
 	pipelines := []config.Pipeline{{Name: "p", TimeZone: "UTC"}}
+	// r1's run returns once it is cancelled and r2 has started the run
+	// that took it over. r1 works one run at a time (one pipeline), so
+	// until then it cannot fetch the new job itself, as a dead process
+	// would not: with its store closed its lock attempt would fail and
+	// River would retry the job only after the retry back-off (10 s).
+	taken := make(chan struct{})
+	var takenOnce sync.Once
+	release := func() { takenOnce.Do(func() { close(taken) }) }
 	r1 := startReplica(t, dsn, schema, pipelines, func(ctx context.Context, _ string) error {
 		<-ctx.Done()
+		<-taken
 		return ctx.Err()
 	})
+	t.Cleanup(release) // before r1's cleanup, which waits for its run
 	q, err := r1.d.Trigger(t.Context(), "p", ModeFull, state.TriggerManual)
 	require.NoError(t, err)
 	select {
 	case <-r1.runner.calls:
-	case <-time.After(waitFor):
+	case <-time.After(longWait):
 		t.Fatal("r1 did not start the run")
 	}
-	// r2 starts while r1 holds the lock: it must not run p.
+	// r2 starts while r1 holds the lock: once r2's watch has seen the job
+	// running, it must neither run p nor take the job over for twice the
+	// time a take-over of a job with a free lock takes.
 	r2 := startReplica(t, dsn, schema, pipelines, nil)
+	require.Eventually(t, func() bool { return metricValue(r2.d.m.jobs.WithLabelValues("p", "running")) == 1 },
+		longWait, time.Millisecond, "r2's watch never saw the job running")
 	select {
 	case c := <-r2.runner.calls:
 		t.Fatalf("r2 ran %+v while r1 held the lock", c)
-	case <-time.After(100 * time.Millisecond): // five polls of r2
+	case <-time.After(2 * takeOverAfter):
 	}
+	require.Zero(t, metricValue(r2.d.m.takeovers.WithLabelValues("p")), "r2 took the job over while r1 held the lock")
 	// r1 "dies": its store, and with it the session holding the lock, closes.
 	require.NoError(t, r1.store.Close())
 	select {
 	case c := <-r2.runner.calls:
 		require.Equal(t, "p", c.name)
 		require.Equal(t, ModeFull, c.mode, "the dead job's mode")
-	case <-time.After(3 * waitFor):
+	case <-time.After(longWait):
 		t.Fatal("r2 did not take over")
 	}
+	release()
 	settled(t, r2.d)
+	require.Equal(t, 1.0, metricValue(r2.d.m.takeovers.WithLabelValues("p")))
 	j, err := lookupJob(t.Context(), r2.d.jobs, q.Job.ID)
 	require.NoError(t, err)
 	require.NotEqual(t, q.Job.ID, j.ID, "the dead job's id leads to the job that took it over")
@@ -180,6 +199,19 @@ func TestReplicaTakesOverFromDeadHolder(t *testing.T) {
 	old, err := r2.d.jobs.get(t.Context(), q.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, "cancelled", string(old.State), "the live first replica's job was cancelled, not retried")
+}
+
+// metricValue is the value of a gauge or counter (NaN when it cannot be
+// read, which no comparison in a test accepts).
+func metricValue(m prometheus.Metric) float64 {
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		return math.NaN()
+	}
+	if c := out.GetCounter(); c != nil {
+		return c.GetValue()
+	}
+	return out.GetGauge().GetValue()
 }
 
 func testLogger(t *testing.T) *slog.Logger {
