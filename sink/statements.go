@@ -26,9 +26,9 @@ type Options struct {
 	// sink inlines every parameter) rather than sent to a driver: values
 	// are checked as for a driver, with the same errors, but property maps
 	// and keep lists are the batch's own, not copied or normalised (a
-	// []float32 stays a []float32, an int an int), since a literal writes
-	// either form the same. The batch must not change while the
-	// statements are in use.
+	// []float32 stays a []float32, which a literal writes at float32
+	// precision; an int stays an int, written as an int64 is). The batch
+	// must not change while the statements are in use.
 	Inline bool
 }
 

@@ -81,7 +81,14 @@ func TestLiteralNumbers(t *testing.T) {
 		{1.5e-7, "1.5e-07"},
 		{math.MaxFloat64, "1.7976931348623157e308"},
 		{math.SmallestNonzeroFloat64, "5e-324"},
-		{float32(0.1), "0.10000000149011612"},
+		// A float32 takes the fewest digits that read back as the same
+		// float32 (what an f32 vector index holds), not its float64's 17.
+		{float32(0.1), "0.1"},
+		{float32(1e-9), "1e-09"},
+		{float32(16777217), "1.6777216e07"},
+		{float32(math.MaxFloat32), "3.4028235e38"},
+		{float32(2.5), "2.5"},
+		{float32(-3), "-3.0"},
 		{int64(42), "42"},
 		{int64(-7), "-7"},
 		{int64(math.MaxInt64), "9223372036854775807"},
@@ -96,6 +103,11 @@ func TestLiteralNumbers(t *testing.T) {
 		require.Equal(t, tt.want, got, "%v", tt.in)
 		back, err := crashtest.ParseWholeLiteral(got)
 		require.NoError(t, err, got)
+		if f, ok := tt.in.(float32); ok {
+			require.IsType(t, float64(0), back, got)
+			require.Equal(t, f, float32(back.(float64)), "round trip of %s", got)
+			continue
+		}
 		require.Equal(t, generic(tt.in), back, "round trip of %s", got)
 	}
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
@@ -194,8 +206,10 @@ func goldenBatch() *sink.Batch {
 // $pipeline inlined, every node matched by id and its owning pipeline;
 // strings are double-quoted with DUMP's escapes (\" \' \\ \n), so the ';'
 // inside the title sits inside a string that mgconsole skips; floats keep a
-// '.' (-1.0) or an exponent without '+', and float32 vector values are
-// widened exactly (0.1f is 0.10000000149011612); the three Chunk upserts are
+// '.' (-1.0) or an exponent without '+', and float32 vector values take
+// the fewest digits that read back as the same float32 (0.1f is 0.1, not
+// its float64's 0.10000000149011612; 1e-9f is 1e-09), which is what an f32
+// vector index holds (§4); the three Chunk upserts are
 // split 2 + 1; the NEXT edge has no properties and so no SET (§12: with
 // --storage-properties-on-edges off even SET e += {} fails);
 // vector-indexes.cypherl sorts last and drops (a notification when

@@ -93,9 +93,13 @@ func isParamByte(c byte) bool {
 //   - nil as null, bools as true / false;
 //   - integers in decimal (math.MinInt64, which has no literal, as
 //     (-9223372036854775807 - 1));
-//   - floats with strconv 'g' and the shortest precision that round-trips,
-//     with "e+" written "e" and ".0" added when the text would otherwise read
-//     as an integer, since Memgraph's lexer accepts E '-'? digits only
+//   - floats with strconv 'g' and the shortest precision that round-trips
+//     at the value's own size: a float32 (an embedding's component) as the
+//     shortest decimal that reads back as the same float32, about half the
+//     digits of its float64 form, which is what Memgraph's vector index
+//     holds of it (scalar_kind f32, the default; docs/memgraph.md §4); "e+"
+//     is written "e" and ".0" added when the text would otherwise read as
+//     an integer, since Memgraph's lexer accepts E '-'? digits only
 //     (CypherLexer.g4 FloatingLiteral); NaN and ±Inf are errors;
 //   - strings (valid UTF-8) in double quotes escaped like Memgraph's DUMP (\\ \' \" \b \f
 //     \n \r \t; docs/memgraph.md §7), plus \uXXXX for the other control
@@ -148,9 +152,9 @@ func (w *literalWriter) appendLiteral(dst []byte, v any) ([]byte, error) {
 	case int64:
 		dst = appendInt(dst, v)
 	case float32:
-		return appendFloat(dst, float64(v))
+		return appendFloat(dst, float64(v), 32)
 	case float64:
-		return appendFloat(dst, v)
+		return appendFloat(dst, v, 64)
 	case string:
 		return appendString(dst, v)
 	case []float32:
@@ -283,7 +287,9 @@ func appendInt(dst []byte, i int64) []byte {
 
 var errNonFinite = errors.New("NaN and infinite floats have no Cypher literal")
 
-func appendFloat(dst []byte, f float64) ([]byte, error) {
+// appendFloat appends f, which has bitSize bits (32: a float32 widened),
+// as Literal writes it.
+func appendFloat(dst []byte, f float64, bitSize int) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return dst, errNonFinite
 	}
@@ -294,7 +300,7 @@ func appendFloat(dst []byte, f float64) ([]byte, error) {
 		return append(dst, "0.0"...), nil
 	}
 	start := len(dst)
-	dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+	dst = strconv.AppendFloat(dst, f, 'g', -1, bitSize)
 	num := dst[start:]
 	if i := bytes.Index(num, []byte("e+")); i >= 0 {
 		dst = append(dst[:start+i+1], num[i+2:]...)
@@ -306,11 +312,16 @@ func appendFloat(dst []byte, f float64) ([]byte, error) {
 	return dst, nil
 }
 
-// appendFloats appends the list literal of v, each value by appendFloat.
+// appendFloats appends the list literal of v, each value by appendFloat at
+// T's size.
 // A value equal to one of the last few written is copied from where it
 // was written: vectors repeat values (a hashing embedder's are multiples
 // of one weight, zeros apart).
 func appendFloats[T float32 | float64](dst []byte, v []T) ([]byte, error) {
+	bitSize := 64
+	if _, ok := any(T(0)).(float32); ok {
+		bitSize = 32
+	}
 	type written struct {
 		bits       uint64
 		start, end int
@@ -336,7 +347,7 @@ func appendFloats[T float32 | float64](dst []byte, v []T) ([]byte, error) {
 		}
 		start := len(dst)
 		var err error
-		if dst, err = appendFloat(dst, f); err != nil {
+		if dst, err = appendFloat(dst, f, bitSize); err != nil {
 			return dst, fmt.Errorf("[%d]: %w", i, err)
 		}
 		if f != 0 {

@@ -32,13 +32,13 @@ func refAppendLiteral(dst []byte, v any) ([]byte, error) {
 	case int64:
 		dst = refAppendInt(dst, v)
 	case float32:
-		return refAppendFloat(dst, float64(v))
+		return refAppendFloatSize(dst, float64(v), 32)
 	case float64:
 		return refAppendFloat(dst, v)
 	case string:
 		return refAppendString(dst, v)
 	case []float32:
-		return refAppendList(dst, v, func(dst []byte, f float32) ([]byte, error) { return refAppendFloat(dst, float64(f)) })
+		return refAppendList(dst, v, func(dst []byte, f float32) ([]byte, error) { return refAppendFloatSize(dst, float64(f), 32) })
 	case []float64:
 		return refAppendList(dst, v, refAppendFloat)
 	case []int64:
@@ -88,12 +88,16 @@ func refAppendInt(dst []byte, i int64) []byte {
 
 var refErrNonFinite = errors.New("NaN and infinite floats have no Cypher literal")
 
-func refAppendFloat(dst []byte, f float64) ([]byte, error) {
+func refAppendFloat(dst []byte, f float64) ([]byte, error) { return refAppendFloatSize(dst, f, 64) }
+
+// refAppendFloatSize writes f, of bitSize bits, with the fewest digits
+// that read back as the same value at that size.
+func refAppendFloatSize(dst []byte, f float64, bitSize int) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return dst, refErrNonFinite
 	}
 	start := len(dst)
-	dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+	dst = strconv.AppendFloat(dst, f, 'g', -1, bitSize)
 	num := dst[start:]
 	if i := bytes.Index(num, []byte("e+")); i >= 0 {
 		dst = append(dst[:start+i+1], num[i+2:]...)
