@@ -747,7 +747,10 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
 			Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
 		})
-		commit.ReplaceChunks[ref] = o.states
+		if len(o.states) > 0 || o.it.found {
+			// A record state does not hold has no chunks to replace.
+			commit.ReplaceChunks[ref] = o.states
+		}
 	}
 	var gone, rows int
 	for _, o := range outs {
