@@ -127,11 +127,18 @@ func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 	}
 
 	// NodeUpserts; create-only placeholders first, so that a record's own
-	// upsert in the same batch wins.
+	// upsert in the same batch wins. A placeholder of a node the batch
+	// upserts in full, or of one an earlier placeholder creates, is left
+	// out: it would create nothing (every node upsert runs before the
+	// edges that need the node).
 	nodes, placeholders := map[string][]any{}, map[string][]any{}
+	needed := neededPlaceholders(b.NodeUpserts)
 	for i, n := range b.NodeUpserts {
 		if err := checkRef(NodeRef{Label: n.Label, ID: n.ID}); err != nil {
 			return nil, fmt.Errorf("%s: row %d: %w", KindUpsertNodes, i, err)
+		}
+		if n.CreateOnly && needed != nil && !needed[i] {
+			continue
 		}
 		props, err := o.props(d, n.Props)
 		if err != nil {
@@ -476,4 +483,37 @@ func boolCmp(a, b bool) int {
 		return -1
 	}
 	return 1
+}
+
+// neededPlaceholders marks the create-only upserts of ns that may create a
+// node: the first of each node that no full upsert of ns names. It is nil
+// when ns has no create-only upsert (every row is needed).
+func neededPlaceholders(ns []NodeUpsert) []bool {
+	placeholders := 0
+	for _, n := range ns {
+		if n.CreateOnly {
+			placeholders++
+		}
+	}
+	if placeholders == 0 {
+		return nil
+	}
+	seen := make(map[NodeRef]struct{}, len(ns))
+	for _, n := range ns {
+		if !n.CreateOnly {
+			seen[NodeRef{Label: n.Label, ID: n.ID}] = struct{}{}
+		}
+	}
+	needed := make([]bool, len(ns))
+	for i, n := range ns {
+		if !n.CreateOnly {
+			continue
+		}
+		ref := NodeRef{Label: n.Label, ID: n.ID}
+		if _, ok := seen[ref]; !ok {
+			seen[ref] = struct{}{}
+			needed[i] = true
+		}
+	}
+	return needed
 }

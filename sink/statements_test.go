@@ -368,3 +368,52 @@ func TestStatementsFirstBadProperty(t *testing.T) {
 		}
 	}
 }
+
+// TestStatementsPlaceholdersOncePerNode: a create-only placeholder is
+// written for a node only once a batch, and not at all when the batch
+// upserts the node in full (that upsert creates it, and every node upsert
+// runs before the edges that need it), in both dialects and whatever the
+// order of the rows.
+func TestStatementsPlaceholdersOncePerNode(t *testing.T) {
+	t.Parallel()
+	ph := func(label, id string) NodeUpsert {
+		return NodeUpsert{Label: label, ID: id, Props: map[string]any{"_placeholder": true}, CreateOnly: true}
+	}
+	full := func(label, id string) NodeUpsert {
+		return NodeUpsert{Label: label, ID: id, Props: map[string]any{"name": id}}
+	}
+	b := &Batch{
+		NodeUpserts: []NodeUpsert{
+			ph("Code", "01"), full("Code", "0101"), ph("Code", "01"), ph("Code", "0101"),
+			full("Code", "01"), // named by two placeholders before it
+			ph("Code", "02"), ph("Code", "02"), ph("Unit", "02"), ph("Code", "03"), full("Unit", "kg"),
+		},
+		EdgeUpserts: []EdgeUpsert{{Type: "PARENT", From: NodeRef{Label: "Code", ID: "0101"}, To: NodeRef{Label: "Code", ID: "01"}}},
+	}
+	for _, d := range []Dialect{Memgraph, Neo4j} {
+		sts, err := Statements(d, b, Options{Pipeline: "tables", RowsPerStatement: 100})
+		require.NoError(t, err)
+		var created, merged []string
+		for _, st := range sts {
+			if st.Kind != KindUpsertNodes {
+				continue
+			}
+			for _, r := range st.Params["rows"].([]any) {
+				id := st.Target + "/" + r.(map[string]any)["id"].(string)
+				if strings.Contains(st.Query, "ON CREATE SET") {
+					created = append(created, id)
+				} else {
+					merged = append(merged, id)
+				}
+			}
+		}
+		require.Equal(t, []string{"Code/02", "Code/03", "Unit/02"}, created, d.Name())
+		require.Equal(t, []string{"Code/0101", "Code/01", "Unit/kg"}, merged, d.Name())
+	}
+
+	// A batch of placeholders only keeps one of each.
+	sts, err := Statements(Memgraph, &Batch{NodeUpserts: []NodeUpsert{ph("Code", "9"), ph("Code", "9")}}, Options{Pipeline: "tables"})
+	require.NoError(t, err)
+	require.Len(t, sts, 1)
+	require.Len(t, sts[0].Params["rows"], 1)
+}
