@@ -151,3 +151,71 @@ func heldVectorsRun(t *testing.T, local bool) {
 	require.NoError(t, err)
 	require.Len(t, cached, len(hashes), "every vector is stored")
 }
+
+// askCountingStore counts the text hashes the run asks the embedding
+// cache for.
+type askCountingStore struct {
+	state.Store
+	mu    sync.Mutex
+	asked map[uint64]int
+}
+
+func (s *askCountingStore) EmbeddingsGet(ctx context.Context, model string, hashes []uint64) (map[uint64][]float32, error) {
+	s.mu.Lock()
+	for _, h := range hashes {
+		s.asked[h]++
+	}
+	s.mu.Unlock()
+	return s.Store.EmbeddingsGet(ctx, model, hashes)
+}
+
+// TestRecentVectorsAreNotAskedAgain syncs 70 rows of the corpus HS table
+// in batches of 10 with a local embedder: rows 1–60, then rows 1–10 again
+// under new keys. Batch 7's texts are batch 1's, stored five batches
+// before: the run finds their vectors among the recent ones it keeps, and
+// asks the embedding cache for no text hash twice; nothing is embedded
+// twice either.
+func TestRecentVectorsAreNotAskedAgain(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	lines := hsLines(t, 60)
+	rows := append([]string{}, lines...)
+	for _, l := range lines[1:11] {
+		f := strings.SplitN(l, ",", 3)
+		rows = append(rows, f[0]+","+f[1]+"again,"+f[2])
+	}
+	tok, err := chunker.NewTokenizer("cl100k_base")
+	require.NoError(t, err)
+	inner, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
+	require.NoError(t, err)
+	defer inner.Close()
+	cy, err := cypherl.New(t.TempDir(), "recent", sink.Memgraph)
+	require.NoError(t, err)
+	defer cy.Close(ctx)
+	em := &countingEmbedder{Embedder: hashing.New("hashing-v1", 32)}
+	store := &askCountingStore{Store: inner, asked: map[uint64]int{}}
+	p := &pipeline.Pipeline{
+		Name: "recent", Sources: []sources.Source{hsSource(t, rows)}, Embedder: localEmbedder{em}, Sink: cy, Store: store,
+		Chunking:  chunker.Options{MaxTokens: 256, OverlapTokens: 32, Tokenizer: tok},
+		BatchSize: 10, MaxDeleteRatio: 0.3, Fingerprint: 1, Model: pipeline.NewModel(csvModel),
+	}
+	res, err := p.Run(ctx, state.TriggerManual, pipeline.Mode{})
+	require.NoError(t, err)
+	require.Equal(t, 70, res.Run.Counts.RecordsNew)
+	require.NotEmpty(t, store.asked)
+	for h, n := range store.asked {
+		require.Equal(t, 1, n, "text hash %x asked of the embedding cache %d times", h, n)
+	}
+	_, texts := em.reset()
+	seen := map[string]bool{}
+	for _, text := range texts {
+		require.False(t, seen[text], "embedded twice: %q", text)
+		seen[text] = true
+	}
+}
+
+// localEmbedder is a counting embedder that is local (embed.Local), as the
+// hashing embedder it wraps is.
+type localEmbedder struct{ *countingEmbedder }
+
+func (localEmbedder) Local() bool { return true }
