@@ -172,10 +172,13 @@ func dsn(abs string, readOnly bool) string {
 		q.Add("_pragma", "synchronous(NORMAL)")
 		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", idleCacheKiB))
 		q.Add("_pragma", "temp_store(MEMORY)")
-		// Checkpoint every 64 MiB of WAL, not every 4 MiB: a page a first
-		// sync writes again and again is copied into the database once per
-		// checkpoint; the WAL is cut back to that size afterwards.
-		q.Add("_pragma", "wal_autocheckpoint(16384)")
+		// Checkpoint every 256 MiB of WAL, not every 4 MiB: a page a first
+		// sync writes again and again (the key index of a large table, at
+		// random places) is copied into the database once per checkpoint
+		// (a first sync of 1M rows: 7.8 → 6.7 GB written, 7–14 % less wall
+		// time than every 64 MiB, measured); the WAL is cut back to 64 MiB
+		// afterwards.
+		q.Add("_pragma", "wal_autocheckpoint(65536)")
 		q.Add("_pragma", "journal_size_limit(67108864)")
 		q.Set("_txlock", "immediate")
 	}
