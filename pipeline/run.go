@@ -732,6 +732,11 @@ func (x rowIndex) RowKeysOf(ctx context.Context, scope string, ids []int64) (map
 	return x.oi.RecordOriginsOf(ctx, x.pipeline, x.source, scope, ids)
 }
 
+// MaxRowID is sources.RowIDBound over state.
+func (x rowIndex) MaxRowID(ctx context.Context, scope string) (int64, error) {
+	return x.oi.MaxRecordOrigin(ctx, x.pipeline, x.source, scope)
+}
+
 func stateOrigin(o sources.Origin) state.Origin { return state.Origin{Scope: o.Scope, ID: o.ID} }
 
 // warn logs a source's warnings and keeps them with the run, once each.

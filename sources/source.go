@@ -204,6 +204,15 @@ type RowIndex interface {
 	RowKeysOf(ctx context.Context, scope string, ids []int64) (map[int64]string, error)
 }
 
+// RowIDBound is a RowIndex that also knows the largest row id it holds a
+// record of in a scope (0: none). A source asks it before a scan of a
+// table: a row of the scan with a larger id is not stored (only a row's
+// own record has its id, and the scan lists it once), so it needs no
+// RowKeysOf; a first sync asks none.
+type RowIDBound interface {
+	MaxRowID(ctx context.Context, scope string) (int64, error)
+}
+
 // IndexedReader is a Source that reads better knowing what state
 // remembers of its rows: it resolves references and notices changed keys
 // from idx. The pipeline calls ReadIndexed instead of Read when the state

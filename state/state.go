@@ -169,6 +169,12 @@ type OriginIndex interface {
 	// index, a query per few hundred ids, so a source asks for a page of
 	// rows at a time, never a whole scope.
 	RecordOriginsOf(ctx context.Context, pipeline, source, scope string, ids []int64) (map[int64]string, error)
+	// MaxRecordOrigin returns the largest Origin.ID of the records of a
+	// pipeline's source in scope, 0 when it holds none (or scope is ""):
+	// one look-up at the end of the origin index. A source knows from it
+	// that a row with a larger id is not stored, without asking
+	// RecordOriginsOf (sources.RowIDBound).
+	MaxRecordOrigin(ctx context.Context, pipeline, source, scope string) (int64, error)
 }
 
 // RecordPos is a place in a source's listing order: records sort by Ord,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,10 +18,11 @@ import (
 // pageIndex is a sources.RowIndex over a map that counts the questions
 // asked and their size.
 type pageIndex struct {
-	mu    sync.Mutex
-	keys  map[string]map[int64]string // scope -> id -> key
-	asked int                         // RowKeysOf calls
-	most  int                         // most ids in one call
+	mu     sync.Mutex
+	keys   map[string]map[int64]string // scope -> id -> key
+	asked  int                         // RowKeysOf calls
+	most   int                         // most ids in one call
+	topAsk int64                       // the largest id asked for
 }
 
 func (x *pageIndex) RowKeysOf(_ context.Context, scope string, ids []int64) (map[int64]string, error) {
@@ -30,11 +32,30 @@ func (x *pageIndex) RowKeysOf(_ context.Context, scope string, ids []int64) (map
 	x.most = max(x.most, len(ids))
 	out := map[int64]string{}
 	for _, id := range ids {
+		x.topAsk = max(x.topAsk, id)
 		if k, ok := x.keys[scope][id]; ok {
 			out[id] = k
 		}
 	}
 	return out, nil
+}
+
+// boundedIndex is a pageIndex that tells the largest id it holds of a
+// scope (sources.RowIDBound), counting the questions.
+type boundedIndex struct {
+	*pageIndex
+	bounds int
+}
+
+func (x *boundedIndex) MaxRowID(_ context.Context, scope string) (int64, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.bounds++
+	var top int64
+	for id := range x.keys[scope] {
+		top = max(top, id)
+	}
+	return top, nil
 }
 
 func readIndexed(t *testing.T, src *grist.Source, cursor string, idx sources.RowIndex) listing {
@@ -217,4 +238,57 @@ func TestIncrementalAsksStatePerRow(t *testing.T) {
 	require.Equal(t, []string{"Codes:c02"}, linkOf(t, l2.records["Items:2"]))
 	require.Len(t, l2.records, 3)
 	require.LessOrEqual(t, idx.most, 7)
+}
+
+// TestFullListingAsksStateUpToItsBound: with an index that tells the
+// largest row id it holds (sources.RowIDBound), a full listing asks state
+// for the stored keys of rows up to that id only, once a table is asked
+// the bound: a key changed on a row state holds is renamed, one changed
+// on a row above the bound is new; a first sync (an empty index) asks for
+// no row at all and lists what a listing without an index lists.
+func TestFullListingAsksStateUpToItsBound(t *testing.T) {
+	s := codesDoc(t)
+	src := codesSource(t, s)
+	l := readAll(t, src, "")
+	require.NoError(t, l.err)
+	// State holds Items and Codes rows 1–20 (as after a first sync cut
+	// short).
+	all := indexOf(l)
+	idx := &boundedIndex{pageIndex: &pageIndex{keys: map[string]map[int64]string{}}}
+	for scope, ids := range all.keys {
+		idx.keys[scope] = map[int64]string{}
+		for id, k := range ids {
+			if !strings.HasPrefix(k, "Codes:") || id <= 20 {
+				idx.keys[scope][id] = k
+			}
+		}
+	}
+	s.UpdateRows("Codes", map[int64]map[string]any{52: {"code": "c52new"}, 3: {"code": "c03new"}})
+	l2 := readIndexed(t, codesSource(t, s), "", idx)
+	require.NoError(t, l2.err)
+	renamed := map[string]string{}
+	for _, pg := range l2.pages {
+		for k, v := range pg.Renamed {
+			renamed[k] = v
+		}
+	}
+	require.Equal(t, map[string]string{"Codes:c03new": "Codes:c03"}, renamed, "row 52 is above the bound: not stored, so new")
+	require.Contains(t, l2.records, "Codes:c52new")
+	require.Equal(t, 2, idx.bounds, "one bound a table")
+	// Items' one page, and the Codes pages holding rows 1–20 (1–7, 8–14,
+	// 15–21); no row above 20 asked for.
+	require.Equal(t, 4, idx.asked)
+	require.LessOrEqual(t, idx.topAsk, int64(20))
+
+	first := &boundedIndex{pageIndex: &pageIndex{keys: map[string]map[int64]string{}}}
+	l3 := readIndexed(t, codesSource(t, s), "", first)
+	require.NoError(t, l3.err)
+	require.Zero(t, first.asked, "a first sync asks state for no row")
+	plain := readAll(t, codesSource(t, s), "")
+	require.NoError(t, plain.err)
+	require.Equal(t, len(plain.records), len(l3.records))
+	for k, r := range plain.records {
+		require.Equal(t, r.Links, l3.records[k].Links, k)
+		require.Equal(t, r.Origin, l3.records[k].Origin, k)
+	}
 }

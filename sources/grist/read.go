@@ -39,6 +39,11 @@ type run struct {
 	keys map[string]*keyTable // by current tableId
 	att  map[int64]map[string]any
 	dups map[string]*dupCheck // full listings: the keyed table being listed
+	// bounds are, by tableId, the largest row id state held a record of
+	// when the table's scan began (scanBound): a scan lists a row once, and
+	// only a row's own record has its id as origin, so a row of the scan
+	// with a larger id is not stored, and storedKeysOf does not ask.
+	bounds map[string]int64
 }
 
 // keyTable resolves the row ids of a table keyed by a column to key values.
@@ -59,7 +64,7 @@ type keyTable struct {
 const keyCachePages = 8
 
 func (s *Source) newRun(si *schemaInfo, idx sources.RowIndex, full bool) *run {
-	return &run{s: s, si: si, idx: idx, full: full, keys: map[string]*keyTable{}, dups: map[string]*dupCheck{}}
+	return &run{s: s, si: si, idx: idx, full: full, keys: map[string]*keyTable{}, dups: map[string]*dupCheck{}, bounds: map[string]int64{}}
 }
 
 // keyColumnOf returns the key column name configured for the table whose
@@ -166,13 +171,39 @@ func (r *run) storedKeys(ctx context.Context, t *table, ids []int64) (map[int64]
 	return m, nil
 }
 
-// storedKeysOf is storedKeys for the ids of rows.
+// storedKeysOf is storedKeys for the ids of rows, asking only for those
+// up to the scan's bound (scanBound), when it has one.
 func (r *run) storedKeysOf(ctx context.Context, t *table, rows []row) (map[int64]string, error) {
-	ids := make([]int64, len(rows))
-	for i, rw := range rows {
-		ids[i] = rw.id
+	bound, bounded := r.bounds[t.ID]
+	ids := make([]int64, 0, len(rows))
+	for _, rw := range rows {
+		if !bounded || rw.id <= bound {
+			ids = append(ids, rw.id)
+		}
+	}
+	if len(ids) == 0 && r.idx != nil && t.Ref != 0 {
+		return map[int64]string{}, nil
 	}
 	return r.storedKeys(ctx, t, ids)
+}
+
+// scanBound takes, as t's bound for the scan about to begin, the largest
+// row id of t state holds a record of, when the index can tell
+// (sources.RowIDBound); otherwise t has none, and storedKeysOf asks for
+// every row. It runs before the scan's first page, so no row of the scan
+// is stored yet.
+func (r *run) scanBound(ctx context.Context, t *table) error {
+	delete(r.bounds, t.ID)
+	b, ok := r.idx.(sources.RowIDBound)
+	if !ok || t.Ref == 0 {
+		return nil
+	}
+	top, err := b.MaxRowID(ctx, scopeOf(t))
+	if err != nil {
+		return fmt.Errorf("grist document %s table %s: largest stored row id: %w", r.s.cfg.DocID, t.ID, err)
+	}
+	r.bounds[t.ID] = top
+	return nil
 }
 
 // knownKeys fills kt with the stored keys of ids that kt does not know
@@ -255,6 +286,9 @@ func (s *Source) readFull(ctx context.Context, si *schemaInfo, idx sources.RowIn
 	for _, t := range si.tables {
 		if t.KeyCol != "" {
 			r.dups[t.ID] = newDupCheck()
+		}
+		if err := r.scanBound(ctx, t); err != nil {
+			return err
 		}
 		tag, err := s.scanTable(ctx, t, func(rows []row) error {
 			pg, err := r.page(ctx, t, rows)
@@ -699,6 +733,9 @@ func (s *Source) readIncremental(ctx context.Context, si *schemaInfo, d *compare
 	}
 	for _, t := range order {
 		ids := slices.Sorted(maps.Keys(todo[t.ID]))
+		if err := r.scanBound(ctx, t); err != nil {
+			return err
+		}
 		err := s.rowsByID(ctx, t, t.Cols, ids, func(rows []row) error {
 			pg, err := r.page(ctx, t, rows)
 			if err != nil {

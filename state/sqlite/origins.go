@@ -35,6 +35,22 @@ func (s *Store) RecordOriginsOf(ctx context.Context, pipeline, source, scope str
 	return out, nil
 }
 
+// MaxRecordOrigin returns the largest origin id of a source's records in
+// scope, 0 when none (state.OriginIndex), from the end of the
+// records_origin index.
+func (s *Store) MaxRecordOrigin(ctx context.Context, pipeline, source, scope string) (int64, error) {
+	if scope == "" {
+		return 0, nil
+	}
+	var id int64
+	err := s.rdb.QueryRowContext(ctx, `SELECT coalesce(max(origin_id), 0) FROM records INDEXED BY records_origin
+		WHERE pipeline = ? AND source = ? AND origin_scope = ? AND origin_scope <> ''`, pipeline, source, scope).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("largest origin of %q source %q scope %q: %w", pipeline, source, scope, err)
+	}
+	return id, nil
+}
+
 func (s *Store) readOrigins(ctx context.Context, q string, args []any, out map[int64]string) error {
 	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {

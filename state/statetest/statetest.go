@@ -930,8 +930,9 @@ func testLexicalCommitRejected(t *testing.T, s state.Store) {
 
 // testOrigins: a record's origin round-trips through Commit, RecordGet,
 // RecordList and RecordIndex; RecordOriginsOf finds a scope's records by
-// origin id, and forgets deleted ones; SetOrigins sets the origin of a
-// stored record only.
+// origin id, and forgets deleted ones; MaxRecordOrigin is the largest
+// origin id of a source's scope; SetOrigins sets the origin of a stored
+// record only.
 func testOrigins(t *testing.T, s state.Store) {
 	ctx := t.Context()
 	oi, ok := s.(state.OriginIndex)
@@ -949,6 +950,18 @@ func testOrigins(t *testing.T, s state.Store) {
 	none, err := oi.RecordOriginsOf(ctx, "p", "g", "", []int64{5, 6})
 	require.NoError(t, err)
 	require.Empty(t, none, "scope \"\" is no origin")
+	top := func(pipeline, source, scope string) int64 {
+		t.Helper()
+		n, err := oi.MaxRecordOrigin(ctx, pipeline, source, scope)
+		require.NoError(t, err)
+		return n
+	}
+	require.Equal(t, int64(6), top("p", "g", "2"))
+	require.Equal(t, int64(1), top("p", "g", "5"))
+	require.Equal(t, int64(5), top("p", "other", "2"), "this source's records only")
+	require.Zero(t, top("p", "g", "9"), "a scope without records")
+	require.Zero(t, top("q", "g", "2"), "another pipeline")
+	require.Zero(t, top("p", "g", ""), "scope \"\" is no origin")
 	recs, err := s.RecordGet(ctx, "p", "g", []string{"HSCodes:0101", "plain"})
 	require.NoError(t, err)
 	require.Equal(t, state.Origin{Scope: "2", ID: 5}, recs["HSCodes:0101"].Origin)
@@ -967,10 +980,13 @@ func testOrigins(t *testing.T, s state.Store) {
 	got, err = oi.RecordOriginsOf(ctx, "p", "g", "2", []int64{5, 6, 7, 8})
 	require.NoError(t, err)
 	require.Equal(t, map[int64]string{5: "HSCodes:0101", 7: "plain"}, got)
+	require.Equal(t, int64(7), top("p", "g", "2"), "a deleted record's origin goes, a set one counts")
 	plain := records(t, s, "p", "g")["plain"]
 	require.Equal(t, uint64(4), plain.Hash, "SetOrigins leaves the rest of the record")
 	_, ok = records(t, s, "p", "g")["missing"]
 	require.False(t, ok, "SetOrigins creates no record")
+	commit(t, s, state.Commit{Pipeline: "p", DeleteRecords: []state.RecordRef{{Source: "g", Key: "plain"}}})
+	require.Equal(t, int64(5), top("p", "g", "2"), "the largest gone, the next is the largest")
 }
 
 // testOriginsOf: RecordOriginsOf answers for the asked origin ids of one
