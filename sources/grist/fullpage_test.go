@@ -193,12 +193,7 @@ func TestFullListingRenamesPerPage(t *testing.T) {
 	l2 := readIndexed(t, src, "", idx)
 	require.NoError(t, l2.err)
 	require.False(t, l2.partial)
-	renamed := map[string]string{}
-	for _, pg := range l2.pages {
-		for k, v := range pg.Renamed {
-			renamed[k] = v
-		}
-	}
+	renamed := renamedIn(l2)
 	require.Equal(t, map[string]string{"Codes:c52new": "Codes:c52", "Codes:c03new": "Codes:c03"}, renamed)
 	require.Equal(t, []string{"Codes:c03new"}, linkOf(t, l2.records["Codes:c12"]), "a Ref follows the new key")
 	// One question to state per page of rows (1 of Items, 9 of Codes), none
@@ -227,12 +222,7 @@ func TestIncrementalAsksStatePerRow(t *testing.T) {
 	l2 := readIndexed(t, src, l.cursor, idx)
 	require.NoError(t, l2.err)
 	require.True(t, l2.partial)
-	renamed := map[string]string{}
-	for _, pg := range l2.pages {
-		for k, v := range pg.Renamed {
-			renamed[k] = v
-		}
-	}
+	renamed := renamedIn(l2)
 	require.Equal(t, map[string]string{"Codes:c55z": "Codes:c55"}, renamed)
 	require.Equal(t, []string{"Codes:c55z"}, linkOf(t, l2.records["Codes:c01"]), "relinked to the new key")
 	require.Equal(t, []string{"Codes:c02"}, linkOf(t, l2.records["Items:2"]))
@@ -266,12 +256,7 @@ func TestFullListingAsksStateUpToItsBound(t *testing.T) {
 	s.UpdateRows("Codes", map[int64]map[string]any{52: {"code": "c52new"}, 3: {"code": "c03new"}})
 	l2 := readIndexed(t, codesSource(t, s), "", idx)
 	require.NoError(t, l2.err)
-	renamed := map[string]string{}
-	for _, pg := range l2.pages {
-		for k, v := range pg.Renamed {
-			renamed[k] = v
-		}
-	}
+	renamed := renamedIn(l2)
 	require.Equal(t, map[string]string{"Codes:c03new": "Codes:c03"}, renamed, "row 52 is above the bound: not stored, so new")
 	require.Contains(t, l2.records, "Codes:c52new")
 	require.Equal(t, 2, idx.bounds, "one bound a table")
@@ -291,4 +276,15 @@ func TestFullListingAsksStateUpToItsBound(t *testing.T) {
 		require.Equal(t, r.Links, l3.records[k].Links, k)
 		require.Equal(t, r.Origin, l3.records[k].Origin, k)
 	}
+}
+
+// renamedIn is new key -> old key of every page of l (sources.Page.Renamed).
+func renamedIn(l listing) map[string]string {
+	renamed := map[string]string{}
+	for _, pg := range l.pages {
+		for k, v := range pg.Renamed {
+			renamed[k] = v
+		}
+	}
+	return renamed
 }
