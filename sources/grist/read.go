@@ -155,11 +155,14 @@ func (r *run) fetchKeys(ctx context.Context, kt *keyTable, ids []int64, force bo
 }
 
 // storedKeys returns row id -> stored record key of t's rows ids that
-// state has, in one question (nil without a RowIndex: then nothing is
-// known, which callers tell from an empty answer).
+// state has, in one question, none for no ids (nil without a RowIndex:
+// then nothing is known, which callers tell from an empty answer).
 func (r *run) storedKeys(ctx context.Context, t *table, ids []int64) (map[int64]string, error) {
 	if r.idx == nil || t.Ref == 0 {
 		return nil, nil
+	}
+	if len(ids) == 0 {
+		return map[int64]string{}, nil
 	}
 	m, err := r.idx.RowKeysOf(ctx, scopeOf(t), ids)
 	if err != nil {
@@ -181,9 +184,6 @@ func (r *run) storedKeysOf(ctx context.Context, t *table, rows []row) (map[int64
 			ids = append(ids, rw.id)
 		}
 	}
-	if len(ids) == 0 && r.idx != nil && t.Ref != 0 {
-		return map[int64]string{}, nil
-	}
 	return r.storedKeys(ctx, t, ids)
 }
 
@@ -200,7 +200,7 @@ func (r *run) scanBound(ctx context.Context, t *table) error {
 	}
 	top, err := b.MaxRowID(ctx, scopeOf(t))
 	if err != nil {
-		return fmt.Errorf("grist document %s table %s: largest stored row id: %w", r.s.cfg.DocID, t.ID, err)
+		return fmt.Errorf("largest stored row id of table %s: %w", t.ID, err)
 	}
 	r.bounds[t.ID] = top
 	return nil
