@@ -489,13 +489,7 @@ func boolCmp(a, b bool) int {
 // node: the first of each node that no full upsert of ns names. It is nil
 // when ns has no create-only upsert (every row is needed).
 func neededPlaceholders(ns []NodeUpsert) []bool {
-	placeholders := 0
-	for _, n := range ns {
-		if n.CreateOnly {
-			placeholders++
-		}
-	}
-	if placeholders == 0 {
+	if !slices.ContainsFunc(ns, func(n NodeUpsert) bool { return n.CreateOnly }) {
 		return nil
 	}
 	seen := make(map[NodeRef]struct{}, len(ns))
