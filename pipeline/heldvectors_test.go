@@ -101,20 +101,9 @@ func TestBatchVectorsAreStoredByTheWriter(t *testing.T) {
 func heldVectorsRun(t *testing.T, local bool) {
 	ctx := t.Context()
 	lines := hsLines(t, 25)
-	rows := append([]string{}, lines[:21]...) // header and rows 1–20: batches 1 and 2
-	for _, l := range lines[11:16] {          // rows 11–15 under new keys, then rows 21–25: batch 3
-		f := strings.SplitN(l, ",", 3)
-		rows = append(rows, f[0]+","+f[1]+"x,"+f[2])
-	}
-	src := hsSource(t, append(rows, lines[21:26]...))
-	tok, err := chunker.NewTokenizer("cl100k_base")
-	require.NoError(t, err)
-	inner, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
-	require.NoError(t, err)
-	defer inner.Close()
-	cy, err := cypherl.New(t.TempDir(), "held", sink.Memgraph)
-	require.NoError(t, err)
-	defer cy.Close(ctx)
+	rows := append([]string{}, lines[:21]...)          // header and rows 1–20: batches 1 and 2
+	rows = append(rows, rekeyed(lines[11:16], "x")...) // rows 11–15 under new keys, then rows 21–25: batch 3
+	inner := openState(t)
 	em := &countingEmbedder{Embedder: hashing.New("hashing-v1", 32)}
 	// A local run must reach three calls; a provider's must not, and a
 	// second is enough to see it does not.
@@ -123,11 +112,7 @@ func heldVectorsRun(t *testing.T, local bool) {
 		wait = time.Second
 	}
 	store := &oneWriterStore{Store: inner, calls: em.count, wait: wait, engaged: make(chan struct{})}
-	p := &pipeline.Pipeline{
-		Name: "held", Sources: []sources.Source{src}, Embedder: secondCallWaits{em, store.engaged, local}, Sink: cy, Store: store,
-		Chunking:  chunker.Options{MaxTokens: 256, OverlapTokens: 32, Tokenizer: tok},
-		BatchSize: 10, MaxDeleteRatio: 0.3, Fingerprint: 1, Model: pipeline.NewModel(csvModel),
-	}
+	p := tablePipeline(t, "held", append(rows, lines[21:26]...), secondCallWaits{em, store.engaged, local}, store)
 	res, err := p.Run(ctx, state.TriggerManual, pipeline.Mode{})
 	require.NoError(t, err)
 	require.Equal(t, 30, res.Run.Counts.RecordsNew)
@@ -137,11 +122,7 @@ func heldVectorsRun(t *testing.T, local bool) {
 	}
 	require.Equal(t, want, store.seen, "embedder calls while batch 1's commit held the writing connection")
 	_, texts := em.reset()
-	seen := map[string]bool{}
-	for _, text := range texts {
-		require.False(t, seen[text], "embedded twice: %q", text)
-		seen[text] = true
-	}
+	requireEmbeddedOnce(t, texts)
 	require.Len(t, texts, res.Run.Counts.ChunksEmbedded)
 	hashes := make([]uint64, 0, len(texts))
 	for _, text := range texts {
@@ -179,27 +160,10 @@ func TestRecentVectorsAreNotAskedAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	lines := hsLines(t, 60)
-	rows := append([]string{}, lines...)
-	for _, l := range lines[1:11] {
-		f := strings.SplitN(l, ",", 3)
-		rows = append(rows, f[0]+","+f[1]+"again,"+f[2])
-	}
-	tok, err := chunker.NewTokenizer("cl100k_base")
-	require.NoError(t, err)
-	inner, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
-	require.NoError(t, err)
-	defer inner.Close()
-	cy, err := cypherl.New(t.TempDir(), "recent", sink.Memgraph)
-	require.NoError(t, err)
-	defer cy.Close(ctx)
+	rows := append(append([]string{}, lines...), rekeyed(lines[1:11], "again")...)
 	em := &countingEmbedder{Embedder: hashing.New("hashing-v1", 32)}
-	store := &askCountingStore{Store: inner, asked: map[uint64]int{}}
-	p := &pipeline.Pipeline{
-		Name: "recent", Sources: []sources.Source{hsSource(t, rows)}, Embedder: localEmbedder{em}, Sink: cy, Store: store,
-		Chunking:  chunker.Options{MaxTokens: 256, OverlapTokens: 32, Tokenizer: tok},
-		BatchSize: 10, MaxDeleteRatio: 0.3, Fingerprint: 1, Model: pipeline.NewModel(csvModel),
-	}
-	res, err := p.Run(ctx, state.TriggerManual, pipeline.Mode{})
+	store := &askCountingStore{Store: openState(t), asked: map[uint64]int{}}
+	res, err := tablePipeline(t, "recent", rows, localEmbedder{em}, store).Run(ctx, state.TriggerManual, pipeline.Mode{})
 	require.NoError(t, err)
 	require.Equal(t, 70, res.Run.Counts.RecordsNew)
 	require.NotEmpty(t, store.asked)
@@ -207,11 +171,7 @@ func TestRecentVectorsAreNotAskedAgain(t *testing.T) {
 		require.Equal(t, 1, n, "text hash %x asked of the embedding cache %d times", h, n)
 	}
 	_, texts := em.reset()
-	seen := map[string]bool{}
-	for _, text := range texts {
-		require.False(t, seen[text], "embedded twice: %q", text)
-		seen[text] = true
-	}
+	requireEmbeddedOnce(t, texts)
 }
 
 // localEmbedder is a counting embedder that is local (embed.Local), as the
@@ -219,3 +179,51 @@ func TestRecentVectorsAreNotAskedAgain(t *testing.T) {
 type localEmbedder struct{ *countingEmbedder }
 
 func (localEmbedder) Local() bool { return true }
+
+// rekeyed is lines of the corpus HS table under new keys: the hscode
+// (the second column) with suffix.
+func rekeyed(lines []string, suffix string) []string {
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		f := strings.SplitN(l, ",", 3)
+		out = append(out, f[0]+","+f[1]+suffix+","+f[2])
+	}
+	return out
+}
+
+// openState opens a SQLite state in a temporary folder, closed when the
+// test ends.
+func openState(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// tablePipeline is a pipeline named name over the HS table rows (a
+// header first) in batches of 10, with em, store and a CYPHERL sink in a
+// temporary folder, closed when the test ends.
+func tablePipeline(t *testing.T, name string, rows []string, em embed.Embedder, store state.Store) *pipeline.Pipeline {
+	t.Helper()
+	tok, err := chunker.NewTokenizer("cl100k_base")
+	require.NoError(t, err)
+	cy, err := cypherl.New(t.TempDir(), name, sink.Memgraph)
+	require.NoError(t, err)
+	t.Cleanup(func() { cy.Close(context.Background()) })
+	return &pipeline.Pipeline{
+		Name: name, Sources: []sources.Source{hsSource(t, rows)}, Embedder: em, Sink: cy, Store: store,
+		Chunking:  chunker.Options{MaxTokens: 256, OverlapTokens: 32, Tokenizer: tok},
+		BatchSize: 10, MaxDeleteRatio: 0.3, Fingerprint: 1, Model: pipeline.NewModel(csvModel),
+	}
+}
+
+// requireEmbeddedOnce requires no text twice among texts.
+func requireEmbeddedOnce(t *testing.T, texts []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, text := range texts {
+		require.False(t, seen[text], "embedded twice: %q", text)
+		seen[text] = true
+	}
+}
