@@ -102,6 +102,16 @@ func codesDoc(t *testing.T) *gristtest.Server {
 	return s
 }
 
+// listCodes is codesDoc read in full through codesSource, without error.
+func listCodes(t *testing.T) (*gristtest.Server, *grist.Source, listing) {
+	t.Helper()
+	s := codesDoc(t)
+	src := codesSource(t, s)
+	l := readAll(t, src, "")
+	require.NoError(t, l.err)
+	return s, src, l
+}
+
 func codesSource(t *testing.T, s *gristtest.Server) *grist.Source {
 	return newSource(t, s, func(c *grist.Config) {
 		c.Tables = []string{"Items", "Codes"}
@@ -124,10 +134,7 @@ func linkOf(t *testing.T, r sources.Record) []string {
 // key, as reading the key column whole did; a Ref to a row without a key
 // or without a row makes no link and is counted.
 func TestFullListingResolvesRefsPerPage(t *testing.T) {
-	s := codesDoc(t)
-	src := codesSource(t, s)
-	l := readAll(t, src, "")
-	require.NoError(t, l.err)
+	_, src, l := listCodes(t)
 	require.False(t, l.partial)
 	require.Equal(t, []string{"Codes:c55"}, linkOf(t, l.records["Codes:c01"]), "a row on a later page")
 	require.Equal(t, []string{"Codes:c03"}, linkOf(t, l.records["Codes:c12"]))
@@ -142,10 +149,7 @@ func TestFullListingResolvesRefsPerPage(t *testing.T) {
 // pages before or on the same page, is a Skip naming the row and the key
 // column; the first row is kept.
 func TestFullListingRepeatedKeys(t *testing.T) {
-	s := codesDoc(t)
-	src := codesSource(t, s)
-	l := readAll(t, src, "")
-	require.NoError(t, l.err)
+	s, src, l := listCodes(t)
 	require.Equal(t, int64(2), l.records["Codes:c02"].Origin.ID, "the first row keeps the key")
 	require.Equal(t, int64(43), l.records["Codes:c43"].Origin.ID)
 	var skipped []string
@@ -182,10 +186,7 @@ func TestFullListingRepeatedKeys(t *testing.T) {
 // keys of each page's rows only, and a key changed on a late page is still
 // reported as renamed from the key state has for the row.
 func TestFullListingRenamesPerPage(t *testing.T) {
-	s := codesDoc(t)
-	src := codesSource(t, s)
-	l := readAll(t, src, "")
-	require.NoError(t, l.err)
+	s, src, l := listCodes(t)
 	idx := indexOf(l)
 	s.UpdateRows("Codes", map[int64]map[string]any{52: {"code": "c52new"}, 3: {"code": "c03new"}})
 	src = codesSource(t, s)
@@ -212,10 +213,7 @@ func TestFullListingRenamesPerPage(t *testing.T) {
 // the row referring to it relinked, and a Ref to a row state does not
 // have (a repeated key, skipped) resolves through Grist.
 func TestIncrementalAsksStatePerRow(t *testing.T) {
-	s := codesDoc(t)
-	src := codesSource(t, s)
-	l := readAll(t, src, "")
-	require.NoError(t, l.err)
+	s, src, l := listCodes(t)
 	idx := indexOf(l)
 	s.UpdateRows("Codes", map[int64]map[string]any{55: {"code": "c55z"}})
 	s.UpdateRows("Items", map[int64]map[string]any{2: {"name": "bb"}})
@@ -237,10 +235,7 @@ func TestIncrementalAsksStatePerRow(t *testing.T) {
 // on a row above the bound is new; a first sync (an empty index) asks for
 // no row at all and lists what a listing without an index lists.
 func TestFullListingAsksStateUpToItsBound(t *testing.T) {
-	s := codesDoc(t)
-	src := codesSource(t, s)
-	l := readAll(t, src, "")
-	require.NoError(t, l.err)
+	s, _, l := listCodes(t)
 	// State holds Items and Codes rows 1–20 (as after a first sync cut
 	// short).
 	all := indexOf(l)
