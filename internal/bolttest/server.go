@@ -23,6 +23,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // ServerAgent is the "server" value sent in the HELLO SUCCESS, Memgraph's
@@ -140,6 +141,7 @@ type Server struct {
 	queries   []*Query
 	rules     []*failRule
 	respond   func(Query) (Answer, bool)
+	delay     func(Query) time.Duration
 	user      string
 	password  string
 	checkAuth bool
@@ -278,6 +280,15 @@ func (s *Server) Answer(h func(q Query) (Answer, bool)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.respond = h
+}
+
+// Delay makes the server wait d(q) before it answers each RUN of query q,
+// as a Memgraph does while it executes it; the handlers (Respond, Answer,
+// EmulateSchema) still answer. nil removes it.
+func (s *Server) Delay(d func(q Query) time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delay = d
 }
 
 // RequireAuth makes LOGON accept only basic auth with these credentials and
@@ -713,8 +724,11 @@ func (c *conn) run(fields []any) error {
 	}
 
 	c.s.mu.Lock()
-	h := c.s.respond
+	h, delay := c.s.respond, c.s.delay
 	c.s.mu.Unlock()
+	if delay != nil {
+		time.Sleep(delay(*q))
+	}
 	if h != nil {
 		if a, ok := h(*q); ok {
 			st.fields, st.rows, st.notes = a.Fields, a.Rows, a.Notifications

@@ -678,3 +678,28 @@ func TestFailedStateIgnoresUntilReset(t *testing.T) {
 	require.True(t, qs[1].Committed)
 	require.Equal(t, map[string]any{"k": "v"}, qs[1].Params)
 }
+
+// TestDelay: a delayed query answers after its delay; the handlers still
+// answer every query.
+func TestDelay(t *testing.T) {
+	ctx := testCtx(t)
+	s := Start(t)
+	s.EmulateSchema()
+	const d = 150 * time.Millisecond
+	s.Delay(func(q Query) time.Duration {
+		if strings.HasPrefix(q.Text, "UNWIND") {
+			return d
+		}
+		return 0
+	})
+	sess := newSession(t, s)
+	res, err := sess.Run(ctx, "SHOW VERSION", nil)
+	require.NoError(t, err)
+	rec, err := res.Single(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "3.12.0", rec.Values[0], "the schema emulation still answers")
+	start := time.Now()
+	_, err = sess.Run(ctx, "UNWIND [1] AS x RETURN x", nil)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start), d)
+}
