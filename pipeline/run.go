@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/embed"
@@ -35,8 +36,10 @@ type runner struct {
 	docsChanged bool
 	// intentSeq numbers the run's write-ahead intents; acked are the
 	// intents of batches the sink acknowledged and ackCursors their
-	// cursors, both committed with the next commit (writeAndCommit).
+	// cursors, both committed with the next commit (writeAndCommit);
+	// ackMu guards them (the batch writer's two stages, writer.go).
 	intentSeq  int64
+	ackMu      sync.Mutex
 	acked      []int64
 	ackCursors map[string]string
 	// touched are the normalized identifiers of the documents the run
@@ -899,9 +902,12 @@ func (r *runner) writeAndCommit(ctx context.Context, b *sink.Batch, commit state
 //
 // With an intent (a batch of records): one commit before the sink write
 // holds the batch's new state and its intent (intentData), and acknowledges
-// the previous batch (removes its intent, stores its cursors); the next
-// commit acknowledges this one (flushAcks at the latest). So each batch
-// costs one transaction, and each record is written to state once.
+// the batches the sink has written since the commit before (removes their
+// intents, stores their cursors); a later commit acknowledges this one
+// (flushAcks at the latest). So each batch costs one transaction, and each
+// record is written to state once. The batch writer runs the two halves
+// (commitIntent, writeIntended) on two goroutines, so that one batch's
+// sink write and the next one's commit overlap.
 //
 // Without an intent (the link pass, a rebuild, a repair): the sink write,
 // then the commit.
@@ -917,34 +923,67 @@ func (r *runner) writeBatch(ctx context.Context, b *sink.Batch, rendered *cypher
 		}
 		return st, nil
 	}
+	in, cursors, err := r.commitIntent(ctx, commit, intent)
+	if err != nil {
+		return sink.Stats{}, err
+	}
+	return r.writeIntended(ctx, b, rendered, in, cursors)
+}
+
+// commitIntent is the first half of writeBatch with an intent: it commits
+// the batch's new state with its intent, and the acknowledgements waiting
+// (takeAcks); the batch's cursors are returned, to be stored once the
+// sink has the batch (writeIntended).
+func (r *runner) commitIntent(ctx context.Context, commit state.Commit, intent *intentData) (state.Intent, map[string]string, error) {
 	data, err := json.Marshal(intent)
 	if err != nil {
-		return sink.Stats{}, fmt.Errorf("encode write intent: %w", err)
+		return state.Intent{}, nil, fmt.Errorf("encode write intent: %w", err)
 	}
 	r.intentSeq++
-	id := r.run.ID<<32 | r.intentSeq
+	in := state.Intent{ID: r.run.ID<<32 | r.intentSeq, Data: data}
 	cursors := commit.Cursors
 	commit.Cursors = nil
 	r.takeAcks(&commit)
-	commit.Intent = &state.Intent{ID: id, Data: data}
+	commit.Intent = &in
 	if err := r.p.Store.Commit(ctx, commit); err != nil {
-		return sink.Stats{}, fmt.Errorf("commit state: %w", err)
+		return state.Intent{}, nil, fmt.Errorf("commit state: %w", err)
 	}
+	return in, cursors, nil
+}
+
+// writeIntended is the second half of writeBatch with an intent: the
+// sink write of a batch whose state and intent are committed. Written, the
+// batch is acknowledged (its intent and cursors go with the next commit);
+// failed, its records are marked as interrupted (recoverIntent).
+func (r *runner) writeIntended(ctx context.Context, b *sink.Batch, rendered *cypherl.Rendered, in state.Intent, cursors map[string]string) (sink.Stats, error) {
 	st, err := r.sinkWrite(ctx, b, rendered)
 	if err != nil {
-		// The graph may hold part of the batch: mark its records as
-		// interrupted now (the next run would otherwise).
-		if rerr := r.recoverIntent(context.WithoutCancel(ctx), *commit.Intent); rerr != nil {
-			r.log.Warn("marking an interrupted batch failed; the next run does it", slog.String("err", rerr.Error()))
-		}
+		r.interrupted(ctx, in)
 		return st, err
 	}
+	r.ack(in.ID, cursors)
+	return st, nil
+}
+
+// interrupted marks the records of a batch that is committed with its
+// intent but not (or not wholly) in the graph as interrupted now; the next
+// run would otherwise.
+func (r *runner) interrupted(ctx context.Context, in state.Intent) {
+	if err := r.recoverIntent(context.WithoutCancel(ctx), in); err != nil {
+		r.log.Warn("marking an interrupted batch failed; the next run does it", slog.String("err", err.Error()))
+	}
+}
+
+// ack records that the sink has the batch of intent id: the intent is
+// removed and cursors stored by the next commit (takeAcks).
+func (r *runner) ack(id int64, cursors map[string]string) {
+	r.ackMu.Lock()
+	defer r.ackMu.Unlock()
 	r.acked = append(r.acked, id)
 	if len(cursors) > 0 && r.ackCursors == nil {
 		r.ackCursors = map[string]string{}
 	}
 	maps.Copy(r.ackCursors, cursors)
-	return st, nil
 }
 
 // sinkWrite writes a batch to the sink (rendered ahead when the sink
@@ -978,6 +1017,8 @@ type renderer interface {
 // acknowledged batches' intents are removed and their cursors stored (a
 // cursor c already sets wins, being newer).
 func (r *runner) takeAcks(c *state.Commit) {
+	r.ackMu.Lock()
+	defer r.ackMu.Unlock()
 	c.IntentsDone = append(c.IntentsDone, r.acked...)
 	if len(r.ackCursors) > 0 {
 		merged := maps.Clone(r.ackCursors)
@@ -989,7 +1030,10 @@ func (r *runner) takeAcks(c *state.Commit) {
 
 // flushAcks commits the acknowledgements still waiting, if any.
 func (r *runner) flushAcks(ctx context.Context) error {
-	if len(r.acked) == 0 && len(r.ackCursors) == 0 {
+	r.ackMu.Lock()
+	none := len(r.acked) == 0 && len(r.ackCursors) == 0
+	r.ackMu.Unlock()
+	if none {
 		return nil
 	}
 	c := state.Commit{Pipeline: r.p.Name}

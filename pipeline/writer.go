@@ -2,24 +2,39 @@ package pipeline
 
 import (
 	"context"
+	"sync"
 
 	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/state"
 )
 
-// writerDepth is how many prepared batches the writer holds at most: the
-// one it writes and the next one, handed over before the writer is done,
-// so that a batch that takes longer to prepare than the one before it took
-// to write does not leave the writer idle (and the other way round).
-const writerDepth = 2
+// writerDepth is how many prepared batches the writer holds at most: one
+// in each of its two stages and the next one, handed over before the
+// writer is done, so that a batch that takes longer to prepare than the
+// one before it took to write does not leave the writer idle (and the
+// other way round).
+const writerDepth = 3
 
-// batchWriter writes prepared batches (their new vectors to the embedding
-// cache, then the sink and state) in a goroutine of its own while the run
-// reads, hashes, maps and embeds the next ones:
-// up to writerDepth batches are handed over and not yet written, so the two
-// halves of a run share the machine's cores. Batches are written in the
-// order they are submitted. The goroutine alone touches the runner's
-// writing state (acknowledgements, intent numbers, ensured labels) while a
-// batch is in flight; the run touches it, and the counts, only after wait.
+// batchWriter writes prepared batches in two goroutines of its own while
+// the run reads, hashes, maps and embeds the next ones. The state stage
+// stores a batch's new vectors in the embedding cache and commits its new
+// state with its intent (commitIntent); the sink stage then writes it to
+// the sink (writeIntended), while the state stage commits the next batch.
+// A commit acknowledges only batches the sink stage has written, so state
+// never holds a write the sink has not acknowledged without its intent. A
+// batch without an intent (nothing to write, or one written before its
+// commit) waits for the sink stage to finish the batches before it, and
+// the state stage writes and commits it itself (writeBatch).
+//
+// Up to writerDepth batches are handed over and not yet written, so the
+// halves of a run share the machine's cores. Batches are written, and
+// their results reported, in the order they are submitted. After a failed
+// write nothing more is committed or written: a batch committed before the
+// failure was known and not written has its records marked as
+// interrupted, as a failed write does. The stages alone touch the runner's
+// writing state while a batch is in flight (intent numbers and ensured
+// labels on one stage at a time; acknowledgements under ackMu); the run
+// touches it, and the counts, only after wait.
 type batchWriter struct {
 	r        *runner
 	ctx      context.Context
@@ -27,6 +42,9 @@ type batchWriter struct {
 	jobs     chan *prepared
 	results  chan writeResult
 	err      error // the first failed write; later submits return it
+
+	mu     sync.Mutex
+	failed error // the first failure of either stage
 }
 
 type writeResult struct {
@@ -34,42 +52,138 @@ type writeResult struct {
 	err error
 }
 
+// sinkJob is a batch the state stage hands to the sink stage.
+type sinkJob struct {
+	p       *prepared
+	write   bool // committed with its intent: the sink stage writes it
+	in      state.Intent
+	cursors map[string]string
+	// res is the batch's result when it is not the sink stage's to write
+	// (done by the state stage, or failed there).
+	res  writeResult
+	done chan struct{} // closed when the sink stage is through with it
+}
+
+// fail records the first failure of a stage and returns the one recorded.
+func (w *batchWriter) fail(err error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failed == nil {
+		w.failed = err
+	}
+	return w.failed
+}
+
+// failure is the first failure of either stage, nil while none.
+func (w *batchWriter) failure() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed
+}
+
 // startWriter starts a run's batch writer; stop it with stop.
 func (r *runner) startWriter(ctx context.Context) *batchWriter {
 	w := &batchWriter{r: r, ctx: ctx, jobs: make(chan *prepared, writerDepth), results: make(chan writeResult, writerDepth)}
-	go func() {
-		var failed error // after a failed write, later batches are not written
-		for p := range w.jobs {
-			// A batch's held vectors are stored first, even after a failed
-			// write: the next run reuses them instead of computing them
-			// again.
-			perr := r.storeHeld(ctx, p.puts)
-			if failed != nil {
-				w.results <- writeResult{err: failed}
-				continue
+	toSink := make(chan *sinkJob, 1)
+	go w.stateStage(toSink)
+	go w.sinkStage(toSink)
+	return w
+}
+
+// stateStage is the state stage's goroutine (see batchWriter).
+func (w *batchWriter) stateStage(toSink chan<- *sinkJob) {
+	r, ctx := w.r, w.ctx
+	defer close(toSink)
+	var last *sinkJob // the job handed to the sink stage last
+	hand := func(j *sinkJob) {
+		j.done = make(chan struct{})
+		toSink <- j
+		last = j
+	}
+	for p := range w.jobs {
+		// A batch's held vectors are stored first, even after a failed
+		// write: the next run reuses them instead of computing them
+		// again.
+		perr := r.storeHeld(ctx, p.puts)
+		if failed := w.failure(); failed != nil {
+			hand(&sinkJob{p: p, res: writeResult{err: failed}})
+			continue
+		}
+		if perr != nil {
+			hand(&sinkJob{p: p, res: writeResult{err: w.fail(perr)}})
+			continue
+		}
+		// Rendered before anything is committed: a batch the sink cannot
+		// render fails as it would have on the run's side.
+		if err := r.render(p); err != nil {
+			hand(&sinkJob{p: p, res: writeResult{err: w.fail(err)}})
+			continue
+		}
+		if p.intent == nil || p.b.Len() == 0 {
+			// Written before its commit: after the batches before it.
+			if last != nil {
+				<-last.done
 			}
-			if perr != nil {
-				failed = perr
-				w.results <- writeResult{err: perr}
+			if failed := w.failure(); failed != nil {
+				hand(&sinkJob{p: p, res: writeResult{err: failed}})
 				continue
 			}
 			st, err := r.ensureSchema(ctx, p.anchors)
 			if err == nil {
-				// Rendered before anything is committed: a batch the sink
-				// cannot render fails as it would have on the run's side.
-				err = r.render(p)
-			}
-			if err == nil {
 				var ws sink.Stats
 				ws, err = r.writeBatch(ctx, p.b, p.rendered, p.commit, p.intent)
-				st = sink.Stats{Statements: st.Statements + ws.Statements, Batches: st.Batches + ws.Batches, Retries: st.Retries + ws.Retries}
+				st = addStats(st, ws)
 			}
-			failed = err
-			w.results <- writeResult{st, err}
+			if err != nil {
+				w.fail(err)
+			}
+			hand(&sinkJob{p: p, res: writeResult{st, err}})
+			continue
 		}
-		close(w.results)
-	}()
-	return w
+		in, cursors, err := r.commitIntent(ctx, p.commit, p.intent)
+		if err != nil {
+			hand(&sinkJob{p: p, res: writeResult{err: w.fail(err)}})
+			continue
+		}
+		hand(&sinkJob{p: p, write: true, in: in, cursors: cursors})
+	}
+}
+
+// sinkStage is the sink stage's goroutine (see batchWriter).
+func (w *batchWriter) sinkStage(jobs <-chan *sinkJob) {
+	r, ctx := w.r, w.ctx
+	defer close(w.results)
+	for j := range jobs {
+		res := j.res
+		if j.write {
+			if failed := w.failure(); failed != nil {
+				// Committed before an earlier batch's write failed, and
+				// not written.
+				r.interrupted(ctx, j.in)
+				res = writeResult{err: failed}
+			} else {
+				st, err := r.ensureSchema(ctx, j.p.anchors)
+				if err != nil {
+					r.interrupted(ctx, j.in)
+				} else {
+					var ws sink.Stats
+					ws, err = r.writeIntended(ctx, j.p.b, j.p.rendered, j.in, j.cursors)
+					st = addStats(st, ws)
+				}
+				if err != nil {
+					w.fail(err)
+				}
+				res = writeResult{st, err}
+			}
+		}
+		w.results <- res
+		close(j.done)
+	}
+}
+
+// addStats is the sum of two sink stats.
+func addStats(a, b sink.Stats) sink.Stats {
+	return sink.Stats{Statements: a.Statements + b.Statements, Batches: a.Batches + b.Batches, Retries: a.Retries + b.Retries}
 }
 
 // submit hands a batch to the writer once fewer than writerDepth are

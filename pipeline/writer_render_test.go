@@ -125,10 +125,12 @@ func hsSource(t *testing.T, lines []string) sources.Source {
 // TestRenderGoesToTheIdleSide syncs the first 100 rows of the corpus HS
 // table in batches of 10 through a CYPHERL sink three ways:
 //   - plainly;
-//   - with batch 1's write held (renderSpy's gate): the writer renders
-//     batch 1, the run hands batch 2 over unrendered (the writer has
-//     room) and renders batch 3 itself (the writer is full), then waits:
-//     two renders, one by the run, not three;
+//   - with batch 1's write held (renderSpy's gate): the writer's state
+//     stage renders batch 1, the run hands batches 2 and 3 over
+//     unrendered (the writer has room) and the state stage renders and
+//     commits them while the sink stage holds batch 1; the run renders
+//     batch 4 itself (the writer is full), then waits: four renders, one
+//     by the run, not five;
 //   - with an embedder slower than the writer: the writer is idle at each
 //     hand-over, finished batches are taken in first, so the writer
 //     renders every batch.
@@ -174,7 +176,7 @@ func TestRenderGoesToTheIdleSide(t *testing.T) {
 	}
 	plain, _ := run(false, false)
 	held, g := run(true, false)
-	require.Equal(t, 2, g.held, "batches rendered while batch 1 was being written")
+	require.Equal(t, 4, g.held, "batches rendered while batch 1 was being written")
 	require.Equal(t, 1, g.heldBy, "of them, rendered by the run")
 	require.Equal(t, plain, held)
 	slow, s := run(false, true)
