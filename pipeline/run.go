@@ -154,6 +154,20 @@ func (r *runner) ensure(ctx context.Context, anchors []string) error {
 	return err
 }
 
+// needsSchema reports whether ensureSchema would ask the sink: nothing is
+// ensured yet in this run, or anchors holds a label not ensured.
+func (r *runner) needsSchema(anchors []string) bool {
+	if !r.ensured {
+		return true
+	}
+	for _, a := range anchors {
+		if !r.labels[a] {
+			return true
+		}
+	}
+	return false
+}
+
 // ensureSchema is ensure without counting (the batch writer's goroutine
 // returns the stats instead).
 func (r *runner) ensureSchema(ctx context.Context, anchors []string) (sink.Stats, error) {

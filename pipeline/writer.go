@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"sync"
 
@@ -28,10 +29,11 @@ const writerDepth = 3
 //
 // Up to writerDepth batches are handed over and not yet written, so the
 // halves of a run share the machine's cores. Batches are written, and
-// their results reported, in the order they are submitted. After a failed
-// write nothing more is committed or written: a batch committed before the
-// failure was known and not written has its records marked as
-// interrupted, as a failed write does. The stages alone touch the runner's
+// their results reported, in the order they are submitted. After a
+// failure nothing more is committed or written: a batch committed before
+// an earlier batch's write failed, and not written, has its records
+// marked as interrupted, as a failed write does; a failure of the state
+// stage lets the batches committed before it be written. The stages alone touch the runner's
 // writing state while a batch is in flight (intent numbers and ensured
 // labels on one stage at a time; acknowledgements under ackMu); the run
 // touches it, and the counts, only after wait.
@@ -90,7 +92,11 @@ func (r *runner) startWriter(ctx context.Context) *batchWriter {
 	return w
 }
 
-// stateStage is the state stage's goroutine (see batchWriter).
+// stateStage is the state stage's goroutine (see batchWriter). A failure
+// here (storing vectors, rendering, the sink's schema, the commit) stops
+// the batches after it at once, but reaches the writer's failure only
+// when the sink stage comes to it: the batches committed before it are
+// still written.
 func (w *batchWriter) stateStage(toSink chan<- *sinkJob) {
 	r, ctx := w.r, w.ctx
 	defer close(toSink)
@@ -100,80 +106,93 @@ func (w *batchWriter) stateStage(toSink chan<- *sinkJob) {
 		toSink <- j
 		last = j
 	}
+	// drain waits until the sink stage is through with every batch handed
+	// to it.
+	drain := func() {
+		if last != nil {
+			<-last.done
+		}
+	}
+	var own error // this stage's first failure
 	for p := range w.jobs {
 		// A batch's held vectors are stored first, even after a failed
 		// write: the next run reuses them instead of computing them
 		// again.
 		perr := r.storeHeld(ctx, p.puts)
-		if failed := w.failure(); failed != nil {
+		if failed := cmp.Or(w.failure(), own); failed != nil {
 			hand(&sinkJob{p: p, res: writeResult{err: failed}})
 			continue
 		}
 		if perr != nil {
-			hand(&sinkJob{p: p, res: writeResult{err: w.fail(perr)}})
+			own = perr
+			hand(&sinkJob{p: p, res: writeResult{err: perr}})
 			continue
 		}
 		// Rendered before anything is committed: a batch the sink cannot
 		// render fails as it would have on the run's side.
 		if err := r.render(p); err != nil {
-			hand(&sinkJob{p: p, res: writeResult{err: w.fail(err)}})
+			own = err
+			hand(&sinkJob{p: p, res: writeResult{err: err}})
 			continue
 		}
-		if p.intent == nil || p.b.Len() == 0 {
-			// Written before its commit: after the batches before it.
-			if last != nil {
-				<-last.done
-			}
+		var st sink.Stats
+		if r.needsSchema(p.anchors) || p.intent == nil || p.b.Len() == 0 {
+			// The sink's schema is ensured before the batch's commit, and
+			// a batch without an intent is written before its commit:
+			// either after the batches before it.
+			drain()
 			if failed := w.failure(); failed != nil {
 				hand(&sinkJob{p: p, res: writeResult{err: failed}})
 				continue
 			}
-			st, err := r.ensureSchema(ctx, p.anchors)
-			if err == nil {
-				var ws sink.Stats
-				ws, err = r.writeBatch(ctx, p.b, p.rendered, p.commit, p.intent)
-				st = addStats(st, ws)
+			var err error
+			if st, err = r.ensureSchema(ctx, p.anchors); err != nil {
+				own = err
+				hand(&sinkJob{p: p, res: writeResult{st, err}})
+				continue
 			}
+		}
+		if p.intent == nil || p.b.Len() == 0 {
+			ws, err := r.writeBatch(ctx, p.b, p.rendered, p.commit, p.intent)
+			st = addStats(st, ws)
 			if err != nil {
-				w.fail(err)
+				own = err
 			}
 			hand(&sinkJob{p: p, res: writeResult{st, err}})
 			continue
 		}
 		in, cursors, err := r.commitIntent(ctx, p.commit, p.intent)
 		if err != nil {
-			hand(&sinkJob{p: p, res: writeResult{err: w.fail(err)}})
+			own = err
+			hand(&sinkJob{p: p, res: writeResult{st, err}})
 			continue
 		}
-		hand(&sinkJob{p: p, write: true, in: in, cursors: cursors})
+		hand(&sinkJob{p: p, write: true, in: in, cursors: cursors, res: writeResult{st: st}})
 	}
 }
 
-// sinkStage is the sink stage's goroutine (see batchWriter).
+// sinkStage is the sink stage's goroutine (see batchWriter). It records
+// every failure, its own and the state stage's, in batch order.
 func (w *batchWriter) sinkStage(jobs <-chan *sinkJob) {
 	r, ctx := w.r, w.ctx
 	defer close(w.results)
 	for j := range jobs {
 		res := j.res
-		if j.write {
-			if failed := w.failure(); failed != nil {
-				// Committed before an earlier batch's write failed, and
-				// not written.
-				r.interrupted(ctx, j.in)
-				res = writeResult{err: failed}
-			} else {
-				st, err := r.ensureSchema(ctx, j.p.anchors)
-				if err != nil {
-					r.interrupted(ctx, j.in)
-				} else {
-					var ws sink.Stats
-					ws, err = r.writeIntended(ctx, j.p.b, j.p.rendered, j.in, j.cursors)
-					st = addStats(st, ws)
-				}
-				if err != nil {
-					w.fail(err)
-				}
-				res = writeResult{st, err}
+		switch {
+		case !j.write:
+			if res.err != nil {
+				w.fail(res.err)
+			}
+		case w.failure() != nil:
+			// Committed before an earlier batch's write failed, and not
+			// written.
+			r.interrupted(ctx, j.in)
+			res = writeResult{err: w.failure()}
+		default:
+			ws, err := r.writeIntended(ctx, j.p.b, j.p.rendered, j.in, j.cursors)
+			res.st, res.err = addStats(res.st, ws), err
+			if err != nil {
+				w.fail(err)
 			}
 		}
 		w.results <- res

@@ -27,17 +27,17 @@ import (
 // renderSpy is a CYPHERL sink that counts its Render calls and how many
 // of them the run made while handing a batch over (a caller in
 // batchWriter.submit) rather than the writer. With a gate, its first
-// WriteRendered (batch 1's) waits until Render has been called twice (or
-// 10 s have passed), then 300 ms more, and notes the counts by then.
+// WriteRendered (batch 1's) waits until Render has been called four times
+// (or 10 s have passed), then 300 ms more, and notes the counts by then.
 type renderSpy struct {
 	*cypherl.Sink
 	gate     bool
 	mu       sync.Mutex
 	renders  int
 	bySubmit int
-	two      chan struct{} // closed once renders reaches 2
+	four     chan struct{} // closed once renders reaches 4
 	writes   int
-	held     int // renders while batch 1 was held (-1: never reached 2)
+	held     int // renders while batch 1 was held (-1: never reached 4)
 	heldBy   int // of them, made by the run
 }
 
@@ -63,8 +63,8 @@ func (g *renderSpy) Render(b *sink.Batch) (*cypherl.Rendered, error) {
 	if calledFromSubmit() {
 		g.bySubmit++
 	}
-	if g.renders == 2 && g.gate {
-		close(g.two)
+	if g.renders == 4 && g.gate {
+		close(g.four)
 	}
 	g.mu.Unlock()
 	return g.Sink.Render(b)
@@ -78,7 +78,7 @@ func (g *renderSpy) WriteRendered(ctx context.Context, r *cypherl.Rendered) (sin
 	if first && g.gate {
 		g.held = -1
 		select {
-		case <-g.two:
+		case <-g.four:
 			time.Sleep(300 * time.Millisecond)
 			g.mu.Lock()
 			g.held, g.heldBy = g.renders, g.bySubmit
@@ -150,7 +150,7 @@ func TestRenderGoesToTheIdleSide(t *testing.T) {
 		defer store.Close()
 		cy, err := cypherl.New(t.TempDir(), "render", sink.Memgraph)
 		require.NoError(t, err)
-		spy = &renderSpy{Sink: cy, gate: gate, two: make(chan struct{})}
+		spy = &renderSpy{Sink: cy, gate: gate, four: make(chan struct{})}
 		var em embed.Embedder = hashing.New("hashing-v1", 32)
 		if slow {
 			em = slowEmbedder{em}

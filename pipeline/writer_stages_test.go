@@ -119,3 +119,84 @@ func TestBatchCommittedBeforeAFailedWriteIsMarkedInterrupted(t *testing.T) {
 	require.Equal(t, 4, c.RecordsChanged, "guides 3–6 rewritten")
 	require.Equal(t, 6, b.graph.Count("guide"))
 }
+
+// failingIntent is a state store whose commit of the n-th intent fails,
+// after telling attempted.
+type failingIntent struct {
+	state.Store
+	n         int
+	intents   int
+	attempted chan struct{}
+}
+
+func (f *failingIntent) Commit(ctx context.Context, c state.Commit) error {
+	if c.Intent != nil {
+		f.intents++
+		if f.intents == f.n {
+			close(f.attempted)
+			return errors.New("disk I/O error")
+		}
+	}
+	return f.Store.Commit(ctx, c)
+}
+
+// TestStateFailureLetsEarlierBatchesBeWritten: batch 3's commit fails
+// while batch 1 is being written and batch 2, committed, waits for the
+// sink stage: batch 2 is still written and acknowledged, batch 3 is not
+// committed, and the run fails with the commit's error.
+func TestStateFailureLetsEarlierBatchesBeWritten(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := sixGuides(t)
+	fc := &failingIntent{Store: b.store, n: 3, attempted: make(chan struct{})}
+	b.p.Store = fc
+	writes := 0
+	b.graph.FailWrite = func(*sink.Batch) error {
+		writes++
+		if writes == 1 {
+			select {
+			case <-fc.attempted:
+			case <-time.After(10 * time.Second):
+			}
+		}
+		return nil
+	}
+	_, err := b.p.Run(ctx, state.TriggerManual, pipeline.Mode{})
+	require.ErrorContains(t, err, "disk I/O error")
+	require.Equal(t, 2, writes, "batches 1 and 2 written")
+	require.Equal(t, 4, b.graph.Count("guide"))
+	recs, err := b.store.RecordList(ctx, "tariff", "tables")
+	require.NoError(t, err)
+	require.Len(t, recs, 4, "batch 3 not committed")
+	for k, r := range recs {
+		require.NotZero(t, r.Hash, "%s written, not marked as interrupted", k)
+	}
+	left, err := b.store.IntentList(ctx, "tariff")
+	require.NoError(t, err)
+	require.Empty(t, left, "batches 1 and 2 acknowledged")
+}
+
+// failingEnsure is a sink whose schema cannot be ensured.
+type failingEnsure struct{ sink.Sink }
+
+func (failingEnsure) Ensure(context.Context, sink.Schema) (sink.Stats, error) {
+	return sink.Stats{}, errors.New("connection refused")
+}
+
+// TestEnsureFailureCommitsNothing: when the sink's schema cannot be
+// ensured, no batch is committed: state stays empty, no intent is left.
+func TestEnsureFailureCommitsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := sixGuides(t)
+	b.p.Sink = failingEnsure{b.graph}
+	_, err := b.p.Run(ctx, state.TriggerManual, pipeline.Mode{})
+	require.ErrorContains(t, err, "connection refused")
+	recs, err := b.store.RecordList(ctx, "tariff", "tables")
+	require.NoError(t, err)
+	require.Empty(t, recs)
+	left, err := b.store.IntentList(ctx, "tariff")
+	require.NoError(t, err)
+	require.Empty(t, left)
+	require.Zero(t, b.graph.Count("guide"))
+}
