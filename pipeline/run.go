@@ -530,9 +530,10 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		done[configCursor(name)] = m
 	}
 	c := state.Commit{Pipeline: r.p.Name, Cursors: done}
-	r.takeAcks(&c)
+	taken := r.takeAcks(&c)
 	if len(c.Cursors) > 0 || len(c.IntentsDone) > 0 {
 		if err := r.p.Store.Commit(ctx, c); err != nil {
+			r.giveBackAcks(taken)
 			return fmt.Errorf("commit cursor: %w", err)
 		}
 	}
@@ -931,8 +932,9 @@ func (r *runner) writeBatch(ctx context.Context, b *sink.Batch, rendered *cypher
 		if err != nil {
 			return st, err
 		}
-		r.takeAcks(&commit)
+		taken := r.takeAcks(&commit)
 		if err := r.p.Store.Commit(ctx, commit); err != nil {
+			r.giveBackAcks(taken)
 			return st, fmt.Errorf("commit state: %w", err)
 		}
 		return st, nil
@@ -957,9 +959,10 @@ func (r *runner) commitIntent(ctx context.Context, commit state.Commit, intent *
 	in := state.Intent{ID: r.run.ID<<32 | r.intentSeq, Data: data}
 	cursors := commit.Cursors
 	commit.Cursors = nil
-	r.takeAcks(&commit)
+	taken := r.takeAcks(&commit)
 	commit.Intent = &in
 	if err := r.p.Store.Commit(ctx, commit); err != nil {
+		r.giveBackAcks(taken)
 		return state.Intent{}, nil, fmt.Errorf("commit state: %w", err)
 	}
 	return in, cursors, nil
@@ -1029,10 +1032,12 @@ type renderer interface {
 
 // takeAcks moves the acknowledgements waiting for a commit into c: the
 // acknowledged batches' intents are removed and their cursors stored (a
-// cursor c already sets wins, being newer).
-func (r *runner) takeAcks(c *state.Commit) {
+// cursor c already sets wins, being newer). It returns what it took, for
+// giveBackAcks when the commit fails.
+func (r *runner) takeAcks(c *state.Commit) takenAcks {
 	r.ackMu.Lock()
 	defer r.ackMu.Unlock()
+	taken := takenAcks{ids: r.acked, cursors: r.ackCursors}
 	c.IntentsDone = append(c.IntentsDone, r.acked...)
 	if len(r.ackCursors) > 0 {
 		merged := maps.Clone(r.ackCursors)
@@ -1040,6 +1045,32 @@ func (r *runner) takeAcks(c *state.Commit) {
 		c.Cursors = merged
 	}
 	r.acked, r.ackCursors = nil, nil
+	return taken
+}
+
+// takenAcks are the acknowledgements a commit took (takeAcks).
+type takenAcks struct {
+	ids     []int64
+	cursors map[string]string
+}
+
+// giveBackAcks returns the acknowledgements of a commit that failed, so
+// that a later commit (flushAcks at the latest) stores them: their
+// batches are in the sink, and their intents would otherwise make the
+// next run rewrite their records. Acknowledgements taken since are newer:
+// their cursors win.
+func (r *runner) giveBackAcks(t takenAcks) {
+	if len(t.ids) == 0 && len(t.cursors) == 0 {
+		return
+	}
+	r.ackMu.Lock()
+	defer r.ackMu.Unlock()
+	r.acked = append(t.ids, r.acked...)
+	if len(t.cursors) > 0 {
+		merged := maps.Clone(t.cursors)
+		maps.Copy(merged, r.ackCursors)
+		r.ackCursors = merged
+	}
 }
 
 // flushAcks commits the acknowledgements still waiting, if any.
@@ -1051,8 +1082,9 @@ func (r *runner) flushAcks(ctx context.Context) error {
 		return nil
 	}
 	c := state.Commit{Pipeline: r.p.Name}
-	r.takeAcks(&c)
+	taken := r.takeAcks(&c)
 	if err := r.p.Store.Commit(ctx, c); err != nil {
+		r.giveBackAcks(taken)
 		return fmt.Errorf("commit state: %w", err)
 	}
 	return nil

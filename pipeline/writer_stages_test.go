@@ -200,3 +200,46 @@ func TestEnsureFailureCommitsNothing(t *testing.T) {
 	require.Empty(t, left)
 	require.Zero(t, b.graph.Count("guide"))
 }
+
+// failingAckCommit is a state store whose first commit of an intent that
+// also acknowledges batches fails.
+type failingAckCommit struct {
+	state.Store
+	failed bool
+}
+
+func (f *failingAckCommit) Commit(ctx context.Context, c state.Commit) error {
+	if c.Intent != nil && len(c.IntentsDone) > 0 && !f.failed {
+		f.failed = true
+		return errors.New("database is locked")
+	}
+	return f.Store.Commit(ctx, c)
+}
+
+// TestFailedCommitKeepsItsAcknowledgements: a commit that fails gives the
+// acknowledgements it carried back, and the run's last commit stores them:
+// no intent of a batch the sink has is left, and the next run rewrites
+// nothing it wrote. Preparing is slower than writing (slowEmbedder), so
+// each commit acknowledges the batch before it.
+func TestFailedCommitKeepsItsAcknowledgements(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := sixGuides(t)
+	b.p.Embedder = slowEmbedder{b.emb}
+	fs := &failingAckCommit{Store: b.store}
+	b.p.Store = fs
+	_, err := b.p.Run(ctx, state.TriggerManual, pipeline.Mode{})
+	require.ErrorContains(t, err, "database is locked")
+	require.True(t, fs.failed)
+	written := b.graph.Count("guide")
+	require.Positive(t, written)
+	left, err := b.store.IntentList(ctx, "tariff")
+	require.NoError(t, err)
+	require.Empty(t, left, "the written batches are acknowledged")
+
+	b.p.Store = b.store
+	c := b.sync(t)
+	require.Zero(t, c.RecordsChanged, "nothing the first run wrote is rewritten")
+	require.Equal(t, 6-written, c.RecordsNew)
+	require.Equal(t, 6, b.graph.Count("guide"))
+}
