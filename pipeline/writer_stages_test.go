@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,22 +121,30 @@ func TestBatchCommittedBeforeAFailedWriteIsMarkedInterrupted(t *testing.T) {
 	require.Equal(t, 6, b.graph.Count("guide"))
 }
 
-// failingIntent is a state store whose commit of the n-th intent fails,
-// after telling attempted.
-type failingIntent struct {
+// failingCommit is a state store whose first commit that fail picks
+// fails with "disk I/O error"; failed is closed then.
+type failingCommit struct {
 	state.Store
-	n         int
-	intents   int
-	attempted chan struct{}
+	mu     sync.Mutex
+	fail   func(c state.Commit) bool
+	failed chan struct{}
+	done   bool
 }
 
-func (f *failingIntent) Commit(ctx context.Context, c state.Commit) error {
-	if c.Intent != nil {
-		f.intents++
-		if f.intents == f.n {
-			close(f.attempted)
-			return errors.New("disk I/O error")
-		}
+func newFailingCommit(s state.Store, fail func(c state.Commit) bool) *failingCommit {
+	return &failingCommit{Store: s, fail: fail, failed: make(chan struct{})}
+}
+
+func (f *failingCommit) Commit(ctx context.Context, c state.Commit) error {
+	f.mu.Lock()
+	fails := !f.done && f.fail(c)
+	if fails {
+		f.done = true
+		close(f.failed)
+	}
+	f.mu.Unlock()
+	if fails {
+		return errors.New("disk I/O error")
 	}
 	return f.Store.Commit(ctx, c)
 }
@@ -148,14 +157,20 @@ func TestStateFailureLetsEarlierBatchesBeWritten(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	b := sixGuides(t)
-	fc := &failingIntent{Store: b.store, n: 3, attempted: make(chan struct{})}
+	intents := 0
+	fc := newFailingCommit(b.store, func(c state.Commit) bool {
+		if c.Intent != nil {
+			intents++
+		}
+		return intents == 3
+	})
 	b.p.Store = fc
 	writes := 0
 	b.graph.FailWrite = func(*sink.Batch) error {
 		writes++
 		if writes == 1 {
 			select {
-			case <-fc.attempted:
+			case <-fc.failed:
 			case <-time.After(10 * time.Second):
 			}
 		}
@@ -201,21 +216,6 @@ func TestEnsureFailureCommitsNothing(t *testing.T) {
 	require.Zero(t, b.graph.Count("guide"))
 }
 
-// failingAckCommit is a state store whose first commit of an intent that
-// also acknowledges batches fails.
-type failingAckCommit struct {
-	state.Store
-	failed bool
-}
-
-func (f *failingAckCommit) Commit(ctx context.Context, c state.Commit) error {
-	if c.Intent != nil && len(c.IntentsDone) > 0 && !f.failed {
-		f.failed = true
-		return errors.New("database is locked")
-	}
-	return f.Store.Commit(ctx, c)
-}
-
 // TestFailedCommitKeepsItsAcknowledgements: a commit that fails gives the
 // acknowledgements it carried back, and the run's last commit stores them:
 // no intent of a batch the sink has is left, and the next run rewrites
@@ -226,11 +226,11 @@ func TestFailedCommitKeepsItsAcknowledgements(t *testing.T) {
 	ctx := t.Context()
 	b := sixGuides(t)
 	b.p.Embedder = slowEmbedder{b.emb}
-	fs := &failingAckCommit{Store: b.store}
+	// The first commit of an intent that also acknowledges a batch fails.
+	fs := newFailingCommit(b.store, func(c state.Commit) bool { return c.Intent != nil && len(c.IntentsDone) > 0 })
 	b.p.Store = fs
 	_, err := b.p.Run(ctx, state.TriggerManual, pipeline.Mode{})
-	require.ErrorContains(t, err, "database is locked")
-	require.True(t, fs.failed)
+	require.ErrorContains(t, err, "disk I/O error")
 	written := b.graph.Count("guide")
 	require.Positive(t, written)
 	left, err := b.store.IntentList(ctx, "tariff")
