@@ -154,7 +154,7 @@ func (w *batchWriter) stateStage(toSink chan<- *sinkJob) {
 		}
 		if p.intent == nil || p.b.Len() == 0 {
 			ws, err := r.writeBatch(ctx, p.b, p.rendered, p.commit, p.intent)
-			st = addStats(st, ws)
+			st = st.Add(ws)
 			if err != nil {
 				own = err
 			}
@@ -190,7 +190,7 @@ func (w *batchWriter) sinkStage(jobs <-chan *sinkJob) {
 			res = writeResult{err: w.failure()}
 		default:
 			ws, err := r.writeIntended(ctx, j.p.b, j.p.rendered, j.in, j.cursors)
-			res.st, res.err = addStats(res.st, ws), err
+			res.st, res.err = res.st.Add(ws), err
 			if err != nil {
 				w.fail(err)
 			}
@@ -198,11 +198,6 @@ func (w *batchWriter) sinkStage(jobs <-chan *sinkJob) {
 		w.results <- res
 		close(j.done)
 	}
-}
-
-// addStats is the sum of two sink stats.
-func addStats(a, b sink.Stats) sink.Stats {
-	return sink.Stats{Statements: a.Statements + b.Statements, Batches: a.Batches + b.Batches, Retries: a.Retries + b.Retries}
 }
 
 // submit hands a batch to the writer once fewer than writerDepth are

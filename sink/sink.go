@@ -38,6 +38,11 @@ type Stats struct {
 	Retries int
 }
 
+// Add returns the sum of two Stats, for totals over several calls.
+func (s Stats) Add(o Stats) Stats {
+	return Stats{Statements: s.Statements + o.Statements, Batches: s.Batches + o.Batches, Retries: s.Retries + o.Retries}
+}
+
 // Schema is the indexes a pipeline needs.
 type Schema struct {
 	// Indexes are label-property indexes, e.g. {Label: "Chunk", Property: "id"}.
