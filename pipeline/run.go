@@ -1075,14 +1075,11 @@ func (r *runner) giveBackAcks(t takenAcks) {
 
 // flushAcks commits the acknowledgements still waiting, if any.
 func (r *runner) flushAcks(ctx context.Context) error {
-	r.ackMu.Lock()
-	none := len(r.acked) == 0 && len(r.ackCursors) == 0
-	r.ackMu.Unlock()
-	if none {
-		return nil
-	}
 	c := state.Commit{Pipeline: r.p.Name}
 	taken := r.takeAcks(&c)
+	if len(c.IntentsDone) == 0 && len(c.Cursors) == 0 {
+		return nil
+	}
 	if err := r.p.Store.Commit(ctx, c); err != nil {
 		r.giveBackAcks(taken)
 		return fmt.Errorf("commit state: %w", err)

@@ -33,10 +33,10 @@ const writerDepth = 3
 // failure nothing more is committed or written: a batch committed before
 // an earlier batch's write failed, and not written, has its records
 // marked as interrupted, as a failed write does; a failure of the state
-// stage lets the batches committed before it be written. The stages alone touch the runner's
-// writing state while a batch is in flight (intent numbers and ensured
-// labels on one stage at a time; acknowledgements under ackMu); the run
-// touches it, and the counts, only after wait.
+// stage lets the batches committed before it be written. The stages alone
+// touch the runner's writing state while a batch is in flight (intent
+// numbers and ensured labels on one stage at a time; acknowledgements
+// under ackMu); the run touches it, and the counts, only after wait.
 type batchWriter struct {
 	r        *runner
 	ctx      context.Context
@@ -114,6 +114,11 @@ func (w *batchWriter) stateStage(toSink chan<- *sinkJob) {
 		}
 	}
 	var own error // this stage's first failure
+	// stop hands p over failed with err, which stops the batches after it.
+	stop := func(p *prepared, st sink.Stats, err error) {
+		own = err
+		hand(&sinkJob{p: p, res: writeResult{st, err}})
+	}
 	for p := range w.jobs {
 		// A batch's held vectors are stored first, even after a failed
 		// write: the next run reuses them instead of computing them
@@ -124,19 +129,19 @@ func (w *batchWriter) stateStage(toSink chan<- *sinkJob) {
 			continue
 		}
 		if perr != nil {
-			own = perr
-			hand(&sinkJob{p: p, res: writeResult{err: perr}})
+			stop(p, sink.Stats{}, perr)
 			continue
 		}
 		// Rendered before anything is committed: a batch the sink cannot
 		// render fails as it would have on the run's side.
 		if err := r.render(p); err != nil {
-			own = err
-			hand(&sinkJob{p: p, res: writeResult{err: err}})
+			stop(p, sink.Stats{}, err)
 			continue
 		}
+		// direct: a batch without an intent, written before its commit.
+		direct := p.intent == nil || p.b.Len() == 0
 		var st sink.Stats
-		if r.needsSchema(p.anchors) || p.intent == nil || p.b.Len() == 0 {
+		if direct || r.needsSchema(p.anchors) {
 			// The sink's schema is ensured before the batch's commit, and
 			// a batch without an intent is written before its commit:
 			// either after the batches before it.
@@ -147,24 +152,22 @@ func (w *batchWriter) stateStage(toSink chan<- *sinkJob) {
 			}
 			var err error
 			if st, err = r.ensureSchema(ctx, p.anchors); err != nil {
-				own = err
-				hand(&sinkJob{p: p, res: writeResult{st, err}})
+				stop(p, st, err)
 				continue
 			}
 		}
-		if p.intent == nil || p.b.Len() == 0 {
+		if direct {
 			ws, err := r.writeBatch(ctx, p.b, p.rendered, p.commit, p.intent)
-			st = st.Add(ws)
 			if err != nil {
-				own = err
+				stop(p, st.Add(ws), err)
+			} else {
+				hand(&sinkJob{p: p, res: writeResult{st: st.Add(ws)}})
 			}
-			hand(&sinkJob{p: p, res: writeResult{st, err}})
 			continue
 		}
 		in, cursors, err := r.commitIntent(ctx, p.commit, p.intent)
 		if err != nil {
-			own = err
-			hand(&sinkJob{p: p, res: writeResult{st, err}})
+			stop(p, st, err)
 			continue
 		}
 		hand(&sinkJob{p: p, write: true, in: in, cursors: cursors, res: writeResult{st: st}})
@@ -187,7 +190,7 @@ func (w *batchWriter) sinkStage(jobs <-chan *sinkJob) {
 			// Committed before an earlier batch's write failed, and not
 			// written.
 			r.interrupted(ctx, j.in)
-			res = writeResult{err: w.failure()}
+			res.err = w.failure()
 		default:
 			ws, err := r.writeIntended(ctx, j.p.b, j.p.rendered, j.in, j.cursors)
 			res.st, res.err = res.st.Add(ws), err
