@@ -120,8 +120,7 @@ func report(b *testing.B, rows int, phases []phase) {
 	b.Log(sb.String())
 }
 
-// scalePipeline wires a pipeline over srcs with SQLite state and a CYPHERL
-// sink in temporary directories.
+// scalePipeline wires a pipeline over srcs into store and sk.
 func scalePipeline(b *testing.B, store state.Store, sk sink.Sink, model *config.Model, srcs ...sources.Source) *pipeline.Pipeline {
 	b.Helper()
 	tok, err := chunker.NewTokenizer("cl100k_base")
@@ -133,11 +132,19 @@ func scalePipeline(b *testing.B, store state.Store, sk sink.Sink, model *config.
 	}
 }
 
-func scaleStore(b *testing.B) (state.Store, sink.Sink) {
+// scaleState opens SQLite state in a temporary directory.
+func scaleState(b *testing.B) state.Store {
 	b.Helper()
 	store, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "state.db"))
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = store.Close() })
+	return store
+}
+
+// scaleStore is scaleState and a CYPHERL sink in a temporary directory.
+func scaleStore(b *testing.B) (state.Store, sink.Sink) {
+	b.Helper()
+	store := scaleState(b)
 	sk, err := cypherl.New(b.TempDir(), "scale", sink.Memgraph)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = sk.Close(context.Background()) })
