@@ -184,76 +184,114 @@ func firstLetters(re *regexp.Regexp) string {
 	return sb.String()
 }
 
-// keywordFirst holds, for each keyword, the first letters of its forms
-// (both cases), so that parseComp tries only the patterns that can match.
-var keywordFirst = func() []string {
-	out := make([]string, len(keywords))
-	for i, k := range keywords {
-		out[i] = firstLetters(k.re)
-	}
-	return out
-}()
+// addressSyntax is the keyword lexicon and the patterns the address
+// grammar reads with; addrSyntax builds it, and documents each field.
+type addressSyntax struct {
+	keywords     []keyword
+	keywordFirst []string
 
-var keywords = []keyword{
-	{unitArticle, kwRe(`articles|article|arts?\.|artículos|artículo|articulos|articulo|artigos|artigo|articoli|articolo|artikels|artikel|artykuł|статьями|статьях|статьям|статьей|статьёй|статья|статьи|статье|статью|статей|ст\.`),
-		byPrefix("ст", "Статья", "artí", "Artículo", "articulo", "Artículo", "artig", "Artigo", "artico", "Articolo", "artik", "Artikel", "artyk", "Artykuł", "Article")},
-	{unitAnnex, kwRe(`annexes|annexe|annex|appendices|appendix|app\.|anexos|anexo|anejos|anejo|apéndices|apéndice|apendice|anhang|allegati|allegato|bijlage|приложениям|приложениях|приложение|приложения|приложению|приложении|приложений|прил\.`),
-		byPrefix("appendi", "Appendix", "app.", "Appendix", "anex", "Anexo", "anej", "Anejo", "apé", "Apéndice", "ape", "Apéndice", "anh", "Anhang", "alleg", "Allegato", "bijl", "Bijlage", "прил", "Приложение", "Annex")},
-	{unitChapter, kwRe(`chapters|chapter|chapitre|capítulos|capítulo|capitulo|kapitel|capo|главами|главах|глава|главы|главе|главу|главой|гл\.`),
-		byPrefix("chapi", "Chapitre", "cap", "Capítulo", "kap", "Kapitel", "capo", "Capo", "гл", "Глава", "Chapter")},
-	{unitPart, kwRe(`partie|partes|parte|parts|part|teil`),
-		byPrefix("partie", "Partie", "parte", "Parte", "teil", "Teil", "Part")},
-	{unitTitle, kwRe(`titles|title|titre|títulos|título|titulo|titel`),
-		byPrefix("titr", "Titre", "tít", "Título", "titu", "Título", "tite", "Titel", "Title")},
-	{unitRecital, kwRe(`recitals|recital|considerandos|considerando|considérants|considérant|erwägungsgründe|erwägungsgrund`),
-		byPrefix("consid", "Considerando", "erw", "Erwägungsgrund", "Recital")},
-	{unitTable, kwRe(`tableaux|tableau|tables|table|tablas|tabla|tabellen|tabelle|tabella|таблицами|таблицей|таблица|таблицы|таблице|таблицу|табл\.|tab\.`),
-		byPrefix("tabla", "Tabla", "tableau", "Tableau", "tabelle", "Tabelle", "tabella", "Tabella", "таб", "Таблица", "Table")},
-	{unitFigure, kwRe(`figures|figure|figs?\.|figuras|figura|abbildung|abb\.|рисунками|рисунок|рисунка|рисунке|рисунку|рисунком|рис\.`),
-		byPrefix("figura", "Figura", "abb", "Abbildung", "рис", "Рисунок", "Figure")},
-	{unitChast, kwRe(`частями|частях|частям|частью|часть|части|ч\.`), fixed("часть")},
-	// Locators: words that introduce a number or a paren without being a
-	// unit of their own ("Section 6.5.1", "point (a)", "пункт 6.2.2").
-	// Their canonical word is the locator class (see locator).
-	{unitSection, kwRe(`sections|section|subsections|subsection|sec\.|§§|§|secciones|sección|seccion|abschnitt|sezione|разделами|разделах|разделе|раздела|разделу|разделом|раздел`),
-		byPrefix("secc", "Sección", "secci", "Sección", "abs", "Abschnitt", "sez", "Sezione", "раз", "Раздел", "Section")},
-	{unitNone, kwRe(`clauses|clause|subclauses|subclause|paragraphs|paragraph|paras?\.|subparagraphs|subparagraph|points|point|pt\.|items|item|apartados|apartado|subapartados|subapartado|puntos|punto|párrafos|párrafo|requirements|requirement|подпунктами|подпунктах|подпункта|подпункте|подпунктом|подпункту|подпункт|пунктами|пунктах|пунктам|пункта|пункте|пунктом|пункту|пункт|пп\.|п\.|требованиям|требованиях|требованию|требовании|требования|требование|параграф\p{L}*`),
-		func(kw string) string {
-			switch {
-			case strings.HasPrefix(kw, "paragraph"), strings.HasPrefix(kw, "subparagraph"), strings.HasPrefix(kw, "para"), strings.HasPrefix(kw, "párr"):
-				return "paragraph"
-			case strings.HasPrefix(kw, "point"), strings.HasPrefix(kw, "pt."), strings.HasPrefix(kw, "punt"), strings.HasPrefix(kw, "item"):
-				return "point"
-			case strings.HasPrefix(kw, "подпункт"), strings.HasPrefix(kw, "пп."):
-				return "подпункт"
-			case strings.HasPrefix(kw, "пункт"), kw == "п.":
-				return "пункт"
-			case strings.HasPrefix(kw, "apartado"), strings.HasPrefix(kw, "subapartado"):
-				return "apartado"
-			}
-			return "clause"
-		}},
+	romanID, numberID, articleID, tableID  *regexp.Regexp
+	parenRe, cyrPoint, esCode, ordinalWord *regexp.Regexp
+	sepRe                                  *regexp.Regexp
+	docRes                                 []*regexp.Regexp
+	barePunkt                              *regexp.Regexp
 }
 
-var (
-	// romanID is an upper-case Roman numeral of at most seven letters.
-	romanID = regexp.MustCompile(`^(?i)[IVXLC]{1,7}`)
-	// numberID is a clause number: "6.2.2", "A.1", "E.2.3.2.3", "10", an
-	// optional trailing full stop is not part of it.
-	numberID = regexp.MustCompile(`^(?:[A-Z]{1,2}\.)?\d{1,3}(?:\.\d{1,3})*`)
-	// articleID: "7", "10a", "67.1".
-	articleID = regexp.MustCompile(`^\d{1,4}(?:\.\d{1,3})?[a-z]?`)
-	// tableID: "1", "7.1", "A.2", "Б.1".
-	tableID = regexp.MustCompile(`^(?:[A-ZА-Я]\.)?\d{1,3}(?:\.\d{1,3})*`)
-	// parenRe is one parenthesised point or paragraph label.
-	parenRe = regexp.MustCompile(`^\(\s*(\d{1,3}(?:\.\d{1,3})+|\d{1,3}[a-z]?|[a-z]{1,2}|[ivxlc]{1,6}|[а-яё])\s*\)`)
-	// cyrPoint: a Russian point letter, quoted or with a bracket: «а», "а", а).
-	cyrPoint = regexp.MustCompile(`^(?:[«"“„]([а-яё](?:\.\d{1,2})?)[»"”“]|([а-яё](?:\.\d{1,2})?)\))`)
-	// esCode: the document code before a CTE number ("Sección SI 1", "Anejo SI A").
-	esCode = regexp.MustCompile(`^([A-Z]{2,3})\s+`)
-	// ordinalWord: "первый", "второй", "Three", "First".
-	ordinalWord = regexp.MustCompile(`^(?i)(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|one|two|three|four|five|six|seven|eight|nine|ten|перв\p{L}*|втор\p{L}*|трет\p{L}*|четв[её]рт\p{L}*|пят\p{L}*|шест\p{L}*|седьм\p{L}*|восьм\p{L}*|девят\p{L}*|десят\p{L}*)`)
-)
+// addrSyntax returns the address grammar's keyword lexicon and patterns,
+// built on first use.
+var addrSyntax = sync.OnceValue(func() *addressSyntax {
+	a := &addressSyntax{
+		keywords: keywordLexicon(),
+		// romanID is an upper-case Roman numeral of at most seven letters.
+		romanID: regexp.MustCompile(`^(?i)[IVXLC]{1,7}`),
+		// numberID is a clause number: "6.2.2", "A.1", "E.2.3.2.3", "10", an
+		// optional trailing full stop is not part of it.
+		numberID: regexp.MustCompile(`^(?:[A-Z]{1,2}\.)?\d{1,3}(?:\.\d{1,3})*`),
+		// articleID: "7", "10a", "67.1".
+		articleID: regexp.MustCompile(`^\d{1,4}(?:\.\d{1,3})?[a-z]?`),
+		// tableID: "1", "7.1", "A.2", "Б.1".
+		tableID: regexp.MustCompile(`^(?:[A-ZА-Я]\.)?\d{1,3}(?:\.\d{1,3})*`),
+		// parenRe is one parenthesised point or paragraph label.
+		parenRe: regexp.MustCompile(`^\(\s*(\d{1,3}(?:\.\d{1,3})+|\d{1,3}[a-z]?|[a-z]{1,2}|[ivxlc]{1,6}|[а-яё])\s*\)`),
+		// cyrPoint: a Russian point letter, quoted or with a bracket: «а», "а", а).
+		cyrPoint: regexp.MustCompile(`^(?:[«"“„]([а-яё](?:\.\d{1,2})?)[»"”“]|([а-яё](?:\.\d{1,2})?)\))`),
+		// esCode: the document code before a CTE number ("Sección SI 1", "Anejo SI A").
+		esCode: regexp.MustCompile(`^([A-Z]{2,3})\s+`),
+		// ordinalWord: "первый", "второй", "Three", "First".
+		ordinalWord: regexp.MustCompile(`^(?i)(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|one|two|three|four|five|six|seven|eight|nine|ten|перв\p{L}*|втор\p{L}*|трет\p{L}*|четв[её]рт\p{L}*|пят\p{L}*|шест\p{L}*|седьм\p{L}*|восьм\p{L}*|девят\p{L}*|десят\p{L}*)`),
+		// sepRe: the words that may join the components of one address:
+		// "point (a) of paragraph 3 of Article 7", "Section 3 of Annex IX",
+		// "apartado 4.1 de esta Sección", "Article 7(3), point (a)".
+		sepRe: regexp.MustCompile(`^(?i)(?:\s*,\s*|\s+)(?:(?:of|in|to|under|from|de|del|de la|de los|de las|du|des|der|des|von|в|из)\s+)?(?:(?:the|this|that|these|those|el|la|los|las|este|esta|estos|estas|presente|настоящ\p{L}*|эт\p{L}*|указанн\p{L}*|данн\p{L}*)\s+)?(?:(?:first|second|third|fourth|fifth|sixth|last|introductory|closing)\s+(?:subparagraph|indent|sentence|wording)\s+(?:of\s+(?:the\s+)?)?)?`),
+		// docRes recognise the identifiers of whole documents: RFCs, EU acts,
+		// standards, Russian codes and laws, CTE Documentos Básicos.
+		docRes: []*regexp.Regexp{
+			regexp.MustCompile(`^\[?RFC\s?(\d{1,5})\]?`),
+			regexp.MustCompile(`^(?:(?:Commission|Council|European Parliament and Council|Implementing|Delegated)\s+)*((?i:regulation|directive|decision|recommendation|reglamento|directiva|decisión|règlement|verordnung|richtlinie|регламент|директива))\s*(\((?:EU|EC|EEC|EU,\s*Euratom|Euratom|UE|CE|CEE|ЕС|ЕЭС)\)\s*)?(?:No\.?\s*|n\.?º\s*|№\s*)?(\d{1,4}/\d{1,4}(?:/(?:EU|EC|EEC|Euratom|UE|CE|CEE|ЕС|ЕЭС))?)`),
+			regexp.MustCompile(`^(?:(?:EN|UNE-EN|UNE|DIN EN|BS EN|ГОСТ Р|ГОСТ)\s+)?(?:ISO/IEC|ISO|IEC|ИСО/МЭК|ИСО|МЭК)(?:/TR|/TS)?\s+\d{3,5}(?:-\d{1,3})*(?::\d{4})?`),
+			regexp.MustCompile(`^ГОСТ(?:\s+Р)?\s+\d{1,6}(?:[.\-–]\d{1,6})*`),
+			regexp.MustCompile(`^СП\s+\d{1,3}\.\d{3,6}(?:\.\d{4})?`),
+			regexp.MustCompile(`^\d{1,4}-ФЗ`),
+			regexp.MustCompile(`^(?:CTE\s+)?DB[\s-](?:SI|SUA|HE|HR|HS|SE(?:-[A-Z]{1,2})?)`),
+			regexp.MustCompile(`^(?:the\s+)?(?:Treaty on (?:the )?Functioning of the European Union|Treaty on European Union|Charter of Fundamental Rights of the European Union|TFEU|TEU)`),
+		},
+		// barePunkt is a canonical Russian point ("пункт а"), whose letter text
+		// quotes: quotePunkt makes it read as "пункт «а»".
+		barePunkt: regexp.MustCompile(`пункт ([а-яё](?:\.\d{1,2})?)(\s|$)`),
+	}
+	// keywordFirst holds, for each keyword, the first letters of its forms
+	// (both cases), so that parseComp tries only the patterns that can match.
+	a.keywordFirst = make([]string, len(a.keywords))
+	for i, k := range a.keywords {
+		a.keywordFirst[i] = firstLetters(k.re)
+	}
+	return a
+})
+
+// keywordLexicon builds the keyword lexicon, in the order parseComp tries
+// it.
+func keywordLexicon() []keyword {
+	return []keyword{
+		{unitArticle, kwRe(`articles|article|arts?\.|artículos|artículo|articulos|articulo|artigos|artigo|articoli|articolo|artikels|artikel|artykuł|статьями|статьях|статьям|статьей|статьёй|статья|статьи|статье|статью|статей|ст\.`),
+			byPrefix("ст", "Статья", "artí", "Artículo", "articulo", "Artículo", "artig", "Artigo", "artico", "Articolo", "artik", "Artikel", "artyk", "Artykuł", "Article")},
+		{unitAnnex, kwRe(`annexes|annexe|annex|appendices|appendix|app\.|anexos|anexo|anejos|anejo|apéndices|apéndice|apendice|anhang|allegati|allegato|bijlage|приложениям|приложениях|приложение|приложения|приложению|приложении|приложений|прил\.`),
+			byPrefix("appendi", "Appendix", "app.", "Appendix", "anex", "Anexo", "anej", "Anejo", "apé", "Apéndice", "ape", "Apéndice", "anh", "Anhang", "alleg", "Allegato", "bijl", "Bijlage", "прил", "Приложение", "Annex")},
+		{unitChapter, kwRe(`chapters|chapter|chapitre|capítulos|capítulo|capitulo|kapitel|capo|главами|главах|глава|главы|главе|главу|главой|гл\.`),
+			byPrefix("chapi", "Chapitre", "cap", "Capítulo", "kap", "Kapitel", "capo", "Capo", "гл", "Глава", "Chapter")},
+		{unitPart, kwRe(`partie|partes|parte|parts|part|teil`),
+			byPrefix("partie", "Partie", "parte", "Parte", "teil", "Teil", "Part")},
+		{unitTitle, kwRe(`titles|title|titre|títulos|título|titulo|titel`),
+			byPrefix("titr", "Titre", "tít", "Título", "titu", "Título", "tite", "Titel", "Title")},
+		{unitRecital, kwRe(`recitals|recital|considerandos|considerando|considérants|considérant|erwägungsgründe|erwägungsgrund`),
+			byPrefix("consid", "Considerando", "erw", "Erwägungsgrund", "Recital")},
+		{unitTable, kwRe(`tableaux|tableau|tables|table|tablas|tabla|tabellen|tabelle|tabella|таблицами|таблицей|таблица|таблицы|таблице|таблицу|табл\.|tab\.`),
+			byPrefix("tabla", "Tabla", "tableau", "Tableau", "tabelle", "Tabelle", "tabella", "Tabella", "таб", "Таблица", "Table")},
+		{unitFigure, kwRe(`figures|figure|figs?\.|figuras|figura|abbildung|abb\.|рисунками|рисунок|рисунка|рисунке|рисунку|рисунком|рис\.`),
+			byPrefix("figura", "Figura", "abb", "Abbildung", "рис", "Рисунок", "Figure")},
+		{unitChast, kwRe(`частями|частях|частям|частью|часть|части|ч\.`), fixed("часть")},
+		// Locators: words that introduce a number or a paren without being a
+		// unit of their own ("Section 6.5.1", "point (a)", "пункт 6.2.2").
+		// Their canonical word is the locator class (see locator).
+		{unitSection, kwRe(`sections|section|subsections|subsection|sec\.|§§|§|secciones|sección|seccion|abschnitt|sezione|разделами|разделах|разделе|раздела|разделу|разделом|раздел`),
+			byPrefix("secc", "Sección", "secci", "Sección", "abs", "Abschnitt", "sez", "Sezione", "раз", "Раздел", "Section")},
+		{unitNone, kwRe(`clauses|clause|subclauses|subclause|paragraphs|paragraph|paras?\.|subparagraphs|subparagraph|points|point|pt\.|items|item|apartados|apartado|subapartados|subapartado|puntos|punto|párrafos|párrafo|requirements|requirement|подпунктами|подпунктах|подпункта|подпункте|подпунктом|подпункту|подпункт|пунктами|пунктах|пунктам|пункта|пункте|пунктом|пункту|пункт|пп\.|п\.|требованиям|требованиях|требованию|требовании|требования|требование|параграф\p{L}*`),
+			func(kw string) string {
+				switch {
+				case strings.HasPrefix(kw, "paragraph"), strings.HasPrefix(kw, "subparagraph"), strings.HasPrefix(kw, "para"), strings.HasPrefix(kw, "párr"):
+					return "paragraph"
+				case strings.HasPrefix(kw, "point"), strings.HasPrefix(kw, "pt."), strings.HasPrefix(kw, "punt"), strings.HasPrefix(kw, "item"):
+					return "point"
+				case strings.HasPrefix(kw, "подпункт"), strings.HasPrefix(kw, "пп."):
+					return "подпункт"
+				case strings.HasPrefix(kw, "пункт"), kw == "п.":
+					return "пункт"
+				case strings.HasPrefix(kw, "apartado"), strings.HasPrefix(kw, "subapartado"):
+					return "apartado"
+				}
+				return "clause"
+			}},
+	}
+}
 
 // boundaryAt reports whether s[i:] starts at the end of a word: the end of
 // s, or a rune that is neither a letter nor a digit.
@@ -318,7 +356,7 @@ func parseParens(s string, i int) ([]addrUnit, int) {
 		if len(out) > 0 && k < len(s) && s[k] == ' ' {
 			k++ // "(3) (a)"
 		}
-		m := parenRe.FindStringSubmatchIndex(s[k:])
+		m := addrSyntax().parenRe.FindStringSubmatchIndex(s[k:])
 		if m == nil {
 			break
 		}
@@ -340,8 +378,9 @@ func parseComp(s string, i int) (comp, bool) {
 		return comp{}, false
 	}
 	r0, _ := utf8.DecodeRuneInString(s[i:])
-	for ki, k := range keywords {
-		if !strings.ContainsRune(keywordFirst[ki], r0) {
+	syn := addrSyntax()
+	for ki, k := range syn.keywords {
+		if !strings.ContainsRune(syn.keywordFirst[ki], r0) {
 			continue
 		}
 		m := k.re.FindStringSubmatchIndex(s[i:])
@@ -363,7 +402,7 @@ func parseComp(s string, i int) (comp, bool) {
 			return c, true
 		}
 	}
-	if m := numberID.FindStringIndex(s[i:]); m != nil && boundaryNumber(s, i+m[1]) {
+	if m := addrSyntax().numberID.FindStringIndex(s[i:]); m != nil && boundaryNumber(s, i+m[1]) {
 		id := s[i : i+m[1]]
 		if strings.Contains(id, ".") {
 			return comp{units: []addrUnit{{kind: unitNumber, id: id}}, start: i, end: i + m[1]}, true
@@ -412,7 +451,7 @@ func parseKeywordID(s string, start, j int, kind unitKind, word string) (comp, b
 	}
 	switch kind {
 	case unitArticle:
-		if m := articleID.FindStringIndex(s[j:]); m != nil && boundaryNumber(s, j+m[1]) {
+		if m := addrSyntax().articleID.FindStringIndex(s[j:]); m != nil && boundaryNumber(s, j+m[1]) {
 			return one(addrUnit{kind: kind, word: word, id: s[j : j+m[1]]}, j+m[1])
 		}
 	case unitRecital:
@@ -440,7 +479,7 @@ func parseKeywordID(s string, start, j int, kind unitKind, word string) (comp, b
 		}
 		return one(addrUnit{kind: kind, word: word, id: s[k : k+n]}, end)
 	case unitTable, unitFigure:
-		if m := tableID.FindStringIndex(s[j:]); m != nil && boundaryNumber(s, j+m[1]) {
+		if m := addrSyntax().tableID.FindStringIndex(s[j:]); m != nil && boundaryNumber(s, j+m[1]) {
 			return one(addrUnit{kind: kind, word: word, id: s[j : j+m[1]]}, j+m[1])
 		}
 	case unitChast:
@@ -454,7 +493,7 @@ func parseKeywordID(s string, start, j int, kind unitKind, word string) (comp, b
 	case unitAnnex, unitChapter, unitPart, unitTitle:
 		code := ""
 		k := j
-		if m := esCode.FindStringSubmatchIndex(s[k:]); m != nil && (word == "Anejo" || word == "Anexo" || word == "Apéndice") {
+		if m := addrSyntax().esCode.FindStringSubmatchIndex(s[k:]); m != nil && (word == "Anejo" || word == "Anexo" || word == "Apéndice") {
 			code = s[k+m[2]:k+m[3]] + " "
 			k += m[1]
 		}
@@ -463,7 +502,7 @@ func parseKeywordID(s string, start, j int, kind unitKind, word string) (comp, b
 		}
 	case unitSection:
 		// "Sección SI 1": a CTE section code makes it a division.
-		if m := esCode.FindStringSubmatchIndex(s[j:]); m != nil && word == "Sección" {
+		if m := addrSyntax().esCode.FindStringSubmatchIndex(s[j:]); m != nil && word == "Sección" {
 			k := j + m[1]
 			n := 0
 			for k+n < len(s) && s[k+n] >= '0' && s[k+n] <= '9' && n < 3 {
@@ -474,11 +513,11 @@ func parseKeywordID(s string, start, j int, kind unitKind, word string) (comp, b
 			}
 		}
 		if word == "Раздел" {
-			if m := ordinalWord.FindStringIndex(s[j:]); m != nil && boundaryAt(s, j+m[1]) {
+			if m := addrSyntax().ordinalWord.FindStringIndex(s[j:]); m != nil && boundaryAt(s, j+m[1]) {
 				return one(addrUnit{kind: unitPart, word: word, id: strings.ToLower(s[j : j+m[1]])}, j+m[1])
 			}
 		}
-		if m := romanID.FindStringIndex(s[j:]); m != nil && boundaryAt(s, j+m[1]) && strings.ToUpper(s[j:j+m[1]]) == s[j:j+m[1]] {
+		if m := addrSyntax().romanID.FindStringIndex(s[j:]); m != nil && boundaryAt(s, j+m[1]) && strings.ToUpper(s[j:j+m[1]]) == s[j:j+m[1]] {
 			// "SECTION II" (a Roman numeral) is a division.
 			return one(addrUnit{kind: unitSection, word: word, id: s[j : j+m[1]]}, j+m[1])
 		}
@@ -494,7 +533,7 @@ func parseKeywordID(s string, start, j int, kind unitKind, word string) (comp, b
 // divisionID reads a division identifier: a Roman numeral, a single
 // letter, a number of at most three digits, or (for parts) an ordinal word.
 func divisionID(s string, k int, kind unitKind) (string, int, bool) {
-	if m := romanID.FindStringIndex(s[k:]); m != nil && boundaryAt(s, k+m[1]) {
+	if m := addrSyntax().romanID.FindStringIndex(s[k:]); m != nil && boundaryAt(s, k+m[1]) {
 		id := s[k : k+m[1]]
 		if kind == unitAnnex || strings.ToUpper(id) == id || len(id) > 1 {
 			return strings.ToUpper(id), k + m[1], true
@@ -514,7 +553,7 @@ func divisionID(s string, k int, kind unitKind) (string, int, bool) {
 		return s[k : k+n], k + n, true
 	}
 	if kind == unitPart {
-		if m := ordinalWord.FindStringIndex(s[k:]); m != nil && boundaryAt(s, k+m[1]) {
+		if m := addrSyntax().ordinalWord.FindStringIndex(s[k:]); m != nil && boundaryAt(s, k+m[1]) {
 			w := strings.ToLower(s[k : k+m[1]])
 			return strings.ToUpper(w[:1]) + w[1:], k + m[1], true
 		}
@@ -532,7 +571,7 @@ func locatorTail(s string, start, j int, locator string) (comp, bool) {
 		}
 	}
 	if locator == "пункт" || locator == "подпункт" {
-		if m := cyrPoint.FindStringSubmatchIndex(s[j:]); m != nil {
+		if m := addrSyntax().cyrPoint.FindStringSubmatchIndex(s[j:]); m != nil {
 			g := 2
 			if m[2] < 0 {
 				g = 4
@@ -540,7 +579,7 @@ func locatorTail(s string, start, j int, locator string) (comp, bool) {
 			return comp{units: []addrUnit{{kind: unitPunkt, word: "пункт", id: s[j+m[g] : j+m[g+1]]}}, start: start, end: j + m[1], locator: locator}, true
 		}
 	}
-	if m := numberID.FindStringIndex(s[j:]); m != nil && boundaryNumber(s, j+m[1]) {
+	if m := addrSyntax().numberID.FindStringIndex(s[j:]); m != nil && boundaryNumber(s, j+m[1]) {
 		id := s[j : j+m[1]]
 		return comp{units: []addrUnit{{kind: unitNumber, id: id}}, start: start, end: j + m[1], locator: locator}, true
 	}
@@ -632,31 +671,13 @@ func isDigits(s string) bool {
 	return true
 }
 
-// sepWords are the words that may join the components of one address:
-// "point (a) of paragraph 3 of Article 7", "Section 3 of Annex IX",
-// "apartado 4.1 de esta Sección", "Article 7(3), point (a)".
-var sepRe = regexp.MustCompile(`^(?i)(?:\s*,\s*|\s+)(?:(?:of|in|to|under|from|de|del|de la|de los|de las|du|des|der|des|von|в|из)\s+)?(?:(?:the|this|that|these|those|el|la|los|las|este|esta|estos|estas|presente|настоящ\p{L}*|эт\p{L}*|указанн\p{L}*|данн\p{L}*)\s+)?(?:(?:first|second|third|fourth|fifth|sixth|last|introductory|closing)\s+(?:subparagraph|indent|sentence|wording)\s+(?:of\s+(?:the\s+)?)?)?`)
-
-// docRes recognise the identifiers of whole documents: RFCs, EU acts,
-// standards, Russian codes and laws, CTE Documentos Básicos.
-var docRes = []*regexp.Regexp{
-	regexp.MustCompile(`^\[?RFC\s?(\d{1,5})\]?`),
-	regexp.MustCompile(`^(?:(?:Commission|Council|European Parliament and Council|Implementing|Delegated)\s+)*((?i:regulation|directive|decision|recommendation|reglamento|directiva|decisión|règlement|verordnung|richtlinie|регламент|директива))\s*(\((?:EU|EC|EEC|EU,\s*Euratom|Euratom|UE|CE|CEE|ЕС|ЕЭС)\)\s*)?(?:No\.?\s*|n\.?º\s*|№\s*)?(\d{1,4}/\d{1,4}(?:/(?:EU|EC|EEC|Euratom|UE|CE|CEE|ЕС|ЕЭС))?)`),
-	regexp.MustCompile(`^(?:(?:EN|UNE-EN|UNE|DIN EN|BS EN|ГОСТ Р|ГОСТ)\s+)?(?:ISO/IEC|ISO|IEC|ИСО/МЭК|ИСО|МЭК)(?:/TR|/TS)?\s+\d{3,5}(?:-\d{1,3})*(?::\d{4})?`),
-	regexp.MustCompile(`^ГОСТ(?:\s+Р)?\s+\d{1,6}(?:[.\-–]\d{1,6})*`),
-	regexp.MustCompile(`^СП\s+\d{1,3}\.\d{3,6}(?:\.\d{4})?`),
-	regexp.MustCompile(`^\d{1,4}-ФЗ`),
-	regexp.MustCompile(`^(?:CTE\s+)?DB[\s-](?:SI|SUA|HE|HR|HS|SE(?:-[A-Z]{1,2})?)`),
-	regexp.MustCompile(`^(?:the\s+)?(?:Treaty on (?:the )?Functioning of the European Union|Treaty on European Union|Charter of Fundamental Rights of the European Union|TFEU|TEU)`),
-}
-
 // matchDoc returns the document identifier at s[i:] in canonical form
 // ("RFC 7231", "Regulation (EU) 2017/745", "ISO 14971:2012") and its end.
 func matchDoc(s string, i int) (string, int, bool) {
 	if !boundaryBefore(s, i) {
 		return "", 0, false
 	}
-	for k, re := range docRes {
+	for k, re := range addrSyntax().docRes {
 		m := re.FindStringSubmatchIndex(s[i:])
 		if m == nil || !boundaryAt(s, i+m[1]) && !strings.HasSuffix(s[i:i+m[1]], "]") {
 			continue
@@ -968,7 +989,7 @@ func parseUnit(segment string) (addrUnit, bool) {
 		return addrUnit{}, false
 	}
 	segment = quotePunkt(segment)
-	if m := numberID.FindStringIndex(segment); m != nil && m[1] == len(segment) {
+	if m := addrSyntax().numberID.FindStringIndex(segment); m != nil && m[1] == len(segment) {
 		return addrUnit{kind: unitNumber, id: segment}, true
 	}
 	c, ok := parseComp(segment, 0)
@@ -1008,15 +1029,11 @@ func isLeafKey(s string) bool {
 // leafKinds are the kind letters of leaf keys (see leafAddress).
 const leafKinds = "plctnkf"
 
-// barePunkt is a canonical Russian point ("пункт а"), whose letter text
-// quotes: quotePunkt makes it read as "пункт «а»".
-var barePunkt = regexp.MustCompile(`пункт ([а-яё](?:\.\d{1,2})?)(\s|$)`)
-
 func quotePunkt(s string) string {
 	if !strings.Contains(s, "пункт ") {
 		return s
 	}
-	return barePunkt.ReplaceAllString(s, "пункт «$1»$2")
+	return addrSyntax().barePunkt.ReplaceAllString(s, "пункт «$1»$2")
 }
 
 // headingUnit reads a heading that starts with a keyword unit ("Article 5",

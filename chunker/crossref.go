@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -100,8 +101,26 @@ func elementRefs(e *Element, from string, acr map[string]bool) []Ref {
 	return out
 }
 
-// footnoteMark is the visible text of a footnote call or back-link.
-var footnoteMark = regexp.MustCompile(`^(?:\(\s*\*?\d{1,3}\s*\)|\[\s*\d{1,3}\s*\]|\d{1,3}|\*{1,3}|[↩↑†‡])$`)
+// crossrefPatterns holds the patterns links and document identifiers are
+// read with; crossrefRe compiles them.
+type crossrefPatterns struct {
+	footnoteMark, genericTitle, rfcFileName, rfcFrontLine, subjectRe *regexp.Regexp
+}
+
+// crossrefRe returns the patterns of links and document identifiers,
+// compiled on first use.
+var crossrefRe = sync.OnceValue(func() *crossrefPatterns {
+	return &crossrefPatterns{
+		// footnoteMark is the visible text of a footnote call or back-link.
+		footnoteMark: regexp.MustCompile(`^(?:\(\s*\*?\d{1,3}\s*\)|\[\s*\d{1,3}\s*\]|\d{1,3}|\*{1,3}|[↩↑†‡])$`),
+		genericTitle: regexp.MustCompile(`^(?:abstract|introduction|contents|table-of-contents|preface|foreword|содержание|оглавление|введение|предисловие)$`),
+		rfcFileName:  regexp.MustCompile(`(?i)^rfc[-_ ]?(\d{1,5})$`),
+		rfcFrontLine: regexp.MustCompile(`Request for Comments:\s*(\d{1,5})`),
+		// subjectRe: what an act's title says it is on, up to the first comma,
+		// bracket, or "amending"/"repealing".
+		subjectRe: regexp.MustCompile(`(?i)\bon (?:the )?([a-z][a-z -]{2,60}?)(?:,|\(| amending| repealing| and repealing| and amending|$)`),
+	}
+})
 
 // linkRef turns a hyperlink into a Ref; ok is false for links that point
 // nowhere useful (empty, mailto:, javascript:).
@@ -114,7 +133,7 @@ func linkRef(l Link, from string) (Ref, bool) {
 	switch {
 	case h == "" || h == "#":
 		return Ref{}, false
-	case strings.HasPrefix(h, "#") && footnoteMark.MatchString(strings.TrimSpace(l.Text)):
+	case strings.HasPrefix(h, "#") && crossrefRe().footnoteMark.MatchString(strings.TrimSpace(l.Text)):
 		// A footnote call or its back-link: the note sits after the
 		// element that calls it; no cross-reference.
 		return Ref{}, false
@@ -302,7 +321,7 @@ func unitsOf(target string) ([]addrUnit, bool) {
 		}
 		c, ok := parseComp(t, i)
 		if !ok {
-			if m := numberID.FindStringIndex(t[i:]); m != nil && boundaryNumber(t, i+m[1]) {
+			if m := addrSyntax().numberID.FindStringIndex(t[i:]); m != nil && boundaryNumber(t, i+m[1]) {
 				c = comp{units: []addrUnit{{kind: unitNumber, id: t[i : i+m[1]]}}, start: i, end: i + m[1]}
 			} else {
 				return nil, false
@@ -347,12 +366,6 @@ func parentPath(p string) string {
 	return ""
 }
 
-var (
-	genericTitle = regexp.MustCompile(`^(?:abstract|introduction|contents|table-of-contents|preface|foreword|содержание|оглавление|введение|предисловие)$`)
-	rfcFileName  = regexp.MustCompile(`(?i)^rfc[-_ ]?(\d{1,5})$`)
-	rfcFrontLine = regexp.MustCompile(`Request for Comments:\s*(\d{1,5})`)
-)
-
 // DocumentIDs guesses the identifiers other documents use to cite this
 // one, most specific first, without duplicates: "RFC 7231" from the file
 // name (rfc7231.txt) or the front matter ("Request for Comments: 7231" in
@@ -377,7 +390,7 @@ func DocumentIDs(root *Element, fileName string) []string {
 	}
 	base := filepath.Base(fileName)
 	stem := strings.TrimSuffix(base, filepath.Ext(base))
-	if m := rfcFileName.FindStringSubmatch(stem); m != nil {
+	if m := crossrefRe().rfcFileName.FindStringSubmatch(stem); m != nil {
 		add("RFC " + m[1])
 	}
 	var title string
@@ -396,7 +409,7 @@ func DocumentIDs(root *Element, fileName string) []string {
 				continue
 			}
 			leaves++
-			if m := rfcFrontLine.FindStringSubmatch(c.Text); m != nil {
+			if m := crossrefRe().rfcFrontLine.FindStringSubmatch(c.Text); m != nil {
 				add("RFC " + m[1])
 			}
 			if title == "" && leaves == 1 && utf8.RuneCountInString(strings.TrimSpace(c.Text)) <= 120 {
@@ -423,7 +436,7 @@ func DocumentIDs(root *Element, fileName string) []string {
 	if fileName != "" && base != "." {
 		add(base)
 	}
-	if !genericTitle.MatchString(slug(title)) {
+	if !crossrefRe().genericTitle.MatchString(slug(title)) {
 		add(title)
 	}
 	return out
@@ -450,7 +463,7 @@ func actID(title string) (string, string, bool) {
 // → "Medical Devices Regulation", "MDR".
 func shortName(id, rest string) (string, string) {
 	kind := strings.Fields(id)[0]
-	m := subjectRe.FindStringSubmatch(rest)
+	m := crossrefRe().subjectRe.FindStringSubmatch(rest)
 	if m == nil {
 		return "", ""
 	}
@@ -472,7 +485,3 @@ func shortName(id, rest string) (string, string) {
 	abbr.WriteString(strings.ToUpper(kind[:1]))
 	return name.String(), abbr.String()
 }
-
-// subjectRe: what an act's title says it is on, up to the first comma,
-// bracket, or "amending"/"repealing".
-var subjectRe = regexp.MustCompile(`(?i)\bon (?:the )?([a-z][a-z -]{2,60}?)(?:,|\(| amending| repealing| and repealing| and amending|$)`)

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -103,7 +104,27 @@ func parseDocx(content []byte) (*Element, error) {
 	return d.b.root, nil
 }
 
-var headerFooterPart = regexp.MustCompile(`^word/(?:header|footer)\d*\.xml$`)
+// docxPatterns holds the DOCX parser's patterns; docxRe compiles them.
+type docxPatterns struct {
+	headerFooterPart, headingStyleName, headingStyleID, clauseHead *regexp.Regexp
+	annexHead, numberAddress                                       *regexp.Regexp
+}
+
+// docxRe returns the DOCX parser's patterns, compiled on first use.
+var docxRe = sync.OnceValue(func() *docxPatterns {
+	return &docxPatterns{
+		headerFooterPart: regexp.MustCompile(`^word/(?:header|footer)\d*\.xml$`),
+		headingStyleName: regexp.MustCompile(`^heading ([1-9])$`),
+		headingStyleID:   regexp.MustCompile(`^(?:Heading|heading)([1-9])$`),
+		// clauseHead is a clause number at the start of a paragraph: "1.2
+		// Компетенция", "1.4Объем Программы", "3.1.1.1: A documented …".
+		clauseHead: regexp.MustCompile(`^(\d{1,3}(?:\.\d{1,3})+)\.?(?:\s*[:\-–—]\s*|\s*)(\S.*)$`),
+		// annexHead is an annex heading: "Annex A", "Appendix B", "Приложение I",
+		// "ПРИЛОЖЕНИЕ А".
+		annexHead:     regexp.MustCompile(`^(Annex|ANNEX|Appendix|APPENDIX|Приложение|ПРИЛОЖЕНИЕ)\s+([A-ZА-ЯЁ]|[IVX]{1,5}|\d{1,2})\b`),
+		numberAddress: regexp.MustCompile(`^\d{1,3}(?:\.\d{1,3})*$`),
+	}
+})
 
 // pageNoise applies the page-noise rules (pagenoise.go) to the body's
 // blocks, pages divided by page breaks (w:br w:type="page", Word's
@@ -118,7 +139,7 @@ func (d *docx) pageNoise(blocks []docxBlock) ([]Noise, error) {
 	known := map[string]bool{}
 	var parts []string
 	for name := range d.files {
-		if headerFooterPart.MatchString(name) {
+		if docxRe().headerFooterPart.MatchString(name) {
 			parts = append(parts, name)
 		}
 	}
@@ -359,11 +380,6 @@ func (d *docx) loadStyles() error {
 	}
 }
 
-var (
-	headingStyleName = regexp.MustCompile(`^heading ([1-9])$`)
-	headingStyleID   = regexp.MustCompile(`^(?:Heading|heading)([1-9])$`)
-)
-
 // styleInfo follows styleID's basedOn chain (at most 16 steps) and returns
 // its heading level (0 for none), whether it is a table-of-contents style,
 // and the numbering it inherits.
@@ -377,7 +393,7 @@ func (d *docx) styleInfo(styleID string) (level int, toc bool, numID, ilvl strin
 		if i == 0 || level == 0 {
 			if s.outline >= 0 && s.outline < 9 && level == 0 {
 				level = s.outline + 1
-			} else if m := headingStyleName.FindStringSubmatch(s.name); m != nil && level == 0 {
+			} else if m := docxRe().headingStyleName.FindStringSubmatch(s.name); m != nil && level == 0 {
 				level = int(m[1][0] - '0')
 			} else if (s.name == "title" || s.id == "Title") && level == 0 {
 				level = 1
@@ -393,7 +409,7 @@ func (d *docx) styleInfo(styleID string) (level int, toc bool, numID, ilvl strin
 	}
 	if level == 0 {
 		// Style ids such as "Heading2" without a styles part.
-		if m := headingStyleID.FindStringSubmatch(styleID); m != nil {
+		if m := docxRe().headingStyleID.FindStringSubmatch(styleID); m != nil {
 			level = int(m[1][0] - '0')
 		}
 	}
@@ -1008,21 +1024,12 @@ func tableText(rows [][]string) string {
 	return strings.Join(lines, "\n")
 }
 
-var (
-	// clauseHead is a clause number at the start of a paragraph: "1.2
-	// Компетенция", "1.4Объем Программы", "3.1.1.1: A documented …".
-	clauseHead = regexp.MustCompile(`^(\d{1,3}(?:\.\d{1,3})+)\.?(?:\s*[:\-–—]\s*|\s*)(\S.*)$`)
-	// annexHead is an annex heading: "Annex A", "Appendix B", "Приложение I",
-	// "ПРИЛОЖЕНИЕ А".
-	annexHead = regexp.MustCompile(`^(Annex|ANNEX|Appendix|APPENDIX|Приложение|ПРИЛОЖЕНИЕ)\s+([A-ZА-ЯЁ]|[IVX]{1,5}|\d{1,2})\b`)
-)
-
 // maxClauseHeadRunes bounds a clause heading written as a plain paragraph.
 const maxClauseHeadRunes = 80
 
 // annexAddress returns "Annex A" / "Приложение I" for an annex heading.
 func annexAddress(title string) (string, bool) {
-	m := annexHead.FindStringSubmatch(title)
+	m := docxRe().annexHead.FindStringSubmatch(title)
 	if m == nil {
 		return "", false
 	}
@@ -1043,9 +1050,7 @@ func (d *docx) innerNumbered() (string, int) {
 	return "", 0
 }
 
-var numberAddress = regexp.MustCompile(`^\d{1,3}(?:\.\d{1,3})*$`)
-
-func isNumberAddress(a string) bool { return numberAddress.MatchString(a) }
+func isNumberAddress(a string) bool { return docxRe().numberAddress.MatchString(a) }
 
 // fitsUnder returns the level of an open section that clause number n
 // (with at least two parts) belongs under: its parent number ("1.2" → "1"),
@@ -1126,7 +1131,7 @@ func (d *docx) emit(bl docxBlock) {
 		d.notesAfter(bl)
 		return
 	}
-	if m := clauseHead.FindStringSubmatch(full); m != nil {
+	if m := docxRe().clauseHead.FindStringSubmatch(full); m != nil {
 		rest := m[2]
 		short := utf8.RuneCountInString(full) <= maxClauseHeadRunes && !strings.ContainsAny(rest[len(rest)-1:], ".,;:")
 		if short && hasLetter(rest[:min(len(rest), 4)]) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -116,7 +117,7 @@ func (h *htmlWalker) flush() {
 	if text == "" {
 		return
 	}
-	if h.label == "" && labelCell.MatchString(text) {
+	if h.label == "" && htmlRe().labelCell.MatchString(text) {
 		// A label standing before its block ("<span
 		// class="no-parag">1.</span><div>…</div>"): it opens the block.
 		h.label = text
@@ -146,8 +147,34 @@ func (h *htmlWalker) paragraph(text string) *Element {
 	return h.b.leaf(KindParagraph, text)
 }
 
-// metaTitleRe reads the title of a metadata comment (`<!--{"Title": …}-->`).
-var metaTitleRe = regexp.MustCompile(`"Title"\s*:\s*"([^"]+)"`)
+// htmlPatterns holds the HTML parser's patterns; htmlRe compiles them.
+type htmlPatterns struct {
+	metaTitleRe, markerOnly, numberedTitle, numberedTitleStart, clauseParagraph *regexp.Regexp
+	paraID, closingFormula, labelCell                                           *regexp.Regexp
+}
+
+// htmlRe returns the HTML parser's patterns, compiled on first use.
+var htmlRe = sync.OnceValue(func() *htmlPatterns {
+	return &htmlPatterns{
+		// metaTitleRe reads the title of a metadata comment (`<!--{"Title": …}-->`).
+		metaTitleRe: regexp.MustCompile(`"Title"\s*:\s*"([^"]+)"`),
+		// markerOnly matches an amendment marker standing alone ("▼B", "►M1 ◄").
+		markerOnly: regexp.MustCompile(`^(?:[▼►◄]\s*[A-Z]{0,2}\d{0,3}\s*)+$`),
+		// numberedTitle: a clause number, an optional full stop, and a title.
+		numberedTitle: regexp.MustCompile(`^((?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*)\.?(?:\s*[:\-–—]\s*|\s+)(\S.*)$`),
+		// numberedTitleStart is numberedTitle up to the first letter of the title.
+		numberedTitleStart: regexp.MustCompile(`^(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*\.?(?:\s*[:\-–—]\s*|\s+)\S`),
+		// clauseParagraph: a paragraph that opens with a clause number ("1.   Devices
+		// shall …", "10.1. …", "2.3 The …").
+		clauseParagraph: regexp.MustCompile(`^(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s|\x{00a0})+\S`),
+		// paraID is the id of an Official Journal numbered paragraph: "005.002".
+		paraID: regexp.MustCompile(`^\d{3}\.(\d{3})$`),
+		// closingFormula opens the closing part of an act.
+		closingFormula: regexp.MustCompile(`^(?:This (?:Regulation|Directive|Decision) (?:shall be binding|is addressed)|Done at |Hecho en |Fait à |Geschehen zu |Fatto a |Feito em |Gedaan te |Совершено в )`),
+		// labelCell matches the label of a point row.
+		labelCell: regexp.MustCompile(`^(?:\(\s*(?:\d{1,3}[a-z]?|[a-z]{1,4}|[A-Z]{1,2})\s*\)|(?:\d{1,3}[a-z]?|[a-z]{1,3}|[A-Z])[.)]|\d{1,3}(?:\.\d{1,3})+\.?|[—–\-•·▪◦*o]|[a-zа-я]\))$`),
+	}
+})
 
 // metaTitle is the document's title from its metadata: a leading
 // `<!--{"Title": …}-->` comment, else a <title> that is not a file name.
@@ -158,7 +185,7 @@ func metaTitle(doc *html.Node) string {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			switch {
 			case c.Type == html.CommentNode:
-				if m := metaTitleRe.FindStringSubmatch(c.Data); m != nil {
+				if m := htmlRe().metaTitleRe.FindStringSubmatch(c.Data); m != nil {
 					title = m[1]
 					return true
 				}
@@ -238,9 +265,6 @@ func roleOf(n *html.Node) htmlRole {
 	}
 	return roleNone
 }
-
-// markerOnly matches an amendment marker standing alone ("▼B", "►M1 ◄").
-var markerOnly = regexp.MustCompile(`^(?:[▼►◄]\s*[A-Z]{0,2}\d{0,3}\s*)+$`)
 
 func (h *htmlWalker) drop(text, reason string) {
 	if t := normalizeSpace(text); t != "" {
@@ -357,17 +381,11 @@ func blockHeading(text string) (u addrUnit, number, rest string, ok bool) {
 	if u, rest, ok := headingUnit(text); ok {
 		return u, "", rest, true
 	}
-	if m := numberedTitle.FindStringSubmatch(text); m != nil && hasLetter(m[2]) {
+	if m := htmlRe().numberedTitle.FindStringSubmatch(text); m != nil && hasLetter(m[2]) {
 		return addrUnit{}, m[1], m[2], true
 	}
 	return addrUnit{}, "", "", false
 }
-
-// numberedTitle: a clause number, an optional full stop, and a title.
-var numberedTitle = regexp.MustCompile(`^((?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*)\.?(?:\s*[:\-–—]\s*|\s+)(\S.*)$`)
-
-// numberedTitleStart is numberedTitle up to the first letter of the title.
-var numberedTitleStart = regexp.MustCompile(`^(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*\.?(?:\s*[:\-–—]\s*|\s+)\S`)
 
 // isNumberedTitle is numberedTitle.MatchString for a one-line s; the match
 // stops at the title, so a long line costs no more than a short one.
@@ -375,12 +393,8 @@ func isNumberedTitle(s string) bool {
 	if s == "" || !(s[0] >= '0' && s[0] <= '9' || s[0] >= 'A' && s[0] <= 'Z') || strings.IndexByte(s, '\n') >= 0 {
 		return false
 	}
-	return numberedTitleStart.MatchString(s)
+	return htmlRe().numberedTitleStart.MatchString(s)
 }
-
-// clauseParagraph: a paragraph that opens with a clause number ("1.   Devices
-// shall …", "10.1. …", "2.3 The …").
-var clauseParagraph = regexp.MustCompile(`^(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s|\x{00a0})+\S`)
 
 func (h *htmlWalker) walk(n *html.Node) {
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -465,9 +479,6 @@ func (h *htmlWalker) walk(n *html.Node) {
 	}
 }
 
-// paraID is the id of an Official Journal numbered paragraph: "005.002".
-var paraID = regexp.MustCompile(`^\d{3}\.(\d{3})$`)
-
 // container walks a div-like element.
 func (h *htmlWalker) container(c *html.Node, role htmlRole) {
 	id := attr(c, "id")
@@ -485,10 +496,10 @@ func (h *htmlWalker) container(c *html.Node, role htmlRole) {
 			h.points(rows)
 			return
 		}
-	case paraID.MatchString(id) && h.inArticle():
+	case htmlRe().paraID.MatchString(id) && h.inArticle():
 		// A numbered paragraph of an article.
 		h.flushLabel()
-		m := paraID.FindStringSubmatch(id)
+		m := htmlRe().paraID.FindStringSubmatch(id)
 		depth := len(h.b.stack)
 		h.b.push(KindClause, "("+strings.TrimLeft(m[1], "0")+")")
 		h.walk(c)
@@ -592,7 +603,7 @@ func (h *htmlWalker) block(c *html.Node, role htmlRole) {
 	if text == "" {
 		return
 	}
-	if markerOnly.MatchString(text) {
+	if htmlRe().markerOnly.MatchString(text) {
 		h.drop(text, "amendment marker")
 		return
 	}
@@ -645,7 +656,7 @@ func (h *htmlWalker) block(c *html.Node, role htmlRole) {
 		}
 		return
 	}
-	if h.started && closingFormula.MatchString(text) {
+	if h.started && htmlRe().closingFormula.MatchString(text) {
 		// The closing formula and what follows (signatures) belong to the
 		// act, not to its last article.
 		h.flushLabel()
@@ -664,7 +675,7 @@ func (h *htmlWalker) block(c *html.Node, role htmlRole) {
 	// Inside an annex, a paragraph that opens with a clause number that
 	// fits is that clause.
 	if h.inAnnex && h.label == "" {
-		if m := clauseParagraph.FindStringSubmatch(text); m != nil && h.fits(m[1]) {
+		if m := htmlRe().clauseParagraph.FindStringSubmatch(text); m != nil && h.fits(m[1]) {
 			h.flushLabel()
 			if !strings.Contains(m[1], ".") {
 				h.lastTop = atoiOr(m[1], h.lastTop)
@@ -677,9 +688,6 @@ func (h *htmlWalker) block(c *html.Node, role htmlRole) {
 	}
 	linked(h.paragraph(text), c)
 }
-
-// closingFormula opens the closing part of an act.
-var closingFormula = regexp.MustCompile(`^(?:This (?:Regulation|Directive|Decision) (?:shall be binding|is addressed)|Done at |Hecho en |Fait à |Geschehen zu |Fatto a |Feito em |Gedaan te |Совершено в )`)
 
 // titledHeading reports whether rest, what follows the unit of a heading
 // text, is a title: set off by a full stop, colon or dash, and not a
@@ -826,9 +834,6 @@ type pointRow struct {
 	body  *html.Node
 }
 
-// labelCell matches the label of a point row.
-var labelCell = regexp.MustCompile(`^(?:\(\s*(?:\d{1,3}[a-z]?|[a-z]{1,4}|[A-Z]{1,2})\s*\)|(?:\d{1,3}[a-z]?|[a-z]{1,3}|[A-Z])[.)]|\d{1,3}(?:\.\d{1,3})+\.?|[—–\-•·▪◦*o]|[a-zа-я]\))$`)
-
 // layoutRows reads a table laid out as points: every row, after its
 // empty leading cells, has a label cell and one body cell. Tables with a
 // header, a caption or more columns are tables.
@@ -867,7 +872,7 @@ func layoutRows(t *html.Node) ([]pointRow, bool) {
 					return
 				}
 				label := normalizeSpace(nodeText(cells[0]))
-				if !labelCell.MatchString(label) {
+				if !htmlRe().labelCell.MatchString(label) {
 					ok = false
 					return
 				}
@@ -895,7 +900,7 @@ func gridRows(n *html.Node) ([]pointRow, bool) {
 			body = c
 		}
 	}
-	if body == nil || !labelCell.MatchString(label) {
+	if body == nil || !htmlRe().labelCell.MatchString(label) {
 		return nil, false
 	}
 	return []pointRow{{label: label, body: body}}, true
@@ -920,7 +925,7 @@ func (h *htmlWalker) pointAddress(label string) string {
 			return "(" + strings.TrimSuffix(l, ".") + ")"
 		}
 		return strings.TrimSuffix(l, ".")
-	case numberID.MatchString(l) && strings.Contains(l, "."):
+	case addrSyntax().numberID.MatchString(l) && strings.Contains(l, "."):
 		return strings.TrimSuffix(l, ".")
 	}
 	return ""

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
@@ -19,18 +20,34 @@ import (
 	"golang.org/x/net/html"
 )
 
-// headingNumber finds an explicit clause number at the start of a heading:
-// "7.1.1 Description" → "7.1.1", "3.1.1 - Policy" → "3.1.1", "1: Scope" → "1",
-// "A.2. Examples" → "A.2". The first component has at most 3 digits so a
-// year ("2014 Update") is not taken for a number; a lone capital letter
-// needs a ".N" after it so "A Guide" is not numbered.
-var headingNumber = regexp.MustCompile(`^(\d{1,3}(?:\.\d+)*|[A-Z](?:\.\d+)+)\.?(?:\s*[:\-–—])?\s+\S`)
+// mdPatterns holds the Markdown parser's patterns; mdRe compiles them.
+type mdPatterns struct {
+	headingNumber, escListNum, mdClause *regexp.Regexp
+}
 
-// mdParser is goldmark with GitHub tables, built once (goldmark parsers are
-// safe for concurrent use).
+// mdRe returns the Markdown parser's patterns, compiled on first use.
+var mdRe = sync.OnceValue(func() *mdPatterns {
+	return &mdPatterns{
+		// headingNumber finds an explicit clause number at the start of a heading:
+		// "7.1.1 Description" → "7.1.1", "3.1.1 - Policy" → "3.1.1", "1: Scope" → "1",
+		// "A.2. Examples" → "A.2". The first component has at most 3 digits so a
+		// year ("2014 Update") is not taken for a number; a lone capital letter
+		// needs a ".N" after it so "A Guide" is not numbered.
+		headingNumber: regexp.MustCompile(`^(\d{1,3}(?:\.\d+)*|[A-Z](?:\.\d+)+)\.?(?:\s*[:\-–—])?\s+\S`),
+		// escListNum finds "N. " at a line start (an ordered list marker to CommonMark).
+		escListNum: regexp.MustCompile(`^(\s{0,3}\d{1,3})\.\s`),
+		// mdClause: a clause number at the start of a paragraph, then its text.
+		mdClause: regexp.MustCompile(`^((?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*)\.?\s+()\S`),
+	}
+})
+
+// mdParser returns goldmark with GitHub tables, built on first use and
+// shared (goldmark parsers are safe for concurrent use).
 // stopInline (cancel.go) lets a cancelled parse stop.
-var mdParser = goldmark.New(goldmark.WithExtensions(extension.Table),
-	goldmark.WithParserOptions(parser.WithInlineParsers(util.Prioritized(stopInline{}, 0)))).Parser()
+var mdParser = sync.OnceValue(func() parser.Parser {
+	return goldmark.New(goldmark.WithExtensions(extension.Table),
+		goldmark.WithParserOptions(parser.WithInlineParsers(util.Prioritized(stopInline{}, 0)))).Parser()
+})
 
 // parseMarkdown parses CommonMark with GFM tables. Page noise (page
 // markers, running headers and footers, page numbers, footnote blocks,
@@ -86,7 +103,7 @@ func parseMarkdownContext(ctx context.Context, content []byte) (_ *Element, err 
 			if t := strings.TrimLeft(l, " \t"); t == "" || t[0] < '0' || t[0] > '9' {
 				continue
 			}
-			if m := escListNum.FindStringSubmatchIndex(l); m != nil {
+			if m := mdRe().escListNum.FindStringSubmatchIndex(l); m != nil {
 				lines[i] = l[:m[3]] + "\\" + l[m[3]:]
 			}
 		}
@@ -116,7 +133,7 @@ func parseMarkdownContext(ctx context.Context, content []byte) (_ *Element, err 
 	src := []byte(strings.Join(lines, "\n"))
 	pc := parser.NewContext()
 	pc.Set(mdCancelKey, ctx)
-	doc := mdParser.Parse(stopReader{text.NewReader(src), ctx}, parser.WithContext(pc))
+	doc := mdParser().Parse(stopReader{text.NewReader(src), ctx}, parser.WithContext(pc))
 	m := &mdState{b: newBuilder(), src: src, starts: starts, notes: notes, synthetic: synthetic, groups: groups, top: -1}
 	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
 		m.block(n)
@@ -125,9 +142,6 @@ func parseMarkdownContext(ctx context.Context, content []byte) (_ *Element, err 
 	m.b.root.Noise = ct.noise
 	return m.b.root, nil
 }
-
-// escListNum finds "N. " at a line start (an ordered list marker to CommonMark).
-var escListNum = regexp.MustCompile(`^(\s{0,3}\d{1,3})\.\s`)
 
 // mdState is the Markdown tree being built.
 type mdState struct {
@@ -235,7 +249,7 @@ func (m *mdState) block(n ast.Node) {
 		if m.numbered(text) {
 			return
 		}
-		if len(text) <= 320 && utf8.RuneCountInString(text) <= 80 && lineAnnex.MatchString(text) && !endsWithSentence(text) {
+		if len(text) <= 320 && utf8.RuneCountInString(text) <= 80 && reflowRe().lineAnnex.MatchString(text) && !endsWithSentence(text) {
 			// "Appendix: Template for the SSCP" left as a paragraph.
 			m.heading(text, 0, true)
 			return
@@ -336,7 +350,7 @@ func (m *mdState) heading(title string, hashLevel int, synthetic bool) {
 		_ = rest
 		return
 	}
-	if lineAnnex.MatchString(title) {
+	if reflowRe().lineAnnex.MatchString(title) {
 		lv := m.topLevel()
 		m.group = 0
 		b.annex(lv, slug(title), title)
@@ -344,7 +358,7 @@ func (m *mdState) heading(title string, hashLevel int, synthetic bool) {
 		m.annexLevel = lv
 		return
 	}
-	if num := headingNumber.FindStringSubmatch(title); num != nil {
+	if num := mdRe().headingNumber.FindStringSubmatch(title); num != nil {
 		m.openNumber(num[1], title, hashLevel)
 		return
 	}
@@ -357,14 +371,14 @@ func (m *mdState) heading(title string, hashLevel int, synthetic bool) {
 	case m.top < 0 && m.annex == 0:
 		if synthetic {
 			hashLevel = 1
-			if m.group > 0 && !topHeading.MatchString(title) {
+			if m.group > 0 && !reflowRe().topHeading.MatchString(title) {
 				hashLevel = m.group + 1
 			} else {
 				m.group = 0
 			}
 		}
 		b.section(hashLevel, slug(title), title)
-	case topHeading.MatchString(title):
+	case reflowRe().topHeading.MatchString(title):
 		b.section(m.topLevel(), slug(title), title)
 		m.annex, m.annexLevel, m.group = 0, 0, 0
 	default:
@@ -413,14 +427,11 @@ func (m *mdState) numbered(text string) bool {
 	return true
 }
 
-// mdClause: a clause number at the start of a paragraph, then its text.
-var mdClause = regexp.MustCompile(`^((?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*)\.?\s+()\S`)
-
 // clauseNumber reads a clause number at the start of a one-line text and
 // the text after it (mdClause); the match stops at the number, so a long
 // paragraph costs no more than a short one.
 func clauseNumber(text string) (number, rest string, ok bool) {
-	m := mdClause.FindStringSubmatchIndex(text)
+	m := mdRe().mdClause.FindStringSubmatchIndex(text)
 	if m == nil {
 		return "", "", false
 	}
@@ -472,7 +483,7 @@ func withLinks(el *Element, n ast.Node, src []byte) {
 
 // sectionAddress is a heading's leading number or, failing that, its slug.
 func sectionAddress(title string) string {
-	if m := headingNumber.FindStringSubmatch(title); m != nil {
+	if m := mdRe().headingNumber.FindStringSubmatch(title); m != nil {
 		return m[1]
 	}
 	return slug(title)

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -50,16 +51,29 @@ type cleanText struct {
 	pages int
 }
 
-var (
-	pageComment = regexp.MustCompile(`(?i)^\s*<!--\s*(?:page\s*(?:=|:|\s)\s*"?\d+"?|page\s*number\s*=?\s*"?\d+"?|pagenumber\s*=?\s*"?\d+"?|page\s*-?\s*break|pdf_page_(?:begin|end)\s*\d*|end\s*of\s*page\s*\d*|start\s*of\s*page\s*\d*)\s*-->\s*$`)
-	pageSep     = regexp.MustCompile(`^\s*\{\d+\}-{5,}\s*$`)
-	ruleLine    = regexp.MustCompile(`^\s*-{3,}\s*$`)
-	pageNumOnly = regexp.MustCompile(`(?i)^(?:page\s+)?[-–—]?\s*\d{1,4}\s*[-–—]?(?:\s*(?:of|/|из|de)\s*\d{1,4})?$`)
-	// footnoteHead: a footnote's number at the start of a one-line unit
-	// ("20 MDR, Article 61 (11)", "32nd MDR, …"); see footnoteNumber.
-	footnoteHead = regexp.MustCompile(`^(\d{1,3})(?:st|nd|rd|th)?(?:\s|$)`)
-	yamlLine     = regexp.MustCompile(`^(?:[\w.-]+\s*:.*|\s+-\s.*|\s*#.*|\s*)$`)
-)
+// noisePatterns holds the line patterns of the page-noise rules; noiseRe
+// compiles them.
+type noisePatterns struct {
+	pageComment, pageSep, ruleLine, pageNumOnly, footnoteHead, yamlLine *regexp.Regexp
+	clauseStart, listLine                                               *regexp.Regexp
+}
+
+// noiseRe returns the line patterns of the page-noise rules, compiled on
+// first use.
+var noiseRe = sync.OnceValue(func() *noisePatterns {
+	return &noisePatterns{
+		pageComment: regexp.MustCompile(`(?i)^\s*<!--\s*(?:page\s*(?:=|:|\s)\s*"?\d+"?|page\s*number\s*=?\s*"?\d+"?|pagenumber\s*=?\s*"?\d+"?|page\s*-?\s*break|pdf_page_(?:begin|end)\s*\d*|end\s*of\s*page\s*\d*|start\s*of\s*page\s*\d*)\s*-->\s*$`),
+		pageSep:     regexp.MustCompile(`^\s*\{\d+\}-{5,}\s*$`),
+		ruleLine:    regexp.MustCompile(`^\s*-{3,}\s*$`),
+		pageNumOnly: regexp.MustCompile(`(?i)^(?:page\s+)?[-–—]?\s*\d{1,4}\s*[-–—]?(?:\s*(?:of|/|из|de)\s*\d{1,4})?$`),
+		// footnoteHead: a footnote's number at the start of a one-line unit
+		// ("20 MDR, Article 61 (11)", "32nd MDR, …"); see footnoteNumber.
+		footnoteHead: regexp.MustCompile(`^(\d{1,3})(?:st|nd|rd|th)?(?:\s|$)`),
+		yamlLine:     regexp.MustCompile(`^(?:[\w.-]+\s*:.*|\s+-\s.*|\s*#.*|\s*)$`),
+		clauseStart:  regexp.MustCompile(`^\d{1,3}(?:\.\d{1,3})*\.?\s+\S`),
+		listLine:     regexp.MustCompile(`^(?:[-*+•]\s|\d{1,3}[.)]\s|\([a-z0-9]{1,3}\)\s)`),
+	}
+})
 
 // mdStrip removes Markdown heading marks and emphasis for comparing lines.
 func mdStrip(l string) string {
@@ -79,7 +93,7 @@ var emphasisMarks = strings.NewReplacer("**", "", "__", "", "*", "", "_", " ")
 // Numbers inside the line stay, so numbered headings differ.
 func lineSig(l string) string {
 	t := strings.ToLower(mdStrip(l))
-	if t == "" || t[0] >= '0' && t[0] <= '9' && clauseStart.MatchString(t) {
+	if t == "" || t[0] >= '0' && t[0] <= '9' && noiseRe().clauseStart.MatchString(t) {
 		return t
 	}
 	return edgeNumbers(t)
@@ -148,7 +162,7 @@ func cleanLines(lines []string, markdown bool) cleanText {
 				}
 				break
 			}
-			if !yamlLine.MatchString(lines[j]) {
+			if !noiseRe().yamlLine.MatchString(lines[j]) {
 				break
 			}
 		}
@@ -163,7 +177,7 @@ func cleanLines(lines []string, markdown bool) cleanText {
 		if t == "" {
 			continue
 		}
-		if (markdown && (t[0] == '<' && pageComment.MatchString(l) || t[0] == '{' && pageSep.MatchString(l))) || t[0] == '\f' && strings.TrimSpace(l) == "\f" {
+		if (markdown && (t[0] == '<' && noiseRe().pageComment.MatchString(l) || t[0] == '{' && noiseRe().pageSep.MatchString(l))) || t[0] == '\f' && strings.TrimSpace(l) == "\f" {
 			drop[i] = "page marker"
 			bounds = append(bounds, i)
 		}
@@ -171,7 +185,7 @@ func cleanLines(lines []string, markdown bool) cleanText {
 	if markdown && len(bounds) == 0 {
 		var rules []int
 		for i, l := range lines {
-			if drop[i] == "" && strings.HasPrefix(strings.TrimLeft(l, " "), "---") && ruleLine.MatchString(l) && (i == 0 || strings.TrimSpace(lines[i-1]) == "") {
+			if drop[i] == "" && strings.HasPrefix(strings.TrimLeft(l, " "), "---") && noiseRe().ruleLine.MatchString(l) && (i == 0 || strings.TrimSpace(lines[i-1]) == "") {
 				rules = append(rules, i)
 			}
 		}
@@ -339,7 +353,7 @@ func (pt *pagedText) pageNumber(j int) bool {
 	if len(t) > 48 || !strings.ContainsAny(t, "0123456789") {
 		return false // no page number line (pageNumOnly) is longer
 	}
-	return pageNumOnly.MatchString(mdStrip(t))
+	return noiseRe().pageNumOnly.MatchString(mdStrip(t))
 }
 
 func (pt *pagedText) lineOf(j int) int {
@@ -536,7 +550,7 @@ func (pt *pagedText) furniture() func(j int) bool {
 				}
 			}
 			if pt.band != nil && pt.band[j] {
-				if d := digitRun.ReplaceAllString(s, "#"); !seen["\x00"+d] {
+				if d := txtRe().digitRun.ReplaceAllString(s, "#"); !seen["\x00"+d] {
 					seen["\x00"+d] = true
 					countBand[d]++
 				}
@@ -573,7 +587,7 @@ func (pt *pagedText) furniture() func(j int) bool {
 		}
 		lo, hi := 1<<30, 0
 		for j := range atEdge {
-			if s := pt.sig(j); want[s] || pt.band != nil && pt.band[j] && recursBand[digitRun.ReplaceAllString(s, "#")] {
+			if s := pt.sig(j); want[s] || pt.band != nil && pt.band[j] && recursBand[txtRe().digitRun.ReplaceAllString(s, "#")] {
 				l := len(strings.TrimSpace(pt.units[j]))
 				lo, hi = min(lo, l), max(hi, l)
 			}
@@ -588,7 +602,7 @@ func (pt *pagedText) furniture() func(j int) bool {
 				inside[s]++
 			}
 			if len(recursBand) > 0 {
-				if d := digitRun.ReplaceAllString(s, "#"); recursBand[d] {
+				if d := txtRe().digitRun.ReplaceAllString(s, "#"); recursBand[d] {
 					insideBand[d]++
 				}
 			}
@@ -628,7 +642,7 @@ func (pt *pagedText) furniture() func(j int) bool {
 		if recurs[s] || pt.known[s] {
 			return true
 		}
-		return pt.band != nil && pt.band[j] && recursBand[digitRun.ReplaceAllString(s, "#")]
+		return pt.band != nil && pt.band[j] && recursBand[txtRe().digitRun.ReplaceAllString(s, "#")]
 	}
 }
 
@@ -755,7 +769,7 @@ func footnoteNumber(t string) []string {
 	if strings.IndexByte(t, '\n') >= 0 {
 		return nil
 	}
-	return footnoteHead.FindStringSubmatch(t)
+	return noiseRe().footnoteHead.FindStringSubmatch(t)
 }
 
 // splitCalls takes footnote numbers defined on the page off the start of a
@@ -797,7 +811,7 @@ func okRest(rest string, inDigits bool) bool {
 		return false
 	}
 	if inDigits {
-		return clauseStart.MatchString(rest)
+		return noiseRe().clauseStart.MatchString(rest)
 	}
 	r, _ := utf8.DecodeRuneInString(rest)
 	switch {
@@ -810,8 +824,6 @@ func okRest(rest string, inDigits bool) bool {
 	}
 	return false
 }
-
-var clauseStart = regexp.MustCompile(`^\d{1,3}(?:\.\d{1,3})*\.?\s+\S`)
 
 // repeatedLines drops, in a text without page markers, lines repeated at
 // page-like intervals: at least four times, 15 lines apart or more, not
@@ -835,8 +847,8 @@ func repeatedLines(lines, drop []string) {
 		}
 		t := strings.TrimSpace(l)
 		s := strings.ToLower(mdStrip(l))
-		if utf8.RuneCountInString(s) < 12 || strings.HasSuffix(s, ":") || strings.HasPrefix(t, "|") || listLine.MatchString(t) ||
-			clauseStart.MatchString(s) || isNumberedTitle(s) && !headingUnitOK(s) {
+		if utf8.RuneCountInString(s) < 12 || strings.HasSuffix(s, ":") || strings.HasPrefix(t, "|") || noiseRe().listLine.MatchString(t) ||
+			noiseRe().clauseStart.MatchString(s) || isNumberedTitle(s) && !headingUnitOK(s) {
 			continue
 		}
 		at[s] = append(at[s], i)
@@ -865,8 +877,6 @@ func repeatedLines(lines, drop []string) {
 		}
 	}
 }
-
-var listLine = regexp.MustCompile(`^(?:[-*+•]\s|\d{1,3}[.)]\s|\([a-z0-9]{1,3}\)\s)`)
 
 // prevText is the last non-blank kept line before i, right-trimmed.
 func prevText(lines, drop []string, i int) string {

@@ -3,6 +3,7 @@ package chunker
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -50,14 +51,24 @@ func structureParts(root *Element) {
 	walk(root)
 }
 
-var (
-	// partHead: "1. ", "1.\u00a0\u00a0\u00a0" (an article's numbered paragraph).
-	partHead = regexp.MustCompile(`^(\d{1,3})\.(?:\s|\x{00a0})+\S`)
-	// pointHead: "(a) ", "(a)\u00a0", "a) ", "а) ", "ж.1) ", "(iv) ".
-	pointHead = regexp.MustCompile(`^(?:\(([a-z]{1,4}|[ivxlc]{1,6})\)|([a-zа-яё](?:\.\d{1,2})?)\))(?:\s|\x{00a0})*\S`)
-	// numPoint: "1) " (the numbered points of a Russian article, "пункт 1").
-	numPoint = regexp.MustCompile(`^(\d{1,2}(?:\.\d{1,2})?)\)\s+\S`)
-)
+// partsPatterns holds the patterns of an article's numbered paragraphs and
+// points; partsRe compiles them.
+type partsPatterns struct {
+	partHead, pointHead, numPoint *regexp.Regexp
+}
+
+// partsRe returns the patterns of an article's numbered paragraphs and
+// points, compiled on first use.
+var partsRe = sync.OnceValue(func() *partsPatterns {
+	return &partsPatterns{
+		// partHead: "1. ", "1.\u00a0\u00a0\u00a0" (an article's numbered paragraph).
+		partHead: regexp.MustCompile(`^(\d{1,3})\.(?:\s|\x{00a0})+\S`),
+		// pointHead: "(a) ", "(a)\u00a0", "a) ", "а) ", "ж.1) ", "(iv) ".
+		pointHead: regexp.MustCompile(`^(?:\(([a-z]{1,4}|[ivxlc]{1,6})\)|([a-zа-яё](?:\.\d{1,2})?)\))(?:\s|\x{00a0})*\S`),
+		// numPoint: "1) " (the numbered points of a Russian article, "пункт 1").
+		numPoint: regexp.MustCompile(`^(\d{1,2}(?:\.\d{1,2})?)\)\s+\S`),
+	}
+})
 
 // nestArticle finds the numbered paragraphs and the points of an article.
 // An article whose parser already made its paragraphs elements (the
@@ -84,7 +95,7 @@ func nestArticle(a *Element, russian bool) {
 			continue
 		}
 		if c.Kind == KindParagraph {
-			if m := partHead.FindStringSubmatch(c.Text); m != nil && m[1] == itoa(next) {
+			if m := partsRe().partHead.FindStringSubmatch(c.Text); m != nil && m[1] == itoa(next) {
 				c.Kind = KindClause
 				if russian {
 					c.Address = "часть " + m[1]
@@ -149,7 +160,7 @@ func nestPoints(e *Element, russian bool) {
 			out = append(out, c)
 			continue
 		}
-		if m := numPoint.FindStringSubmatch(c.Text); m != nil && russian && last == 0 {
+		if m := partsRe().numPoint.FindStringSubmatch(c.Text); m != nil && russian && last == 0 {
 			if v := atoiOr(strings.SplitN(m[1], ".", 2)[0], -1); v == lastNum+1 || (v == lastNum && strings.Contains(m[1], ".")) {
 				lastNum = v
 				c.Kind = KindClause
@@ -204,7 +215,7 @@ func innermost(point, sub *Element) *Element {
 // pointLabel returns the label of a point paragraph ("a" for "(a) …" or
 // "a) …", "ж.1" for "ж.1) …") and whether it was in brackets.
 func pointLabel(text string) (string, bool) {
-	m := pointHead.FindStringSubmatch(text)
+	m := partsRe().pointHead.FindStringSubmatch(text)
 	if m == nil {
 		return "", false
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/ledongthuc/pdf"
@@ -380,10 +381,18 @@ func pdfNoise(pages [][]pdfLine) ([]pdfLine, map[int][]string, []Noise) {
 	return out, notes, append(noise, callNoise...)
 }
 
-var (
-	pdfNumbered = regexp.MustCompile(`^(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s*[:\-–—]\s*|\s+)(\S.*)$`)
-	pdfBullet   = regexp.MustCompile(`^(?:[•●▪◦·\-–*]|\x{F0B7}|[a-zа-я]\)|\(?[ivx]{1,4}\)|\d{1,2}[.)])\s*\S`)
-)
+// pdfPatterns holds the PDF parser's line patterns; pdfRe compiles them.
+type pdfPatterns struct {
+	pdfNumbered, pdfBullet *regexp.Regexp
+}
+
+// pdfRe returns the PDF parser's line patterns, compiled on first use.
+var pdfRe = sync.OnceValue(func() *pdfPatterns {
+	return &pdfPatterns{
+		pdfNumbered: regexp.MustCompile(`^(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s*[:\-–—]\s*|\s+)(\S.*)$`),
+		pdfBullet:   regexp.MustCompile(`^(?:[•●▪◦·\-–*]|\x{F0B7}|[a-zа-я]\)|\(?[ivx]{1,4}\)|\d{1,2}[.)])\s*\S`),
+	}
+})
 
 type pdfBuilder struct {
 	b       *builder
@@ -408,7 +417,7 @@ func (pb *pdfBuilder) flushPara() {
 	if len(pb.para) > 0 {
 		text := strings.Join(pb.para, " ")
 		if pb.paraK == KindClause {
-			if m := pdfNumbered.FindStringSubmatch(text); m != nil {
+			if m := pdfRe().pdfNumbered.FindStringSubmatch(text); m != nil {
 				pb.b.leaf(KindClause, text).Address = m[1]
 			}
 		} else {
@@ -460,7 +469,7 @@ func (pb *pdfBuilder) run(lines []pdfLine) {
 		ns := pb.notes[i]
 		short := utf8.RuneCountInString(l.text) <= maxHeadingRunes
 		emph := l.bold || l.size >= body*1.1
-		if m := pdfNumbered.FindStringSubmatch(l.text); m != nil && short && emph && hasLetter(m[2]) && pb.fits(m[1]) {
+		if m := pdfRe().pdfNumbered.FindStringSubmatch(l.text); m != nil && short && emph && hasLetter(m[2]) && pb.fits(m[1]) {
 			pb.flush()
 			depth := strings.Count(m[1], ".") + 1
 			if depth == 1 {
@@ -483,7 +492,7 @@ func (pb *pdfBuilder) run(lines []pdfLine) {
 			pb.writeNotes()
 			continue
 		}
-		if m := pdfNumbered.FindStringSubmatch(strings.TrimLeft(l.text, "•●▪◦·\uf0b7 ")); m != nil {
+		if m := pdfRe().pdfNumbered.FindStringSubmatch(strings.TrimLeft(l.text, "•●▪◦·\uf0b7 ")); m != nil {
 			if inner, _ := pb.innerNumbered(); inner != "" && strings.HasPrefix(m[1], inner+".") && strings.Count(m[1], ".") == strings.Count(inner, ".")+1 {
 				pb.flush()
 				pb.para, pb.paraK = []string{strings.TrimLeft(l.text, "•●▪◦·\uf0b7 ")}, KindClause
@@ -491,7 +500,7 @@ func (pb *pdfBuilder) run(lines []pdfLine) {
 				continue
 			}
 		}
-		if pdfBullet.MatchString(l.text) {
+		if pdfRe().pdfBullet.MatchString(l.text) {
 			pb.flushPara()
 			pb.list = append(pb.list, l.text)
 			pb.pending = append(pb.pending, ns...)

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -94,15 +95,25 @@ func measure(lines []string) int {
 	return 256
 }
 
-var (
-	// lineClause: a line that opens with a clause number.
-	lineClause = regexp.MustCompile(`^(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*\.?\s+\S`)
-	// lineAnnex: an annex or appendix heading, with or without a label.
-	lineAnnex = regexp.MustCompile(`^(?i)(?:annex|appendix|anexo|anejo|apéndice|приложение)(?:\s+[A-Z0-9IVX]{1,6})?\s*(?:[:.—–-]\s*\S.*)?$`)
-	// topHeading: the words of unnumbered headings that stand at the top
-	// level even after numbered sections.
-	topHeading = regexp.MustCompile(`(?i)^(?:references|bibliography|normative references|revision history|document history|change history|annex(?:es)?|appendi(?:x|ces)|glossary|abbreviations|acronyms|index|foreword|preface|introduction|contents|table of contents|bibliografía|referencias|anexos?|anejos?|литература|библиография|приложени[ея]|содержание|введение)\b`)
-)
+// reflowPatterns holds the line patterns reflow and the Markdown parser
+// read headings with; reflowRe compiles them.
+type reflowPatterns struct {
+	lineClause, lineAnnex, topHeading *regexp.Regexp
+}
+
+// reflowRe returns the line patterns of clause, annex and top-level
+// headings, compiled on first use.
+var reflowRe = sync.OnceValue(func() *reflowPatterns {
+	return &reflowPatterns{
+		// lineClause: a line that opens with a clause number.
+		lineClause: regexp.MustCompile(`^(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*\.?\s+\S`),
+		// lineAnnex: an annex or appendix heading, with or without a label.
+		lineAnnex: regexp.MustCompile(`^(?i)(?:annex|appendix|anexo|anejo|apéndice|приложение)(?:\s+[A-Z0-9IVX]{1,6})?\s*(?:[:.—–-]\s*\S.*)?$`),
+		// topHeading: the words of unnumbered headings that stand at the top
+		// level even after numbered sections.
+		topHeading: regexp.MustCompile(`(?i)^(?:references|bibliography|normative references|revision history|document history|change history|annex(?:es)?|appendi(?:x|ces)|glossary|abbreviations|acronyms|index|foreword|preface|introduction|contents|table of contents|bibliografía|referencias|anexos?|anejos?|литература|библиография|приложени[ея]|содержание|введение)\b`),
+	}
+})
 
 // reflowed is a hard-wrapped text cut into blocks: lines (with blank lines
 // between blocks), where each came from (an index into the input), and the
@@ -201,7 +212,7 @@ func reflow(lines []string) reflowed {
 				startsLetterUpper(next) && wordsHeading(t)
 		afterLeadIn := strings.HasSuffix(pt, ":")
 		// A numbered or keyword line: a block of its own, wraps joined.
-		if clauseLike(t) || (annexLike(t) && lineAnnex.MatchString(t) && utf8.RuneCountInString(t) <= 80) {
+		if clauseLike(t) || (annexLike(t) && reflowRe().lineAnnex.MatchString(t) && utf8.RuneCountInString(t) <= 80) {
 			blank(i)
 			joined := t
 			cur := l
@@ -218,7 +229,7 @@ func reflow(lines []string) reflowed {
 				joined += " " + nx
 			}
 			emit(joined, i)
-			if !hasSentenceEnd(joined) || annexLike(t) && lineAnnex.MatchString(t) {
+			if !hasSentenceEnd(joined) || annexLike(t) && reflowRe().lineAnnex.MatchString(t) {
 				// A heading: its own block. A clause that is a sentence
 				// goes on as a paragraph.
 				blank(i)
@@ -366,7 +377,7 @@ func fewWordsN(t string, n int) bool {
 
 // clauseLike is lineClause with a cheap first test.
 func clauseLike(t string) bool {
-	return t != "" && (t[0] >= '0' && t[0] <= '9' || len(t) > 1 && t[0] >= 'A' && t[0] <= 'Z' && t[1] == '.') && lineClause.MatchString(t)
+	return t != "" && (t[0] >= '0' && t[0] <= '9' || len(t) > 1 && t[0] >= 'A' && t[0] <= 'Z' && t[1] == '.') && reflowRe().lineClause.MatchString(t)
 }
 
 // annexLike: the line starts with an annex keyword (lineAnnex's).

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -52,19 +53,56 @@ type refScanner struct {
 	acronyms map[string]bool
 }
 
-// startRe finds the places a reference can start: an address keyword, a
-// document identifier, a lead-in before a bare number, an acronym.
-var startRe = regexp.MustCompile(`(?i)(?:articles?|arts?\.|artículos?|articulos?|artigos?|artico[li]|artikels?|artykuł|стат\p{L}*|ст\.|annex\p{L}*|appendi\p{L}*|app\.|anex\p{L}*|anej\p{L}*|apéndice\p{L}*|apendice|anhang|allegat\p{L}*|bijlage|приложени\p{L}*|прил\.|chapters?|chapitre|cap[íi]tul\p{L}*|kapitel|capo|глав\p{L}*|гл\.|parts?|partie|parte\p{L}*|teil|titles?|titre|t[íi]tul\p{L}*|titel|recitals?|considerando\p{L}*|considérant\p{L}*|erwägungsgr\p{L}*|tabl\p{L}*|tabelle\p{L}*|tabella|таблиц\p{L}*|табл\.|tab\.|figur\p{L}*|figs?\.|abbildung|abb\.|рисун\p{L}*|рис\.|част\p{L}*|ч\.|sections?|subsections?|sec\.|§|secci\p{L}*|abschnitt|sezione|раздел\p{L}*|clauses?|subclauses?|paragraphs?|paras?\.|subparagraphs?|points?|pt\.|items?|apartados?|subapartados?|puntos?|párraf\p{L}*|requirements?|подпункт\p{L}*|пункт\p{L}*|пп\.|п\.|требовани\p{L}*|параграф\p{L}*|see|cf\.|в соответствии с|согласно|см\.|según|véase|conforme a|de acuerdo con|\[?RFC|regulation|directive|decision|recommendation|reglamento|directiva|decisión|règlement|verordnung|richtlinie|регламент|директива|commission|council|implementing|delegated|(?:EN |UNE-EN |UNE |DIN EN |BS EN )?(?:ISO|IEC|ИСО|МЭК)|ГОСТ|СП|\d{1,4}-ФЗ|(?:CTE )?DB[\s-])`)
+// refPatterns holds the reference scanner's patterns; refRe compiles them.
+type refPatterns struct {
+	startRe, leadIn, gazette, acronymRe, docContinues, defaultDocRe         *regexp.Regexp
+	andNext, otherDoc, thereof, docSep, listNextRe, connectorRe, acronymDef *regexp.Regexp
+	docTypeWord, abbrevLine                                                 *regexp.Regexp
+}
 
-// leadIn matches a lead-in before a bare clause number.
-var leadIn = regexp.MustCompile(`^(?i)(?:see|cf\.|в соответствии с|согласно|см\.|según|véase|conforme a|de acuerdo con)\s+(?:(?:the|el|la|los)\s+)?`)
-
-// gazette ends the issue number of an official gazette before "ст. N".
-var gazette = regexp.MustCompile(`(?:N|№)\s?\d{1,3}(?:\s?\(ч(?:асть|\.)\s?[IVX\d]+\))?,\s*$`)
-
-// acronymRe is an abbreviation that may name a document ("MDR", "IVDR",
-// "GDPR", "TFEU").
-var acronymRe = regexp.MustCompile(`^[A-Z][A-Z0-9]{1,7}\b`)
+// refRe returns the reference scanner's patterns, compiled on first use.
+var refRe = sync.OnceValue(func() *refPatterns {
+	return &refPatterns{
+		// startRe finds the places a reference can start: an address keyword, a
+		// document identifier, a lead-in before a bare number, an acronym.
+		startRe: regexp.MustCompile(`(?i)(?:articles?|arts?\.|artículos?|articulos?|artigos?|artico[li]|artikels?|artykuł|стат\p{L}*|ст\.|annex\p{L}*|appendi\p{L}*|app\.|anex\p{L}*|anej\p{L}*|apéndice\p{L}*|apendice|anhang|allegat\p{L}*|bijlage|приложени\p{L}*|прил\.|chapters?|chapitre|cap[íi]tul\p{L}*|kapitel|capo|глав\p{L}*|гл\.|parts?|partie|parte\p{L}*|teil|titles?|titre|t[íi]tul\p{L}*|titel|recitals?|considerando\p{L}*|considérant\p{L}*|erwägungsgr\p{L}*|tabl\p{L}*|tabelle\p{L}*|tabella|таблиц\p{L}*|табл\.|tab\.|figur\p{L}*|figs?\.|abbildung|abb\.|рисун\p{L}*|рис\.|част\p{L}*|ч\.|sections?|subsections?|sec\.|§|secci\p{L}*|abschnitt|sezione|раздел\p{L}*|clauses?|subclauses?|paragraphs?|paras?\.|subparagraphs?|points?|pt\.|items?|apartados?|subapartados?|puntos?|párraf\p{L}*|requirements?|подпункт\p{L}*|пункт\p{L}*|пп\.|п\.|требовани\p{L}*|параграф\p{L}*|see|cf\.|в соответствии с|согласно|см\.|según|véase|conforme a|de acuerdo con|\[?RFC|regulation|directive|decision|recommendation|reglamento|directiva|decisión|règlement|verordnung|richtlinie|регламент|директива|commission|council|implementing|delegated|(?:EN |UNE-EN |UNE |DIN EN |BS EN )?(?:ISO|IEC|ИСО|МЭК)|ГОСТ|СП|\d{1,4}-ФЗ|(?:CTE )?DB[\s-])`),
+		// leadIn matches a lead-in before a bare clause number.
+		leadIn: regexp.MustCompile(`^(?i)(?:see|cf\.|в соответствии с|согласно|см\.|según|véase|conforme a|de acuerdo con)\s+(?:(?:the|el|la|los)\s+)?`),
+		// gazette ends the issue number of an official gazette before "ст. N".
+		gazette: regexp.MustCompile(`(?:N|№)\s?\d{1,3}(?:\s?\(ч(?:асть|\.)\s?[IVX\d]+\))?,\s*$`),
+		// acronymRe is an abbreviation that may name a document ("MDR", "IVDR",
+		// "GDPR", "TFEU").
+		acronymRe: regexp.MustCompile(`^[A-Z][A-Z0-9]{1,7}\b`),
+		// docContinues is what may stand between two references to one document.
+		docContinues: regexp.MustCompile(`^(?i)(?:\s*[,;]?\s*(?:and|or|as well as|и|или|y|o)?\s*)$`),
+		// defaultDocRe: a text that opens with a document ("13 MDR, …", "MDR: …").
+		defaultDocRe: regexp.MustCompile(`^(?:\d{1,3}(?:st|nd|rd|th)?\s+)?([A-Z][A-Z0-9]{1,7})\s*[,:]`),
+		// andNext joins two references that share what follows the second
+		// ("Section 2.8 of Chapter I and Section 7 of Chapter III of Annex XV").
+		andNext: regexp.MustCompile(`^(?:\s*,\s*|\s+)(?:and|or|и|y)\s+`),
+		// otherDoc: "of that Directive", "of the said Regulation": another
+		// document the text does not name here.
+		otherDoc: regexp.MustCompile(`^(?i)(?:\s*,\s*|\s+)(?:of|to|in|under|de|del)\s+(?:that|the said|those|the same|dicha|dicho|dichos|la citada|el citado|указанн\p{L}*)\s+(regulation|directive|decision|act|reglamento|directiva|decisión|регламент\p{L}*|директив\p{L}*|закон\p{L}*)`),
+		// thereof: "Article 114 and Article 168(4)(c) thereof", an act named
+		// earlier in the sentence.
+		thereof: regexp.MustCompile(`^(?i)\s+(?:thereof|of the said act|de (?:dicho|dicha|este|esta) (?:tratado|acto))\b`),
+		// docSep joins a cluster and the document after it.
+		docSep: regexp.MustCompile(`^(?i)(?:\s*,\s*|\s+)(?:(?:of|in|to|under|from|de|del|de la|du|des|der|von)\s+)?(?:(?:the|el|la|le|die|des)\s+)?`),
+		// listNextRe joins the items of a list or range.
+		listNextRe: regexp.MustCompile(`^(?i)(?:\s*,\s*(?:and\s+|or\s+|y\s+|и\s+)?|\s+(?:and|or|and/or|и|или|y|o|e|et|und|ou|to|through|до|al|a)\s+|\s*[–—-]\s*)`),
+		// connectorRe finds a word that joins an inner component to an outer one.
+		connectorRe: regexp.MustCompile(`(?i)(?:^|\s)(?:of|in|to|under|from|de|del|du|des|der|von|в|из)(?:\s|$)`),
+		// acronymDef finds an abbreviation defined after the words it stands for:
+		// "Medical Device Regulation (MDR)", "(‘GDPR’)", "(hereinafter ‘the AI
+		// Act’)" is not an acronym and is not read here.
+		acronymDef: regexp.MustCompile(`\(\s*['"“]?([A-Z][A-Z0-9]{1,7})['"”]?\s*\)`),
+		// docTypeWord is a word that names a kind of document.
+		docTypeWord: regexp.MustCompile(`(?i)\b(?:regulation|directive|decision|act|code|law|standard|specification|convention|treaty|guideline|guidance|reglamento|directiva|ley|código|norma|règlement|verordnung|richtlinie)\b|регламент|закон|кодекс|стандарт|правил`),
+		// abbrevLine is a line of an abbreviation list: "MDR Medical Device
+		// Regulation (1)", "MDR — Medical Device Regulation".
+		abbrevLine: regexp.MustCompile(`^([A-Z][A-Z0-9]{1,7})\s+(?:[-–—:]\s+)?([A-Z][^.]{3,80})$`),
+	}
+})
 
 // target is one address a cluster names.
 type target struct {
@@ -78,7 +116,7 @@ func (sc *refScanner) scan(out []AddressMatch) []AddressMatch {
 	t := sc.text
 	next := 0 // text before next is used
 	prevDoc, prevEnd := sc.defaultDoc(), -1
-	locs := startRe.FindAllStringIndex(t, -1)
+	locs := refRe().startRe.FindAllStringIndex(t, -1)
 	// Acronyms are only candidates when the document defines them.
 	if len(sc.acronyms) > 0 {
 		locs = mergeLocs(locs, acronymLocs(t, sc.acronyms))
@@ -97,7 +135,7 @@ func (sc *refScanner) scan(out []AddressMatch) []AddressMatch {
 		// document ("13 MDR, as specified in Annexes II and III") names it
 		// for all its references.
 		if len(ms) > 0 && ms[0].Doc == "" && ms[0].Citation != "" && prevDoc != "" &&
-			(prevEnd < 0 || docContinues.MatchString(t[prevEnd:ms[0].Start])) {
+			(prevEnd < 0 || refRe().docContinues.MatchString(t[prevEnd:ms[0].Start])) {
 			for k := range ms {
 				ms[k].Doc = prevDoc
 			}
@@ -105,7 +143,7 @@ func (sc *refScanner) scan(out []AddressMatch) []AddressMatch {
 		if len(ms) > 0 {
 			if ms[len(ms)-1].Doc != "" && ms[len(ms)-1].Citation != "" {
 				prevDoc = ms[len(ms)-1].Doc
-			} else if ms[len(ms)-1].Doc == "" && prevEnd >= 0 && !docContinues.MatchString(t[prevEnd:ms[0].Start]) {
+			} else if ms[len(ms)-1].Doc == "" && prevEnd >= 0 && !refRe().docContinues.MatchString(t[prevEnd:ms[0].Start]) {
 				prevDoc = ""
 			}
 			prevEnd = end
@@ -116,16 +154,10 @@ func (sc *refScanner) scan(out []AddressMatch) []AddressMatch {
 	return out
 }
 
-// docContinues is what may stand between two references to one document.
-var docContinues = regexp.MustCompile(`^(?i)(?:\s*[,;]?\s*(?:and|or|as well as|и|или|y|o)?\s*)$`)
-
-// defaultDocRe: a text that opens with a document ("13 MDR, …", "MDR: …").
-var defaultDocRe = regexp.MustCompile(`^(?:\d{1,3}(?:st|nd|rd|th)?\s+)?([A-Z][A-Z0-9]{1,7})\s*[,:]`)
-
 // defaultDoc is the document a text names at its start, if it is one of
 // the document's abbreviations.
 func (sc *refScanner) defaultDoc() string {
-	if m := defaultDocRe.FindStringSubmatch(sc.text); m != nil && sc.acronyms[m[1]] {
+	if m := refRe().defaultDocRe.FindStringSubmatch(sc.text); m != nil && sc.acronyms[m[1]] {
 		return m[1]
 	}
 	return ""
@@ -151,7 +183,7 @@ func acronymLocs(t string, acr map[string]bool) [][]int {
 	for i := 0; i < len(t); {
 		r, n := utf8.DecodeRuneInString(t[i:])
 		if r >= 'A' && r <= 'Z' && boundaryBefore(t, i) {
-			if m := acronymRe.FindStringIndex(t[i:]); m != nil && acr[t[i:i+m[1]]] {
+			if m := refRe().acronymRe.FindStringIndex(t[i:]); m != nil && acr[t[i:i+m[1]]] {
 				out = append(out, []int{i, i + m[1]})
 				i += m[1]
 				continue
@@ -185,9 +217,9 @@ func (sc *refScanner) at(i int) ([]AddressMatch, int) {
 		return []AddressMatch{{Start: i, End: end, Text: t[i:end], Address: Address{Doc: doc}}}, end
 	}
 	// A lead-in before a bare number: "see 4.1", "в соответствии с 5.2.3".
-	if m := leadIn.FindStringIndex(t[i:]); m != nil {
+	if m := refRe().leadIn.FindStringIndex(t[i:]); m != nil {
 		j := i + m[1]
-		if n := numberID.FindStringIndex(t[j:]); n != nil && strings.Contains(t[j:j+n[1]], ".") && boundaryNumber(t, j+n[1]) {
+		if n := addrSyntax().numberID.FindStringIndex(t[j:]); n != nil && strings.Contains(t[j:j+n[1]], ".") && boundaryNumber(t, j+n[1]) {
 			if ts, end := sc.cluster(j); len(ts) > 0 {
 				doc, dend := sc.docAfter(end)
 				return sc.matches(ts, doc, j, dend), dend
@@ -195,7 +227,7 @@ func (sc *refScanner) at(i int) ([]AddressMatch, int) {
 		}
 		return nil, i
 	}
-	if gazette.MatchString(t[max(0, i-16):i]) {
+	if refRe().gazette.MatchString(t[max(0, i-16):i]) {
 		// "(Собрание законодательства …, 1996, N 3, ст. 152)": a page of
 		// the official gazette, not an article.
 		return nil, i + 1
@@ -208,10 +240,6 @@ func (sc *refScanner) at(i int) ([]AddressMatch, int) {
 	doc, dend := sc.docAfter(end)
 	return sc.matches(ts, doc, i, dend), dend
 }
-
-// andNext joins two references that share what follows the second
-// ("Section 2.8 of Chapter I and Section 7 of Chapter III of Annex XV").
-var andNext = regexp.MustCompile(`^(?:\s*,\s*|\s+)(?:and|or|и|y)\s+`)
 
 // sharedTail gives the targets of a reference to a division (a chapter or
 // part, no annex) the annex the next reference names, when the two are
@@ -228,7 +256,7 @@ func (sc *refScanner) sharedTail(ts []target, end int) {
 	for _, c := range ts[0].comps {
 		hasDivision = hasDivision || c.units[0].isDivision()
 	}
-	m := andNext.FindStringIndex(sc.text[end:])
+	m := refRe().andNext.FindStringIndex(sc.text[end:])
 	if !hasDivision || m == nil {
 		return
 	}
@@ -261,32 +289,24 @@ func (sc *refScanner) docAt(i int) (string, int, bool) {
 		return d, end, true
 	}
 	if len(sc.acronyms) > 0 {
-		if m := acronymRe.FindStringIndex(sc.text[i:]); m != nil && sc.acronyms[sc.text[i:i+m[1]]] {
+		if m := refRe().acronymRe.FindStringIndex(sc.text[i:]); m != nil && sc.acronyms[sc.text[i:i+m[1]]] {
 			return sc.text[i : i+m[1]], i + m[1], true
 		}
 	}
 	return "", 0, false
 }
 
-// otherDoc: "of that Directive", "of the said Regulation": another
-// document the text does not name here.
-var otherDoc = regexp.MustCompile(`^(?i)(?:\s*,\s*|\s+)(?:of|to|in|under|de|del)\s+(?:that|the said|those|the same|dicha|dicho|dichos|la citada|el citado|указанн\p{L}*)\s+(regulation|directive|decision|act|reglamento|directiva|decisión|регламент\p{L}*|директив\p{L}*|закон\p{L}*)`)
-
-// thereof: "Article 114 and Article 168(4)(c) thereof", an act named
-// earlier in the sentence.
-var thereof = regexp.MustCompile(`^(?i)\s+(?:thereof|of the said act|de (?:dicho|dicha|este|esta) (?:tratado|acto))\b`)
-
 // docAfter reads a document named after a cluster ending at end ("… of
 // Regulation (EU) 2017/745", "… of the MDR", "… of that Directive").
 func (sc *refScanner) docAfter(end int) (string, int) {
 	t := sc.text
-	if m := otherDoc.FindStringSubmatchIndex(t[end:]); m != nil {
+	if m := refRe().otherDoc.FindStringSubmatchIndex(t[end:]); m != nil {
 		return strings.ToLower(t[end+m[2]:end+m[3]]) + " (not named)", end + m[1]
 	}
-	if m := thereof.FindStringIndex(t[end:]); m != nil {
+	if m := refRe().thereof.FindStringIndex(t[end:]); m != nil {
 		return "the act named before (not named)", end + m[1]
 	}
-	m := docSep.FindStringIndex(t[end:])
+	m := refRe().docSep.FindStringIndex(t[end:])
 	if m == nil {
 		return "", end
 	}
@@ -296,12 +316,6 @@ func (sc *refScanner) docAfter(end int) (string, int) {
 	}
 	return "", end
 }
-
-// docSep joins a cluster and the document after it.
-var docSep = regexp.MustCompile(`^(?i)(?:\s*,\s*|\s+)(?:(?:of|in|to|under|from|de|del|de la|du|des|der|von)\s+)?(?:(?:the|el|la|le|die|des)\s+)?`)
-
-// listNextRe joins the items of a list or range.
-var listNextRe = regexp.MustCompile(`^(?i)(?:\s*,\s*(?:and\s+|or\s+|y\s+|и\s+)?|\s+(?:and|or|and/or|и|или|y|o|e|et|und|ou|to|through|до|al|a)\s+|\s*[–—-]\s*)`)
 
 // rangeWords are the separators of a range ("52 to 56", "(a)–(d)").
 func isRangeSep(s string) bool {
@@ -328,7 +342,7 @@ func (sc *refScanner) cluster(i int) ([]target, int) {
 		j = c.end
 		// List items of the same kind.
 		for {
-			m := listNextRe.FindStringIndex(t[j:])
+			m := refRe().listNextRe.FindStringIndex(t[j:])
 			if m == nil {
 				break
 			}
@@ -353,7 +367,7 @@ func (sc *refScanner) cluster(i int) ([]target, int) {
 			break
 		}
 		if t[k] != '(' {
-			m := sepRe.FindStringIndex(t[j:])
+			m := addrSyntax().sepRe.FindStringIndex(t[j:])
 			if m == nil {
 				break
 			}
@@ -405,10 +419,7 @@ func (sc *refScanner) cluster(i int) ([]target, int) {
 	return out, j
 }
 
-// connectorRe finds a word that joins an inner component to an outer one.
-var connectorRe = regexp.MustCompile(`(?i)(?:^|\s)(?:of|in|to|under|from|de|del|du|des|der|von|в|из)(?:\s|$)`)
-
-func hasConnector(sep string) bool { return connectorRe.MatchString(sep) }
+func hasConnector(sep string) bool { return refRe().connectorRe.MatchString(sep) }
 
 // hasKind reports whether a keyword unit of kind is in the groups already
 // ("Section 3 of Annex IX, Section 3 of Annex X" is two references).
@@ -470,7 +481,7 @@ func listItem(t string, k int, first comp) (comp, bool) {
 	case unitParen:
 		return comp{}, false
 	case unitArticle:
-		if m := articleID.FindStringIndex(t[k:]); m != nil && boundaryNumber(t, k+m[1]) {
+		if m := addrSyntax().articleID.FindStringIndex(t[k:]); m != nil && boundaryNumber(t, k+m[1]) {
 			c := comp{units: []addrUnit{{kind: unitArticle, word: first.units[0].word, id: t[k : k+m[1]]}}, start: k, end: k + m[1]}
 			// "Articles 5(2) and 6(1)".
 			if ps, end := parseParens(t, c.end); len(ps) > 0 {
@@ -492,12 +503,12 @@ func listItem(t string, k int, first comp) (comp, bool) {
 			return comp{units: []addrUnit{{kind: first.units[0].kind, word: first.units[0].word, id: t[k : k+n]}}, start: k, end: k + n}, true
 		}
 	case unitTable, unitFigure:
-		if m := tableID.FindStringIndex(t[k:]); m != nil && boundaryNumber(t, k+m[1]) {
+		if m := addrSyntax().tableID.FindStringIndex(t[k:]); m != nil && boundaryNumber(t, k+m[1]) {
 			return comp{units: []addrUnit{{kind: first.units[0].kind, word: first.units[0].word, id: t[k : k+m[1]]}}, start: k, end: k + m[1]}, true
 		}
 	case unitNumber, unitSection, unitPunkt:
 		if last.kind == unitPunkt {
-			if m := cyrPoint.FindStringSubmatchIndex(t[k:]); m != nil {
+			if m := addrSyntax().cyrPoint.FindStringSubmatchIndex(t[k:]); m != nil {
 				g := 2
 				if m[2] < 0 {
 					g = 4
@@ -505,7 +516,7 @@ func listItem(t string, k int, first comp) (comp, bool) {
 				return comp{units: []addrUnit{{kind: unitPunkt, word: "пункт", id: t[k+m[g] : k+m[g+1]]}}, start: k, end: k + m[1], locator: first.locator}, true
 			}
 		}
-		if m := numberID.FindStringIndex(t[k:]); m != nil && boundaryNumber(t, k+m[1]) {
+		if m := addrSyntax().numberID.FindStringIndex(t[k:]); m != nil && boundaryNumber(t, k+m[1]) {
 			id := t[k : k+m[1]]
 			if first.locator == "" && !strings.Contains(id, ".") {
 				return comp{}, false
@@ -589,14 +600,6 @@ func romanString(n int) string {
 	return sb.String()
 }
 
-// acronymDef finds an abbreviation defined after the words it stands for:
-// "Medical Device Regulation (MDR)", "(‘GDPR’)", "(hereinafter ‘the AI
-// Act’)" is not an acronym and is not read here.
-var acronymDef = regexp.MustCompile(`\(\s*['"“]?([A-Z][A-Z0-9]{1,7})['"”]?\s*\)`)
-
-// docTypeWord is a word that names a kind of document.
-var docTypeWord = regexp.MustCompile(`(?i)\b(?:regulation|directive|decision|act|code|law|standard|specification|convention|treaty|guideline|guidance|reglamento|directiva|ley|código|norma|règlement|verordnung|richtlinie)\b|регламент|закон|кодекс|стандарт|правил`)
-
 // documentAcronyms are the abbreviations a document defines for documents
 // ("the Medical Device Regulation (MDR)", an abbreviation list line "MDR
 // Medical Device Regulation"): references such as "MDR, Article 32 (1)"
@@ -611,9 +614,9 @@ func documentAcronyms(root *Element) map[string]bool {
 				continue
 			}
 			t := c.Text
-			for _, m := range acronymDef.FindAllStringSubmatchIndex(t, -1) {
+			for _, m := range refRe().acronymDef.FindAllStringSubmatchIndex(t, -1) {
 				before := t[max(0, m[0]-80):m[0]]
-				if loc := docTypeWord.FindAllStringIndex(before, -1); len(loc) > 0 {
+				if loc := refRe().docTypeWord.FindAllStringIndex(before, -1); len(loc) > 0 {
 					// The type word ends the phrase the abbreviation stands for.
 					if last := loc[len(loc)-1]; len(strings.TrimSpace(before[last[1]:])) <= 3 {
 						out[t[m[2]:m[3]]] = true
@@ -621,7 +624,7 @@ func documentAcronyms(root *Element) map[string]bool {
 				}
 			}
 			for _, line := range strings.Split(t, "\n") {
-				if m := abbrevLine.FindStringSubmatch(strings.TrimSpace(line)); m != nil && docTypeWord.MatchString(m[2]) {
+				if m := refRe().abbrevLine.FindStringSubmatch(strings.TrimSpace(line)); m != nil && refRe().docTypeWord.MatchString(m[2]) {
 					out[m[1]] = true
 				}
 			}
@@ -630,7 +633,3 @@ func documentAcronyms(root *Element) map[string]bool {
 	walk(root)
 	return out
 }
-
-// abbrevLine is a line of an abbreviation list: "MDR Medical Device
-// Regulation (1)", "MDR — Medical Device Regulation".
-var abbrevLine = regexp.MustCompile(`^([A-Z][A-Z0-9]{1,7})\s+(?:[-–—:]\s+)?([A-Z][^.]{3,80})$`)

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -651,11 +652,14 @@ func (s *splitter) withOverlap(prev, body string) (string, int) {
 // tail is tokenised, not the whole previous chunk.
 const tailBytesPerToken = 12
 
-// sentenceEnd matches the end of a sentence and the white space after it,
-// or a line break. A full stop after a digit or another full stop does not
-// end a sentence, so clause numbers ("4.3.6. CONNECT") and dot leaders stay
-// whole; the match includes the character before the punctuation.
-var sentenceEnd = regexp.MustCompile(`(?:[^\d\s.][.]|[!?…;。])["'»”’)\]]*\s+|\n`)
+// sentenceEnd returns the pattern of the end of a sentence and the white
+// space after it, or a line break, compiled on first use. A full stop after
+// a digit or another full stop does not end a sentence, so clause numbers
+// ("4.3.6. CONNECT") and dot leaders stay whole; the match includes the
+// character before the punctuation.
+var sentenceEnd = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:[^\d\s.][.]|[!?…;。])["'»”’)\]]*\s+|\n`)
+})
 
 // tail is the end of text holding at most about n tokens, starting at a
 // sentence start when that keeps at least n/2 tokens, else at a word start.
@@ -681,7 +685,7 @@ func (s *splitter) tail(text string, n int) string {
 	for _, t := range toks[len(toks)-n : len(toks)-n/2] {
 		half += len(t)
 	}
-	if loc := sentenceEnd.FindStringIndex(rest); loc != nil && loc[1] <= half {
+	if loc := sentenceEnd().FindStringIndex(rest); loc != nil && loc[1] <= half {
 		return strings.TrimSpace(rest[loc[1]:])
 	}
 	if k := strings.IndexFunc(rest, unicode.IsSpace); k >= 0 {
@@ -715,7 +719,7 @@ func (s *splitter) pieces(text string) []piece {
 		join = text[end:next]
 		start = next
 	}
-	for _, loc := range sentenceEnd.FindAllStringIndex(text, -1) {
+	for _, loc := range sentenceEnd().FindAllStringIndex(text, -1) {
 		// Keep the sentence's punctuation; the white space becomes the join.
 		end := loc[0] + len(strings.TrimRightFunc(text[loc[0]:loc[1]], unicode.IsSpace))
 		emit(end, loc[1])

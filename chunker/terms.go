@@ -3,6 +3,7 @@ package chunker
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -20,26 +21,37 @@ type Term struct {
 	Address string
 }
 
-var (
-	// definitionsTitle matches the title of a definitions section.
-	definitionsTitle = regexp.MustCompile(`(?i)\b(?:terms|definitions|terminology|glossary|abbreviations|acronyms|definiciones|terminología|glosario|abreviaturas|définitions|terminologie|begriffsbestimmungen|glossar)\b|(?:^|\s)(?:термины|определения|терминология|глоссарий|основные понятия|понятия|сокращения)`)
-	// quotedDef: `"X" - …`, `«X» — …`, `“X”: …`, `‘X’ means …` at the start
-	// of a paragraph (after a point label).
-	quotedDef = regexp.MustCompile(`^["“«‘']([^"”»’']{1,80})["”»’']\s*(?:or\s+["“«‘']([^"”»’']{1,80})["”»’']\s*)?(?:\(\s*["“«‘']?([^"”»’'()]{1,20}?)["”»’']?\s*\)\s*)?(?:,[^,]{1,120},\s*)?(?:[-–—:]|means\b|refers to\b|is defined as\b|shall mean\b|is\b|are\b|означает\b|significa\b|désigne\b|bezeichnet\b|—)\s*(\S.*)$`)
-	// termRefersTo: `The term "X" refers to …` / `The term "X" means …`.
-	termRefersTo = regexp.MustCompile(`(?i)\bthe term ["“‘]([^"”’]{1,60})["”’]\s+(?:refers to|means|is used to (?:refer to|mean)|denotes)\s+(\S[^.]*\.?)`)
-	// plainDef: `X — …`, `X - …` or `X: …` with a short X; only inside
-	// definitions sections.
-	plainDef = regexp.MustCompile(`^(\pL[^:—–"“«.;]{0,60}?)\s*(?::|\s[—–-])\s+(\S.*)$`)
-	// meansDef: `X means …` (an unquoted term, as the OJ printed them in
-	// italics); only inside definitions sections.
-	meansDef = regexp.MustCompile(`^(\pL[^,;:.]{0,60}?)\s+(?:means|shall mean|significa|означает|désigne)\s+(\S.*)$`)
-	// acronymDefLine: an abbreviation list line, "CMR carcinogenic, …".
-	acronymDefLine = regexp.MustCompile(`^([A-Z][A-Z0-9-]{1,9}(?:\s[A-Z]{2,5})?)\s+(\pL.{2,200})$`)
-	// leadLabel: a point label or clause number before a definition
-	// ("(1) ", "1. ", "a) ", "3.1 ").
-	leadLabel = regexp.MustCompile(`^(?:\(\s*[0-9a-zа-я]{1,4}\s*\)|[0-9a-zа-я]{1,3}[.)]|\d{1,3}(?:\.\d{1,3})+\.?)\s+`)
-)
+// termsPatterns holds the patterns of definitions sections and defined
+// terms; termsRe compiles them.
+type termsPatterns struct {
+	definitionsTitle, quotedDef, termRefersTo, plainDef, meansDef *regexp.Regexp
+	acronymDefLine, leadLabel                                     *regexp.Regexp
+}
+
+// termsRe returns the patterns of definitions sections and defined terms,
+// compiled on first use.
+var termsRe = sync.OnceValue(func() *termsPatterns {
+	return &termsPatterns{
+		// definitionsTitle matches the title of a definitions section.
+		definitionsTitle: regexp.MustCompile(`(?i)\b(?:terms|definitions|terminology|glossary|abbreviations|acronyms|definiciones|terminología|glosario|abreviaturas|définitions|terminologie|begriffsbestimmungen|glossar)\b|(?:^|\s)(?:термины|определения|терминология|глоссарий|основные понятия|понятия|сокращения)`),
+		// quotedDef: `"X" - …`, `«X» — …`, `“X”: …`, `‘X’ means …` at the start
+		// of a paragraph (after a point label).
+		quotedDef: regexp.MustCompile(`^["“«‘']([^"”»’']{1,80})["”»’']\s*(?:or\s+["“«‘']([^"”»’']{1,80})["”»’']\s*)?(?:\(\s*["“«‘']?([^"”»’'()]{1,20}?)["”»’']?\s*\)\s*)?(?:,[^,]{1,120},\s*)?(?:[-–—:]|means\b|refers to\b|is defined as\b|shall mean\b|is\b|are\b|означает\b|significa\b|désigne\b|bezeichnet\b|—)\s*(\S.*)$`),
+		// termRefersTo: `The term "X" refers to …` / `The term "X" means …`.
+		termRefersTo: regexp.MustCompile(`(?i)\bthe term ["“‘]([^"”’]{1,60})["”’]\s+(?:refers to|means|is used to (?:refer to|mean)|denotes)\s+(\S[^.]*\.?)`),
+		// plainDef: `X — …`, `X - …` or `X: …` with a short X; only inside
+		// definitions sections.
+		plainDef: regexp.MustCompile(`^(\pL[^:—–"“«.;]{0,60}?)\s*(?::|\s[—–-])\s+(\S.*)$`),
+		// meansDef: `X means …` (an unquoted term, as the OJ printed them in
+		// italics); only inside definitions sections.
+		meansDef: regexp.MustCompile(`^(\pL[^,;:.]{0,60}?)\s+(?:means|shall mean|significa|означает|désigne)\s+(\S.*)$`),
+		// acronymDefLine: an abbreviation list line, "CMR carcinogenic, …".
+		acronymDefLine: regexp.MustCompile(`^([A-Z][A-Z0-9-]{1,9}(?:\s[A-Z]{2,5})?)\s+(\pL.{2,200})$`),
+		// leadLabel: a point label or clause number before a definition
+		// ("(1) ", "1. ", "a) ", "3.1 ").
+		leadLabel: regexp.MustCompile(`^(?:\(\s*[0-9a-zа-я]{1,4}\s*\)|[0-9a-zа-я]{1,3}[.)]|\d{1,3}(?:\.\d{1,3})+\.?)\s+`),
+	}
+})
 
 // Terms returns the terms root defines, in document order:
 //
@@ -78,7 +90,7 @@ func Terms(root *Element) []Term {
 	}
 	var walk func(e *Element, path string, inDefs bool)
 	walk = func(e *Element, path string, inDefs bool) {
-		isDefs := inDefs || (isContainer(e.Kind) && e.Kind != KindDocument && definitionsTitle.MatchString(stripNumber(e.Title)))
+		isDefs := inDefs || (isContainer(e.Kind) && e.Kind != KindDocument && termsRe().definitionsTitle.MatchString(stripNumber(e.Title)))
 		hasSub := false
 		for _, c := range e.Children {
 			hasSub = hasSub || c.Kind == KindSection
@@ -106,8 +118,8 @@ func Terms(root *Element) []Term {
 				continue
 			}
 			text := normalizeSpace(c.Text)
-			body := leadLabel.ReplaceAllString(text, "")
-			if m := quotedDef.FindStringSubmatch(body); m != nil {
+			body := termsRe().leadLabel.ReplaceAllString(text, "")
+			if m := termsRe().quotedDef.FindStringSubmatch(body); m != nil {
 				// The term, an alternative name ("‘CE marking of
 				// conformity’ or ‘CE marking’"), an abbreviation ("(CS)").
 				for _, name := range m[1:4] {
@@ -118,20 +130,20 @@ func Terms(root *Element) []Term {
 				continue
 			}
 			if isDefs && !hasSub {
-				if m := plainDef.FindStringSubmatch(body); m != nil && len(strings.Fields(m[1])) <= 8 {
+				if m := termsRe().plainDef.FindStringSubmatch(body); m != nil && len(strings.Fields(m[1])) <= 8 {
 					add(m[1], m[2], p)
 					continue
 				}
-				if m := meansDef.FindStringSubmatch(body); m != nil && len(strings.Fields(m[1])) <= 8 {
+				if m := termsRe().meansDef.FindStringSubmatch(body); m != nil && len(strings.Fields(m[1])) <= 8 {
 					add(m[1], m[2], p)
 					continue
 				}
-				if m := acronymDefLine.FindStringSubmatch(body); m != nil && body == text {
+				if m := termsRe().acronymDefLine.FindStringSubmatch(body); m != nil && body == text {
 					add(m[1], m[2], p)
 					continue
 				}
 			}
-			for _, m := range termRefersTo.FindAllStringSubmatch(text, -1) {
+			for _, m := range termsRe().termRefersTo.FindAllStringSubmatch(text, -1) {
 				add(m[1], m[2], p)
 			}
 		}

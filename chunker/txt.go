@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -60,18 +61,29 @@ const (
 	maxUnnumberedLen = 60
 )
 
-var (
-	tocLine      = regexp.MustCompile(`(?:\.{3,}|(?:\s\.){3,})\s*\d+\s*$`)
-	numHeading   = regexp.MustCompile(`^(\d{1,3}(?:\.\d{1,3})*|[A-Z](?:\.\d{1,3})+)\.?\s+(\S.*)$`)
-	sectionKw    = regexp.MustCompile(`^(?:Section|SECTION)\s+(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s*[:\-–—]\s*|\s+)(\S.*)$`)
-	appendixKw   = regexp.MustCompile(`^(?:Appendix|APPENDIX)\s+([A-Z])\.?(?:(?:\s*[:\-–—]\s*|\s+)(\S.*))?$`)
-	razdelKw     = regexp.MustCompile(`^(?:Раздел|РАЗДЕЛ)\s+([0-9IVXLC]+|[А-ЯЁа-яё]+)\.?(?:\s+(\S.*))?$`)
-	glavaKw      = regexp.MustCompile(`^(?:Глава|ГЛАВА)\s+(\d{1,3}|[IVXLC]+)\.?(?:\s+(\S.*))?$`)
-	statyaKw     = regexp.MustCompile(`^(?:Статья|СТАТЬЯ)\s+(\d{1,4}(?:\.\d{1,3})*)\.?(?:\s+(\S.*))?$`)
-	pageMarker   = regexp.MustCompile(`\[Page \d+\]\s*$`)
-	digitRun     = regexp.MustCompile(`\d+`)
-	bulletMarker = regexp.MustCompile(`^(?:[o*•\-–]|\d{1,2}[.)]|[a-zа-я][.)])\s+\S`)
-)
+// txtPatterns holds the plain-text parser's line patterns; txtRe compiles
+// them.
+type txtPatterns struct {
+	tocLine, numHeading, sectionKw, appendixKw, razdelKw, glavaKw *regexp.Regexp
+	statyaKw, pageMarker, digitRun, bulletMarker                  *regexp.Regexp
+}
+
+// txtRe returns the plain-text parser's line patterns, compiled on first
+// use.
+var txtRe = sync.OnceValue(func() *txtPatterns {
+	return &txtPatterns{
+		tocLine:      regexp.MustCompile(`(?:\.{3,}|(?:\s\.){3,})\s*\d+\s*$`),
+		numHeading:   regexp.MustCompile(`^(\d{1,3}(?:\.\d{1,3})*|[A-Z](?:\.\d{1,3})+)\.?\s+(\S.*)$`),
+		sectionKw:    regexp.MustCompile(`^(?:Section|SECTION)\s+(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s*[:\-–—]\s*|\s+)(\S.*)$`),
+		appendixKw:   regexp.MustCompile(`^(?:Appendix|APPENDIX)\s+([A-Z])\.?(?:(?:\s*[:\-–—]\s*|\s+)(\S.*))?$`),
+		razdelKw:     regexp.MustCompile(`^(?:Раздел|РАЗДЕЛ)\s+([0-9IVXLC]+|[А-ЯЁа-яё]+)\.?(?:\s+(\S.*))?$`),
+		glavaKw:      regexp.MustCompile(`^(?:Глава|ГЛАВА)\s+(\d{1,3}|[IVXLC]+)\.?(?:\s+(\S.*))?$`),
+		statyaKw:     regexp.MustCompile(`^(?:Статья|СТАТЬЯ)\s+(\d{1,4}(?:\.\d{1,3})*)\.?(?:\s+(\S.*))?$`),
+		pageMarker:   regexp.MustCompile(`\[Page \d+\]\s*$`),
+		digitRun:     regexp.MustCompile(`\d+`),
+		bulletMarker: regexp.MustCompile(`^(?:[o*•\-–]|\d{1,2}[.)]|[a-zа-я][.)])\s+\S`),
+	}
+})
 
 // txtHeading is one recognised heading line.
 type txtHeading struct {
@@ -123,7 +135,7 @@ func removePageFurniture(s string) ([]string, []Noise) {
 	for i, pg := range pages {
 		paged[i] = strings.Split(pg, "\n")
 	}
-	sig := func(l string) string { return digitRun.ReplaceAllString(normalizeSpace(l), "#") }
+	sig := func(l string) string { return txtRe().digitRun.ReplaceAllString(normalizeSpace(l), "#") }
 	// Candidates: last non-blank line of every page but the last, first
 	// non-blank line of every page but the first.
 	counts := map[string]int{}
@@ -139,7 +151,7 @@ func removePageFurniture(s string) ([]string, []Noise) {
 			}
 		}
 	}
-	furniture := func(l string) bool { return pageMarker.MatchString(l) || counts[sig(l)] >= 2 }
+	furniture := func(l string) bool { return txtRe().pageMarker.MatchString(l) || counts[sig(l)] >= 2 }
 	for i, pg := range paged {
 		// The last page has a footer but no form feed after it.
 		if j := lastNonBlank(pg); j >= 0 && furniture(pg[j]) {
@@ -329,7 +341,7 @@ func isCapitals(s string) bool {
 func (p *txtParser) heading(line, next string) (txtHeading, bool) {
 	trimmed := strings.TrimSpace(line)
 	title := normalizeSpace(trimmed)
-	if m := statyaKw.FindStringSubmatch(trimmed); m != nil && (m[2] == "" || utf8.RuneCountInString(trimmed) <= maxHeadingRunes ||
+	if m := txtRe().statyaKw.FindStringSubmatch(trimmed); m != nil && (m[2] == "" || utf8.RuneCountInString(trimmed) <= maxHeadingRunes ||
 		strings.HasPrefix(strings.TrimSpace(trimmed[len(strings.Fields(trimmed)[0]):]), m[1]+".")) {
 		p.keywords = true
 		h := txtHeading{level: 3, address: "Статья " + m[1], title: title, keyword: true}
@@ -341,22 +353,22 @@ func (p *txtParser) heading(line, next string) (txtHeading, bool) {
 		}
 		return h, true
 	}
-	if utf8.RuneCountInString(trimmed) > maxHeadingRunes || tocLine.MatchString(trimmed) {
+	if utf8.RuneCountInString(trimmed) > maxHeadingRunes || txtRe().tocLine.MatchString(trimmed) {
 		return txtHeading{}, false
 	}
 
-	if m := glavaKw.FindStringSubmatch(trimmed); m != nil {
+	if m := txtRe().glavaKw.FindStringSubmatch(trimmed); m != nil {
 		p.keywords = true
 		return txtHeading{level: 2, address: "Глава " + m[1], title: title, keyword: true, needCap: m[2] == ""}, true
 	}
-	if m := razdelKw.FindStringSubmatch(trimmed); m != nil {
+	if m := txtRe().razdelKw.FindStringSubmatch(trimmed); m != nil {
 		p.keywords = true
 		return txtHeading{level: 1, address: "Раздел " + strings.ToLower(m[1]), title: title, keyword: true, needCap: m[2] == ""}, true
 	}
-	if m := appendixKw.FindStringSubmatch(trimmed); m != nil && indentOf(line) == 0 {
+	if m := txtRe().appendixKw.FindStringSubmatch(trimmed); m != nil && indentOf(line) == 0 {
 		return txtHeading{level: 1, address: "Appendix " + m[1], title: title, keyword: true}, true
 	}
-	if m := sectionKw.FindStringSubmatch(trimmed); m != nil && indentOf(line) == 0 {
+	if m := txtRe().sectionKw.FindStringSubmatch(trimmed); m != nil && indentOf(line) == 0 {
 		if h, ok := p.numbered(m[1], title); ok {
 			return h, true
 		}
@@ -364,7 +376,7 @@ func (p *txtParser) heading(line, next string) (txtHeading, bool) {
 	if indentOf(line) != 0 {
 		return txtHeading{}, false
 	}
-	if m := numHeading.FindStringSubmatch(trimmed); m != nil {
+	if m := txtRe().numHeading.FindStringSubmatch(trimmed); m != nil {
 		if p.keywords || strings.TrimSpace(next) != "" || !hasLetter(m[2]) || strings.ContainsAny(m[2][len(m[2])-1:], ".,;:") {
 			return txtHeading{}, false
 		}
@@ -432,7 +444,7 @@ func (p *txtParser) flush(block []string) {
 	switch {
 	case minIndent > p.baseIndent:
 		p.b.leaf(KindParagraph, dedent(block))
-	case bulletMarker.MatchString(first) && len(block) > 1:
+	case txtRe().bulletMarker.MatchString(first) && len(block) > 1:
 		p.b.leaf(KindList, dedent(block))
 	default:
 		p.paragraph(unwrap(block))

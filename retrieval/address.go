@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kgsync/kgsync/chunker"
 )
@@ -27,8 +28,26 @@ type addressIndex struct {
 	byNumber map[string][]*Node
 }
 
-// reNumberKey is a key that is a clause number: "6.5.1", "a.1", "7".
-var reNumberKey = regexp.MustCompile(`^(?:[a-z]\.)?\d+(?:\.\d+)*$`)
+// addressPatterns holds the patterns of clause-number keys and of the
+// addresses queries cite; addressRe compiles them.
+type addressPatterns struct {
+	reNumberKey, reAppendix, reAppendixSub, reBareNumber *regexp.Regexp
+}
+
+// addressRe returns the patterns of clause-number keys and of the
+// addresses queries cite, compiled on first use.
+var addressRe = sync.OnceValue(func() *addressPatterns {
+	return &addressPatterns{
+		// reNumberKey is a key that is a clause number: "6.5.1", "a.1", "7".
+		reNumberKey: regexp.MustCompile(`^(?:[a-z]\.)?\d+(?:\.\d+)*$`),
+		// reAppendix is an appendix or annex cited by a letter; reAppendixSub
+		// the ".1" that may follow it in a query.
+		reAppendix:    regexp.MustCompile(`^(?:Appendix|Annex|Приложение|Anexo|Anejo) ([A-Z])$`),
+		reAppendixSub: regexp.MustCompile(`^(\.\d+(?:\.\d+)*)`),
+		// reBareNumber is a query that is a clause number and nothing else.
+		reBareNumber: regexp.MustCompile(`^\s*(?:[A-Za-z]\.)?\d+(?:\.\d+)+\.?\s*$`),
+	}
+})
 
 func newAddressIndex(x *corpusIndex, c *Corpus) *addressIndex {
 	a := &addressIndex{x: x, byKey: map[string][]*Node{}, byNumber: map[string][]*Node{}}
@@ -40,7 +59,7 @@ func newAddressIndex(x *corpusIndex, c *Corpus) *addressIndex {
 			}
 			k := chunker.AddressKey(n.Citation)
 			a.byKey[k] = append(a.byKey[k], n)
-			if f := strings.Fields(k); len(f) > 1 && reNumberKey.MatchString(f[len(f)-1]) {
+			if f := strings.Fields(k); len(f) > 1 && addressRe().reNumberKey.MatchString(f[len(f)-1]) {
 				a.byNumber[f[len(f)-1]] = append(a.byNumber[f[len(f)-1]], n)
 			}
 		}
@@ -66,7 +85,7 @@ func (a *addressIndex) resolve(citation string, docs map[*Document]bool) []*Node
 		return out
 	}
 	out := pick(a.byKey[k])
-	if len(out) == 0 && reNumberKey.MatchString(k) {
+	if len(out) == 0 && addressRe().reNumberKey.MatchString(k) {
 		out = pick(a.byNumber[k])
 	}
 	return out
@@ -80,16 +99,6 @@ type queryAddress struct {
 	text       string
 	start, end int
 }
-
-// reAppendix is an appendix or annex cited by a letter; reAppendixSub the
-// ".1" that may follow it in a query.
-var (
-	reAppendix    = regexp.MustCompile(`^(?:Appendix|Annex|Приложение|Anexo|Anejo) ([A-Z])$`)
-	reAppendixSub = regexp.MustCompile(`^(\.\d+(?:\.\d+)*)`)
-)
-
-// reBareNumber is a query that is a clause number and nothing else.
-var reBareNumber = regexp.MustCompile(`^\s*(?:[A-Za-z]\.)?\d+(?:\.\d+)+\.?\s*$`)
 
 // queryAddresses finds the addresses of a query (chunker.FindAddresses),
 // with the document each names ("RFC 7231 4.2.2", "Section 4.2.2 of RFC
@@ -105,15 +114,15 @@ func (d *corpusData) queryAddresses(query string) []queryAddress {
 		a := queryAddress{citation: m.Citation, doc: d.documentNamed(m.Doc), text: m.Text, start: m.Start, end: m.End}
 		// "Appendix A.1": the grammar stops at the letter; an appendix's
 		// sections are cited by letter and number ("A.1").
-		if sub := reAppendixSub.FindStringSubmatch(query[m.End:]); sub != nil && reAppendix.MatchString(m.Citation) {
-			letter := reAppendix.FindStringSubmatch(m.Citation)[1]
+		if sub := addressRe().reAppendixSub.FindStringSubmatch(query[m.End:]); sub != nil && addressRe().reAppendix.MatchString(m.Citation) {
+			letter := addressRe().reAppendix.FindStringSubmatch(m.Citation)[1]
 			a.citation = letter + sub[1]
 			a.end += len(sub[0])
 			a.text = query[a.start:a.end]
 		}
 		out = append(out, a)
 	}
-	if len(out) == 0 && reBareNumber.MatchString(query) {
+	if len(out) == 0 && addressRe().reBareNumber.MatchString(query) {
 		t := strings.TrimSpace(query)
 		i := strings.Index(query, t)
 		out = append(out, queryAddress{citation: strings.TrimSuffix(t, "."), text: t, start: i, end: i + len(t)})

@@ -434,15 +434,18 @@ var questionWords = map[string]bool{
 	"quel": true, "quelle": true, "quels": true, "quelles": true, "comment": true, "pourquoi": true,
 }
 
-// reQuoted is a quoted phrase of a query: "by", «для», ‘for’.
-var reQuoted = regexp.MustCompile(`"([^"]{1,80})"|«([^»]{1,80})»|“([^”]{1,80})”|‘([^’]{1,80})’`)
+// reQuoted returns the pattern of a quoted phrase of a query ("by",
+// «для», ‘for’), compiled on first use.
+var reQuoted = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`"([^"]{1,80})"|«([^»]{1,80})»|“([^”]{1,80})”|‘([^’]{1,80})’`)
+})
 
 // quotedWords are the words a query quotes: a quoted word is a content
 // word even when it is a stop word (the "for" parameter, the "by"
 // parameter).
 func quotedWords(query string) map[string]bool {
 	out := map[string]bool{}
-	for _, m := range reQuoted.FindAllStringSubmatch(query, -1) {
+	for _, m := range reQuoted().FindAllStringSubmatch(query, -1) {
 		for _, g := range m[1:] {
 			for _, w := range words(g) {
 				out[w] = true

@@ -450,8 +450,11 @@ type headingName struct {
 	tokens []string
 }
 
-// reLeadNumber is a heading's own number: "6.4.3. ", "A.1 ", "2) ".
-var reLeadNumber = regexp.MustCompile(`^\s*(?:[A-Z]\.)?\d+(?:\.\d+)*[.):]?\s*(?:-\s+)?`)
+// reLeadNumber returns the pattern of a heading's own number ("6.4.3. ",
+// "A.1 ", "2) "), compiled on first use.
+var reLeadNumber = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*(?:[A-Z]\.)?\d+(?:\.\d+)*[.):]?\s*(?:-\s+)?`)
+})
 
 // genericHeadings are heading words that name no one thing.
 var genericHeadings = map[string]bool{"introduct": true, "overview": true, "exampl": true, "descript": true,
@@ -487,7 +490,7 @@ func newHeadingIndex(c *Corpus) *headingIndex {
 			if n.Label != LabelSection || n.Title == "" {
 				continue
 			}
-			toks := headingTokens(reLeadNumber.ReplaceAllString(n.Title, ""), d.Lang)
+			toks := headingTokens(reLeadNumber().ReplaceAllString(n.Title, ""), d.Lang)
 			if len(toks) == 0 || len(toks) > 6 || genericHeadings[toks[0]] && len(toks) < 3 {
 				continue
 			}

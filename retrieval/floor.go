@@ -134,7 +134,7 @@ func (f Floor) decline(e Evidence) (string, bool) {
 // pipeline's chunks in state), the best score and cosine, and whether an
 // address or term matched; and the words' weights.
 func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, words []queryWord, res *Result, order []int, fused map[int]fusedScore) (Evidence, []float64, error) {
-	e := Evidence{Quantity: reAsksQuantity.MatchString(query)}
+	e := Evidence{Quantity: reAsksQuantity().MatchString(query)}
 	for _, a := range res.Addresses {
 		if len(a.Nodes) > 0 {
 			e.Address = true

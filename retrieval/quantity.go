@@ -3,62 +3,74 @@ package retrieval
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
 
-// reAsksQuantity is a question whose answer is a quantity: a number, an
-// amount, a duration, an age, a limit ("how many", "how long", "what is
-// the maximum number", "сколько", "на какой срок", "с какого возраста",
-// "cuántos"). Its answer has a number near the question's words.
-var reAsksQuantity = regexp.MustCompile(`(?i)\bhow (?:many|much|long|old|often|far|soon|large|big|high|frequently)\b|` +
-	`\b(?:maximum|minimum|max|min) (?:number|amount|size|length|duration|period|age|value|sum|fine|fee|penalty|term|time|count|rate|percentage)\b|` +
-	`\b(?:what|which) (?:age|percentage|proportion|amount|sum|fee|price|cost|deadline|time limit)\b|\bat what age\b|` +
-	`(?:^|[^\p{L}])сколько|на какой срок|какого (?:срока|времени|периода|возраста)|какой (?:срок|возраст|размер|процент)|` +
-	`как\p{L}* (?:максимальн|минимальн)\p{L}* (?:размер|срок|число|количеств|возраст|сумм|штраф)|какое (?:число|количество)|` +
-	`какова (?:сумма|величина|продолжительность)|` +
-	`cu[áa]nt[oa]s?\b|qu[ée] (?:edad|plazo|importe|porcentaje)|por cu[áa]nto tiempo|` +
-	`combien\b|quel (?:âge|délai|montant)`)
+// reAsksQuantity returns the pattern of a question whose answer is a
+// quantity, compiled on first use: a number, an amount, a duration, an
+// age, a limit ("how many", "how long", "what is the maximum number",
+// "сколько", "на какой срок", "с какого возраста", "cuántos"). Its answer
+// has a number near the question's words.
+var reAsksQuantity = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\bhow (?:many|much|long|old|often|far|soon|large|big|high|frequently)\b|` +
+		`\b(?:maximum|minimum|max|min) (?:number|amount|size|length|duration|period|age|value|sum|fine|fee|penalty|term|time|count|rate|percentage)\b|` +
+		`\b(?:what|which) (?:age|percentage|proportion|amount|sum|fee|price|cost|deadline|time limit)\b|\bat what age\b|` +
+		`(?:^|[^\p{L}])сколько|на какой срок|какого (?:срока|времени|периода|возраста)|какой (?:срок|возраст|размер|процент)|` +
+		`как\p{L}* (?:максимальн|минимальн)\p{L}* (?:размер|срок|число|количеств|возраст|сумм|штраф)|какое (?:число|количество)|` +
+		`какова (?:сумма|величина|продолжительность)|` +
+		`cu[áa]nt[oa]s?\b|qu[ée] (?:edad|plazo|importe|porcentaje)|por cu[áa]nto tiempo|` +
+		`combien\b|quel (?:âge|délai|montant)`)
+})
 
-// numberWords are numerals and frequencies written out, in the languages
-// the analyzer stems: quantities without digits ("six years", "шесть
-// лет", "более двух сроков", "annually"). "One" and its forms are left
-// out: "one of the following" is no quantity.
-var numberWords = map[string]bool{}
-
-func init() {
-	for _, w := range strings.Fields(`two three four five six seven eight nine ten eleven twelve thirteen fourteen
-		fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred
-		thousand million billion once twice thrice half dozen annually yearly monthly weekly daily hourly
-		два две двух двум двумя три трех трем тремя четыре четырех четырем четырьмя пять пяти пятью шесть шести
-		шестью семь семи восемь восьми девять девяти десять десяти одиннадцать одиннадцати двенадцать двенадцати
-		пятнадцать пятнадцати двадцать двадцати тридцать тридцати сорок сорока пятьдесят пятидесяти сто ста
-		двести трехсот пятьсот тысяча тысячи тысяч миллион миллиона полтора полутора дважды трижды половина
-		ежегодно ежемесячно еженедельно ежедневно
-		dos tres cuatro cinco seis siete ocho nueve diez once doce quince veinte treinta cuarenta cincuenta cien
-		ciento mil millón anualmente mensualmente semanalmente diariamente
-		deux trois quatre cinq sept huit neuf dix douze quinze vingt trente quarante cinquante cent mille`) {
-		numberWords[w] = true
-	}
+// quantityTables holds the word lists quantityTerms tells quantities from
+// other numbers with; quantityWords builds them.
+type quantityTables struct {
+	// numberWords are numerals and frequencies written out, in the
+	// languages the analyzer stems: quantities without digits ("six years",
+	// "шесть лет", "более двух сроков", "annually"). "One" and its forms
+	// are left out: "one of the following" is no quantity.
+	numberWords map[string]bool
+	// referenceWords are the words a number names a part of a document
+	// after ("Section 6", "Article 7", "статья 81", "часть 3"): such a
+	// number is no quantity.
+	referenceWords map[string]bool
 }
 
-// referenceWords are the words a number names a part of a document after
-// ("Section 6", "Article 7", "статья 81", "часть 3"): such a number is no
-// quantity.
-var referenceWords = map[string]bool{}
-
-func init() {
-	for _, w := range strings.Fields(`section sections article articles art rfc annex annexes appendix table tables
-		figure chapter chapters paragraph paragraphs point points clause clauses subsection item items step version
-		regulation directive decision no nr
-		статья статьи статье статью статьей статей ст часть части частью пункт пункта пункте пунктом пункты пунктов
-		п пп глава главы главе раздел раздела разделе приложение приложения таблица таблицы таблице
-		artículo artículos art apartado anexo capítulo tabla sección
-		article chapitre annexe tableau`) {
-		referenceWords[w] = true
+// quantityWords returns the word lists of quantities, built on first use.
+var quantityWords = sync.OnceValue(func() *quantityTables {
+	return &quantityTables{
+		numberWords: wordSet(`two three four five six seven eight nine ten eleven twelve thirteen fourteen
+			fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred
+			thousand million billion once twice thrice half dozen annually yearly monthly weekly daily hourly
+			два две двух двум двумя три трех трем тремя четыре четырех четырем четырьмя пять пяти пятью шесть шести
+			шестью семь семи восемь восьми девять девяти десять десяти одиннадцать одиннадцати двенадцать двенадцати
+			пятнадцать пятнадцати двадцать двадцати тридцать тридцати сорок сорока пятьдесят пятидесяти сто ста
+			двести трехсот пятьсот тысяча тысячи тысяч миллион миллиона полтора полутора дважды трижды половина
+			ежегодно ежемесячно еженедельно ежедневно
+			dos tres cuatro cinco seis siete ocho nueve diez once doce quince veinte treinta cuarenta cincuenta cien
+			ciento mil millón anualmente mensualmente semanalmente diariamente
+			deux trois quatre cinq sept huit neuf dix douze quinze vingt trente quarante cinquante cent mille`),
+		referenceWords: wordSet(`section sections article articles art rfc annex annexes appendix table tables
+			figure chapter chapters paragraph paragraphs point points clause clauses subsection item items step version
+			regulation directive decision no nr
+			статья статьи статье статью статьей статей ст часть части частью пункт пункта пункте пунктом пункты пунктов
+			п пп глава главы главе раздел раздела разделе приложение приложения таблица таблицы таблице
+			artículo artículos art apartado anexo capítulo tabla sección
+			article chapitre annexe tableau`),
 	}
+})
+
+// wordSet is the set of the words of s (separated by white space).
+func wordSet(s string) map[string]bool {
+	set := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		set[w] = true
+	}
+	return set
 }
 
 // quantityTerms are text's terms as indexTerms has them, and for each
@@ -79,7 +91,7 @@ func quantityTerms(text, lang string) ([]string, []bool) {
 			continue
 		}
 		terms = append(terms, stem(wordLang(lang, w), w))
-		qty = append(qty, numberWords[w] || isNumber(w) && isQuantity(text, s, end, prev))
+		qty = append(qty, quantityWords().numberWords[w] || isNumber(w) && isQuantity(text, s, end, prev))
 		prev = w
 	}
 	return terms, qty
@@ -93,7 +105,7 @@ func quantityTerms(text, lang string) ([]string, []bool) {
 // "1#element"), and not a list marker or heading number at the start of
 // a line ("1. …", "2) …").
 func isQuantity(text string, s, e int, prev string) bool {
-	if referenceWords[prev] {
+	if quantityWords().referenceWords[prev] {
 		return false
 	}
 	if s > 0 {

@@ -18,7 +18,7 @@ func TestAsksQuantity(t *testing.T) {
 		"Каков минимальный размер штрафа?",
 		"¿Cuántos días tiene el fabricante?",
 	} {
-		require.True(t, reAsksQuantity.MatchString(q), q)
+		require.True(t, reAsksQuantity().MatchString(q), q)
 	}
 	for _, q := range []string{
 		"Which proxies may add the Forwarded header?",
@@ -27,7 +27,7 @@ func TestAsksQuantity(t *testing.T) {
 		"Насколько важна безопасность программы?", // "how important": a degree
 		"How does the server choose a representation?",
 	} {
-		require.False(t, reAsksQuantity.MatchString(q), q)
+		require.False(t, reAsksQuantity().MatchString(q), q)
 	}
 }
 

@@ -381,7 +381,7 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	}
 	if use[SignalTerm] {
 		l, names := d.termList(query, allowed, defined)
-		if reAsksDefinition.MatchString(query) {
+		if definitionRe().reAsksDefinition.MatchString(query) {
 			l.boost = 2 // "what is X", "define X": X's definition first
 		}
 		lists, res.Terms = append(lists, l), names
@@ -434,7 +434,7 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	for i, u := range order[:len(res.Hits)] {
 		res.Hits[i].Match = d.match(u, addressed, defined, content, weights)
 	}
-	res.Evidence.Definition = res.Evidence.TermShare >= 0.5 && reAsksDefinition.MatchString(query)
+	res.Evidence.Definition = res.Evidence.TermShare >= 0.5 && definitionRe().reAsksDefinition.MatchString(query)
 	res.Evidence.Strength = cfg.Floor.strength(res.Evidence)
 	if !opts.NoFloor {
 		if why, decline := cfg.Floor.decline(res.Evidence); decline {
@@ -891,13 +891,26 @@ func (d *corpusData) termList(query string, allowed []bool, defined unitMatches)
 	return l, names
 }
 
-// reAsksDefinition is a question asking what a term means.
-var reAsksDefinition = regexp.MustCompile(`(?i)\b(?:what (?:is|are|does)\b.*\b(?:mean|stand for)|what (?:is|are) (?:a|an|the)?\s*\S|defin(?:e|es|ed|ition)\b|meaning of\b)|что (?:такое|означает)|что понимается под|определени\p{L}*|qu[ée] (?:es|son|significa)\b|definici[óo]n`)
+// definitionPatterns holds the patterns of definition questions, inline
+// definitions and defined terms' names; definitionRe compiles them.
+type definitionPatterns struct {
+	reAsksDefinition, reDefinition, reParen *regexp.Regexp
+}
 
-// reDefinition is an element that defines a term inline, the way
-// regulations and specifications do: "(30) ‘manufacturer’ means …",
-// "\"Артефакты соответствия\" - набор …", "«X» означает …", "«X»: …".
-var reDefinition = regexp.MustCompile(`^\s*(?:\(\d+[a-z]?\)\s*|\d+[.)]\s*)?[‘'"“«]([^’'"”»]{2,80})[’'"”»](?:\s*\([^)]{1,40}\))?\s*(?:means\b|shall mean\b|is defined as\b|refers to\b|[-–—:]|означает\b|это\b|significa\b|se entiende\b|désigne\b)`)
+// definitionRe returns the patterns of definition questions, inline
+// definitions and defined terms' names, compiled on first use.
+var definitionRe = sync.OnceValue(func() *definitionPatterns {
+	return &definitionPatterns{
+		// reAsksDefinition is a question asking what a term means.
+		reAsksDefinition: regexp.MustCompile(`(?i)\b(?:what (?:is|are|does)\b.*\b(?:mean|stand for)|what (?:is|are) (?:a|an|the)?\s*\S|defin(?:e|es|ed|ition)\b|meaning of\b)|что (?:такое|означает)|что понимается под|определени\p{L}*|qu[ée] (?:es|son|significa)\b|definici[óo]n`),
+		// reDefinition is an element that defines a term inline, the way
+		// regulations and specifications do: "(30) ‘manufacturer’ means …",
+		// "\"Артефакты соответствия\" - набор …", "«X» означает …", "«X»: …".
+		reDefinition: regexp.MustCompile(`^\s*(?:\(\d+[a-z]?\)\s*|\d+[.)]\s*)?[‘'"“«]([^’'"”»]{2,80})[’'"”»](?:\s*\([^)]{1,40}\))?\s*(?:means\b|shall mean\b|is defined as\b|refers to\b|[-–—:]|означает\b|это\b|significa\b|se entiende\b|désigne\b)`),
+		// reParen is a parenthesised part of a term's name: "(SBOM)".
+		reParen: regexp.MustCompile(`\s*\(([^()]*)\)`),
+	}
+})
 
 // inlineDefinitions are the terms the corpus's elements define inline
 // that the document's own term list lacks (chunker.Terms finds term lists
@@ -914,7 +927,7 @@ func inlineDefinitions(c *Corpus, x *corpusIndex) []Term {
 			if n.Label != LabelElement || have[n.ID] {
 				continue
 			}
-			m := reDefinition.FindStringSubmatch(n.Text)
+			m := definitionRe().reDefinition.FindStringSubmatch(n.Text)
 			if m == nil {
 				continue
 			}
@@ -925,16 +938,13 @@ func inlineDefinitions(c *Corpus, x *corpusIndex) []Term {
 	return out
 }
 
-// reParen is a parenthesised part of a term's name: "(SBOM)".
-var reParen = regexp.MustCompile(`\s*\(([^()]*)\)`)
-
 // termAliases are the names a defined term may be named by: its name, and
 // for "Software Bill of Materials (SBOM)" also the name without the
 // parenthesis and the parenthesis alone.
 func termAliases(name string) []string {
 	out := []string{name}
-	if m := reParen.FindAllStringSubmatch(name, -1); m != nil {
-		out = append(out, strings.TrimSpace(reParen.ReplaceAllString(name, "")))
+	if m := definitionRe().reParen.FindAllStringSubmatch(name, -1); m != nil {
+		out = append(out, strings.TrimSpace(definitionRe().reParen.ReplaceAllString(name, "")))
 		for _, p := range m {
 			if strings.TrimSpace(p[1]) != "" {
 				out = append(out, p[1])
