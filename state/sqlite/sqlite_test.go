@@ -368,3 +368,19 @@ func BenchmarkEmbeddingsPut1000(b *testing.B) {
 func BenchmarkEmbeddingsGetMiss1000(b *testing.B) {
 	statetest.BenchEmbeddingsGetMiss1000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
 }
+
+// TestLexicalIndexMergesSixteenSegments: a new state's FTS5 index merges
+// 16 segments of a level at a time (090_lexical_automerge), a setting
+// FTS5 keeps in its config table, so every connection uses it.
+func TestLexicalIndexMergesSixteenSegments(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path)
+	require.NoError(t, s.Close())
+	db, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	defer db.Close()
+	var v int
+	require.NoError(t, db.QueryRow(`SELECT v FROM lexical_fts_config WHERE k = 'automerge'`).Scan(&v))
+	require.Equal(t, 16, v)
+}
