@@ -65,7 +65,14 @@ func (o *recordOutput) rowText() string {
 
 // lexUpsert adds a lexical row of the record to its commit.
 func (o *recordOutput) lexUpsert(kind, id, text string) string {
-	lex := retrieval.LexicalText(text, o.lang())
+	var lex string
+	if l, _ := o.node[PropLang].(string); l == "" && o.rowLang == "" && text == o.rowText() {
+		// A table row's text, whose language is its own: detected with
+		// the lexical text, from the same words.
+		lex, o.rowLang = retrieval.LexicalTextDetect(text)
+	} else {
+		lex = retrieval.LexicalText(text, o.lang())
+	}
 	o.lexRows = append(o.lexRows, state.LexicalRow{
 		LexicalRef: state.LexicalRef{Source: o.it.source, RecordKey: o.it.rec.Key, ID: id}, Kind: kind, Text: lex})
 	return lex

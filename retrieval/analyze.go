@@ -146,7 +146,7 @@ func asciiWords(text string) []string {
 // collecting them.
 func eachASCIIWord(text string) iter.Seq[string] {
 	return func(yield func(string) bool) {
-		lower := strings.ToLower(text)
+		lower := lowerASCII(text)
 		for i := 0; i < len(lower); {
 			if !isASCIIWordByte(lower[i]) {
 				i++
@@ -162,6 +162,29 @@ func eachASCIIWord(text string) iter.Seq[string] {
 			i = j
 		}
 	}
+}
+
+// lowerASCII is strings.ToLower of an ASCII text: text itself when it has
+// no upper-case letter, else one copy, written a run of other bytes at a
+// time (strings.ToLower writes it a byte at a time).
+func lowerASCII(text string) string {
+	var b strings.Builder
+	start := 0 // of the run of bytes not written yet that need no change
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; c >= 'A' && c <= 'Z' {
+			if b.Cap() == 0 {
+				b.Grow(len(text))
+			}
+			b.WriteString(text[start:i])
+			b.WriteByte(c + ('a' - 'A'))
+			start = i + 1
+		}
+	}
+	if b.Cap() == 0 {
+		return text
+	}
+	b.WriteString(text[start:])
+	return b.String()
 }
 
 // isASCIIWordByte reports whether c, a byte of a lower-cased ASCII text,
@@ -388,13 +411,37 @@ func LexicalText(text, lang string) string {
 	if !isASCII(text) {
 		return strings.Join(indexTerms(text, lang), " ")
 	}
-	// An ASCII text's words (asciiWords) are not Cyrillic: each is stemmed
-	// in wordLang's language for them, written as the terms are found.
+	var buf [64]string
+	return asciiLexical(appendASCIIWords(buf[:0], text), lang, len(text))
+}
+
+// appendASCIIWords appends the words of an ASCII text (asciiWords) to ws.
+func appendASCIIWords(ws []string, text string) []string {
+	lower := lowerASCII(text)
+	for i := 0; i < len(lower); {
+		if !isASCIIWordByte(lower[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(lower) && isASCIIWordByte(lower[j]) {
+			j++
+		}
+		ws = append(ws, lower[i:j])
+		i = j
+	}
+	return ws
+}
+
+// asciiLexical is LexicalText of an ASCII text of size bytes in lang, given
+// its words (asciiWords). They are not Cyrillic: each is stemmed in
+// wordLang's language for them, written as the terms are found.
+func asciiLexical(words []string, lang string, size int) string {
 	wl := wordLang(lang, "")
 	var b strings.Builder
-	b.Grow(len(text))
+	b.Grow(size)
 	terms := 0
-	for w := range eachASCIIWord(text) {
+	for _, w := range words {
 		if keepWord(w) {
 			if terms > 0 {
 				b.WriteByte(' ')
@@ -404,6 +451,37 @@ func LexicalText(text, lang string) string {
 		}
 	}
 	return b.String()
+}
+
+// LexicalTextDetect is LexicalText(text, DetectLanguage(text)) and the
+// language detected, with an ASCII text of up to 64 KiB (a table row's
+// text, mostly) lower-cased and split into words once for both.
+func LexicalTextDetect(text string) (lex, lang string) {
+	if len(text) > 64<<10 || !isASCII(text) {
+		lang = DetectLanguage(text)
+		return LexicalText(text, lang), lang
+	}
+	var buf [64]string
+	ws := appendASCIIWords(buf[:0], text)
+	// DetectLanguage of an ASCII text: no letter, no language; else the
+	// Latin language its stop words point to.
+	letters := false
+	for _, w := range ws {
+		for i := 0; i < len(w) && !letters; i++ {
+			letters = w[i] >= 'a' && w[i] <= 'z'
+		}
+		if letters {
+			break
+		}
+	}
+	if letters {
+		var counts stopCounts
+		for _, w := range ws {
+			counts.add(w)
+		}
+		lang = counts.language(1)
+	}
+	return asciiLexical(ws, lang, len(text)), lang
 }
 
 // queryWord is one content word of a query with the terms it may be

@@ -93,6 +93,30 @@ func TestDetectLanguageFastPath(t *testing.T) {
 	require.Equal(t, LangFrench, DetectLanguage("le chat et la maison sur les toits de une ville"))
 }
 
+// TestLexicalTextDetect: LexicalTextDetect gives LexicalText in the
+// language DetectLanguage gives, for texts of every kind, over 64 KiB
+// included (only the first 64 KiB choose the language).
+func TestLexicalTextDetect(t *testing.T) {
+	t.Parallel()
+	texts := append([]string{"de la casa y el perro que los otros", "le chat et la maison sur les toits de une ville",
+		"EL Y LA CASA", "123 456", strings.Repeat("de la y el ", 7000) + "the of and",
+		strings.Repeat("the ", 17000) + strings.Repeat(" de la y el", 9000)}, analyzerTexts...)
+	for _, text := range texts {
+		lang := DetectLanguage(text)
+		lex, got := LexicalTextDetect(text)
+		require.Equal(t, lang, got, "%q", text)
+		require.Equal(t, LexicalText(text, lang), lex, "%q", text)
+	}
+	lex, lang := LexicalTextDetect("Horses, asses, mules and hinnies; live")
+	require.Equal(t, "hors ass mule and hinni live", lex)
+	require.Equal(t, LangEnglish, lang)
+	lex, lang = LexicalTextDetect("DE LA CASA Y EL PERRO QUE LOS OTROS")
+	require.Equal(t, LangSpanish, lang)
+	// Upper case lowered, stop words kept, "y" dropped (one letter), the
+	// rest stemmed in Spanish (casa → cas, perro → perr).
+	require.Equal(t, "de la cas el perr que los otros", lex)
+}
+
 func FuzzLexicalText(f *testing.F) {
 	for _, text := range analyzerTexts {
 		f.Add(text)
@@ -108,6 +132,9 @@ func FuzzLexicalText(f *testing.F) {
 		}
 		if got, want := DetectLanguage(text), referenceDetectLanguage(text); got != want {
 			t.Fatalf("DetectLanguage(%q) = %q, want %q", text, got, want)
+		}
+		if lex, lang := LexicalTextDetect(text); lang != DetectLanguage(text) || lex != LexicalText(text, lang) {
+			t.Fatalf("LexicalTextDetect(%q) = %q, %q", text, lex, lang)
 		}
 	})
 }
