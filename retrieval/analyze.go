@@ -70,7 +70,8 @@ func DetectLanguage(text string) string {
 		}
 		return counts.language(1)
 	}
-	for w := range eachASCIIWord(text) {
+	sc := scanASCIIWords(text)
+	for w, ok := sc.next(); ok; w, ok = sc.next() {
 		counts.add(w)
 	}
 	return counts.language(1)
@@ -139,29 +140,35 @@ func isASCII(s string) bool {
 // word without Cyrillic letters has nothing to fold, so the words are the
 // runs of [a-z0-9] of the lower-cased text.
 func asciiWords(text string) []string {
-	return slices.Collect(eachASCIIWord(text))
+	return appendASCIIWords(nil, text)
 }
 
-// eachASCIIWord yields the words of asciiWords one by one, without
+// asciiWordScanner reads the words of asciiWords one by one, without
 // collecting them.
-func eachASCIIWord(text string) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		lower := lowerASCII(text)
-		for i := 0; i < len(lower); {
-			if !isASCIIWordByte(lower[i]) {
-				i++
-				continue
-			}
-			j := i + 1
-			for j < len(lower) && isASCIIWordByte(lower[j]) {
-				j++
-			}
-			if !yield(lower[i:j]) {
-				return
-			}
-			i = j
-		}
+type asciiWordScanner struct {
+	lower string // the text, lower-cased
+	i     int    // where the next word is looked for
+}
+
+func scanASCIIWords(text string) asciiWordScanner {
+	return asciiWordScanner{lower: lowerASCII(text)}
+}
+
+// next returns the next word, or false after the last.
+func (s *asciiWordScanner) next() (string, bool) {
+	for s.i < len(s.lower) && !isASCIIWordByte(s.lower[s.i]) {
+		s.i++
 	}
+	if s.i == len(s.lower) {
+		return "", false
+	}
+	j := s.i + 1
+	for j < len(s.lower) && isASCIIWordByte(s.lower[j]) {
+		j++
+	}
+	w := s.lower[s.i:j]
+	s.i = j
+	return w, true
 }
 
 // lowerASCII is strings.ToLower of an ASCII text: text itself when it has
@@ -417,18 +424,9 @@ func LexicalText(text, lang string) string {
 
 // appendASCIIWords appends the words of an ASCII text (asciiWords) to ws.
 func appendASCIIWords(ws []string, text string) []string {
-	lower := lowerASCII(text)
-	for i := 0; i < len(lower); {
-		if !isASCIIWordByte(lower[i]) {
-			i++
-			continue
-		}
-		j := i + 1
-		for j < len(lower) && isASCIIWordByte(lower[j]) {
-			j++
-		}
-		ws = append(ws, lower[i:j])
-		i = j
+	sc := scanASCIIWords(text)
+	for w, ok := sc.next(); ok; w, ok = sc.next() {
+		ws = append(ws, w)
 	}
 	return ws
 }
