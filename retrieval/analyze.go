@@ -463,21 +463,8 @@ func LexicalTextDetect(text string) (lex, lang string) {
 	ws := appendASCIIWords(buf[:0], text)
 	// DetectLanguage of an ASCII text: no letter, no language; else the
 	// Latin language its stop words point to.
-	letters := false
-	for _, w := range ws {
-		for i := 0; i < len(w) && !letters; i++ {
-			letters = w[i] >= 'a' && w[i] <= 'z'
-		}
-		if letters {
-			break
-		}
-	}
-	if letters {
-		var counts stopCounts
-		for _, w := range ws {
-			counts.add(w)
-		}
-		lang = counts.language(1)
+	if strings.IndexFunc(text, func(r rune) bool { return r|0x20 >= 'a' && r|0x20 <= 'z' }) >= 0 {
+		lang = latinLanguage(ws, 1)
 	}
 	return asciiLexical(ws, lang, len(text)), lang
 }
