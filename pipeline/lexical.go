@@ -65,14 +65,24 @@ func (o *recordOutput) rowText() string {
 
 // lexUpsert adds a lexical row of the record to its commit.
 func (o *recordOutput) lexUpsert(kind, id, text string) string {
-	var lex string
-	if l, _ := o.node[PropLang].(string); l == "" && o.rowLang == "" && text == o.rowText() {
-		// A table row's text, whose language is its own: detected with
-		// the lexical text, from the same words.
-		lex, o.rowLang = retrieval.LexicalTextDetect(text)
-	} else {
-		lex = retrieval.LexicalText(text, o.lang())
+	return o.addLexRow(kind, id, retrieval.LexicalText(text, o.lang()))
+}
+
+// lexUpsertNode adds the lexical row of a table row's node: its
+// embeddable texts (rowText), whose language, when nothing names it, is
+// detected with the lexical text from the same words.
+func (o *recordOutput) lexUpsertNode() string {
+	if l, _ := o.node[PropLang].(string); l != "" || o.rowLang != "" {
+		return o.lexUpsert(state.LexicalNode, o.nodeID, o.rowText())
 	}
+	var lex string
+	lex, o.rowLang = retrieval.LexicalTextDetect(o.rowText())
+	return o.addLexRow(state.LexicalNode, o.nodeID, lex)
+}
+
+// addLexRow adds a lexical row of lexical text lex to the record's commit
+// and returns lex.
+func (o *recordOutput) addLexRow(kind, id, lex string) string {
 	o.lexRows = append(o.lexRows, state.LexicalRow{
 		LexicalRef: state.LexicalRef{Source: o.it.source, RecordKey: o.it.rec.Key, ID: id}, Kind: kind, Text: lex})
 	return lex

@@ -690,7 +690,7 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 			}
 		}
 		if len(vecAttrs) > 0 {
-			node[PropRowLex] = o.lexUpsert(state.LexicalNode, o.nodeID, o.rowText())
+			node[PropRowLex] = o.lexUpsertNode()
 		} else if len(o.oldVectors) > 0 {
 			node[PropRowLex] = nil
 			o.lexDelete(o.nodeID)
