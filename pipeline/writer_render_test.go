@@ -37,6 +37,7 @@ type renderSpy struct {
 	bySubmit int
 	four     chan struct{} // closed once renders reaches 4
 	writes   int
+	written  int // writes that have returned
 	held     int // renders while batch 1 was held (-1: never reached 4)
 	heldBy   int // of them, made by the run
 }
@@ -86,16 +87,48 @@ func (g *renderSpy) WriteRendered(ctx context.Context, r *cypherl.Rendered) (sin
 		case <-time.After(10 * time.Second):
 		}
 	}
-	return g.Sink.WriteRendered(ctx, r)
+	st, err := g.Sink.WriteRendered(ctx, r)
+	g.mu.Lock()
+	g.written++
+	g.mu.Unlock()
+	return st, err
+}
+
+// waitForWrites waits until n writes have returned (or 10 s have passed).
+func (g *renderSpy) waitForWrites(n int) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		done := g.written >= n
+		g.mu.Unlock()
+		if done {
+			return
+		}
+	}
 }
 
 // slowEmbedder takes 40 ms per call: preparing a batch takes longer than
-// writing it.
+// writing it (on a machine not too loaded).
 type slowEmbedder struct{ embed.Embedder }
 
 func (s slowEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	time.Sleep(40 * time.Millisecond)
 	return s.Embedder.Embed(ctx, texts)
+}
+
+// waitingEmbedder embeds a batch (one call each: its texts are new and
+// fewer than a request holds) only once the sink has written every batch
+// before it, so preparing a batch always takes longer than writing the
+// one before, however slow the machine is.
+type waitingEmbedder struct {
+	embed.Embedder
+	spy   *renderSpy
+	calls int
+}
+
+func (w *waitingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	w.spy.waitForWrites(w.calls)
+	w.calls++
+	return w.Embedder.Embed(ctx, texts)
 }
 
 // hsLines returns the corpus HS table's header line and its first n rows,
@@ -131,9 +164,9 @@ func hsSource(t *testing.T, lines []string) sources.Source {
 //     commits them while the sink stage holds batch 1; the run renders
 //     batch 4 itself (the writer is full), then waits: four renders, one
 //     by the run, not five;
-//   - with an embedder slower than the writer: the writer is idle at each
-//     hand-over, finished batches are taken in first, so the writer
-//     renders every batch.
+//   - with an embedder that waits for the writer (waitingEmbedder): the
+//     writer is idle at each hand-over, finished batches are taken in
+//     first, so the writer renders every batch.
 //
 // The files hold the same bytes each way, each batch rendered once.
 func TestRenderGoesToTheIdleSide(t *testing.T) {
@@ -153,7 +186,7 @@ func TestRenderGoesToTheIdleSide(t *testing.T) {
 		spy = &renderSpy{Sink: cy, gate: gate, four: make(chan struct{})}
 		var em embed.Embedder = hashing.New("hashing-v1", 32)
 		if slow {
-			em = slowEmbedder{em}
+			em = &waitingEmbedder{Embedder: em, spy: spy}
 		}
 		p := &pipeline.Pipeline{
 			Name: "render", Sources: []sources.Source{src}, Embedder: em, Sink: spy, Store: store,
