@@ -300,7 +300,8 @@ func TestMigrateKeepsRecordsOfVersion2(t *testing.T) {
 // TestMigrateFindsLexicalRowsByRecordID: lexical rows written before
 // 080_lexical_record_id are found through their record afterwards (search,
 // an edit's delete, a record delete); a row of a record state does not
-// hold is dropped with its FTS5 entry.
+// hold is dropped with its FTS5 entry, and 100_lexical_stats counts the
+// rows left.
 func TestMigrateFindsLexicalRowsByRecordID(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.db")
@@ -342,6 +343,11 @@ func TestMigrateFindsLexicalRowsByRecordID(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []string{"a.txt/a#0", "a.txt/a#1", "b.txt/b#0"}, search(), "the row of gone.txt is dropped")
+	// 100_lexical_stats counts the rows left.
+	st, _, err := s.LexicalSearch(t.Context(), "p", state.LexicalChunk, nil)
+	require.NoError(t, err)
+	require.Equal(t, 3, st.Rows)
+	require.Equal(t, int64(2+1+2), st.TotalLen)
 	n, err := s.LexicalCount(t.Context(), "p", "")
 	require.NoError(t, err)
 	require.Equal(t, 3, n)

@@ -435,11 +435,7 @@ const (
 				anchor = excluded.anchor, props = excluded.props, updated_at = excluded.updated_at,
 				origin_scope = excluded.origin_scope, origin_id = excluded.origin_id, ord = excluded.ord
 			RETURNING source, "key", id`
-	recordsUpsertCols   = 9 // own values per row: the pipeline and the time are shared
-	lexicalUpsertPrefix = `INSERT INTO lexical (doc, pipeline, source, record_key, record_id, node, kind, len) VALUES `
-	lexicalUpsertSuffix = `ON CONFLICT (record_id, node) DO UPDATE SET kind = excluded.kind, len = excluded.len
-			RETURNING doc, record_id, node`
-	lexicalUpsertCols  = 8
+	recordsUpsertCols  = 9 // own values per row: the pipeline and the time are shared
 	lexicalInsertCols  = 7
 	ftsInsertPrefix    = `INSERT INTO lexical_fts (rowid, text) VALUES `
 	ftsInsertCols      = 2
@@ -534,8 +530,7 @@ func (s *Store) fullStatements(ctx context.Context, c state.Commit) (map[string]
 		want = append(want, fullStatement{recordsUpsert, 2, recordsUpsertCols})
 	}
 	if len(c.LexicalUpserts) >= rowsPerStatement {
-		want = append(want, fullStatement{rowStatement{lexicalUpsertPrefix, "", lexicalUpsertSuffix}, 0, lexicalUpsertCols},
-			fullStatement{lexicalInsert, 1, lexicalInsertCols},
+		want = append(want, fullStatement{lexicalInsert, 1, lexicalInsertCols},
 			fullStatement{rowStatement{ftsInsertPrefix, "", ""}, 0, ftsInsertCols})
 	}
 	n := 0
@@ -677,7 +672,8 @@ func commitTx(ctx context.Context, tx writeTx, c state.Commit, now int64) error 
 			return fmt.Errorf("insert chunks: %w", err)
 		}
 	}
-	if err := commitLexical(ctx, tx, c, ids); err != nil {
+	delta := lexicalDelta{}
+	if err := commitLexical(ctx, tx, c, ids, delta); err != nil {
 		return err
 	}
 	if len(c.DeleteRecords) > 0 {
@@ -690,8 +686,10 @@ func commitTx(ctx context.Context, tx writeTx, c state.Commit, now int64) error 
 			JOIN lexical l ON l.record_id = r.id WHERE r.pipeline = ? AND r.source = ? AND r."key" IN `, p, refs, ")"); err != nil {
 			return fmt.Errorf("delete lexical rows: %w", err)
 		}
-		if err := execKeys(ctx, tx, `DELETE FROM lexical WHERE record_id IN (SELECT id FROM records INDEXED BY records_key
-			WHERE pipeline = ? AND source = ? AND "key" IN `, p, refs, ")"); err != nil {
+		if err := execKeysWith(ctx, tx, `DELETE FROM lexical WHERE record_id IN (SELECT id FROM records INDEXED BY records_key
+			WHERE pipeline = ? AND source = ? AND "key" IN `, p, refs, ")", func(q string, args []any) error {
+			return delta.deleted(ctx, tx, q, args...)
+		}); err != nil {
 			return fmt.Errorf("delete lexical rows: %w", err)
 		}
 		if err := execKeys(ctx, tx, `DELETE FROM chunks WHERE pipeline = ? AND source = ? AND record_key IN `, p, refs); err != nil {
@@ -703,6 +701,9 @@ func commitTx(ctx context.Context, tx writeTx, c state.Commit, now int64) error 
 		if err := execKeys(ctx, tx, `DELETE FROM link_docs WHERE pipeline = ? AND source = ? AND "key" IN `, p, refs); err != nil {
 			return fmt.Errorf("delete link index entries: %w", err)
 		}
+	}
+	if err := delta.write(ctx, tx, p); err != nil {
+		return err
 	}
 	for _, src := range slices.Sorted(maps.Keys(c.Cursors)) {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO cursors (pipeline, source, cursor, updated_at) VALUES (?, ?, ?, ?)
@@ -732,6 +733,14 @@ const keysPerStatement = 500
 // execKeys runs prefix + "(?, ...)" + suffix with the pipeline, a source
 // and up to keysPerStatement keys of refs (sorted by source) at a time.
 func execKeys(ctx context.Context, tx writeTx, prefix, pipeline string, refs []state.RecordRef, suffix ...string) error {
+	return execKeysWith(ctx, tx, prefix, pipeline, refs, strings.Join(suffix, ""), func(q string, args []any) error {
+		_, err := tx.ExecContext(ctx, q, args...)
+		return err
+	})
+}
+
+// execKeysWith is execKeys with exec running each statement.
+func execKeysWith(ctx context.Context, tx writeTx, prefix, pipeline string, refs []state.RecordRef, suffix string, exec func(q string, args []any) error) error {
 	for start := 0; start < len(refs); {
 		src := refs[start].Source
 		end := start
@@ -743,8 +752,7 @@ func execKeys(ctx context.Context, tx writeTx, prefix, pipeline string, refs []s
 		for _, r := range refs[start:end] {
 			args = append(args, r.Key)
 		}
-		q := prefix + "(?" + strings.Repeat(", ?", end-start-1) + ")" + strings.Join(suffix, "")
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		if err := exec(prefix+"(?"+strings.Repeat(", ?", end-start-1)+")"+suffix, args); err != nil {
 			return err
 		}
 		start = end
@@ -806,11 +814,12 @@ func (s *Store) IntentList(ctx context.Context, pipeline string) ([]state.Intent
 // per 500 records. New rows take doc ids above the largest one (the
 // transaction holds the write lock), in the order of c.LexicalUpserts.
 // The rows of records whose id is above every stored row's record id
-// cannot exist yet: they are plain multi-row INSERTs; the others are
-// multi-row INSERT … ON CONFLICT … RETURNING statements whose answer tells
-// new rows from rows that existed. The FTS5 entries follow in multi-row
-// statements.
-func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[state.RecordRef]int64) error {
+// cannot exist yet (all rows of a first sync); the stored rows of the
+// other records are read first, 500 records a query, to tell new rows
+// from rows that exist. New rows are multi-row INSERTs, FTS5 entries
+// included; a row that exists is updated by its doc id. Every row counted
+// in or out goes into delta (see lexicalDelta).
+func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[state.RecordRef]int64, delta lexicalDelta) error {
 	if len(c.LexicalDeletes)+len(c.LexicalUpserts) == 0 {
 		return nil
 	}
@@ -832,7 +841,7 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 			if _, err := tx.ExecContext(ctx, `DELETE FROM lexical_fts WHERE rowid IN `+in, part...); err != nil {
 				return fmt.Errorf("delete lexical rows: %w", err)
 			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM lexical WHERE doc IN `+in, part...); err != nil {
+			if err := delta.deleted(ctx, tx, `DELETE FROM lexical WHERE doc IN `+in, part...); err != nil {
 				return fmt.Errorf("delete lexical rows: %w", err)
 			}
 		}
@@ -849,20 +858,16 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 	}
 	// first is the doc id of the first new row; no stored row belongs to
 	// a record id above last (the largest record_id, found through
-	// lexical_record), so the rows of those records (all rows of a first
-	// sync) are new: they are inserted without ON CONFLICT and RETURNING.
+	// lexical_record), so the rows of those records are new.
 	var first, last int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT max(doc) FROM lexical), 0) + 1,
 		coalesce((SELECT max(record_id) FROM lexical), 0)`).Scan(&first, &last); err != nil {
 		return fmt.Errorf("upsert lexical rows: %w", err)
 	}
-	// Commit.Check refuses a row listed twice.
-	type rowKey struct {
-		record int64
-		node   string
+	stored, err := storedLexicalRows(ctx, tx, c, ids, last)
+	if err != nil {
+		return err
 	}
-	text := make(map[rowKey]string, len(c.LexicalUpserts))
-	rows := make([][]any, 0, len(c.LexicalUpserts))
 	var added, fresh [][]any
 	doc := first
 	for _, r := range c.LexicalUpserts {
@@ -875,43 +880,141 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 			return fmt.Errorf("upsert lexical row %s/%s/%s: record not in state", r.Source, r.RecordKey, r.ID)
 		}
 		n := state.LexicalLen(r.Text)
-		if id > last {
-			added = append(added, []any{doc, r.Source, r.RecordKey, id, r.ID, r.Kind, n})
-			fresh = append(fresh, []any{doc, r.Text})
-		} else {
-			rows = append(rows, []any{doc, c.Pipeline, r.Source, r.RecordKey, id, r.ID, r.Kind, n})
-			text[rowKey{id, r.ID}] = r.Text
+		delta.add(r.Kind, 1, int64(n))
+		if old, ok := stored[lexicalRowKey{id, r.ID}]; ok {
+			// Commit.Check refuses a row listed twice.
+			delta.add(old.kind, -1, -old.len)
+			if old.kind != r.Kind || old.len != int64(n) {
+				if _, err := tx.ExecContext(ctx, `UPDATE lexical SET kind = ?, len = ? WHERE doc = ?`, r.Kind, n, old.doc); err != nil {
+					return fmt.Errorf("update lexical row %s/%s/%s: %w", r.Source, r.RecordKey, r.ID, err)
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE lexical_fts SET text = ? WHERE rowid = ?`, r.Text, old.doc); err != nil {
+				return fmt.Errorf("update lexical row %s/%s/%s: %w", r.Source, r.RecordKey, r.ID, err)
+			}
+			continue
 		}
+		added = append(added, []any{doc, r.Source, r.RecordKey, id, r.ID, r.Kind, n})
+		fresh = append(fresh, []any{doc, r.Text})
 		doc++
 	}
 	if err := queryShared(ctx, tx, lexicalInsert, []any{c.Pipeline}, added, nil); err != nil {
 		return fmt.Errorf("insert lexical rows: %w", err)
 	}
-	// A new row takes the doc id given; a row that existed keeps its own,
-	// below first.
-	var changed [][]any
-	err := queryRows(ctx, tx, lexicalUpsertPrefix, lexicalUpsertSuffix, rows, func(rs *sql.Rows) error {
-		var doc int64
-		var k rowKey
-		if err := rs.Scan(&doc, &k.record, &k.node); err != nil {
-			return err
-		}
-		if doc >= first {
-			fresh = append(fresh, []any{doc, text[k]})
-		} else {
-			changed = append(changed, []any{doc, text[k]})
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("upsert lexical rows: %w", err)
-	}
 	if err := execRows(ctx, tx, ftsInsertPrefix, "", fresh); err != nil {
 		return fmt.Errorf("insert lexical rows: %w", err)
 	}
-	for _, r := range changed {
-		if _, err := tx.ExecContext(ctx, `UPDATE lexical_fts SET text = ? WHERE rowid = ?`, r[1], r[0]); err != nil {
-			return fmt.Errorf("update lexical rows: %w", err)
+	return nil
+}
+
+// lexicalRowKey names a lexical row by its record's id and its node.
+type lexicalRowKey struct {
+	record int64
+	node   string
+}
+
+// storedLexicalRow is a stored lexical row's doc id, kind and length.
+type storedLexicalRow struct {
+	doc  int64
+	kind string
+	len  int64
+}
+
+// storedLexicalRows returns the stored rows of the records of c's lexical
+// upserts whose id (in ids) is at most last, 500 records a query.
+func storedLexicalRows(ctx context.Context, tx writeTx, c state.Commit, ids map[state.RecordRef]int64, last int64) (map[lexicalRowKey]storedLexicalRow, error) {
+	var recs []any
+	seen := map[int64]bool{}
+	for _, r := range c.LexicalUpserts {
+		if id, ok := ids[state.RecordRef{Source: r.Source, Key: r.RecordKey}]; ok && id <= last && !seen[id] {
+			seen[id] = true
+			recs = append(recs, id)
+		}
+	}
+	out := map[lexicalRowKey]storedLexicalRow{}
+	for start := 0; start < len(recs); start += keysPerStatement {
+		part := recs[start:min(start+keysPerStatement, len(recs))]
+		rows, err := tx.QueryContext(ctx, `SELECT record_id, node, doc, kind, len FROM lexical WHERE record_id IN (?`+
+			strings.Repeat(", ?", len(part)-1)+`)`, part...)
+		if err != nil {
+			return nil, fmt.Errorf("find lexical rows: %w", err)
+		}
+		for rows.Next() {
+			var k lexicalRowKey
+			var r storedLexicalRow
+			if err := rows.Scan(&k.record, &k.node, &r.doc, &r.kind, &r.len); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("find lexical rows: %w", err)
+			}
+			out[k] = r
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("find lexical rows: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("find lexical rows: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// lexicalDelta is what a commit adds to a pipeline's lexical_stats (see
+// migration 100_lexical_stats): per kind, the rows and the length in
+// terms it stores (positive) and removes (negative).
+type lexicalDelta map[string]*[2]int64
+
+// add counts rows rows of length n of kind.
+func (d lexicalDelta) add(kind string, rows, n int64) {
+	v := d[kind]
+	if v == nil {
+		v = new([2]int64)
+		d[kind] = v
+	}
+	v[0] += rows
+	v[1] += n
+}
+
+// deleted runs q, a DELETE FROM lexical, and counts out the rows it
+// deleted (q gets RETURNING kind, len).
+func (d lexicalDelta) deleted(ctx context.Context, tx writeTx, q string, args ...any) error {
+	rows, err := tx.QueryContext(ctx, q+` RETURNING kind, len`, args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var kind string
+		var n int64
+		if err := rows.Scan(&kind, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		d.add(kind, -1, -n)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	return rows.Err()
+}
+
+// write adds d to pipeline's lexical_stats, one statement per kind, and
+// drops the kinds left without rows.
+func (d lexicalDelta) write(ctx context.Context, tx writeTx, pipeline string) error {
+	fell := false
+	for _, kind := range slices.Sorted(maps.Keys(d)) {
+		v := d[kind]
+		if *v == [2]int64{} {
+			continue
+		}
+		fell = fell || v[0] < 0
+		if _, err := tx.ExecContext(ctx, `INSERT INTO lexical_stats (pipeline, kind, row_count, total_len) VALUES (?, ?, ?, ?)
+			ON CONFLICT (pipeline, kind) DO UPDATE SET row_count = row_count + excluded.row_count, total_len = total_len + excluded.total_len`,
+			pipeline, kind, v[0], v[1]); err != nil {
+			return fmt.Errorf("count lexical rows: %w", err)
+		}
+	}
+	if fell {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM lexical_stats WHERE pipeline = ? AND row_count <= 0`, pipeline); err != nil {
+			return fmt.Errorf("count lexical rows: %w", err)
 		}
 	}
 	return nil
@@ -992,12 +1095,12 @@ func lexicalDocs(ctx context.Context, tx writeTx, pipeline string, refs []state.
 }
 
 // LexicalSearch implements state.Store: the row count and total length
-// from lexical, and for each term the rows of lexical_vocab (one per
+// from lexical_stats, and for each term the rows of lexical_vocab (one per
 // occurrence, read through FTS5's index for that term) joined to their row.
 func (s *Store) LexicalSearch(ctx context.Context, pipeline, kind string, terms []string) (state.LexicalStats, []state.LexicalMatch, error) {
 	st := state.LexicalStats{DF: map[string]int{}}
-	if err := s.rdb.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(len), 0) FROM lexical WHERE pipeline = ? AND kind = ?`,
-		pipeline, kind).Scan(&st.Rows, &st.TotalLen); err != nil {
+	if err := s.rdb.QueryRowContext(ctx, `SELECT coalesce(sum(row_count), 0), coalesce(sum(total_len), 0) FROM lexical_stats
+		WHERE pipeline = ? AND kind = ?`, pipeline, kind).Scan(&st.Rows, &st.TotalLen); err != nil {
 		return st, nil, fmt.Errorf("lexical search %q: %w", pipeline, err)
 	}
 	byDoc := map[int64]*state.LexicalMatch{}
@@ -1045,10 +1148,10 @@ func (s *Store) LexicalSearch(ctx context.Context, pipeline, kind string, terms 
 	return st, out, nil
 }
 
-// LexicalCount implements state.Store.
+// LexicalCount implements state.Store, from lexical_stats.
 func (s *Store) LexicalCount(ctx context.Context, pipeline, kind string) (int, error) {
 	var n int
-	q, args := `SELECT count(*) FROM lexical WHERE pipeline = ?`, []any{pipeline}
+	q, args := `SELECT coalesce(sum(row_count), 0) FROM lexical_stats WHERE pipeline = ?`, []any{pipeline}
 	if kind != "" {
 		q, args = q+` AND kind = ?`, append(args, kind)
 	}

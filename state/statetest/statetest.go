@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 		{"LexicalIndex", testLexicalIndex},
 		{"LexicalCommitRejected", testLexicalCommitRejected},
 		{"LexicalNewAndStoredRows", testLexicalNewAndStoredRows},
+		{"LexicalStats", testLexicalStats},
 		{"JobGenerations", testJobGenerations},
 		{"AdvanceGenerationConcurrent", testAdvanceGenerationConcurrent},
 		{"RecordOrd", testRecordOrd},
@@ -899,6 +901,129 @@ func testLexicalNewAndStoredRows(t *testing.T, s state.Store) {
 	count, err := s.LexicalCount(ctx, "p", "")
 	require.NoError(t, err)
 	require.Equal(t, n+4, count)
+}
+
+// testLexicalStats: after each of 60 random commits of two pipelines
+// (records stored, stored again and deleted, in one commit too; lexical
+// rows new, replaced with another kind or length, deleted, listed for a
+// deletion that finds nothing), a search's row count and total length and
+// LexicalCount of every kind are those of the rows the commits left,
+// counted here.
+func testLexicalStats(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	rng := rand.New(rand.NewPCG(7, 15))
+	kinds := []string{state.LexicalChunk, state.LexicalElement, state.LexicalNode}
+	type row struct {
+		kind string
+		len  int
+	}
+	pipelines := []string{"p1", "p2"}
+	stored := map[string]map[state.RecordRef]bool{"p1": {}, "p2": {}}
+	rows := map[string]map[state.LexicalRef]row{"p1": {}, "p2": {}}
+	text := func() (string, int) {
+		n := 1 + rng.IntN(6)
+		words := make([]string, n)
+		for i := range words {
+			words[i] = fmt.Sprintf("w%d", rng.IntN(20))
+		}
+		return strings.Join(words, " "), n
+	}
+	for round := range 60 {
+		p := pipelines[rng.IntN(2)]
+		c := state.Commit{Pipeline: p}
+		inCommit := map[state.RecordRef]bool{}
+		for range rng.IntN(8) {
+			ref := state.RecordRef{Source: fmt.Sprintf("s%d", rng.IntN(2)), Key: fmt.Sprintf("k%02d", rng.IntN(30))}
+			if !inCommit[ref] {
+				inCommit[ref] = true
+				c.Records = append(c.Records, state.Record{Source: ref.Source, Key: ref.Key, Hash: uint64(round + 1)})
+			}
+		}
+		var deletes []state.RecordRef
+		for ref := range inCommit {
+			if rng.IntN(6) == 0 {
+				deletes = append(deletes, ref)
+			}
+		}
+		for ref := range stored[p] {
+			if rng.IntN(10) == 0 {
+				deletes = append(deletes, ref)
+			}
+		}
+		c.DeleteRecords = deletes
+		holders := slices.Collect(maps.Keys(stored[p]))
+		for ref := range inCommit {
+			if !stored[p][ref] {
+				holders = append(holders, ref)
+			}
+		}
+		slices.SortFunc(holders, func(a, b state.RecordRef) int { return strings.Compare(a.Source+a.Key, b.Source+b.Key) })
+		upserted := map[state.LexicalRef]bool{}
+		for range rng.IntN(12) {
+			if len(holders) == 0 {
+				break
+			}
+			rec := holders[rng.IntN(len(holders))]
+			ref := state.LexicalRef{Source: rec.Source, RecordKey: rec.Key, ID: fmt.Sprintf("n%d", rng.IntN(4))}
+			if upserted[ref] {
+				continue
+			}
+			upserted[ref] = true
+			txt, _ := text()
+			c.LexicalUpserts = append(c.LexicalUpserts, state.LexicalRow{LexicalRef: ref, Kind: kinds[rng.IntN(3)], Text: txt})
+		}
+		for ref := range rows[p] {
+			if rng.IntN(8) == 0 {
+				c.LexicalDeletes = append(c.LexicalDeletes, ref)
+			}
+		}
+		c.LexicalDeletes = append(c.LexicalDeletes, state.LexicalRef{Source: "s0", RecordKey: "k00", ID: "never"})
+		commit(t, s, c)
+
+		// What the commit leaves: deletes, then upserts, then the
+		// record deletes with all their rows.
+		for _, ref := range c.LexicalDeletes {
+			delete(rows[p], ref)
+		}
+		for _, r := range c.LexicalUpserts {
+			rows[p][r.LexicalRef] = row{r.Kind, len(strings.Fields(r.Text))}
+		}
+		for ref := range inCommit {
+			stored[p][ref] = true
+		}
+		for _, ref := range deletes {
+			delete(stored[p], ref)
+			for lr := range rows[p] {
+				if lr.Source == ref.Source && lr.RecordKey == ref.Key {
+					delete(rows[p], lr)
+				}
+			}
+		}
+		for _, p := range pipelines {
+			all := 0
+			for _, kind := range kinds {
+				want := state.LexicalStats{DF: map[string]int{}}
+				for _, r := range rows[p] {
+					if r.kind == kind {
+						want.Rows++
+						want.TotalLen += int64(r.len)
+					}
+				}
+				st, _, err := s.LexicalSearch(ctx, p, kind, nil)
+				require.NoError(t, err)
+				require.Equal(t, want.Rows, st.Rows, "round %d: %s %s rows", round, p, kind)
+				require.Equal(t, want.TotalLen, st.TotalLen, "round %d: %s %s total length", round, p, kind)
+				n, err := s.LexicalCount(ctx, p, kind)
+				require.NoError(t, err)
+				require.Equal(t, want.Rows, n, "round %d: %s %s count", round, p, kind)
+				all += n
+			}
+			n, err := s.LexicalCount(ctx, p, "")
+			require.NoError(t, err)
+			require.Equal(t, all, n, "round %d: %s count of all kinds", round, p)
+		}
+	}
+	require.NotEmpty(t, rows["p1"])
 }
 
 func testLexicalCommitRejected(t *testing.T, s state.Store) {
