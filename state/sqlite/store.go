@@ -814,10 +814,10 @@ func (s *Store) IntentList(ctx context.Context, pipeline string) ([]state.Intent
 // per 500 records. New rows take doc ids above the largest one (the
 // transaction holds the write lock), in the order of c.LexicalUpserts.
 // The rows of records whose id is above every stored row's record id
-// cannot exist yet (all rows of a first sync); the stored rows of the
-// other records are read first, 500 records a query, to tell new rows
-// from rows that exist. New rows are multi-row INSERTs, FTS5 entries
-// included; a row that exists is updated by its doc id. Every row counted
+// cannot exist yet (all rows of a first sync); the other rows are looked
+// up first by (record id, node), 500 a query, to tell new rows from rows
+// that exist. New rows are multi-row INSERTs, FTS5 entries included; a
+// row that exists is updated by its doc id. Every row counted
 // in or out goes into delta (see lexicalDelta).
 func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[state.RecordRef]int64, delta lexicalDelta) error {
 	if len(c.LexicalDeletes)+len(c.LexicalUpserts) == 0 {
@@ -869,6 +869,22 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 		return err
 	}
 	var added, fresh [][]any
+	var setText, setRow *sql.Stmt // prepared on first use, for rows that exist
+	defer func() {
+		for _, st := range []*sql.Stmt{setText, setRow} {
+			if st != nil {
+				_ = st.Close()
+			}
+		}
+	}()
+	prepare := func(st **sql.Stmt, q string) error {
+		if *st != nil {
+			return nil
+		}
+		var err error
+		*st, err = tx.PrepareContext(ctx, q)
+		return err
+	}
 	doc := first
 	for _, r := range c.LexicalUpserts {
 		ref := state.RecordRef{Source: r.Source, Key: r.RecordKey}
@@ -885,11 +901,19 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 			// Commit.Check refuses a row listed twice.
 			delta.add(old.kind, -1, -old.len)
 			if old.kind != r.Kind || old.len != int64(n) {
-				if _, err := tx.ExecContext(ctx, `UPDATE lexical SET kind = ?, len = ? WHERE doc = ?`, r.Kind, n, old.doc); err != nil {
+				err := prepare(&setRow, `UPDATE lexical SET kind = ?, len = ? WHERE doc = ?`)
+				if err == nil {
+					_, err = setRow.ExecContext(ctx, r.Kind, n, old.doc)
+				}
+				if err != nil {
 					return fmt.Errorf("update lexical row %s/%s/%s: %w", r.Source, r.RecordKey, r.ID, err)
 				}
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE lexical_fts SET text = ? WHERE rowid = ?`, r.Text, old.doc); err != nil {
+			err := prepare(&setText, `UPDATE lexical_fts SET text = ? WHERE rowid = ?`)
+			if err == nil {
+				_, err = setText.ExecContext(ctx, r.Text, old.doc)
+			}
+			if err != nil {
 				return fmt.Errorf("update lexical row %s/%s/%s: %w", r.Source, r.RecordKey, r.ID, err)
 			}
 			continue
@@ -920,22 +944,25 @@ type storedLexicalRow struct {
 	len  int64
 }
 
-// storedLexicalRows returns the stored rows of the records of c's lexical
-// upserts whose id (in ids) is at most last, 500 records a query.
+// storedLexicalRows returns the stored rows among c's lexical upserts of
+// records whose id (in ids) is at most last, looked up by (record id,
+// node) through lexical_record, 500 rows a query: an edit of one row of a
+// document reads that row, not the document's thousands.
 func storedLexicalRows(ctx context.Context, tx writeTx, c state.Commit, ids map[state.RecordRef]int64, last int64) (map[lexicalRowKey]storedLexicalRow, error) {
-	var recs []any
-	seen := map[int64]bool{}
+	var pairs []any
 	for _, r := range c.LexicalUpserts {
-		if id, ok := ids[state.RecordRef{Source: r.Source, Key: r.RecordKey}]; ok && id <= last && !seen[id] {
-			seen[id] = true
-			recs = append(recs, id)
+		if id, ok := ids[state.RecordRef{Source: r.Source, Key: r.RecordKey}]; ok && id <= last {
+			pairs = append(pairs, id, r.ID)
 		}
 	}
 	out := map[lexicalRowKey]storedLexicalRow{}
-	for start := 0; start < len(recs); start += keysPerStatement {
-		part := recs[start:min(start+keysPerStatement, len(recs))]
-		rows, err := tx.QueryContext(ctx, `SELECT record_id, node, doc, kind, len FROM lexical WHERE record_id IN (?`+
-			strings.Repeat(", ?", len(part)-1)+`)`, part...)
+	for start := 0; start < len(pairs); start += 2 * keysPerStatement {
+		part := pairs[start:min(start+2*keysPerStatement, len(pairs))]
+		// CROSS JOIN keeps the VALUES list outermost, so each pair is one
+		// search of lexical_record ((record_id, node) IN (VALUES …) scans
+		// the table).
+		rows, err := tx.QueryContext(ctx, `SELECT l.record_id, l.node, l.doc, l.kind, l.len FROM (VALUES (?, ?)`+
+			strings.Repeat(", (?, ?)", len(part)/2-1)+`) v CROSS JOIN lexical l ON l.record_id = v.column1 AND l.node = v.column2`, part...)
 		if err != nil {
 			return nil, fmt.Errorf("find lexical rows: %w", err)
 		}
