@@ -250,6 +250,12 @@ func BenchmarkEmbeddingsGet1000(b *testing.B) {
 	statetest.BenchEmbeddingsGet1000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
 }
 
+// BenchmarkLexicalReplace4000: 4,000 stored lexical rows replaced by one
+// commit (statetest.BenchLexicalReplace4000).
+func BenchmarkLexicalReplace4000(b *testing.B) {
+	statetest.BenchLexicalReplace4000(b, open(b, filepath.Join(b.TempDir(), "state.db")))
+}
+
 // BenchmarkLexicalEdit: the lexical index update of one edited paragraph
 // (statetest.BenchLexicalEdit).
 func BenchmarkLexicalEdit(b *testing.B) {

@@ -248,3 +248,46 @@ func BenchEmbeddingsGetMiss1000(b *testing.B, s state.Store) {
 	}
 	benchGet(b, s, vecs, hashes, 0)
 }
+
+// BenchLexicalReplace4000 measures one Commit that replaces the 4,000
+// stored lexical rows of 1,000 stored records (4 rows each), every row's
+// text and length changed, as a re-sync after a mapping change does.
+func BenchLexicalReplace4000(b *testing.B, s state.Store) {
+	const records, perRecord = 1000, 4
+	mk := func(round int) state.Commit {
+		c := state.Commit{Pipeline: "bench"}
+		text := "alpha beta gamma"
+		if round%2 == 1 {
+			text += " delta"
+		}
+		for i := range records {
+			key := fmt.Sprintf("k%06d", i)
+			c.Records = append(c.Records, state.Record{Source: "s", Key: key, Hash: uint64(round + 1)})
+			for n := range perRecord {
+				c.LexicalUpserts = append(c.LexicalUpserts, state.LexicalRow{
+					LexicalRef: state.LexicalRef{Source: "s", RecordKey: key, ID: fmt.Sprintf("%s#%d", key, n)},
+					Kind:       state.LexicalChunk, Text: fmt.Sprintf("%s %d", text, i)})
+			}
+		}
+		return c
+	}
+	commits := [2]state.Commit{mk(1), mk(0)}
+	if err := s.Commit(b.Context(), commits[1]); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if err := s.Commit(b.Context(), commits[i%2]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	n, err := s.LexicalCount(b.Context(), "bench", state.LexicalChunk)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n != records*perRecord {
+		b.Fatalf("lexical rows %d, want %d", n, records*perRecord)
+	}
+}
