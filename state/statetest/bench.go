@@ -171,12 +171,19 @@ func BenchCommitTableRows1000(b *testing.B, s state.Store) {
 		}
 	}
 	b.StopTimer()
-	n, err := s.LexicalCount(b.Context(), "bench", state.LexicalNode)
+	wantLexicalRows(b, s, state.LexicalNode, round*rows)
+}
+
+// wantLexicalRows fails b unless the bench pipeline holds want lexical
+// rows of kind.
+func wantLexicalRows(b *testing.B, s state.Store, kind string, want int) {
+	b.Helper()
+	n, err := s.LexicalCount(b.Context(), "bench", kind)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if n != round*rows {
-		b.Fatalf("lexical rows %d, want %d", n, round*rows)
+	if n != want {
+		b.Fatalf("lexical rows %d, want %d", n, want)
 	}
 }
 
@@ -283,11 +290,5 @@ func BenchLexicalReplace4000(b *testing.B, s state.Store) {
 		}
 	}
 	b.StopTimer()
-	n, err := s.LexicalCount(b.Context(), "bench", state.LexicalChunk)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if n != records*perRecord {
-		b.Fatalf("lexical rows %d, want %d", n, records*perRecord)
-	}
+	wantLexicalRows(b, s, state.LexicalChunk, records*perRecord)
 }
