@@ -31,14 +31,7 @@ func BenchCommit1000(b *testing.B, s state.Store) {
 		return c
 	}
 	commits := [2]state.Commit{mk(0), mk(1)}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		if err := s.Commit(b.Context(), commits[i%2]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
+	commitAlternately(b, s, commits)
 	n, err := s.ChunkCount(b.Context(), "bench")
 	if err != nil {
 		b.Fatal(err)
@@ -174,6 +167,20 @@ func BenchCommitTableRows1000(b *testing.B, s state.Store) {
 	wantLexicalRows(b, s, state.LexicalNode, round*rows)
 }
 
+// commitAlternately times b's loop of commits, commits[0] and
+// commits[1] in turn.
+func commitAlternately(b *testing.B, s state.Store, commits [2]state.Commit) {
+	b.Helper()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if err := s.Commit(b.Context(), commits[i%2]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+}
+
 // wantLexicalRows fails b unless the bench pipeline holds want lexical
 // rows of kind.
 func wantLexicalRows(b *testing.B, s state.Store, kind string, want int) {
@@ -282,13 +289,6 @@ func BenchLexicalReplace4000(b *testing.B, s state.Store) {
 	if err := s.Commit(b.Context(), commits[1]); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		if err := s.Commit(b.Context(), commits[i%2]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
+	commitAlternately(b, s, commits)
 	wantLexicalRows(b, s, state.LexicalChunk, records*perRecord)
 }
