@@ -868,23 +868,9 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 	if err != nil {
 		return err
 	}
-	var added, fresh [][]any
-	var setText, setRow *sql.Stmt // prepared on first use, for rows that exist
-	defer func() {
-		for _, st := range []*sql.Stmt{setText, setRow} {
-			if st != nil {
-				_ = st.Close()
-			}
-		}
-	}()
-	prepare := func(st **sql.Stmt, q string) error {
-		if *st != nil {
-			return nil
-		}
-		var err error
-		*st, err = tx.PrepareContext(ctx, q)
-		return err
-	}
+	// added and fresh are the new rows and their FTS5 entries; setRows
+	// and setTexts the kinds and lengths, and the texts, of rows that exist.
+	var added, fresh, setRows, setTexts [][]any
 	doc := first
 	for _, r := range c.LexicalUpserts {
 		ref := state.RecordRef{Source: r.Source, Key: r.RecordKey}
@@ -901,21 +887,9 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 			// Commit.Check refuses a row listed twice.
 			delta.add(old.kind, -1, -old.len)
 			if old.kind != r.Kind || old.len != int64(n) {
-				err := prepare(&setRow, `UPDATE lexical SET kind = ?, len = ? WHERE doc = ?`)
-				if err == nil {
-					_, err = setRow.ExecContext(ctx, r.Kind, n, old.doc)
-				}
-				if err != nil {
-					return fmt.Errorf("update lexical row %s/%s/%s: %w", r.Source, r.RecordKey, r.ID, err)
-				}
+				setRows = append(setRows, []any{r.Kind, n, old.doc})
 			}
-			err := prepare(&setText, `UPDATE lexical_fts SET text = ? WHERE rowid = ?`)
-			if err == nil {
-				_, err = setText.ExecContext(ctx, r.Text, old.doc)
-			}
-			if err != nil {
-				return fmt.Errorf("update lexical row %s/%s/%s: %w", r.Source, r.RecordKey, r.ID, err)
-			}
+			setTexts = append(setTexts, []any{r.Text, old.doc})
 			continue
 		}
 		added = append(added, []any{doc, r.Source, r.RecordKey, id, r.ID, r.Kind, n})
@@ -927,6 +901,31 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 	}
 	if err := execRows(ctx, tx, ftsInsertPrefix, "", fresh); err != nil {
 		return fmt.Errorf("insert lexical rows: %w", err)
+	}
+	if err := execEach(ctx, tx, `UPDATE lexical SET kind = ?, len = ? WHERE doc = ?`, setRows); err != nil {
+		return fmt.Errorf("update lexical rows: %w", err)
+	}
+	if err := execEach(ctx, tx, `UPDATE lexical_fts SET text = ? WHERE rowid = ?`, setTexts); err != nil {
+		return fmt.Errorf("update lexical rows: %w", err)
+	}
+	return nil
+}
+
+// execEach runs q once per row of args, prepared once (nothing when there
+// are no rows).
+func execEach(ctx context.Context, tx writeTx, q string, rows [][]any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	st, err := tx.PrepareContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, args := range rows {
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -986,19 +985,17 @@ func storedLexicalRows(ctx context.Context, tx writeTx, c state.Commit, ids map[
 }
 
 // lexicalDelta is what a commit adds to a pipeline's lexical_stats (see
-// migration 100_lexical_stats): per kind, the rows and the length in
+// migration 100_lexical_stats), by kind: the rows and their length in
 // terms it stores (positive) and removes (negative).
-type lexicalDelta map[string]*[2]int64
+type lexicalDelta map[string]lexicalCount
 
-// add counts rows rows of length n of kind.
+// lexicalCount is a number of lexical rows and their total length.
+type lexicalCount struct{ rows, len int64 }
+
+// add counts rows rows of total length n of kind.
 func (d lexicalDelta) add(kind string, rows, n int64) {
 	v := d[kind]
-	if v == nil {
-		v = new([2]int64)
-		d[kind] = v
-	}
-	v[0] += rows
-	v[1] += n
+	d[kind] = lexicalCount{v.rows + rows, v.len + n}
 }
 
 // deleted runs q, a DELETE FROM lexical, and counts out the rows it
@@ -1029,13 +1026,13 @@ func (d lexicalDelta) write(ctx context.Context, tx writeTx, pipeline string) er
 	fell := false
 	for _, kind := range slices.Sorted(maps.Keys(d)) {
 		v := d[kind]
-		if *v == [2]int64{} {
+		if v == (lexicalCount{}) {
 			continue
 		}
-		fell = fell || v[0] < 0
+		fell = fell || v.rows < 0
 		if _, err := tx.ExecContext(ctx, `INSERT INTO lexical_stats (pipeline, kind, row_count, total_len) VALUES (?, ?, ?, ?)
 			ON CONFLICT (pipeline, kind) DO UPDATE SET row_count = row_count + excluded.row_count, total_len = total_len + excluded.total_len`,
-			pipeline, kind, v[0], v[1]); err != nil {
+			pipeline, kind, v.rows, v.len); err != nil {
 			return fmt.Errorf("count lexical rows: %w", err)
 		}
 	}
