@@ -920,13 +920,12 @@ func testLexicalStats(t *testing.T, s state.Store) {
 	pipelines := []string{"p1", "p2"}
 	stored := map[string]map[state.RecordRef]bool{"p1": {}, "p2": {}}
 	rows := map[string]map[state.LexicalRef]row{"p1": {}, "p2": {}}
-	text := func() (string, int) {
-		n := 1 + rng.IntN(6)
-		words := make([]string, n)
+	text := func() string {
+		words := make([]string, 1+rng.IntN(6))
 		for i := range words {
 			words[i] = fmt.Sprintf("w%d", rng.IntN(20))
 		}
-		return strings.Join(words, " "), n
+		return strings.Join(words, " ")
 	}
 	for round := range 60 {
 		p := pipelines[rng.IntN(2)]
@@ -969,8 +968,7 @@ func testLexicalStats(t *testing.T, s state.Store) {
 				continue
 			}
 			upserted[ref] = true
-			txt, _ := text()
-			c.LexicalUpserts = append(c.LexicalUpserts, state.LexicalRow{LexicalRef: ref, Kind: kinds[rng.IntN(3)], Text: txt})
+			c.LexicalUpserts = append(c.LexicalUpserts, state.LexicalRow{LexicalRef: ref, Kind: kinds[rng.IntN(3)], Text: text()})
 		}
 		for ref := range rows[p] {
 			if rng.IntN(8) == 0 {
@@ -1002,7 +1000,7 @@ func testLexicalStats(t *testing.T, s state.Store) {
 		for _, p := range pipelines {
 			all := 0
 			for _, kind := range kinds {
-				want := state.LexicalStats{DF: map[string]int{}}
+				var want state.LexicalStats
 				for _, r := range rows[p] {
 					if r.kind == kind {
 						want.Rows++
