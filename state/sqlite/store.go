@@ -864,7 +864,14 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 		coalesce((SELECT max(record_id) FROM lexical), 0)`).Scan(&first, &last); err != nil {
 		return fmt.Errorf("upsert lexical rows: %w", err)
 	}
-	stored, err := storedLexicalRows(ctx, tx, c, ids, last)
+	// rowIDs[i] is the record id of c.LexicalUpserts[i], 0 for a record
+	// state does not hold (records.id, a rowid, starts at 1), looked up
+	// once here.
+	rowIDs := make([]int64, len(c.LexicalUpserts))
+	for i, r := range c.LexicalUpserts {
+		rowIDs[i] = ids[state.RecordRef{Source: r.Source, Key: r.RecordKey}]
+	}
+	stored, err := storedLexicalRows(ctx, tx, c.LexicalUpserts, rowIDs, last)
 	if err != nil {
 		return err
 	}
@@ -872,11 +879,10 @@ func commitLexical(ctx context.Context, tx writeTx, c state.Commit, ids map[stat
 	// and setTexts the kinds and lengths, and the texts, of rows that exist.
 	var added, fresh, setRows, setTexts [][]any
 	doc := first
-	for _, r := range c.LexicalUpserts {
-		ref := state.RecordRef{Source: r.Source, Key: r.RecordKey}
-		id, ok := ids[ref]
-		if !ok {
-			if deleted[ref] {
+	for i, r := range c.LexicalUpserts {
+		id := rowIDs[i]
+		if id == 0 {
+			if ref := (state.RecordRef{Source: r.Source, Key: r.RecordKey}); deleted[ref] {
 				continue
 			}
 			return fmt.Errorf("upsert lexical row %s/%s/%s: record not in state", r.Source, r.RecordKey, r.ID)
@@ -943,14 +949,14 @@ type storedLexicalRow struct {
 	len  int64
 }
 
-// storedLexicalRows returns the stored rows among c's lexical upserts of
-// records whose id (in ids) is at most last, looked up by (record id,
-// node) through lexical_record, 500 rows a query: an edit of one row of a
-// document reads that row, not the document's thousands.
-func storedLexicalRows(ctx context.Context, tx writeTx, c state.Commit, ids map[state.RecordRef]int64, last int64) (map[lexicalRowKey]storedLexicalRow, error) {
+// storedLexicalRows returns the stored rows among upserts (of records
+// ids, 0 for none) whose record id is at most last, looked up by (record
+// id, node) through lexical_record, 500 rows a query: an edit of one row
+// of a document reads that row, not the document's thousands.
+func storedLexicalRows(ctx context.Context, tx writeTx, upserts []state.LexicalRow, ids []int64, last int64) (map[lexicalRowKey]storedLexicalRow, error) {
 	var pairs []any
-	for _, r := range c.LexicalUpserts {
-		if id, ok := ids[state.RecordRef{Source: r.Source, Key: r.RecordKey}]; ok && id <= last {
+	for i, r := range upserts {
+		if id := ids[i]; id != 0 && id <= last {
 			pairs = append(pairs, id, r.ID)
 		}
 	}
