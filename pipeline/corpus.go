@@ -10,6 +10,7 @@ import (
 	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/retrieval"
 	"github.com/kgsync/kgsync/sink/memgraph"
+	"github.com/kgsync/kgsync/state"
 )
 
 // Searcher returns a search over the pipeline: over its state, and over
@@ -29,67 +30,41 @@ func (p *Pipeline) Searcher() *retrieval.Searcher {
 // Corpus reads what retrieval searches from state: every document with its
 // element tree, terms and references, every chunk and short embeddable
 // attribute, and the MANDATORY edges. It implements retrieval.CorpusLoader.
+//
+// It reads a source's records in key order, corpusPageSize at a time (their
+// keys first, then each page's props and chunks), so what it holds beyond
+// the corpus is one page of stored records, not all of them: a search of
+// a pipeline of 1,000,000 table rows held every record's props before
+// (2.2 GB peak RSS; docs/performance.md).
 func (p *Pipeline) Corpus(ctx context.Context) (*retrieval.Corpus, error) {
 	c := &retrieval.Corpus{}
+	// names interns the strings every unit of an anchor repeats (its
+	// label, an attribute's vector property).
+	names := map[string]string{}
+	intern := func(s string) string {
+		if n, ok := names[s]; ok {
+			return n
+		}
+		names[s] = s
+		return s
+	}
 	for _, src := range p.Sources {
-		recs, err := p.Store.RecordList(ctx, p.Name, src.Name())
+		var keys []string
+		err := p.Store.RecordIndex(ctx, p.Name, src.Name(), func(key string, _ state.RecordSummary) {
+			keys = append(keys, key)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("list records: %w", err)
 		}
-		keys := make([]string, 0, len(recs))
-		for k := range recs {
-			keys = append(keys, k)
-		}
 		slices.Sort(keys)
-		chunksOf, err := p.Store.ChunkGet(ctx, p.Name, src.Name(), keys)
-		if err != nil {
-			return nil, err
-		}
-		for _, key := range keys {
-			rec := recs[key]
-			rp, err := decodeRecordProps(rec.Props)
-			if err != nil {
-				return nil, fmt.Errorf("record %q: %w", key, err)
-			}
-			if rp.Edge != nil || rp.Mandatory != nil {
-				continue
-			}
-			nodeID := nodeIDOf(src.Name(), key, rp)
-			if len(rp.DocIDs) > 0 || len(rp.Sections)+len(rp.Elements) > 0 {
-				c.Documents = append(c.Documents, corpusDocument(src.Name(), key, nodeID, rec.Anchor, rp))
-			}
-			for _, attr := range rp.Vectors {
-				text, _ := rp.Node[attr].(string)
-				c.Units = append(c.Units, retrieval.Unit{ID: nodeID, Label: rec.Anchor, Property: VectorProperty(attr),
-					Node: nodeID, NodeLabel: rec.Anchor, Text: text, TextHash: diff.TextHash(text)})
-			}
-			for _, ch := range chunksOf[key] {
-				props, err := decodeProps(ch.Props)
-				if err != nil {
-					return nil, fmt.Errorf("chunk %q: %w", ch.ID, err)
-				}
-				u := retrieval.Unit{ID: ch.ID, Label: LabelChunk, Property: PropEmbedding, Node: nodeID, NodeLabel: rec.Anchor,
-					TextHash: ch.TextHash}
-				u.Lang, _ = rp.Node[PropLang].(string)
-				if n, ok := props["tokens"].(int64); ok {
-					u.Tokens = int(n)
-				}
-				u.Address, _ = props["address"].(string)
-				u.Parent, _ = props["parent"].(string)
-				if list, ok := props["elements"].([]any); ok {
-					for _, e := range list {
-						if s, ok := e.(string); ok {
-							u.Elements = append(u.Elements, s)
-						}
-					}
-				}
-				text, _ := props["text"].(string)
-				if cctx, _ := props["context"].(string); cctx != "" {
-					text = cctx + "\n\n" + text
-					u.Context = cctx
-				}
-				u.Text = text
-				c.Units = append(c.Units, u)
+		// A table row has a unit per embeddable attribute, most often one:
+		// room for one a record spares a million-row table the copies of a
+		// growing slice (a document's chunks grow it further).
+		c.Units = slices.Grow(c.Units, len(keys))
+		for start := 0; start < len(keys); start += corpusPageSize {
+			page := keys[start:min(start+corpusPageSize, len(keys))]
+			if err := p.corpusPage(ctx, c, src.Name(), page, intern); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -109,6 +84,75 @@ func (p *Pipeline) Corpus(ctx context.Context) (*retrieval.Corpus, error) {
 		}
 	}
 	return c, nil
+}
+
+// corpusPageSize is how many records Corpus reads a page.
+var corpusPageSize = 2000
+
+// corpusPage adds the documents and units of the records of source named
+// by keys (in key order) to c. A record that is gone since its key was
+// listed (a sync deleted it meanwhile) is skipped.
+func (p *Pipeline) corpusPage(ctx context.Context, c *retrieval.Corpus, source string, keys []string, intern func(string) string) error {
+	recs, err := p.Store.RecordGet(ctx, p.Name, source, keys)
+	if err != nil {
+		return fmt.Errorf("read records: %w", err)
+	}
+	chunksOf, err := p.Store.ChunkGet(ctx, p.Name, source, keys)
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		rec, ok := recs[key]
+		if !ok {
+			continue
+		}
+		rp, err := decodeRecordProps(rec.Props)
+		if err != nil {
+			return fmt.Errorf("record %q: %w", key, err)
+		}
+		if rp.Edge != nil || rp.Mandatory != nil {
+			continue
+		}
+		anchor := intern(rec.Anchor)
+		nodeID := nodeIDOf(source, key, rp)
+		if len(rp.DocIDs) > 0 || len(rp.Sections)+len(rp.Elements) > 0 {
+			c.Documents = append(c.Documents, corpusDocument(source, key, nodeID, anchor, rp))
+		}
+		for _, attr := range rp.Vectors {
+			text, _ := rp.Node[attr].(string)
+			c.Units = append(c.Units, retrieval.Unit{ID: nodeID, Label: anchor, Property: intern(VectorProperty(attr)),
+				Node: nodeID, NodeLabel: anchor, Text: text, TextHash: diff.TextHash(text)})
+		}
+		for _, ch := range chunksOf[key] {
+			props, err := decodeProps(ch.Props)
+			if err != nil {
+				return fmt.Errorf("chunk %q: %w", ch.ID, err)
+			}
+			u := retrieval.Unit{ID: ch.ID, Label: LabelChunk, Property: PropEmbedding, Node: nodeID, NodeLabel: anchor,
+				TextHash: ch.TextHash}
+			u.Lang, _ = rp.Node[PropLang].(string)
+			if n, ok := props["tokens"].(int64); ok {
+				u.Tokens = int(n)
+			}
+			u.Address, _ = props["address"].(string)
+			u.Parent, _ = props["parent"].(string)
+			if list, ok := props["elements"].([]any); ok {
+				for _, e := range list {
+					if s, ok := e.(string); ok {
+						u.Elements = append(u.Elements, s)
+					}
+				}
+			}
+			text, _ := props["text"].(string)
+			if cctx, _ := props["context"].(string); cctx != "" {
+				text = cctx + "\n\n" + text
+				u.Context = cctx
+			}
+			u.Text = text
+			c.Units = append(c.Units, u)
+		}
+	}
+	return nil
 }
 
 func corpusDocument(source, key, nodeID, label string, rp recordProps) *retrieval.Document {
