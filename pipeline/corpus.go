@@ -11,6 +11,7 @@ import (
 	"github.com/kgsync/kgsync/retrieval"
 	"github.com/kgsync/kgsync/sink/memgraph"
 	"github.com/kgsync/kgsync/state"
+	"golang.org/x/sync/errgroup"
 )
 
 // Searcher returns a search over the pipeline: over its state, and over
@@ -32,7 +33,8 @@ func (p *Pipeline) Searcher() *retrieval.Searcher {
 // attribute, and the MANDATORY edges. It implements retrieval.CorpusLoader.
 //
 // It reads a source's records in key order, corpusPageSize at a time (their
-// keys first, then each page's props and chunks), so what it holds beyond
+// keys first, then each page's props and chunks, the next page read while
+// the last is decoded), so what it holds beyond
 // the corpus is one page of stored records, not all of them: a search of
 // a pipeline of 1,000,000 table rows held every record's props before
 // (2.2 GB peak RSS; docs/performance.md).
@@ -61,11 +63,35 @@ func (p *Pipeline) Corpus(ctx context.Context) (*retrieval.Corpus, error) {
 		// room for one a record spares a million-row table the copies of a
 		// growing slice (a document's chunks grow it further).
 		c.Units = slices.Grow(c.Units, len(keys))
-		for start := 0; start < len(keys); start += corpusPageSize {
-			page := keys[start:min(start+corpusPageSize, len(keys))]
-			if err := p.corpusPage(ctx, c, src.Name(), page, intern); err != nil {
-				return nil, err
+		// One goroutine reads the pages from state while this one decodes
+		// the page before: the two take about the same time.
+		pages := make(chan storedPage, 1)
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error {
+			defer close(pages)
+			for start := 0; start < len(keys); start += corpusPageSize {
+				sp, err := p.readCorpusPage(gctx, src.Name(), keys[start:min(start+corpusPageSize, len(keys))])
+				if err != nil {
+					return err
+				}
+				select {
+				case pages <- sp:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
 			}
+			return nil
+		})
+		g.Go(func() error {
+			for sp := range pages {
+				if err := addCorpusPage(c, src.Name(), sp, intern); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err := g.Wait(); err != nil {
+			return nil, err
 		}
 	}
 	cur, err := p.Store.CursorGet(ctx, p.Name, mandatoryCursor)
@@ -89,20 +115,34 @@ func (p *Pipeline) Corpus(ctx context.Context) (*retrieval.Corpus, error) {
 // corpusPageSize is how many records Corpus reads a page.
 var corpusPageSize = 2000
 
-// corpusPage adds the documents and units of the records of source named
-// by keys (in key order) to c. A record that is gone since its key was
-// listed (a sync deleted it meanwhile) is skipped.
-func (p *Pipeline) corpusPage(ctx context.Context, c *retrieval.Corpus, source string, keys []string, intern func(string) string) error {
+// storedPage is a page of a source's stored records and their chunks,
+// by key; keys are the page's keys in key order.
+type storedPage struct {
+	keys     []string
+	recs     map[string]state.Record
+	chunksOf map[string][]state.Chunk
+}
+
+// readCorpusPage reads the records of source named by keys and their
+// chunks.
+func (p *Pipeline) readCorpusPage(ctx context.Context, source string, keys []string) (storedPage, error) {
 	recs, err := p.Store.RecordGet(ctx, p.Name, source, keys)
 	if err != nil {
-		return fmt.Errorf("read records: %w", err)
+		return storedPage{}, fmt.Errorf("read records: %w", err)
 	}
 	chunksOf, err := p.Store.ChunkGet(ctx, p.Name, source, keys)
 	if err != nil {
-		return err
+		return storedPage{}, err
 	}
-	for _, key := range keys {
-		rec, ok := recs[key]
+	return storedPage{keys: keys, recs: recs, chunksOf: chunksOf}, nil
+}
+
+// addCorpusPage adds the documents and units of a page's records to c, in
+// key order. A record that is gone since its key was listed (a sync
+// deleted it meanwhile) is skipped.
+func addCorpusPage(c *retrieval.Corpus, source string, sp storedPage, intern func(string) string) error {
+	for _, key := range sp.keys {
+		rec, ok := sp.recs[key]
 		if !ok {
 			continue
 		}
@@ -123,7 +163,7 @@ func (p *Pipeline) corpusPage(ctx context.Context, c *retrieval.Corpus, source s
 			c.Units = append(c.Units, retrieval.Unit{ID: nodeID, Label: anchor, Property: intern(VectorProperty(attr)),
 				Node: nodeID, NodeLabel: anchor, Text: text, TextHash: diff.TextHash(text)})
 		}
-		for _, ch := range chunksOf[key] {
+		for _, ch := range sp.chunksOf[key] {
 			props, err := decodeProps(ch.Props)
 			if err != nil {
 				return fmt.Errorf("chunk %q: %w", ch.ID, err)
