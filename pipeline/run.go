@@ -1117,10 +1117,15 @@ func isRow(sp recordProps) bool {
 // retireRow turns a deleted row's node into a placeholder: its properties
 // and outgoing links go, incoming edges stay, and the node itself is deleted
 // when nothing points to it (like the placeholders its links pointed to).
+// Its id and PropPipeline stay: every statement after this one (the
+// prune of its links, the delete of the orphan) matches the node by them
+// (sink.CheckNodeProps).
 func (r *runner) retireRow(b *sink.Batch, node sink.NodeRef, sp recordProps) {
 	props := map[string]any{PropPlaceholder: true}
 	for k := range sp.Node {
-		props[k] = nil
+		if k != "id" && k != PropPipeline {
+			props[k] = nil
+		}
 	}
 	for _, v := range sp.Vectors {
 		props[VectorProperty(v)] = nil

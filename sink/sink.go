@@ -9,6 +9,7 @@ package sink
 
 import (
 	"context"
+	"fmt"
 )
 
 // Sink applies graph operations. Write must be idempotent (UNWIND … MERGE):
@@ -138,7 +139,9 @@ type NodeUpsert struct {
 	Label string
 	ID    string
 	// Props are set with SET n += props. Values: string, int64, float64,
-	// bool, nil, []float32 (vectors), []any, []string.
+	// bool, nil, []float32 (vectors), []any, []string. A nil removes the
+	// property, so Props must not set the properties every statement
+	// matches a node by, `id` and PropPipeline, to nil (CheckNodeProps).
 	Props map[string]any
 	// CreateOnly sets Props only when the MERGE creates the node (ON CREATE
 	// SET): a placeholder for an edge's end whose own record comes later
@@ -174,4 +177,18 @@ type EdgePrune struct {
 	From    NodeRef
 	ToLabel string
 	Keep    []string
+}
+
+// CheckNodeProps reports an error when props remove a property that every
+// statement matches nodes by: `id` or PropPipeline set to nil. `SET n +=
+// {k: null}` removes k (docs/memgraph.md §5), so the node would stay in
+// the graph with its edges while every later MATCH and MERGE of
+// {id: …, _pipeline: …} misses it (a MERGE makes a second node).
+func CheckNodeProps(props map[string]any) error {
+	for _, k := range []string{"id", PropPipeline} {
+		if v, ok := props[k]; ok && v == nil {
+			return fmt.Errorf("property %s set to null: the node could not be matched again", k)
+		}
+	}
+	return nil
 }

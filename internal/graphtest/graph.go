@@ -71,6 +71,13 @@ func (g *Graph) Write(_ context.Context, b *sink.Batch) (sink.Stats, error) {
 	if b.Len() == 0 {
 		return sink.Stats{}, nil
 	}
+	// A batch that would remove a node's identity fails whole, as the
+	// Cypher sinks' statements do (sink.CheckNodeProps).
+	for i, n := range b.NodeUpserts {
+		if err := sink.CheckNodeProps(n.Props); err != nil {
+			return sink.Stats{}, fmt.Errorf("graphtest: node upsert %d (%s %q): %w", i, n.Label, n.ID, err)
+		}
+	}
 	g.Writes++
 	g.Ops += b.Len()
 	for _, n := range b.DeleteNodes {
