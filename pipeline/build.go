@@ -32,7 +32,7 @@ import (
 // MappingVersion is part of every pipeline's fingerprint: bump it when the
 // default mapping (labels, properties, edges) changes, so that every record
 // is rewritten once.
-const MappingVersion = 2
+const MappingVersion = 3
 
 // OpenStore opens the configured state store and applies its migrations.
 func OpenStore(ctx context.Context, cfg config.State) (state.Store, error) {

@@ -289,6 +289,9 @@ func (m *Model) apply(rec sources.Record) (mapped, error) {
 				continue
 			}
 		}
+		if ReservedProperty(name) {
+			name = sourceProperty(rec.Attributes, name)
+		}
 		out.attrs[name] = v
 	}
 	for _, l := range rec.Links {
@@ -357,4 +360,25 @@ func (m *Model) applyLinkTable(lt *config.LinkTable, rec sources.Record) (mapped
 	}
 	props["_source_key"] = rec.Key
 	return mapped{edge: &edgeRef{Type: lt.Name, FromLabel: lt.From.Anchor, FromID: from, ToLabel: lt.To.Anchor, ToID: to, Key: rec.Key, Props: props}}, nil
+}
+
+// ReservedProperty reports whether kgsync writes the node property name
+// itself: `id` (the key every statement matches a node by) and names
+// starting with "_" (`_pipeline`, `_key`, `_hash`, …). A model attribute
+// may not take such a name (config validation); a column with one is
+// written as sourceProperty names it.
+func ReservedProperty(name string) bool {
+	return name == "id" || strings.HasPrefix(name, "_")
+}
+
+// sourceProperty is the property a column with a reserved name is written
+// as: "source_" + name ("id" → "source_id", "_hash" → "source__hash"),
+// prefixed again while another column of the record has that name.
+func sourceProperty(cols map[string]any, name string) string {
+	for {
+		name = "source_" + name
+		if _, taken := cols[name]; !taken {
+			return name
+		}
+	}
 }

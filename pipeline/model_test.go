@@ -694,3 +694,24 @@ func TestRepeatAfterALongPageIsADuplicate(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "new 5", n["title"], "the first n5 is kept")
 }
+
+// TestColumnNamedIDKeepsTheNodeID: a column whose name kgsync uses for a
+// node property of its own (`id`, the key every statement matches nodes
+// by; names starting with `_`) is written under "source_" + its name, and
+// the node's id stays "table:key": `SET n += {id: "1"}` would have moved
+// the node off its id, so that its edges and every later sync missed it.
+func TestColumnNamedIDKeepsTheNodeID(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	b.src.recs = map[string]sources.Record{}
+	b.src.put("guides", "1", map[string]any{"id": "g-1", "title": "guide one", "_hash": "x", "source_id": "taken"})
+	b.sync(t)
+	n, ok := b.graph.Node("guide", "guides:1")
+	require.True(t, ok)
+	require.Equal(t, "guides:1", n["id"])
+	require.Equal(t, "g-1", n["source_source_id"], "source_id is a column already")
+	require.Equal(t, "taken", n["source_id"])
+	require.Equal(t, "x", n["source__hash"])
+	require.NotEqual(t, "x", n["_hash"], "kgsync's own content hash")
+	require.Equal(t, "guide one", n["title"])
+}

@@ -179,16 +179,19 @@ type EdgePrune struct {
 	Keep    []string
 }
 
-// CheckNodeProps reports an error when props remove a property that every
-// statement matches nodes by: `id` or PropPipeline set to nil. `SET n +=
-// {k: null}` removes k (docs/memgraph.md §5), so the node would stay in
-// the graph with its edges while every later MATCH and MERGE of
-// {id: …, _pipeline: …} misses it (a MERGE makes a second node).
-func CheckNodeProps(props map[string]any) error {
-	for _, k := range []string{"id", PropPipeline} {
-		if v, ok := props[k]; ok && v == nil {
-			return fmt.Errorf("property %s set to null: the node could not be matched again", k)
-		}
+// CheckNodeProps reports an error when the props of the node with the
+// given id change a property that every statement matches nodes by: `id`
+// set to anything but id, or PropPipeline set to nil. `SET n += {k: v}`
+// overwrites k and `SET n += {k: null}` removes it (docs/memgraph.md §5),
+// so the node would stay in the graph with its edges while every later
+// MATCH and MERGE of {id: …, _pipeline: …} misses it (a MERGE makes a
+// second node).
+func CheckNodeProps(id string, props map[string]any) error {
+	if v, ok := props["id"]; ok && v != id {
+		return fmt.Errorf("property id set to %v: the node could not be matched by its id %q again", v, id)
+	}
+	if v, ok := props[PropPipeline]; ok && v == nil {
+		return fmt.Errorf("property %s set to null: the node could not be matched again", PropPipeline)
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 		if n.CreateOnly && needed != nil && !needed[i] {
 			continue
 		}
-		if err := CheckNodeProps(n.Props); err != nil {
+		if err := CheckNodeProps(n.ID, n.Props); err != nil {
 			return nil, fmt.Errorf("%s %q: row %d (id %q): %w", KindUpsertNodes, n.Label, i, n.ID, err)
 		}
 		props, err := o.props(d, n.Props)

@@ -417,3 +417,18 @@ func TestStatementsPlaceholdersOncePerNode(t *testing.T) {
 	require.Len(t, sts, 1)
 	require.Len(t, sts[0].Params["rows"], 1)
 }
+
+// TestStatementsRefuseToMoveANodeOffItsIdentity: a node upsert whose props
+// set id to another value, or _pipeline to null, would leave the node
+// where no later statement matches it (SET n += …); Statements refuses it.
+func TestStatementsRefuseToMoveANodeOffItsIdentity(t *testing.T) {
+	for _, props := range []map[string]any{{"id": "1"}, {"id": nil}, {PropPipeline: nil}} {
+		_, err := Statements(Memgraph, &Batch{NodeUpserts: []NodeUpsert{{Label: "faq", ID: "faq:1", Props: props}}},
+			Options{Pipeline: "p"})
+		require.Error(t, err, "%v", props)
+		require.Contains(t, err.Error(), `"faq:1"`)
+	}
+	_, err := Statements(Memgraph, &Batch{NodeUpserts: []NodeUpsert{{Label: "faq", ID: "faq:1",
+		Props: map[string]any{"id": "faq:1", PropPipeline: "p", "title": nil}}}}, Options{Pipeline: "p"})
+	require.NoError(t, err, "the same id, the pipeline, and any other property removed")
+}

@@ -74,7 +74,7 @@ func (g *Graph) Write(_ context.Context, b *sink.Batch) (sink.Stats, error) {
 	// A batch that would remove a node's identity fails whole, as the
 	// Cypher sinks' statements do (sink.CheckNodeProps).
 	for i, n := range b.NodeUpserts {
-		if err := sink.CheckNodeProps(n.Props); err != nil {
+		if err := sink.CheckNodeProps(n.ID, n.Props); err != nil {
 			return sink.Stats{}, fmt.Errorf("graphtest: node upsert %d (%s %q): %w", i, n.Label, n.ID, err)
 		}
 	}
