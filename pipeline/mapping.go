@@ -679,8 +679,12 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		// goes, and so does a vector whose attribute is gone or no longer
 		// embedded (SET n += {p: null} removes p, memgraph.md §5; the
 		// vector index drops the node with it).
+		// The node's id and PropPipeline are never removed: every
+		// statement matches the node by them (sink.CheckNodeProps); a node
+		// stored before a column named id was written as source_id has id
+		// among its old properties.
 		for _, k := range o.oldNodeProps {
-			if _, ok := node[k]; !ok {
+			if _, ok := node[k]; !ok && k != "id" && k != PropPipeline {
 				node[k] = nil
 			}
 		}

@@ -453,6 +453,7 @@ func TestDeletedRowComesBackWithItsIncomingEdges(t *testing.T) {
 	require.True(t, ok, "still referred to by 010121 and 010129")
 	require.Equal(t, true, n[pipeline.PropPlaceholder])
 	require.NotContains(t, n, "description", "the row's properties are gone")
+	require.NotContains(t, n, pipeline.PropRowLex, "and its text, out of the text index")
 	require.Equal(t, 2, parentsOf0101())
 	require.Zero(t, func() int {
 		k := 0
@@ -714,4 +715,33 @@ func TestColumnNamedIDKeepsTheNodeID(t *testing.T) {
 	require.Equal(t, "x", n["source__hash"])
 	require.NotEqual(t, "x", n["_hash"], "kgsync's own content hash")
 	require.Equal(t, "guide one", n["title"])
+}
+
+// TestRowStoredWithAnIDColumnUpgrades: a record stored by an earlier
+// version, whose node was written with its column `id` as the property
+// id, is rewritten with that column as source_id and its own id kept: the
+// properties the stored node had and the new one has not are removed, but
+// never id (that would leave the node where no statement matches it).
+func TestRowStoredWithAnIDColumnUpgrades(t *testing.T) {
+	t.Parallel()
+	b := setupModel(t)
+	b.src.recs = map[string]sources.Record{}
+	b.src.put("guides", "1", map[string]any{"id": "g-1", "title": "guide one"})
+	b.sync(t)
+	// What the earlier mapping stored: the column over the node's id.
+	db := b.store.(*sqlite.Store).DB()
+	res, err := db.ExecContext(t.Context(), `UPDATE records SET props = CAST(json_remove(json_set(CAST(props AS TEXT), '$.node.id', 'g-1'), '$.node.source_id') AS BLOB)
+		WHERE "key" = 'guides:1'`)
+	require.NoError(t, err)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+
+	b.src.put("guides", "1", map[string]any{"id": "g-1", "title": "guide one, revised"})
+	b.sync(t)
+	node, ok := b.graph.Node("guide", "guides:1")
+	require.True(t, ok)
+	require.Equal(t, "guides:1", node["id"])
+	require.Equal(t, "g-1", node["source_id"])
+	require.Equal(t, "guide one, revised", node["title"])
 }

@@ -1131,6 +1131,7 @@ func (r *runner) retireRow(b *sink.Batch, node sink.NodeRef, sp recordProps) {
 		props[VectorProperty(v)] = nil
 	}
 	props["_synced_at"] = nil
+	props[PropRowLex] = nil // out of the anchor's text index
 	b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: node.Label, ID: node.ID, Props: props})
 	r.linkOps(b, node, nil, sp.Links)
 	b.DeleteOrphans = append(b.DeleteOrphans, node)
