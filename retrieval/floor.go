@@ -74,7 +74,9 @@ type Evidence struct {
 	// of the best hits holds within windowTerms words that include a
 	// quantity (a number that is no reference or list marker, or a
 	// numeral written out). A near miss has the question's words but not
-	// the number it asks for.
+	// the number it asks for. A hit on a table row's attribute needs no
+	// number in its text (its QuantityWindow is its Window): the row's
+	// other columns hold the answer.
 	Quantity       bool    `json:"quantity,omitempty"`
 	QuantityWindow float64 `json:"quantity_window,omitempty"`
 	// Strength is Window + the floor's ScoreWeight × Score, what the
@@ -210,8 +212,16 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 	}
 	for _, u := range top {
 		terms, qty := quantityTerms(d.units[u].Text, langOr(d.units[u]))
-		e.Window = max(e.Window, windowShare(terms, nil, words, weights, total, windowTerms))
-		if e.Quantity {
+		window := windowShare(terms, nil, words, weights, total, windowTerms)
+		e.Window = max(e.Window, window)
+		switch {
+		case !e.Quantity:
+		case d.units[u].Label != LabelChunk:
+			// A table row's attribute stands for its row, whose other
+			// columns (an answer, a rate, a count) hold the quantity the
+			// attribute's text need not: no number is asked of it.
+			e.QuantityWindow = max(e.QuantityWindow, window)
+		default:
 			e.QuantityWindow = max(e.QuantityWindow, windowShare(terms, qty, words, weights, total, windowTerms))
 		}
 	}

@@ -203,6 +203,25 @@ func TestQuickstartTablesSchemaAndSearch(t *testing.T) {
 	require.Equal(t, 1, found.Hits[0].Ranks["vector"], "and the nearest vector")
 	require.Equal(t, 1, found.Hits[0].Ranks["lexical"], "and the best BM25 match")
 
+	// The README's search of one attribute: a question asking a quantity
+	// whose row holds the question word for word. The number it asks for
+	// is the row's (its answer), not in the question's text, so the floor
+	// does not decline it for a missing number.
+	code, out, errOut = kgsync(t, "search", "--config", cfg, "-p", "tables", "--anchor", "faq", "--attribute", "question", "--json", "-k", "3",
+		"how long does the virus survive on surfaces")
+	require.Equal(t, 0, code, errOut)
+	var faq struct {
+		Declined bool   `json:"declined"`
+		Reason   string `json:"reason"`
+		Hits     []struct {
+			ID string `json:"id"`
+		} `json:"hits"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &faq))
+	require.False(t, faq.Declined, faq.Reason)
+	require.NotEmpty(t, faq.Hits)
+	require.Equal(t, "faq:132", faq.Hits[0].ID, "How long does the virus survive on surfaces?")
+
 	code, out, _ = kgsync(t, "sync", "tables", "--config", cfg, "--json")
 	require.Equal(t, 0, code)
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &j))
