@@ -25,7 +25,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 		minRecall, minSufficent float64
 	)
 	cmd := &cobra.Command{
-		Use:   "eval GOLDEN.jsonl",
+		Use:   "eval [GOLDEN.jsonl]",
 		Short: "Score search against a golden set: recall@1 and @k, context sufficiency, unanswerable declined",
 		Long: `Run every question of a golden set (JSON Lines: question, kind, lang, the
 addresses of the answer elements and of the required context, e.g.
@@ -36,23 +36,15 @@ hybrid with --expand, and flat fixed-size chunks of the same documents by
 BM25 and by the same embedder. It prints recall@1 and @k, context
 sufficiency with the context's size in tokens, split by kind and language,
 and how the relevance floor did on the unanswerable questions, with the
-min_coverage calibrated for this embedder.
+min_evidence calibrated for this embedder. Without GOLDEN.jsonl it runs the
+pipeline's own golden set (eval.golden in its config).
 
 Exit 4 when hybrid recall@k is below --min-recall or hybrid+expand
 sufficiency below --min-sufficiency, so a cron job or CI guards a change of
 chunking, data model or embedder.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			f, err := os.Open(args[0])
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			qs, err := retrieval.ReadGolden(f, args[0])
-			_ = f.Close()
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
 			e, err := g.openRead(ctx)
 			if err != nil {
 				return err
@@ -70,6 +62,24 @@ chunking, data model or embedder.`,
 					return err
 				}
 				pc = pcs[0]
+			}
+			golden := ""
+			switch {
+			case len(args) == 1:
+				golden = args[0]
+			case pc.Eval != nil && pc.Eval.Golden != "":
+				golden = pc.Eval.Golden
+			default:
+				return &exitError{code: 2, err: fmt.Errorf("pipeline %q has no golden set: name GOLDEN.jsonl or set eval.golden in its config", pc.Name)}
+			}
+			f, err := os.Open(golden)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			qs, err := retrieval.ReadGolden(f, golden)
+			_ = f.Close()
+			if err != nil {
+				return &exitError{code: 2, err: err}
 			}
 			p, err := pipeline.Build(ctx, e.cfg, pc, e.store, e.log)
 			if err != nil {

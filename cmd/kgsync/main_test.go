@@ -228,3 +228,26 @@ func TestQuickstartTablesSchemaAndSearch(t *testing.T) {
 	require.Zero(t, j.Sink.Statements)
 	require.Zero(t, j.Chunks.Embedded)
 }
+
+// TestEvalRunsThePipelinesGoldenSet: without a file argument, eval runs
+// the golden set the pipeline's config names (eval.golden); a pipeline
+// without one is an error that says what to do.
+func TestEvalRunsThePipelinesGoldenSet(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, _, errOut := kgsync(t, "sync", "docs", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := kgsync(t, "eval", "--config", cfg, "-p", "docs", "--json")
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		Questions int `json:"questions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &rep))
+	golden, err := os.ReadFile(filepath.Join(filepath.Dir(cfg), "golden.jsonl"))
+	require.NoError(t, err)
+	require.Equal(t, strings.Count(strings.TrimSpace(string(golden)), "\n")+1, rep.Questions, "every question of examples/quickstart/golden.jsonl")
+
+	code, _, errOut = kgsync(t, "eval", "--config", cfg, "-p", "tables")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `pipeline "tables" has no golden set`)
+}
