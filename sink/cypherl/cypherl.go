@@ -643,7 +643,7 @@ func (s *Sink) replace(name string, data []byte) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(s.dir, "."+name+".*.tmp")
+	tmp, err := createTemp(s.dir, name)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -663,6 +663,20 @@ func (s *Sink) replace(name string, data []byte) error {
 		return fmt.Errorf("replace %s: %w", path, err)
 	}
 	return syncDir(s.dir)
+}
+
+// createTemp creates a new temporary file for name in dir, named
+// ".<name>.<pid>.<n>.tmp", with the mode the run files get (0o644 less
+// the umask): os.CreateTemp's 0o600 would leave the schema files
+// unreadable to a loader running as another user while the run files are
+// readable.
+func createTemp(dir, name string) (*os.File, error) {
+	for n := 0; ; n++ {
+		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf(".%s.%d.%d.tmp", name, os.Getpid(), n)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
 }
 
 // repairTail cuts an incomplete last line (one not ending in '\n') off the

@@ -416,3 +416,28 @@ func TestTextIndexDDLOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, sink.Stats{}, st)
 }
+
+// TestSchemaFilesHaveTheRunFilesMode: the files Ensure replaces (schema,
+// vector indexes, sidecar) are as readable as the run files, for a loader
+// (mgconsole) running as another user.
+func TestSchemaFilesHaveTheRunFilesMode(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	s := tb.open(t)
+	require.NoError(t, s.Begin(7))
+	_, err := s.Ensure(t.Context(), schema(3))
+	require.NoError(t, err)
+	_, err = s.Write(t.Context(), goldenBatch())
+	require.NoError(t, err)
+	require.NoError(t, s.Close(t.Context()))
+	run, err := os.Stat(filepath.Join(tb.dir, "docs", "000001-run7.cypherl"))
+	require.NoError(t, err)
+	entries, err := os.ReadDir(filepath.Join(tb.dir, "docs"))
+	require.NoError(t, err)
+	require.Greater(t, len(entries), 2)
+	for _, e := range entries {
+		info, err := e.Info()
+		require.NoError(t, err)
+		require.Equal(t, run.Mode().Perm(), info.Mode().Perm(), e.Name())
+	}
+}
