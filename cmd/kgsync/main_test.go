@@ -108,6 +108,10 @@ func TestValidate(t *testing.T) {
 	code, out, errOut := kgsync(t, "validate", "--config", cfg)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "ok, 2 pipeline(s)")
+	// Only the tables pipeline has a data model to match against its CSV
+	// headers; the documents pipeline has none and says nothing of one.
+	require.Equal(t, 1, strings.Count(out, "model matches the CSV headers"), out)
+	require.Contains(t, out, "tables: 1 source(s), sink cypherl, embedder hashing, no schedule\n    sources: model matches the CSV headers")
 
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("pipelines:\n  - name: docs\n    chunking: {max_tokens: 64, overlap_tokens: 100}\n    sources: [{files: {root: .}}]\n"), 0o644))

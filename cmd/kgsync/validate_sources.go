@@ -37,6 +37,9 @@ func checkSources(ctx context.Context, w io.Writer, cfg *config.Config, p *confi
 		}
 	}
 	if len(problems) == 0 {
+		if p.Model == nil {
+			return nil // no data model: nothing was matched (a documents pipeline)
+		}
 		what := "model matches the CSV headers"
 		if online {
 			what = "model matches the sources' tables and columns"
