@@ -231,6 +231,14 @@ func TestQuickstartTablesSchemaAndSearch(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &j))
 	require.Zero(t, j.Sink.Statements)
 	require.Zero(t, j.Chunks.Embedded)
+
+	// The CSV files are unchanged, so nothing is read: the summary and the
+	// plan say why there are 0 unchanged records, not 7,533.
+	for _, cmd := range []string{"sync", "plan"} {
+		code, out, errOut = kgsync(t, cmd, "tables", "--config", cfg)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "0 skipped (nothing listed: the sources report no change since the last run, or hold nothing)", cmd)
+	}
 }
 
 // TestEvalRunsThePipelinesGoldenSet: without a file argument, eval runs

@@ -37,8 +37,12 @@ No embedding calls, no writes to the sink or state.`,
 
 func printPlan(g *globals, p *pipeline.Plan) {
 	w := g.stdout
-	fmt.Fprintf(w, "%s: %d to add, %d to change, %d to delete, %d unchanged, %d skipped\n",
+	fmt.Fprintf(w, "%s: %d to add, %d to change, %d to delete, %d unchanged, %d skipped",
 		p.Pipeline, p.Count(diff.ClassNew), p.Count(diff.ClassChanged), p.Count(diff.ClassDeleted), p.Unchanged, p.Skipped)
+	if len(p.Items) == 0 && p.Unchanged == 0 && p.Skipped == 0 && len(p.Incomplete) == 0 {
+		fmt.Fprint(w, noChangeNote)
+	}
+	fmt.Fprintln(w)
 	for _, c := range p.ConfigChanges {
 		fmt.Fprintf(w, "  config changed: %s\n", c)
 	}

@@ -184,6 +184,9 @@ func printSummary(w io.Writer, name string, res pipeline.Result, err error) {
 	if c.RecordsRenamed > 0 {
 		fmt.Fprintf(w, ", %d renamed", c.RecordsRenamed)
 	}
+	if err == nil && c.RecordsRead == 0 && c.RecordsRebuilt == 0 && c.RecordsDeleted == 0 && c.RecordsSkipped == 0 {
+		fmt.Fprint(w, noChangeNote)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  chunks:  %d total; texts: %d embedded, %d reused from cache; %d chunks deleted\n",
 		c.ChunksTotal, c.ChunksEmbedded, c.ChunksReused, c.ChunksDeleted)
@@ -198,3 +201,9 @@ func printSummary(w io.Writer, name string, res pipeline.Result, err error) {
 		fmt.Fprintf(w, "  error:   %v\n", err)
 	}
 }
+
+// noChangeNote ends a summary's records line when the sources listed
+// nothing: they report no change since the last run (an unchanged CSV
+// file, a Grist document whose /states did not move, an incremental API
+// with nothing newer), so no record was read, and the stored ones stand.
+const noChangeNote = " (nothing listed: the sources report no change since the last run, or hold nothing)"
