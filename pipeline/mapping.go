@@ -376,6 +376,10 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 				node[k] = v
 			}
 		}
+		// A field of the source named like a property kgsync writes (id,
+		// _hash, …) is kept under another name, for rows and documents
+		// alike (an HTTP document source copies every field).
+		renameReserved(node, ReservedProperty)
 		node["_source"] = it.source
 		node["_pipeline"] = r.p.Name
 		node["_key"] = rec.Key

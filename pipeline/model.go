@@ -289,9 +289,6 @@ func (m *Model) apply(rec sources.Record) (mapped, error) {
 				continue
 			}
 		}
-		if ReservedProperty(name) {
-			name = sourceProperty(rec.Attributes, name)
-		}
 		out.attrs[name] = v
 	}
 	for _, l := range rec.Links {
@@ -358,6 +355,9 @@ func (m *Model) applyLinkTable(lt *config.LinkTable, rec sources.Record) (mapped
 		delete(props, lt.From.Column)
 		delete(props, lt.To.Column)
 	}
+	// The edge is matched by its _key: a column named so (or starting with
+	// "_", kgsync's) is kept under another name.
+	renameReserved(props, func(k string) bool { return strings.HasPrefix(k, "_") })
 	props["_source_key"] = rec.Key
 	return mapped{edge: &edgeRef{Type: lt.Name, FromLabel: lt.From.Anchor, FromID: from, ToLabel: lt.To.Anchor, ToID: to, Key: rec.Key, Props: props}}, nil
 }
@@ -365,20 +365,34 @@ func (m *Model) applyLinkTable(lt *config.LinkTable, rec sources.Record) (mapped
 // ReservedProperty reports whether kgsync writes the node property name
 // itself: `id` (the key every statement matches a node by) and names
 // starting with "_" (`_pipeline`, `_key`, `_hash`, …). A model attribute
-// may not take such a name (config validation); a column with one is
-// written as sourceProperty names it.
+// may not take such a name (config validation); a source's field with one
+// is written under another (renameReserved).
 func ReservedProperty(name string) bool {
 	return name == "id" || strings.HasPrefix(name, "_")
 }
 
-// sourceProperty is the property a column with a reserved name is written
-// as: "source_" + name ("id" → "source_id", "_hash" → "source__hash"),
-// prefixed again while another column of the record has that name.
-func sourceProperty(cols map[string]any, name string) string {
-	for {
-		name = "source_" + name
-		if _, taken := cols[name]; !taken {
-			return name
+// renameReserved moves, in props (a node's or edge's properties as the
+// mapping made them, model renames applied), each key that reserved says
+// kgsync writes itself to "source_" + key ("id" → "source_id", "_hash" →
+// "source__hash"), prefixed again while props has that name already. Keys
+// are moved in sorted order, so the result does not depend on map order.
+func renameReserved(props map[string]any, reserved func(string) bool) {
+	var keys []string
+	for k := range props {
+		if reserved(k) {
+			keys = append(keys, k)
 		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		name := "source_" + k
+		for {
+			if _, taken := props[name]; !taken {
+				break
+			}
+			name = "source_" + name
+		}
+		props[name] = props[k]
+		delete(props, k)
 	}
 }

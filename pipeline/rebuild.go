@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/sources"
@@ -60,7 +61,7 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 			it:        item{source: source, rec: sources.Record{Key: rec.Key, Anchor: rec.Anchor}, hash: rec.Hash},
 			label:     rec.Anchor,
 			nodeID:    nodeIDOf(source, rec.Key, rp),
-			node:      rp.Node,
+			node:      rebuiltNode(rp.Node),
 			sections:  rp.Sections,
 			elements:  rp.Elements,
 			terms:     rp.Terms,
@@ -116,4 +117,17 @@ func (r *runner) rebuildBatch(ctx context.Context, source string, recs []state.R
 	r.run.Counts.ChunksDeleted = 0
 	// State is unchanged by a rebuild: only the graph is rewritten.
 	return r.writeAndCommit(ctx, b, state.Commit{Pipeline: r.p.Name}, nil)
+}
+
+// rebuiltNode is a stored node's properties for a rebuild: a node stored
+// before MappingVersion 3 may hold a source's field id over the node's
+// id; it is written as source_id, as the mapping writes it now (the
+// other stored "_" properties are kgsync's own).
+func rebuiltNode(node map[string]any) map[string]any {
+	if _, ok := node["id"]; !ok {
+		return node
+	}
+	node = maps.Clone(node)
+	renameReserved(node, func(k string) bool { return k == "id" })
+	return node
 }
