@@ -724,19 +724,7 @@ func TestColumnNamedIDKeepsTheNodeID(t *testing.T) {
 // never id (that would leave the node where no statement matches it).
 func TestRowStoredWithAnIDColumnUpgrades(t *testing.T) {
 	t.Parallel()
-	b := setupModel(t)
-	b.src.recs = map[string]sources.Record{}
-	b.src.put("guides", "1", map[string]any{"id": "g-1", "title": "guide one"})
-	b.sync(t)
-	// What the earlier mapping stored: the column over the node's id.
-	db := b.store.(*sqlite.Store).DB()
-	res, err := db.ExecContext(t.Context(), `UPDATE records SET props = CAST(json_remove(json_set(CAST(props AS TEXT), '$.node.id', 'g-1'), '$.node.source_id') AS BLOB)
-		WHERE "key" = 'guides:1'`)
-	require.NoError(t, err)
-	n, err := res.RowsAffected()
-	require.NoError(t, err)
-	require.EqualValues(t, 1, n)
-
+	b := storedBeforeSourceID(t)
 	b.src.put("guides", "1", map[string]any{"id": "g-1", "title": "guide one, revised"})
 	b.sync(t)
 	node, ok := b.graph.Node("guide", "guides:1")
@@ -744,4 +732,23 @@ func TestRowStoredWithAnIDColumnUpgrades(t *testing.T) {
 	require.Equal(t, "guides:1", node["id"])
 	require.Equal(t, "g-1", node["source_id"])
 	require.Equal(t, "guide one, revised", node["title"])
+}
+
+// storedBeforeSourceID syncs guide 1, whose column id is "g-1", and
+// rewrites its stored props as MappingVersion 2 stored them: the column
+// over the node's id, no source_id.
+func storedBeforeSourceID(t *testing.T) *modelBundle {
+	t.Helper()
+	b := setupModel(t)
+	b.src.recs = map[string]sources.Record{}
+	b.src.put("guides", "1", map[string]any{"id": "g-1", "title": "guide one"})
+	b.sync(t)
+	db := b.store.(*sqlite.Store).DB()
+	res, err := db.ExecContext(t.Context(), `UPDATE records SET props = CAST(json_remove(json_set(CAST(props AS TEXT), '$.node.id', 'g-1'), '$.node.source_id') AS BLOB)
+		WHERE "key" = 'guides:1'`)
+	require.NoError(t, err)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	return b
 }

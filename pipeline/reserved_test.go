@@ -14,7 +14,6 @@ import (
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/sources/httpapi"
 	"github.com/kgsync/kgsync/state"
-	"github.com/kgsync/kgsync/state/sqlite"
 )
 
 // Fields of a source named like the properties kgsync writes itself (id,
@@ -106,15 +105,8 @@ func countEdges(g *graphtest.Graph, key string) int {
 // source_id.
 func TestRebuildOfAStateStoredBeforeSourceID(t *testing.T) {
 	t.Parallel()
-	b := setupModel(t)
-	b.src.recs = map[string]sources.Record{}
-	b.src.put("guides", "1", map[string]any{"id": "g-1", "title": "guide one"})
-	b.sync(t)
-	db := b.store.(*sqlite.Store).DB()
-	_, err := db.ExecContext(t.Context(), `UPDATE records SET props = CAST(json_remove(json_set(CAST(props AS TEXT), '$.node.id', 'g-1'), '$.node.source_id') AS BLOB)
-		WHERE "key" = 'guides:1'`)
-	require.NoError(t, err)
-	_, err = b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{RebuildGraph: true})
+	b := storedBeforeSourceID(t)
+	_, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{RebuildGraph: true})
 	require.NoError(t, err, "resync --rebuild-graph of a state stored by MappingVersion 2")
 	n, _ := b.graph.Node("guide", "guides:1")
 	require.Equal(t, "guides:1", n["id"])
