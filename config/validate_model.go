@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/kgsync/kgsync/sink"
 )
 
 // relPattern is a relationship type or property name written by kgsync.
@@ -128,7 +130,7 @@ func (ck *checker) model(at string, m *Model) {
 				ck.add(tat+".name", "must be a property name matching %s, got %q", relPattern, attr.Name)
 			case attrs[attr.Name]:
 				ck.add(tat+".name", "%q is listed twice", attr.Name)
-			case attr.Name == "id" || strings.HasPrefix(attr.Name, "_"):
+			case sink.ReservedProperty(attr.Name):
 				ck.add(tat+".name", "%q is reserved (id and names starting with _ are kgsync's)", attr.Name)
 			}
 			attrs[attr.Name] = true

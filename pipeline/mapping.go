@@ -379,7 +379,7 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 		// A field of the source named like a property kgsync writes (id,
 		// _hash, …) is kept under another name, for rows and documents
 		// alike (an HTTP document source copies every field).
-		renameReserved(node, ReservedProperty)
+		renameReserved(node, sink.ReservedProperty)
 		node["_source"] = it.source
 		node["_pipeline"] = r.p.Name
 		node["_key"] = rec.Key
@@ -683,12 +683,11 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		// goes, and so does a vector whose attribute is gone or no longer
 		// embedded (SET n += {p: null} removes p, memgraph.md §5; the
 		// vector index drops the node with it).
-		// The node's id and PropPipeline are never removed: every
-		// statement matches the node by them (sink.CheckNodeProps); a node
-		// stored before a column named id was written as source_id has id
-		// among its old properties.
+		// The node's identity properties are never removed
+		// (sink.IdentityProperty): a node stored before a column named id
+		// was written as source_id has id among its old properties.
 		for _, k := range o.oldNodeProps {
-			if _, ok := node[k]; !ok && k != "id" && k != PropPipeline {
+			if _, ok := node[k]; !ok && !sink.IdentityProperty(k) {
 				node[k] = nil
 			}
 		}

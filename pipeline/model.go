@@ -362,15 +362,6 @@ func (m *Model) applyLinkTable(lt *config.LinkTable, rec sources.Record) (mapped
 	return mapped{edge: &edgeRef{Type: lt.Name, FromLabel: lt.From.Anchor, FromID: from, ToLabel: lt.To.Anchor, ToID: to, Key: rec.Key, Props: props}}, nil
 }
 
-// ReservedProperty reports whether kgsync writes the node property name
-// itself: `id` (the key every statement matches a node by) and names
-// starting with "_" (`_pipeline`, `_key`, `_hash`, …). A model attribute
-// may not take such a name (config validation); a source's field with one
-// is written under another (renameReserved).
-func ReservedProperty(name string) bool {
-	return name == "id" || strings.HasPrefix(name, "_")
-}
-
 // renameReserved moves, in props (a node's or edge's properties as the
 // mapping made them, model renames applied), each key that reserved says
 // kgsync writes itself to "source_" + key ("id" → "source_id", "_hash" →

@@ -1123,7 +1123,7 @@ func isRow(sp recordProps) bool {
 func (r *runner) retireRow(b *sink.Batch, node sink.NodeRef, sp recordProps) {
 	props := map[string]any{PropPlaceholder: true}
 	for k := range sp.Node {
-		if k != "id" && k != PropPipeline {
+		if !sink.IdentityProperty(k) {
 			props[k] = nil
 		}
 	}

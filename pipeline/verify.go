@@ -43,7 +43,7 @@ var ErrNotReadable = errors.New("the sink cannot be read back; verify needs a re
 // nodes (the chunk hash), PropDocument on chunk and section nodes (their
 // record node's id); all are written by buildBatch.
 const (
-	PropPipeline = "_pipeline"
+	PropPipeline = sink.PropPipeline
 	PropHash     = "_hash"
 	PropDocument = "document"
 )

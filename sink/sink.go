@@ -180,12 +180,11 @@ type EdgePrune struct {
 }
 
 // CheckNodeProps reports an error when the props of the node with the
-// given id change a property that every statement matches nodes by: `id`
-// set to anything but id, or PropPipeline set to nil. `SET n += {k: v}`
-// overwrites k and `SET n += {k: null}` removes it (docs/memgraph.md §5),
-// so the node would stay in the graph with its edges while every later
-// MATCH and MERGE of {id: …, _pipeline: …} misses it (a MERGE makes a
-// second node).
+// given id change an IdentityProperty: `id` set to anything but id, or
+// PropPipeline set to nil. `SET n += {k: v}` overwrites k and `SET n +=
+// {k: null}` removes it (docs/memgraph.md §5), so the node would stay in
+// the graph with its edges while every later MATCH and MERGE of
+// {id: …, _pipeline: …} misses it (a MERGE makes a second node).
 func CheckNodeProps(id string, props map[string]any) error {
 	if v, ok := props["id"]; ok && v != id {
 		return fmt.Errorf("property id set to %v: the node could not be matched by its id %q again", v, id)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // PropPipeline is the node property that names the pipeline owning a node.
@@ -13,6 +14,17 @@ import (
 // and every statement that matches a node matches it in the owning
 // pipeline only: a pipeline can change or delete nothing of another's.
 const PropPipeline = "_pipeline"
+
+// IdentityProperty reports whether name is a property every statement
+// matches a node by: `id` or PropPipeline. Nothing may remove or change
+// them (CheckNodeProps).
+func IdentityProperty(name string) bool { return name == "id" || name == PropPipeline }
+
+// ReservedProperty reports whether kgsync writes the property name
+// itself: `id` and names starting with "_" (PropPipeline, `_key`,
+// `_hash`, …). A model attribute may not take such a name (config
+// validation); a source's field with one is written under another.
+func ReservedProperty(name string) bool { return name == "id" || strings.HasPrefix(name, "_") }
 
 // Options are what Statements needs besides the batch.
 type Options struct {
