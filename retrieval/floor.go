@@ -214,15 +214,14 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 		terms, qty := quantityTerms(d.units[u].Text, langOr(d.units[u]))
 		window := windowShare(terms, nil, words, weights, total, windowTerms)
 		e.Window = max(e.Window, window)
-		switch {
-		case !e.Quantity:
-		case d.units[u].Label != LabelChunk:
+		if e.Quantity {
 			// A table row's attribute stands for its row, whose other
 			// columns (an answer, a rate, a count) hold the quantity the
-			// attribute's text need not: no number is asked of it.
+			// attribute's text need not: only a chunk is asked for a number.
+			if d.units[u].Label == LabelChunk {
+				window = windowShare(terms, qty, words, weights, total, windowTerms)
+			}
 			e.QuantityWindow = max(e.QuantityWindow, window)
-		default:
-			e.QuantityWindow = max(e.QuantityWindow, windowShare(terms, qty, words, weights, total, windowTerms))
 		}
 	}
 	return e, weights, nil
