@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -262,4 +263,40 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// CheckConfig runs, for every command that reads or writes a graph or
+// state (sync, plan, resync, daemon, grist …), the checks `kgsync
+// validate` runs offline besides the paths: pipelines sharing a graph
+// agree on their indexes (CheckShared), and each data model matches what
+// its sources provide (CheckModel, CheckRefs: a table no source has, a
+// CSV column that is not in the header). A config that validate rejects
+// is an error here, before anything is read or written: a model whose
+// anchor names a table no source provides would otherwise read that
+// anchor as empty and delete its nodes. A source that cannot be described
+// (a CSV file missing) is left to the run, which reports it. Each problem
+// starts with the config file's line.
+func CheckConfig(ctx context.Context, cfg *config.Config) error {
+	if err := CheckShared(cfg); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range cfg.Pipelines {
+		pc := &cfg.Pipelines[i]
+		path := fmt.Sprintf("pipelines[%d]", i)
+		have, err := DescribeSources(ctx, pc, path, false)
+		if err != nil {
+			continue
+		}
+		for _, pr := range append(CheckModel(pc, path, have), CheckRefs(pc, path, have)...) {
+			if at, _, ok := strings.Cut(pr, ": "); ok {
+				pr = cfg.Position(at) + pr
+			}
+			errs = append(errs, fmt.Errorf("pipeline %q: %s", pc.Name, pr))
+		}
+	}
+	if len(errs) > 0 {
+		errs = append(errs, errors.New("`kgsync validate` lists every problem; nothing was read or written"))
+	}
+	return errors.Join(errs...)
 }

@@ -601,8 +601,8 @@ func TestGristRenamesOfEveryKind(t *testing.T) {
 }
 
 // TestGristRemovedTable: a table the config names, removed in Grist, stops
-// the run before anything is deleted; with every table read (no tables
-// configured) its records go, within the mass-delete guard.
+// the run before anything is deleted (with every table read, see
+// TestGristMissingAnchorTable).
 func TestGristRemovedTable(t *testing.T) {
 	t.Parallel()
 	srv := shapeDoc(t)
@@ -615,6 +615,41 @@ func TestGristRemovedTable(t *testing.T) {
 	var se *grist.SchemaError
 	require.ErrorAs(t, err, &se)
 	require.Contains(t, err.Error(), "pipelines[0].sources[0].grist.tables[3]")
+	require.Contains(t, err.Error(), "removed from the Grist document")
+	require.Equal(t, before, r.graph.Snapshot("_synced_at"))
+}
+
+// TestGristMissingAnchorTable: a source reading every table of its
+// document and a model whose anchor names a table the document does not
+// have (a typo, or a table removed in Grist) stops the run before
+// anything is written: a table that is not there is not an empty table.
+func TestGristMissingAnchorTable(t *testing.T) {
+	t.Parallel()
+	srv := shapeDoc(t)
+	sc, m := shapeSource(srv), shapeModel()
+	sc.Tables = nil
+	r := newShapeRig(t, sc, m)
+	r.sync(t, pipeline.Mode{})
+	before := r.graph.Snapshot("_synced_at")
+	require.Len(t, r.graph.Nodes("faq"), 8)
+
+	typo := shapeModel()
+	typo.Anchors[2].Table = "FAQz"
+	r.configure(t, sc, typo)
+	for _, mode := range []pipeline.Mode{{}, {Full: true}} {
+		_, err := r.p.Run(t.Context(), state.TriggerManual, mode)
+		var se *grist.SchemaError
+		require.ErrorAs(t, err, &se)
+		require.Contains(t, err.Error(), "FAQz")
+		require.Contains(t, err.Error(), "pipelines[0].model.anchors[2].table")
+		require.Equal(t, before, r.graph.Snapshot("_synced_at"))
+	}
+
+	r.configure(t, sc, m)
+	srv.RemoveTable("FAQ")
+	_, err := r.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	var se *grist.SchemaError
+	require.ErrorAs(t, err, &se)
 	require.Contains(t, err.Error(), "removed from the Grist document")
 	require.Equal(t, before, r.graph.Snapshot("_synced_at"))
 }

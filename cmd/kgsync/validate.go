@@ -33,7 +33,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 			"The data model is checked against the CSV headers, and with --online against each live Grist document: " +
 			"tables, columns, column types against each attribute's use (embeddable text, Ref links and their targets, single-value keys).",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := g.load()
+			cfg, err := g.loadOnly()
 			if err != nil {
 				return err
 			}

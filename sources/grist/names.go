@@ -210,6 +210,26 @@ func (s *Source) schema(ctx context.Context, mem []memTable) (*schemaInfo, error
 			}
 		}
 		sort.Slice(selected, func(i, j int) bool { return selected[i].id < selected[j].id })
+		for _, want := range s.cfg.Require {
+			if _, ok := byID[want]; ok {
+				continue
+			}
+			m, known := memByName[want]
+			if _, still := byRef[m.Ref]; known && m.Ref != 0 && still {
+				continue // renamed: followed by its tableRef below
+			}
+			paths := pathsOr(nm.tablePaths(want), s.cfg.Path)
+			if known {
+				return nil, &SchemaError{Doc: s.cfg.DocID, Table: want, Paths: paths,
+					Problem: fmt.Sprintf("the table (tableRef %d) was removed from the Grist document; nothing was read or deleted; remove it from the config, or restore it in Grist (document history)", m.Ref)}
+			}
+			var have []string
+			for _, d := range selected {
+				have = append(have, d.id)
+			}
+			return nil, &SchemaError{Doc: s.cfg.DocID, Table: want, Paths: paths,
+				Problem: fmt.Sprintf("the Grist document has no such table (tables: %s); nothing was read or deleted; correct the name in the config", strings.Join(have, ", "))}
+		}
 		// A remembered table no longer in the document was removed: its
 		// records go with the full listing that follows (within the
 		// mass-delete guard); the config may still name it.
