@@ -731,12 +731,17 @@ func (s *Source) readIncremental(ctx context.Context, si *schemaInfo, d *compare
 			return err
 		}
 	}
+	var unread []string
 	for _, t := range order {
 		ids := slices.Sorted(maps.Keys(todo[t.ID]))
 		if err := r.scanBound(ctx, t); err != nil {
 			return err
 		}
+		got := make(map[int64]bool, len(ids))
 		err := s.rowsByID(ctx, t, t.Cols, ids, func(rows []row) error {
+			for _, rw := range rows {
+				got[rw.id] = true
+			}
 			pg, err := r.page(ctx, t, rows)
 			if err != nil {
 				return err
@@ -747,8 +752,39 @@ func (s *Source) readIncremental(ctx context.Context, si *schemaInfo, d *compare
 		if err != nil {
 			return err
 		}
+		var missing []string
+		for _, id := range ids {
+			if !got[id] {
+				missing = append(missing, strconv.FormatInt(id, 10))
+			}
+		}
+		if len(missing) > 0 {
+			unread = append(unread, fmt.Sprintf("table %s rows %s", t.ID, strings.Join(firstN(missing, 10), ", ")))
+		}
+	}
+	if len(unread) > 0 {
+		// A cursor moves only past what was read: these rows changed
+		// (/compare) and the read did not return them (removed since, or
+		// a proxy that dropped them); the next run compares from the same
+		// point and reads them again.
+		w := fmt.Sprintf("grist document %s: %s changed but the read by id did not return them; the cursor stays, and the next run reads them again",
+			s.cfg.DocID, strings.Join(unread, "; "))
+		s.logger.Warn("grist rows changed but not returned; the cursor stays", "doc", s.cfg.DocID, "rows", strings.Join(unread, "; "))
+		if p.pending == nil {
+			p.pending, p.warnings = &sources.Page{Partial: true, Warnings: p.warnings}, nil
+		}
+		p.pending.Warnings = append(p.pending.Warnings, w)
+		return p.finish(old, true)
 	}
 	return p.finish(next.String(), true)
+}
+
+// firstN returns the first n of l, and "… (k more)" for the rest.
+func firstN(l []string, n int) []string {
+	if len(l) <= n {
+		return l
+	}
+	return append(l[:n:n], fmt.Sprintf("… (%d more)", len(l)-n))
 }
 
 // referencing returns the ids of t's rows whose Ref or RefList column c
