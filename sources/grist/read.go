@@ -896,8 +896,13 @@ func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, er
 		return nil, err
 	}
 	var dup map[int64]bool
+	var holder map[int64]int64
 	if dc := r.dups[t.ID]; dc != nil {
 		if dup, err = r.repeated(ctx, dc, t, rows); err != nil {
+			return nil, err
+		}
+	} else if !r.full && t.KeyCol != "" {
+		if holder, err = r.takenKeys(ctx, t, rows, stored); err != nil {
 			return nil, err
 		}
 	}
@@ -911,6 +916,15 @@ func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, er
 				continue
 			}
 			key = t.Name + ":" + k
+			if h, ok := holder[rw.id]; ok {
+				s.stats.DuplicateKeys.Add(1)
+				skipKey := key
+				if prev, had := stored[rw.id]; had {
+					skipKey = prev // the row's record, kept as it was
+				}
+				pg.Skipped = append(pg.Skipped, sources.Skip{Key: skipKey, Err: fmt.Errorf("grist document %s table %s row %d: key %q in column %s is held by row %d; the row's record is kept as it was until its key is unique", s.cfg.DocID, t.ID, rw.id, k, t.KeyColID, h)})
+				continue
+			}
 			if dup[rw.id] {
 				s.stats.DuplicateKeys.Add(1)
 				pg.Skipped = append(pg.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s row %d: key %q in column %s repeats an earlier row", s.cfg.DocID, t.ID, rw.id, k, t.KeyColID)})
