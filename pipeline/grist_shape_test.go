@@ -341,7 +341,10 @@ func TestGristRenamedEmbeddableColumn(t *testing.T) {
 	require.Equal(t, before, r.graph.Snapshot("_synced_at"))
 	require.Len(t, run.Warnings, 1)
 	require.Contains(t, run.Warnings[0], `table "HSCodes" column "description" was renamed to "desc_text"`)
-	require.Contains(t, run.Warnings[0], "pipelines[0].model.anchors[0].attributes[1].name")
+	// The attribute's name is its property (and vector index): the remedy
+	// is a column key, not a new name.
+	require.Contains(t, run.Warnings[0], `add column: "desc_text" to pipelines[0].model.anchors[0].attributes[1]`)
+	require.NotContains(t, run.Warnings[0], "change pipelines[0].model.anchors[0].attributes[1].name")
 	require.True(t, hasLog(r.logs, "WARN", "desc_text"))
 	plan, err := r.p.Plan(t.Context(), pipeline.Mode{})
 	require.NoError(t, err)
@@ -442,6 +445,7 @@ func TestGristRenamedTable(t *testing.T) {
 	for _, want := range []string{`table "FAQ" was renamed to "FAQs"`, "pipelines[0].sources[0].grist.tables[3]", "pipelines[0].model.anchors[2].table"} {
 		require.Contains(t, run.Warnings[0], want)
 	}
+	require.NotContains(t, run.Warnings[0], "attributes", "only the lines naming the table change")
 
 	srv.UpdateRows("FAQs", map[int64]map[string]any{2: {"category": "transit"}})
 	run = r.sync(t, pipeline.Mode{})
