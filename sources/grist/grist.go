@@ -134,7 +134,9 @@ func (c *Config) withDefaults() error {
 		own = append(own, Name{Table: t, Path: fmt.Sprintf("%stables[%d]", prefix, i)})
 	}
 	for _, t := range slices.Sorted(maps.Keys(c.KeyColumns)) {
-		own = append(own, Name{Table: t, Column: c.KeyColumns[t], Path: prefix + "key_columns." + t})
+		// The line names the table (its key) and the column (its value).
+		own = append(own, Name{Table: t, Path: prefix + "key_columns." + t},
+			Name{Table: t, Column: c.KeyColumns[t], Path: prefix + "key_columns." + t})
 	}
 	c.Names = append(own, c.Names...)
 	return nil
