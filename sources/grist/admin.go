@@ -1,8 +1,8 @@
 package grist
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/url"
