@@ -117,7 +117,7 @@ func (s *Server) writeRoutes(mux *http.ServeMux, p string) {
 // into the _grist_Tables_column record as it came, without decoding it
 // (BulkUpdateRecord decodes its values: actions.decode_bulk_values), so
 // the encoded ["L", colRef…] is stored as an AltText that the engine then
-// iterates (engine.py trigger_columns_changed: `for dc in
+// iterates (engine.py _maybe_update_trigger_dependencies: `for dc in
 // col_rec.recalcDeps`). AddColumn and AddVisibleColumn through /apply, and
 // POST /tables/{t}/columns (DocApi.ts: AddVisibleColumn with the fields),
 // fail with HTTP 500 and the sandbox's TypeError, and the document's data
