@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
 // TestCommandsRefuseWhatValidateRejects: an anchor whose table no source
-// provides (a typo) is an error of every command that reads or writes,
+// provides (a typo) is an error of every command that reads or writes
+// (sync, plan, resync, status, daemon),
 // before anything is written: the graph's files and state stay as the
 // last sync left them.
 func TestCommandsRefuseWhatValidateRejects(t *testing.T) {
@@ -45,5 +49,13 @@ func TestCommandsRefuseWhatValidateRejects(t *testing.T) {
 		require.Contains(t, errOut, `no source of the pipeline has a table "faqz"`, args)
 		require.Contains(t, errOut, "kgsync.yaml:", args)
 	}
+	// The daemon refuses to start (a daemon that started would serve
+	// until the context ends, then exit 0).
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var dout, errb bytes.Buffer
+	code = run(ctx, []string{"daemon", "--config", cfg, "--listen", "127.0.0.1:0"}, &dout, &errb)
+	require.Equal(t, 3, code, errb.String())
+	require.Contains(t, errb.String(), `no source of the pipeline has a table "faqz"`)
 	require.Equal(t, before, snapshot(), "nothing was written")
 }
