@@ -753,8 +753,11 @@ func (s *Source) readIncremental(ctx context.Context, si *schemaInfo, d *compare
 			return err
 		}
 		var missing []string
+		td := d.Deltas[t.ID]
 		for _, id := range ids {
-			if !got[id] {
+			// A row /compare also lists as removed (removed, re-added,
+			// removed again) is gone: its key went with the removals.
+			if !got[id] && (td == nil || !slices.Contains(td.RemoveRows, id)) {
 				missing = append(missing, strconv.FormatInt(id, 10))
 			}
 		}
