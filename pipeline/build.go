@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -151,7 +152,9 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 			}
 			srcs = append(srcs, s)
 		case sc.Grist != nil:
-			s, err := grist.New(sc.Name, GristConfig(sc.Grist, pc.Model, fmt.Sprintf("%s.sources[%d].grist", pipelinePath(cfg, pc), i)), logger)
+			gc := GristConfig(sc.Grist, pc.Model, fmt.Sprintf("%s.sources[%d].grist", pipelinePath(cfg, pc), i))
+			gc.Require = requiredTables(pc, i, gc.Require)
+			s, err := grist.New(sc.Name, gc, logger)
 			if err != nil {
 				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
 			}
@@ -403,7 +406,69 @@ func GristConfig(c *config.GristSource, m *config.Model, path string) grist.Conf
 	out := gristConfig(c)
 	out.Path = path
 	out.Names = ModelNames(m, modelPath(path))
+	if len(c.Tables) == 0 {
+		out.Require = ModelTables(m)
+	}
 	return out
+}
+
+// ModelTables lists, sorted, the tables a data model maps: its anchors'
+// tables, link tables and mandatory tables.
+func ModelTables(m *config.Model) []string {
+	if m == nil {
+		return nil
+	}
+	var out []string
+	for _, a := range m.Anchors {
+		t := a.Table
+		if t == "" {
+			t = a.Name
+		}
+		out = append(out, t)
+	}
+	for _, lt := range m.LinkTables {
+		out = append(out, lt.Table)
+	}
+	for _, mt := range m.MandatoryTables {
+		out = append(out, mt.Table)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// requiredTables narrows the tables Grist source i of pc must have (every
+// table read) to those no other source provides: a CSV source's tables, a
+// files or HTTP source's anchor, a Grist source's listed tables. With
+// another Grist source reading every table, none can be required of one
+// of them.
+func requiredTables(pc *config.Pipeline, i int, req []string) []string {
+	other := map[string]bool{}
+	for j, sc := range pc.Sources {
+		if j == i {
+			continue
+		}
+		switch {
+		case sc.Grist != nil && len(sc.Grist.Tables) == 0:
+			return nil
+		case sc.Grist != nil:
+			for _, t := range sc.Grist.Tables {
+				other[t] = true
+			}
+		case sc.CSV != nil:
+			src, err := csvtable.New(sc.Name, csvConfig(sc.CSV), nil)
+			if err != nil {
+				return nil // Build reports it
+			}
+			for _, t := range src.Tables() {
+				other[t] = true
+			}
+		case sc.HTTP != nil:
+			other[sc.HTTP.Anchor] = true
+		case sc.Files != nil:
+			other[cmp.Or(sc.Files.Anchor, "Document")] = true
+		}
+	}
+	return slices.DeleteFunc(req, func(t string) bool { return other[t] })
 }
 
 // modelPath is the config path of the model of the pipeline a source path

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -27,6 +28,9 @@ type SourceTables struct {
 	Any bool
 	// Keys maps a table to its key column, with the config path naming it.
 	Keys map[string]KeyColumn
+	// Warnings are what the source says of the config besides (a Grist
+	// table or column renamed upstream, with its remedy).
+	Warnings []string
 }
 
 // KeyColumn is a table's configured key column.
@@ -41,6 +45,15 @@ type KeyColumn struct {
 // tables with columns unknown. A source that cannot be read is an error
 // naming it.
 func DescribeSources(ctx context.Context, pc *config.Pipeline, path string, online bool) ([]SourceTables, error) {
+	return DescribeSourcesAt(ctx, pc, path, online, nil)
+}
+
+// DescribeSourcesAt is DescribeSources that, online, describes a Grist
+// source as a sync from its stored cursor reads it (cursor returns a
+// source's stored cursor, "" for none; nil: none): tables and columns
+// renamed in Grist and followed by sync are described under the names the
+// config uses, with the rename warnings.
+func DescribeSourcesAt(ctx context.Context, pc *config.Pipeline, path string, online bool, cursor func(source string) string) ([]SourceTables, error) {
 	var out []SourceTables
 	for i, sc := range pc.Sources {
 		st := SourceTables{Path: fmt.Sprintf("%s.sources[%d]", path, i), Tables: map[string]map[string]string{}, Keys: map[string]KeyColumn{}}
@@ -64,6 +77,20 @@ func DescribeSources(ctx context.Context, pc *config.Pipeline, path string, onli
 		case sc.Grist != nil:
 			for t, c := range sc.Grist.KeyColumns {
 				st.Keys[t] = KeyColumn{Column: c, Path: st.Path + ".grist.key_columns." + t}
+			}
+			if online && cursor != nil {
+				if c := cursor(sc.Name); c != "" {
+					src, err := grist.New(sc.Name, GristConfig(sc.Grist, pc.Model, st.Path+".grist"), nil)
+					if err != nil {
+						return nil, fmt.Errorf("%s: %w", st.Path, err)
+					}
+					// A config the document does not match is left to
+					// the checks below, which name every problem.
+					if tables, warnings, err := src.Describe(ctx, c); err == nil {
+						st.Tables, st.Warnings = tables, warnings
+						break
+					}
+				}
 			}
 			if online {
 				a, err := grist.NewAdmin(gristConfig(sc.Grist))
@@ -262,4 +289,40 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// CheckConfig runs, for every command that reads or writes a graph or
+// state (sync, plan, resync, daemon, grist …), the checks `kgsync
+// validate` runs offline besides the paths: pipelines sharing a graph
+// agree on their indexes (CheckShared), and each data model matches what
+// its sources provide (CheckModel, CheckRefs: a table no source has, a
+// CSV column that is not in the header). A config that validate rejects
+// is an error here, before anything is read or written: a model whose
+// anchor names a table no source provides would otherwise read that
+// anchor as empty and delete its nodes. A source that cannot be described
+// (a CSV file missing) is left to the run, which reports it. Each problem
+// starts with the config file's line.
+func CheckConfig(ctx context.Context, cfg *config.Config) error {
+	if err := CheckShared(cfg); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range cfg.Pipelines {
+		pc := &cfg.Pipelines[i]
+		path := fmt.Sprintf("pipelines[%d]", i)
+		have, err := DescribeSources(ctx, pc, path, false)
+		if err != nil {
+			continue
+		}
+		for _, pr := range append(CheckModel(pc, path, have), CheckRefs(pc, path, have)...) {
+			if at, _, ok := strings.Cut(pr, ": "); ok {
+				pr = cfg.Position(at) + pr
+			}
+			errs = append(errs, fmt.Errorf("pipeline %q: %s", pc.Name, pr))
+		}
+	}
+	if len(errs) > 0 {
+		errs = append(errs, errors.New("`kgsync validate` lists every problem; nothing was read or written"))
+	}
+	return errors.Join(errs...)
 }

@@ -341,7 +341,10 @@ func TestGristRenamedEmbeddableColumn(t *testing.T) {
 	require.Equal(t, before, r.graph.Snapshot("_synced_at"))
 	require.Len(t, run.Warnings, 1)
 	require.Contains(t, run.Warnings[0], `table "HSCodes" column "description" was renamed to "desc_text"`)
-	require.Contains(t, run.Warnings[0], "pipelines[0].model.anchors[0].attributes[1].name")
+	// The attribute's name is its property (and vector index): the remedy
+	// is a column key, not a new name.
+	require.Contains(t, run.Warnings[0], `add column: "desc_text" to pipelines[0].model.anchors[0].attributes[1]`)
+	require.NotContains(t, run.Warnings[0], "change pipelines[0].model.anchors[0].attributes[1].name")
 	require.True(t, hasLog(r.logs, "WARN", "desc_text"))
 	plan, err := r.p.Plan(t.Context(), pipeline.Mode{})
 	require.NoError(t, err)
@@ -442,6 +445,7 @@ func TestGristRenamedTable(t *testing.T) {
 	for _, want := range []string{`table "FAQ" was renamed to "FAQs"`, "pipelines[0].sources[0].grist.tables[3]", "pipelines[0].model.anchors[2].table"} {
 		require.Contains(t, run.Warnings[0], want)
 	}
+	require.NotContains(t, run.Warnings[0], "attributes", "only the lines naming the table change")
 
 	srv.UpdateRows("FAQs", map[int64]map[string]any{2: {"category": "transit"}})
 	run = r.sync(t, pipeline.Mode{})
@@ -601,8 +605,8 @@ func TestGristRenamesOfEveryKind(t *testing.T) {
 }
 
 // TestGristRemovedTable: a table the config names, removed in Grist, stops
-// the run before anything is deleted; with every table read (no tables
-// configured) its records go, within the mass-delete guard.
+// the run before anything is deleted (with every table read, see
+// TestGristMissingAnchorTable).
 func TestGristRemovedTable(t *testing.T) {
 	t.Parallel()
 	srv := shapeDoc(t)
@@ -615,6 +619,41 @@ func TestGristRemovedTable(t *testing.T) {
 	var se *grist.SchemaError
 	require.ErrorAs(t, err, &se)
 	require.Contains(t, err.Error(), "pipelines[0].sources[0].grist.tables[3]")
+	require.Contains(t, err.Error(), "removed from the Grist document")
+	require.Equal(t, before, r.graph.Snapshot("_synced_at"))
+}
+
+// TestGristMissingAnchorTable: a source reading every table of its
+// document and a model whose anchor names a table the document does not
+// have (a typo, or a table removed in Grist) stops the run before
+// anything is written: a table that is not there is not an empty table.
+func TestGristMissingAnchorTable(t *testing.T) {
+	t.Parallel()
+	srv := shapeDoc(t)
+	sc, m := shapeSource(srv), shapeModel()
+	sc.Tables = nil
+	r := newShapeRig(t, sc, m)
+	r.sync(t, pipeline.Mode{})
+	before := r.graph.Snapshot("_synced_at")
+	require.Len(t, r.graph.Nodes("faq"), 8)
+
+	typo := shapeModel()
+	typo.Anchors[2].Table = "FAQz"
+	r.configure(t, sc, typo)
+	for _, mode := range []pipeline.Mode{{}, {Full: true}} {
+		_, err := r.p.Run(t.Context(), state.TriggerManual, mode)
+		var se *grist.SchemaError
+		require.ErrorAs(t, err, &se)
+		require.Contains(t, err.Error(), "FAQz")
+		require.Contains(t, err.Error(), "pipelines[0].model.anchors[2].table")
+		require.Equal(t, before, r.graph.Snapshot("_synced_at"))
+	}
+
+	r.configure(t, sc, m)
+	srv.RemoveTable("FAQ")
+	_, err := r.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	var se *grist.SchemaError
+	require.ErrorAs(t, err, &se)
 	require.Contains(t, err.Error(), "removed from the Grist document")
 	require.Equal(t, before, r.graph.Snapshot("_synced_at"))
 }

@@ -36,7 +36,9 @@ const (
 	replicaWait = 15 * time.Second
 	// replicaPoll is the daemons' poll_interval.
 	replicaPoll = 200 * time.Millisecond
-	slowDims    = 16
+	// slowDims is the slow pipeline's embedding dimensions: those of the
+	// others, which share its graph (validate refuses two).
+	slowDims = 32
 )
 
 // replicaClient bounds every request to the daemons.

@@ -111,8 +111,22 @@ func (g *globals) logger(cfg *config.Config) *slog.Logger {
 	return slog.New(slog.NewTextHandler(g.stderr, opts))
 }
 
-// load reads and validates the config file.
+// load reads and validates the config file, and refuses what `validate`
+// rejects offline (pipeline.CheckConfig): every command but validate
+// loads through it.
 func (g *globals) load() (*config.Config, error) {
+	cfg, err := g.loadOnly()
+	if err != nil {
+		return nil, err
+	}
+	if err := pipeline.CheckConfig(context.Background(), cfg); err != nil {
+		return nil, &exitError{code: 3, err: err}
+	}
+	return cfg, nil
+}
+
+// loadOnly reads and validates the config file (config.Load).
+func (g *globals) loadOnly() (*config.Config, error) {
 	cfg, err := config.Load(g.configPath)
 	if err != nil {
 		return nil, &exitError{code: 3, err: err}

@@ -33,7 +33,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 			"The data model is checked against the CSV headers, and with --online against each live Grist document: " +
 			"tables, columns, column types against each attribute's use (embeddable text, Ref links and their targets, single-value keys).",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := g.load()
+			cfg, err := g.loadOnly()
 			if err != nil {
 				return err
 			}
@@ -41,6 +41,18 @@ func newValidateCmd(g *globals) *cobra.Command {
 				return &exitError{code: 3, err: err}
 			}
 			fmt.Fprintf(g.stdout, "%s: %d pipeline(s)\n", g.configPath, len(cfg.Pipelines))
+			// Online, a Grist source is described as a sync from its
+			// stored cursor reads it (renames followed).
+			var cursor func(pipeline, source string) string
+			if online {
+				if e, err := g.openRead(cmd.Context()); err == nil {
+					defer e.Close()
+					cursor = func(pipeline, source string) string {
+						c, _ := e.store.CursorGet(cmd.Context(), pipeline, source)
+						return c
+					}
+				}
+			}
 			var problems []error
 			if errs := config.CheckPaths(cfg); len(errs) > 0 {
 				for _, err := range errs {
@@ -55,7 +67,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 					sched = "no schedule"
 				}
 				fmt.Fprintf(g.stdout, "  %s: %d source(s), sink %s, embedder %s, %s\n", p.Name, len(p.Sources), p.Sink.Type, p.Embedder.Provider, sched)
-				if err := checkSources(cmd.Context(), g.stdout, cfg, p, i, online, timeout); err != nil {
+				if err := checkSources(cmd.Context(), g.stdout, cfg, p, i, online, timeout, cursor); err != nil {
 					problems = append(problems, fmt.Errorf("pipeline %q: %w", p.Name, err))
 				}
 				if online {

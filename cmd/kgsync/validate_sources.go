@@ -17,17 +17,31 @@ import (
 // online also the live Grist documents (tables, columns, column types
 // against each attribute's use, Ref targets). It prints one line per
 // problem and returns them joined.
-func checkSources(ctx context.Context, w io.Writer, cfg *config.Config, p *config.Pipeline, i int, online bool, timeout time.Duration) error {
+//
+// cursor, when not nil, returns a source's stored cursor: a Grist source
+// is then described as a sync from it reads it, renames followed, and its
+// rename warnings are printed (they are not problems).
+func checkSources(ctx context.Context, w io.Writer, cfg *config.Config, p *config.Pipeline, i int, online bool, timeout time.Duration,
+	cursor func(pipeline, source string) string) error {
 	if online {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	path := fmt.Sprintf("pipelines[%d]", i)
-	have, err := pipeline.DescribeSources(ctx, p, path, online)
+	var at func(string) string
+	if cursor != nil {
+		at = func(source string) string { return cursor(p.Name, source) }
+	}
+	have, err := pipeline.DescribeSourcesAt(ctx, p, path, online, at)
 	if err != nil {
 		fmt.Fprintf(w, "    sources: FAILED: %v\n", err)
 		return err
+	}
+	for _, st := range have {
+		for _, wr := range st.Warnings {
+			fmt.Fprintf(w, "    sources: warning: %s\n", wr)
+		}
 	}
 	problems := append(pipeline.CheckModel(p, path, have), pipeline.CheckRefs(p, path, have)...)
 	for k, pr := range problems {

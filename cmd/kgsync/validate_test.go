@@ -147,3 +147,55 @@ pipelines:
 	require.Equal(t, 3, code, "the key column is still a list: %s", out)
 	require.NotContains(t, out, "anchors[0]")
 }
+
+// TestValidateOnlineAfterRename: a column and a table renamed in Grist
+// after a sync are followed by sync (the state remembers them by colRef
+// and tableRef); validate --online reads the same memory, so it reports
+// the renames as warnings with their remedy and exits 0.
+func TestValidateOnlineAfterRename(t *testing.T) {
+	t.Parallel()
+	srv := gristtest.New(t)
+	srv.AddTable("HSCodes", gristtest.Column{ID: "hscode"}, gristtest.Column{ID: "description"})
+	srv.AddRows("HSCodes", map[string]any{"hscode": "01", "description": "Live animals"},
+		map[string]any{"hscode": "02", "description": "Meat"})
+	dir := t.TempDir()
+	path := writeFile(t, filepath.Join(dir, "kgsync.yaml"), `
+state: {driver: sqlite, path: state.db}
+sink: {cypherl: {dir: out}}
+embedder: {provider: hashing, dimensions: 16}
+pipelines:
+  - name: tariff
+    sources:
+      - name: grist
+        grist:
+          server: `+srv.URL+`
+          doc_id: `+gristtest.DocID+`
+          api_key: `+gristtest.APIKey+`
+          key_columns: {HSCodes: hscode}
+    model:
+      anchors:
+        - name: cn_code
+          table: HSCodes
+          attributes:
+            - {name: code, column: hscode}
+            - {name: description, embeddable: true}
+`)
+	code, _, errOut := kgsync(t, "sync", "--config", path)
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := kgsync(t, "validate", "--online", "--config", path)
+	require.Equal(t, 0, code, out+errOut)
+
+	srv.RenameColumn("HSCodes", "description", "desc_text")
+	code, out, errOut = kgsync(t, "sync", "--config", path)
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = kgsync(t, "validate", "--online", "--config", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, `add column: "desc_text" to pipelines[0].model.anchors[0].attributes[1]`)
+
+	srv.RenameTable("HSCodes", "Codes")
+	code, out, errOut = kgsync(t, "sync", "--config", path)
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = kgsync(t, "validate", "--online", "--config", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, `change pipelines[0].model.anchors[0].table, pipelines[0].sources[0].grist.key_columns.HSCodes to "Codes"`)
+}

@@ -284,16 +284,21 @@ const minSimilarity = 0.5
 
 // match assigns stored rows to parsed elements. Rows that must not be lost
 // (expert input, or the target of another row's mandatory link: sticky)
-// are matched first, each pass claiming elements the earlier ones left:
-// (1) the same element id with the same parsed text; (2) the same text
-// under another id (a renumbered or moved element); (3) the same id with
-// another text (a conflict when it carries a correction). Other rows then
-// take the element with their id. Last (4), a sticky row still unmatched
-// takes the changed element of its kind that stands where its element
-// stood, between the elements its stored neighbours went to, or else the
-// most alike (words, Jaccard >= minSimilarity) under the same parent: an
-// element keyed by its text whose text changed (a conflict too). Rows no
-// element took are gone (kept and marked when sticky).
+// are matched first in each pass, each pass claiming elements the earlier
+// ones left: (1) the same element id with the same parsed text; (2) the
+// same text under another id (a renumbered or moved element), for every
+// row, so that a paragraph whose ordinal id (p1, p2) now names a neighbour
+// is found by its text first; (3) the same id with another text (a
+// conflict when it carries a correction), only when the element stands
+// where the row's element stood, is alike (words, Jaccard >=
+// minSimilarity) or the row had no siblings: an element removed from its
+// file must not hand its input to the neighbour that took its id. Other
+// rows then take the element with their id. Last (4), a sticky row still
+// unmatched takes the changed element of its kind that stands where its
+// element stood, between the elements its stored neighbours went to, or
+// else the most alike under the same parent: an element keyed by its text
+// whose text changed (a conflict too). Rows no element took are gone (kept
+// and marked when sticky).
 func match(elements []parsed, stored []*elem, sticky func(*elem) bool) ([]assignment, []*elem) {
 	out := make([]assignment, len(elements))
 	byID := map[string]int{}
@@ -319,35 +324,68 @@ func match(elements []parsed, stored []*elem, sticky func(*elem) bool) ([]assign
 			stick = append(stick, si)
 		}
 	}
-	// 1. Same id, same text.
-	for _, si := range stick {
-		if pi, ok := byID[stored[si].Element]; ok && out[pi].row == nil && elements[pi].Hash == base(stored[si]) {
-			claim(si, pi, false)
+	var others []int
+	for si, e := range stored {
+		if !sticky(e) {
+			others = append(others, si)
 		}
 	}
-	// 2. Same text elsewhere.
+	// 1. Same id, same text: sticky rows, then the others.
+	sameID := func(rows []int) {
+		for _, si := range rows {
+			if pi, ok := byID[stored[si].Element]; ok && out[pi].row == nil && elements[pi].Hash == base(stored[si]) {
+				claim(si, pi, false)
+			}
+		}
+	}
+	sameID(stick)
+	sameID(others)
+	// 2. Same text elsewhere: sticky rows, then the others, so that an
+	// element renamed by a removal or insertion before it (ordinal ids:
+	// p1, p2) is found by its text before a row takes it by id.
 	byHash := map[uint64][]int{}
 	for pi, p := range elements {
 		byHash[p.Hash] = append(byHash[p.Hash], pi)
 	}
-	for _, si := range stick {
-		if taken[si] {
-			continue
-		}
-		for _, pi := range byHash[base(stored[si])] {
-			if out[pi].row == nil && elements[pi].Text != "" {
-				claim(si, pi, false)
-				break
+	sameText := func(rows []int) {
+		for _, si := range rows {
+			if taken[si] {
+				continue
+			}
+			for _, pi := range byHash[base(stored[si])] {
+				if out[pi].row == nil && elements[pi].Text != "" {
+					claim(si, pi, false)
+					break
+				}
 			}
 		}
 	}
-	// 3. Same id, another text.
+	sameText(stick)
+	sameText(others)
+	// 3. Same id, another text, when the element stands where the row's
+	// stood (between the elements its stored siblings went to), is alike,
+	// or the row had no siblings: an id is a position, and the element
+	// holding it now may be a neighbour that moved up.
+	at := map[*elem]int{}
+	for pi := range out {
+		if out[pi].row != nil {
+			at[out[pi].row] = pi
+		}
+	}
 	for _, si := range stick {
 		if taken[si] {
 			continue
 		}
-		if pi, ok := byID[stored[si].Element]; ok && out[pi].row == nil {
-			claim(si, pi, stored[si].d.Corrected != "")
+		e := stored[si]
+		pi, ok := byID[e.Element]
+		if !ok || out[pi].row != nil {
+			continue
+		}
+		lo, hi, bounded, alone := bounds(e, stored, at, elements)
+		inPlace := bounded && elements[pi].Pos > lo && elements[pi].Pos < hi
+		if inPlace || alone || similarity(e.d.BaseText, elements[pi].Text) >= minSimilarity {
+			claim(si, pi, e.d.Corrected != "")
+			at[e] = pi
 		}
 	}
 	// Other rows: their own element.
@@ -363,7 +401,6 @@ func match(elements []parsed, stored []*elem, sticky func(*elem) bool) ([]assign
 	// the elements its stored neighbours went to, or else a like one
 	// under the same parent.
 	rowOf := map[string]bool{}
-	at := map[*elem]int{}
 	for _, e := range stored {
 		rowOf[e.Element] = true
 	}
@@ -377,20 +414,7 @@ func match(elements []parsed, stored []*elem, sticky func(*elem) bool) ([]assign
 		if taken[si] {
 			continue
 		}
-		lo, hi := -1, len(elements)
-		bounded := false
-		for _, o := range stored {
-			pi, ok := at[o]
-			if !ok || o == e || o.d.Parent != e.d.Parent {
-				continue
-			}
-			if o.d.Pos < e.d.Pos && elements[pi].Pos > lo {
-				lo, bounded = elements[pi].Pos, true
-			}
-			if o.d.Pos > e.d.Pos && elements[pi].Pos < hi {
-				hi, bounded = elements[pi].Pos, true
-			}
-		}
+		lo, hi, bounded, _ := bounds(e, stored, at, elements)
 		best, bestSim := -1, -1.0
 		for pi, p := range elements {
 			if out[pi].row != nil || p.Parent != e.d.Parent || p.Kind != e.d.Kind || (rowOf[p.ID] && p.ID != e.Element) {
@@ -420,6 +444,31 @@ func match(elements []parsed, stored []*elem, sticky func(*elem) bool) ([]assign
 		}
 	}
 	return out, gone
+}
+
+// bounds returns where a stored row's element stood among the parsed
+// elements: after lo and before hi, the positions its stored siblings
+// (same parent) were matched to; bounded says a sibling was matched, alone
+// that the row had no stored sibling.
+func bounds(e *elem, stored []*elem, at map[*elem]int, elements []parsed) (lo, hi int, bounded, alone bool) {
+	lo, hi, alone = -1, len(elements), true
+	for _, o := range stored {
+		if o == e || o.Doc != e.Doc || o.d.Parent != e.d.Parent {
+			continue
+		}
+		alone = false
+		pi, ok := at[o]
+		if !ok {
+			continue
+		}
+		if o.d.Pos < e.d.Pos && elements[pi].Pos > lo {
+			lo, bounded = elements[pi].Pos, true
+		}
+		if o.d.Pos > e.d.Pos && elements[pi].Pos < hi {
+			hi, bounded = elements[pi].Pos, true
+		}
+	}
+	return lo, hi, bounded, alone
 }
 
 // overlay applies the assigned expert input to the tree: a corrected text

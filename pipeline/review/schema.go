@@ -123,18 +123,22 @@ func elementsCols(documents, elements string) []colDef {
 // Change is one thing Install did.
 type Change struct {
 	Table  string `json:"table"`
-	Action string `json:"action"` // "created table", "added column", "present"
+	Action string `json:"action"` // "created table", "added column", "set trigger", "present"
 	Column string `json:"column,omitempty"`
 }
 
 // Install creates the Documents and Elements tables and every column they
 // lack, and leaves everything else as it is: running it again changes
-// nothing. Plain columns are created with POST /tables and POST
-// /tables/{t}/columns; the trigger formula columns (corrected_by,
-// corrected_at) with the AddVisibleColumn user action through POST /apply, which
-// takes recalcWhen and recalcDeps (colRefs of the expert's columns) as the
-// Grist UI sets them. A column that exists with another type is an error
-// naming it: kgsync does not convert an expert's data.
+// nothing. Columns are created with POST /tables and POST
+// /tables/{t}/columns, the trigger formula columns (corrected_by,
+// corrected_at) among them as data columns with their formula; then one
+// POST /apply sets their recalcWhen and recalcDeps (colRefs of the
+// expert's columns) with UpdateRecord on _grist_Tables_column, as the
+// Grist UI does (grist-core app/client/ui/TriggerFormulas.ts): grist-core
+// refuses recalcDeps given to a column being added, and its document
+// stays broken until it reloads (docs/grist-notes.md). A column that
+// exists with another type is an error naming it: kgsync does not convert
+// an expert's data.
 func Install(ctx context.Context, w *grist.Writer, documents, elements string) ([]Change, error) {
 	tables, err := w.Tables(ctx)
 	if err != nil {
@@ -164,15 +168,19 @@ func installTable(ctx context.Context, w *grist.Writer, tables []grist.TableInfo
 			return nil, fmt.Errorf("review table %q: the document has %q, which Grist takes for the same table id (ids ignore case); configure that name", id, t.ID)
 		}
 	}
-	plain := func(d colDef) grist.NewColumn {
-		return grist.NewColumn{ID: d.id, Fields: map[string]any{"type": d.typ, "label": d.label}}
+	// Every column is created as data (a trigger column with its formula
+	// and isFormula false); recalcDeps is set afterwards (see Install).
+	newCol := func(d colDef) grist.NewColumn {
+		f := map[string]any{"type": d.typ, "label": d.label}
+		if d.formula != "" {
+			f["isFormula"], f["formula"] = false, d.formula
+		}
+		return grist.NewColumn{ID: d.id, Fields: f}
 	}
 	if !exists {
 		var cols []grist.NewColumn
 		for _, d := range defs {
-			if d.formula == "" {
-				cols = append(cols, plain(d))
-			}
+			cols = append(cols, newCol(d))
 		}
 		got, err := w.AddTable(ctx, id, cols)
 		if err != nil {
@@ -195,12 +203,13 @@ func installTable(ctx context.Context, w *grist.Writer, tables []grist.TableInfo
 	for _, d := range defs {
 		c, ok := byID[d.id]
 		switch {
-		case !ok && d.formula == "":
-			missing = append(missing, plain(d))
-		case ok && c.Type != d.typ && !(c.Type == "Any" && c.IsFormula && c.Formula == ""):
+		case !ok:
+			missing = append(missing, newCol(d))
+		case c.Type != d.typ && !(c.Type == "Any" && c.IsFormula && c.Formula == ""):
 			return out, fmt.Errorf("review table %q column %q: type %s, kgsync needs %s; rename or convert that column", id, d.id, c.Type, d.typ)
 		}
 	}
+	added := map[string]bool{}
 	if len(missing) > 0 {
 		ids, err := w.AddColumns(ctx, id, missing)
 		if err != nil {
@@ -210,6 +219,7 @@ func installTable(ctx context.Context, w *grist.Writer, tables []grist.TableInfo
 			if got != missing[i].ID {
 				return out, fmt.Errorf("review table %q: column %q was created as %q", id, missing[i].ID, got)
 			}
+			added[got] = true
 			if exists {
 				out = append(out, Change{Table: id, Action: "added column", Column: got})
 			}
@@ -221,36 +231,43 @@ func installTable(ctx context.Context, w *grist.Writer, tables []grist.TableInfo
 			byID[c.ID] = c
 		}
 	}
+	// The trigger columns' recalcWhen and recalcDeps, on the columns just
+	// created, and on one created with kgsync's formula and no
+	// dependencies (an install cut short between the two steps): an
+	// expert's own trigger settings are left as they are.
 	var actions [][]any
-	var added []string
+	var set []string
 	for _, d := range defs {
 		if d.formula == "" {
 			continue
 		}
-		if _, ok := byID[d.id]; ok {
+		c, ok := byID[d.id]
+		if !ok {
+			return out, fmt.Errorf("review table %q: column %q is missing", id, d.id)
+		}
+		if !added[d.id] && !(len(c.RecalcDeps) == 0 && c.Formula == d.formula && !c.IsFormula) {
 			continue
 		}
 		deps := []any{"L"}
 		for _, dep := range d.deps {
-			c, ok := byID[dep]
+			dc, ok := byID[dep]
 			if !ok {
 				return out, fmt.Errorf("review table %q: column %q is missing", id, dep)
 			}
-			deps = append(deps, c.Ref)
+			deps = append(deps, dc.Ref)
 		}
-		actions = append(actions, []any{"AddVisibleColumn", id, d.id, map[string]any{
-			"type": d.typ, "label": d.label, "isFormula": false, "formula": d.formula,
-			"recalcWhen": 0, "recalcDeps": deps,
-		}})
-		added = append(added, d.id)
+		actions = append(actions, []any{"UpdateRecord", "_grist_Tables_column", c.Ref, map[string]any{"recalcWhen": 0, "recalcDeps": deps}})
+		set = append(set, d.id)
 	}
 	if len(actions) > 0 {
 		if _, err := w.Apply(ctx, actions); err != nil {
-			return out, fmt.Errorf("review table %q: add trigger columns: %w", id, err)
+			return out, fmt.Errorf("review table %q: set the trigger columns' dependencies: %w", id, err)
 		}
 		if exists {
-			for _, c := range added {
-				out = append(out, Change{Table: id, Action: "added column", Column: c})
+			for _, c := range set {
+				if !added[c] {
+					out = append(out, Change{Table: id, Action: "set trigger", Column: c})
+				}
 			}
 		}
 	}

@@ -233,6 +233,9 @@ func (s *Sink) ForgetSchema() {
 //     index, on Memgraph 3.0–3.7, where a second CREATE VECTOR INDEX is an
 //     error that stops mgconsole (docs/memgraph.md §12; dropping a missing
 //     vector index is a notification on every version).
+//   - A recorded vector index that schema does not have any more (an
+//     attribute removed from the model or renamed) is dropped in the
+//     current numbered file and leaves both records.
 //   - When a recorded vector index changes (dimension, label, property or
 //     metric) or another index took its label and property, the current
 //     numbered file gets DROP VECTOR INDEX and, unless only the metric
@@ -316,6 +319,23 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		}
 		next.VectorIndexes = append(next.VectorIndexes, vi)
 	}
+	// A recorded vector index the schema no longer has (its attribute
+	// removed from the model or renamed) is dropped; the pipeline removes
+	// the attribute's vectors from its nodes.
+	kept := next.VectorIndexes[:0]
+	for _, r := range next.VectorIndexes {
+		if slices.ContainsFunc(schema.VectorIndexes, func(v sink.VectorIndex) bool { return v.Name == r.Name }) {
+			kept = append(kept, r)
+			continue
+		}
+		drop, err := s.d.DropVectorIndex(r.Name)
+		if err != nil {
+			return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+		}
+		stream = append(stream, drop)
+		vectorsChanged = true
+	}
+	next.VectorIndexes = kept
 	for _, ti := range schema.TextIndexes {
 		if !slices.ContainsFunc(next.TextIndexes, func(r sink.TextIndex) bool { return r.Name == ti.Name }) {
 			next.TextIndexes = append(next.TextIndexes, ti)

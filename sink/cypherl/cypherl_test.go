@@ -441,3 +441,34 @@ func TestSchemaFilesHaveTheRunFilesMode(t *testing.T) {
 		require.Equal(t, run.Mode().Perm(), info.Mode().Perm(), e.Name())
 	}
 }
+
+// TestRemovedVectorIndexDropped: a vector index the schema no longer has
+// (its attribute removed from the model, or renamed) leaves schema.json and
+// vector-indexes.cypherl, and the run's file drops it, so that a replay
+// onto a loaded graph does not keep it.
+func TestRemovedVectorIndexDropped(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	s := tb.open(t)
+	sch := schema(3)
+	sch.VectorIndexes = append(sch.VectorIndexes, sink.VectorIndex{Name: "faq_question_embedding", Label: "faq", Property: "question_embedding", Dimension: 3})
+	_, err := s.Ensure(t.Context(), sch)
+	require.NoError(t, err)
+	require.Contains(t, read(t, filepath.Join(tb.dir, "docs", VectorIndexFile)), "faq_question_embedding")
+	require.NoError(t, s.Close(t.Context()))
+
+	s2 := tb.open(t)
+	st, err := s2.Ensure(t.Context(), schema(3))
+	require.NoError(t, err)
+	require.Positive(t, st.Statements)
+	require.NoError(t, s2.Close(t.Context()))
+	require.NotContains(t, read(t, filepath.Join(tb.dir, "docs", VectorIndexFile)), "faq_question_embedding")
+	require.NotContains(t, read(t, filepath.Join(tb.dir, "docs", SchemaFile)), "faq_question_embedding")
+	require.Len(t, s2.Files(), 1)
+	require.Equal(t, "DROP VECTOR INDEX `faq_question_embedding`;\n", read(t, s2.Files()[0]))
+
+	s3 := tb.open(t)
+	st, err = s3.Ensure(t.Context(), schema(3))
+	require.NoError(t, err)
+	require.Equal(t, sink.Stats{}, st, "dropped once")
+}

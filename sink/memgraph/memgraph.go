@@ -363,6 +363,9 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		}
 		s.remember(vi)
 	}
+	if err := s.dropRemovedVectorIndexes(ctx, schema, existing, run); err != nil {
+		return stats, err
+	}
 	if len(made) == 0 {
 		return stats, nil
 	}

@@ -31,6 +31,7 @@ type fakeSchema struct {
 	indexes [][]any // index type, label, property, count
 	vectors [][]any // index_name, label, property, capacity, dimension, metric, size
 	removed []int64
+	foreign [][]any // other pipelines' vectors: pipeline, dimension, nodes
 }
 
 func (f *fakeSchema) respond(q bolttest.Query) ([]string, [][]any, bool) {
@@ -50,7 +51,7 @@ func (f *fakeSchema) respond(q bolttest.Query) ([]string, [][]any, bool) {
 	case q.Text == "SHOW VERSION":
 		return []string{"version"}, [][]any{{"3.12.0"}}, true
 	case strings.Contains(q.Text, "AS pipeline, size("):
-		return []string{"pipeline", "dimension", "nodes"}, nil, true
+		return []string{"pipeline", "dimension", "nodes"}, f.foreign, true
 	case q.Text == "SHOW INDEX INFO":
 		return []string{"index type", "label", "property", "count"}, f.indexes, true
 	case q.Text == "SHOW VECTOR INDEX INFO":
@@ -616,4 +617,34 @@ func TestTextSearch(t *testing.T) {
 	})
 	_, err = tb.sink.TextSearch(t.Context(), "chunk_lex", "lex", []string{"proxi"}, 10)
 	require.ErrorContains(t, err, `text search "chunk_lex": columns ["id" "score"], want fetched and hits`)
+}
+
+// TestEnsureDropsRemovedVectorIndex: a vector index on one of the
+// pipeline's labels that its schema no longer has (the attribute removed
+// from the model, or renamed) is dropped; one under which another
+// pipeline's nodes hold vectors is kept.
+func TestEnsureDropsRemovedVectorIndex(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, nil)
+	tb.schema.indexes = [][]any{{"label+property", "Doc", []any{"id"}, int64(1)}, {"label+property", "Chunk", []any{"id"}, int64(3)},
+		{"label+property", "faq", []any{"id"}, int64(8)}}
+	tb.schema.vectors = [][]any{{"chunk_embedding", "Chunk", "embedding", int64(1024), int64(3), "cos", int64(3)},
+		{"faq_question_embedding", "faq", "question_embedding", int64(1024), int64(3), "cos", int64(8)},
+		{"other_embedding", "Other", "embedding", int64(1024), int64(3), "cos", int64(2)}}
+	sch := testSchema(3)
+	sch.Indexes = append(sch.Indexes, sink.Index{Label: "faq", Property: "id"})
+
+	tb.schema.foreign = [][]any{{"other", int64(3), int64(2)}}
+	_, err := tb.sink.Ensure(t.Context(), sch)
+	require.NoError(t, err)
+	require.NotContains(t, texts(tb.srv.Queries()), "DROP VECTOR INDEX `faq_question_embedding`", "another pipeline's vectors")
+
+	tb.schema.foreign = nil
+	tb.srv.Reset()
+	_, err = tb.sink.Ensure(t.Context(), sch)
+	require.NoError(t, err)
+	qs := texts(tb.srv.Queries())
+	require.Contains(t, qs, "DROP VECTOR INDEX `faq_question_embedding`")
+	require.NotContains(t, qs, "DROP VECTOR INDEX `other_embedding`", "not a label of the pipeline")
+	require.NotContains(t, qs, "DROP VECTOR INDEX `chunk_embedding`")
 }

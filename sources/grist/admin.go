@@ -2,6 +2,7 @@ package grist
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -126,4 +127,38 @@ func Kind(typ string) string {
 		return "any"
 	}
 	return typ
+}
+
+// Describe returns what a Read from cursor (a stored cursor, "" for none)
+// would read: each table under the name its records use, with each
+// column's kind (Kind) under the name its attribute uses, and the rename
+// warnings. With the names the cursor remembers (names.go), a table or
+// column renamed in Grist that the config still names the old way is
+// described under the old name, as a sync reads it. A config the
+// document does not match (a column the model maps that is gone) is the
+// *SchemaError a Read would yield.
+func (s *Source) Describe(ctx context.Context, cursor string) (map[string]map[string]string, []string, error) {
+	var old cursorState
+	if cursor != "" {
+		if err := json.Unmarshal([]byte(cursor), &old); err != nil {
+			old = cursorState{}
+		}
+	}
+	si, err := s.schema(ctx, old.Tables)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make(map[string]map[string]string, len(si.tables))
+	for _, t := range si.tables {
+		cols := make(map[string]string, len(t.Cols))
+		for _, c := range t.Cols {
+			typ := c.Type
+			if c.Target != "" {
+				typ = c.Base + ":" + c.TargetName
+			}
+			cols[c.Name] = Kind(typ)
+		}
+		out[t.Name] = cols
+	}
+	return out, si.warnings, nil
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -117,9 +118,11 @@ func (b *releaseBody) Close() error {
 }
 
 // jitterBackoff is exponential backoff with full jitter: a random wait in
-// [min, min*2^attempt] capped at max. Grist sends no Retry-After on 429
-// (grist-api.md §7), so the header is not consulted.
-func jitterBackoff(min, max time.Duration, attempt int, _ *http.Response) time.Duration {
+// [min, min*2^attempt] capped at max. grist-core sends no Retry-After on
+// 429 (grist-api.md §7, docs/grist-notes.md); a proxy or hosted service in
+// front of it may: a 429 or 503 whose Retry-After (seconds or an HTTP
+// date) asks for longer waits that long, never more than max.
+func jitterBackoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
 	if attempt > 30 {
 		attempt = 30
 	}
@@ -127,10 +130,40 @@ func jitterBackoff(min, max time.Duration, attempt int, _ *http.Response) time.D
 	if hi > max || hi <= 0 {
 		hi = max
 	}
-	if hi <= min {
-		return min
+	wait := min
+	if hi > min {
+		wait = min + time.Duration(rand.Int64N(int64(hi-min)))
 	}
-	return min + time.Duration(rand.Int64N(int64(hi-min)))
+	if ra := retryAfter(resp, time.Now()); ra > wait {
+		wait = ra
+	}
+	if wait > max && max >= min {
+		wait = max
+	}
+	return wait
+}
+
+// retryAfter is how long a 429 or 503 answer's Retry-After header asks to
+// wait (RFC 9110 §10.2.3: delay-seconds or an HTTP date), 0 when it has
+// none or it cannot be read.
+func retryAfter(resp *http.Response, now time.Time) time.Duration {
+	if resp == nil || resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		return 0
+	}
+	v := strings.TrimSpace(resp.Header.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 || n > 1<<31 {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 func newClient(cfg Config, stats *counters, logger *slog.Logger) (*client, error) {

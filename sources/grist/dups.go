@@ -184,3 +184,60 @@ func (s *Source) rowsWithValues(ctx context.Context, t *table, c column, vals []
 	}
 	return nil
 }
+
+// takenKeys checks, in an incremental read, the rows whose key is new to
+// their record (an added row, a key edited; stored maps row ids to the
+// keys state holds): a key another row of the table holds is not taken
+// over, whichever row has the smaller id, so an edit never moves a record
+// onto another row's node. It asks Grist once a page for the rows holding
+// those values (rowsWithValues) and returns, by row id, the row holding
+// its key.
+func (r *run) takenKeys(ctx context.Context, t *table, rows []row, stored map[int64]string) (map[int64]int64, error) {
+	i := slices.IndexFunc(t.Cols, func(c column) bool { return c.Name == t.KeyCol })
+	if i < 0 {
+		return nil, nil
+	}
+	c := t.Cols[i]
+	var ask []any
+	asked := map[string]bool{}
+	for _, rw := range rows {
+		k, ok := keyString(rw.attrs[t.KeyCol])
+		if !ok || asked[k] || stored[rw.id] == t.Name+":"+k {
+			continue
+		}
+		asked[k] = true
+		ask = append(ask, cellValue(c, rw.attrs[t.KeyCol]))
+	}
+	if len(ask) == 0 {
+		return nil, nil
+	}
+	holders := map[string][]int64{}
+	err := r.s.rowsWithValues(ctx, t, c, ask, func(found []row) error {
+		for _, rw := range found {
+			if k, ok := keyString(rw.attrs[c.Name]); ok && asked[k] {
+				holders[k] = append(holders[k], rw.id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rows holding changed keys: %w", err)
+	}
+	var out map[int64]int64
+	for _, rw := range rows {
+		k, ok := keyString(rw.attrs[t.KeyCol])
+		if !ok || !asked[k] {
+			continue
+		}
+		for _, h := range holders[k] {
+			if h != rw.id {
+				if out == nil {
+					out = map[int64]int64{}
+				}
+				out[rw.id] = h
+				break
+			}
+		}
+	}
+	return out, nil
+}

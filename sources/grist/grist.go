@@ -80,6 +80,13 @@ type Config struct {
 	// the config uses, with a warning naming the lines to change, and a
 	// column the config uses that is gone stops the read (names.go).
 	Names []Name
+	// Require are the tables the document must have when Tables is empty
+	// (every table read): the tables the data model maps that no other
+	// source of the pipeline provides. A Read finding one missing (a typo
+	// in the config, a table removed in Grist; a renamed one is followed)
+	// yields a SchemaError before reading any row: a table that is not
+	// there is never read as an empty one, whose records would be deleted.
+	Require []string
 	// Path is the source's config path, e.g. "pipelines[0].sources[0].grist",
 	// used to name Tables and KeyColumns entries in warnings and errors.
 	Path string
@@ -127,7 +134,9 @@ func (c *Config) withDefaults() error {
 		own = append(own, Name{Table: t, Path: fmt.Sprintf("%stables[%d]", prefix, i)})
 	}
 	for _, t := range slices.Sorted(maps.Keys(c.KeyColumns)) {
-		own = append(own, Name{Table: t, Column: c.KeyColumns[t], Path: prefix + "key_columns." + t})
+		// The line names the table (its key) and the column (its value).
+		own = append(own, Name{Table: t, Path: prefix + "key_columns." + t},
+			Name{Table: t, Column: c.KeyColumns[t], Path: prefix + "key_columns." + t})
 	}
 	c.Names = append(own, c.Names...)
 	return nil

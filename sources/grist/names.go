@@ -106,6 +106,17 @@ func (n names) tablePaths(ids ...string) []string {
 	return slices.Compact(out)
 }
 
+// tableOnlyPaths are the config paths naming the table itself (a table
+// key, an anchor's table or name), not its columns.
+func (n names) tableOnlyPaths(ids ...string) []string {
+	var out []string
+	for _, id := range ids {
+		out = append(out, n.tables[id]...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // colPaths are the config paths naming column col of the table known by
 // any of ids.
 func (n names) colPaths(col string, ids ...string) []string {
@@ -210,6 +221,26 @@ func (s *Source) schema(ctx context.Context, mem []memTable) (*schemaInfo, error
 			}
 		}
 		sort.Slice(selected, func(i, j int) bool { return selected[i].id < selected[j].id })
+		for _, want := range s.cfg.Require {
+			if _, ok := byID[want]; ok {
+				continue
+			}
+			m, known := memByName[want]
+			if _, still := byRef[m.Ref]; known && m.Ref != 0 && still {
+				continue // renamed: followed by its tableRef below
+			}
+			paths := pathsOr(nm.tablePaths(want), s.cfg.Path)
+			if known {
+				return nil, &SchemaError{Doc: s.cfg.DocID, Table: want, Paths: paths,
+					Problem: fmt.Sprintf("the table (tableRef %d) was removed from the Grist document; nothing was read or deleted; remove it from the config, or restore it in Grist (document history)", m.Ref)}
+			}
+			var have []string
+			for _, d := range selected {
+				have = append(have, d.id)
+			}
+			return nil, &SchemaError{Doc: s.cfg.DocID, Table: want, Paths: paths,
+				Problem: fmt.Sprintf("the Grist document has no such table (tables: %s); nothing was read or deleted; correct the name in the config", strings.Join(have, ", "))}
+		}
 		// A remembered table no longer in the document was removed: its
 		// records go with the full listing that follows (within the
 		// mass-delete guard); the config may still name it.
@@ -234,8 +265,10 @@ func (s *Source) schema(ctx context.Context, mem []memTable) (*schemaInfo, error
 				name = m.Name
 			}
 			if len(old) > 0 {
+				// Only the lines naming the table change: its columns'
+				// lines name columns.
 				si.warnings = append(si.warnings, renameWarning(s.cfg.DocID, fmt.Sprintf("table %q", m.Name), d.id,
-					fmt.Sprintf("tableRef %d", d.ref), name == m.Name, old))
+					fmt.Sprintf("tableRef %d", d.ref), name == m.Name, pathsOr(nm.tableOnlyPaths(m.Name), old[0])))
 			} else {
 				s.logger.Info("table renamed upstream; its records take the new name", "from", m.Name, "to", d.id, "tableRef", d.ref)
 			}
@@ -353,7 +386,7 @@ func (s *Source) nameColumns(t *table, m memTable, nm names, ids []string, si *s
 		}
 		switch {
 		case renamedTo != "":
-			e.Problem = fmt.Sprintf("the column was renamed to %q in Grist; nothing was written for the source; change these config lines to %q", renamedTo, renamedTo)
+			e.Problem = fmt.Sprintf("the column was renamed to %q in Grist; nothing was written for the source; %s", renamedTo, remedy(e.Paths, renamedTo))
 		case removed:
 			e.Problem = "the column was removed from the Grist document; nothing was written for the source; remove it from the config (and the attribute's property and vector go from the nodes on the next run), or restore the column in Grist (document history)"
 		default:
@@ -366,10 +399,36 @@ func (s *Source) nameColumns(t *table, m memTable, nm names, ids []string, si *s
 
 func renameWarning(doc, what, to, ref string, kept bool, paths []string) string {
 	if kept {
-		return fmt.Sprintf("grist document %s: %s was renamed to %q in Grist (%s); kgsync follows it by its id and keeps the old name in the graph until the config says %q: change %s to %q",
-			doc, what, to, ref, to, strings.Join(paths, ", "), to)
+		return fmt.Sprintf("grist document %s: %s was renamed to %q in Grist (%s); kgsync follows it by its id and keeps the old name in the graph until the config says %q: %s",
+			doc, what, to, ref, to, remedy(paths, to))
 	}
-	return fmt.Sprintf("grist document %s: %s was renamed to %q in Grist (%s); change %s to %q", doc, what, to, ref, strings.Join(paths, ", "), to)
+	return fmt.Sprintf("grist document %s: %s was renamed to %q in Grist (%s); %s", doc, what, to, ref, remedy(paths, to))
+}
+
+// remedy says how the config lines paths follow a rename to to. A line
+// that names the table or column through an anchor's, attribute's or
+// link's name (no table or column key) gets the key added, so that the
+// graph keeps its label, property, edge type and vector index: `add
+// column: "to" to …attributes[1]`. Other lines change: `change … to "to"`.
+func remedy(paths []string, to string) string {
+	var change, add []string
+	for _, p := range paths {
+		base, ok := strings.CutSuffix(p, ".name")
+		seg := base[strings.LastIndex(base, ".")+1:]
+		switch {
+		case ok && strings.HasPrefix(seg, "anchors["):
+			add = append(add, fmt.Sprintf("add table: %q to %s", to, base))
+		case ok && (strings.HasPrefix(seg, "attributes[") || strings.HasPrefix(seg, "links[")):
+			add = append(add, fmt.Sprintf("add column: %q to %s", to, base))
+		default:
+			change = append(change, p)
+		}
+	}
+	var out []string
+	if len(change) > 0 {
+		out = append(out, fmt.Sprintf("change %s to %q", strings.Join(change, ", "), to))
+	}
+	return strings.Join(append(out, add...), "; ")
 }
 
 func pathsOr(ps []string, def string) []string {

@@ -731,12 +731,17 @@ func (s *Source) readIncremental(ctx context.Context, si *schemaInfo, d *compare
 			return err
 		}
 	}
+	var unread []string
 	for _, t := range order {
 		ids := slices.Sorted(maps.Keys(todo[t.ID]))
 		if err := r.scanBound(ctx, t); err != nil {
 			return err
 		}
+		got := make(map[int64]bool, len(ids))
 		err := s.rowsByID(ctx, t, t.Cols, ids, func(rows []row) error {
+			for _, rw := range rows {
+				got[rw.id] = true
+			}
 			pg, err := r.page(ctx, t, rows)
 			if err != nil {
 				return err
@@ -747,8 +752,42 @@ func (s *Source) readIncremental(ctx context.Context, si *schemaInfo, d *compare
 		if err != nil {
 			return err
 		}
+		var missing []string
+		td := d.Deltas[t.ID]
+		for _, id := range ids {
+			// A row /compare also lists as removed (removed, re-added,
+			// removed again) is gone: its key went with the removals.
+			if !got[id] && (td == nil || !slices.Contains(td.RemoveRows, id)) {
+				missing = append(missing, strconv.FormatInt(id, 10))
+			}
+		}
+		if len(missing) > 0 {
+			unread = append(unread, fmt.Sprintf("table %s rows %s", t.ID, strings.Join(firstN(missing, 10), ", ")))
+		}
+	}
+	if len(unread) > 0 {
+		// A cursor moves only past what was read: these rows changed
+		// (/compare) and the read did not return them (removed since, or
+		// a proxy that dropped them); the next run compares from the same
+		// point and reads them again.
+		w := fmt.Sprintf("grist document %s: %s changed but the read by id did not return them; the cursor stays, and the next run reads them again",
+			s.cfg.DocID, strings.Join(unread, "; "))
+		s.logger.Warn("grist rows changed but not returned; the cursor stays", "doc", s.cfg.DocID, "rows", strings.Join(unread, "; "))
+		if p.pending == nil {
+			p.pending, p.warnings = &sources.Page{Partial: true, Warnings: p.warnings}, nil
+		}
+		p.pending.Warnings = append(p.pending.Warnings, w)
+		return p.finish(old, true)
 	}
 	return p.finish(next.String(), true)
+}
+
+// firstN returns the first n of l, and "… (k more)" for the rest.
+func firstN(l []string, n int) []string {
+	if len(l) <= n {
+		return l
+	}
+	return append(l[:n:n], fmt.Sprintf("… (%d more)", len(l)-n))
 }
 
 // referencing returns the ids of t's rows whose Ref or RefList column c
@@ -860,8 +899,13 @@ func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, er
 		return nil, err
 	}
 	var dup map[int64]bool
+	var holder map[int64]int64
 	if dc := r.dups[t.ID]; dc != nil {
 		if dup, err = r.repeated(ctx, dc, t, rows); err != nil {
+			return nil, err
+		}
+	} else if !r.full && t.KeyCol != "" {
+		if holder, err = r.takenKeys(ctx, t, rows, stored); err != nil {
 			return nil, err
 		}
 	}
@@ -875,6 +919,15 @@ func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, er
 				continue
 			}
 			key = t.Name + ":" + k
+			if h, ok := holder[rw.id]; ok {
+				s.stats.DuplicateKeys.Add(1)
+				skipKey := key
+				if prev, had := stored[rw.id]; had {
+					skipKey = prev // the row's record, kept as it was
+				}
+				pg.Skipped = append(pg.Skipped, sources.Skip{Key: skipKey, Err: fmt.Errorf("grist document %s table %s row %d: key %q in column %s is held by row %d; the row's record is kept as it was until its key is unique", s.cfg.DocID, t.ID, rw.id, k, t.KeyColID, h)})
+				continue
+			}
 			if dup[rw.id] {
 				s.stats.DuplicateKeys.Add(1)
 				pg.Skipped = append(pg.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s row %d: key %q in column %s repeats an earlier row", s.cfg.DocID, t.ID, rw.id, k, t.KeyColID)})

@@ -131,6 +131,9 @@ const maxInlineRows = 10
 type Server struct {
 	*httptest.Server
 	t testing.TB
+	// broken: a refused recalcDeps left the data engine inconsistent;
+	// writes fail until Reload.
+	broken bool
 
 	mu          sync.Mutex
 	tables      map[string]*table

@@ -17,7 +17,10 @@ package gristtest
 //   - POST /tables/{t}/records/delete [ids] → null.
 //   - POST /apply [[action, …], …] → {actionNum, actionHash, retValues,
 //     isModification} for the user actions AddColumn, AddVisibleColumn, RemoveTable,
-//     BulkAddRecord, BulkUpdateRecord and BulkRemoveRecord.
+//     BulkAddRecord, BulkUpdateRecord and BulkRemoveRecord, and UpdateRecord
+//     and BulkUpdateRecord of recalcWhen and recalcDeps on
+//     _grist_Tables_column. recalcDeps given to a column being added is
+//     refused as grist-core refuses it (recalcDepsError).
 //   - A JSON body over 1 MiB is 413 {"error":"request entity too large"}
 //     (1,048,576 bytes accepted, one more refused).
 //
@@ -101,12 +104,62 @@ func (s *Server) Columns(tableID string) []Column {
 }
 
 func (s *Server) writeRoutes(mux *http.ServeMux, p string) {
-	mux.HandleFunc("POST "+p+"/tables", s.postTables)
-	mux.HandleFunc("POST "+p+"/tables/{table}/columns", s.postColumns)
-	mux.HandleFunc("POST "+p+"/tables/{table}/records", s.postRecords)
-	mux.HandleFunc("PATCH "+p+"/tables/{table}/records", s.patchRecords)
-	mux.HandleFunc("POST "+p+"/tables/{table}/records/delete", s.deleteRecords)
-	mux.HandleFunc("POST "+p+"/apply", s.apply)
+	mux.HandleFunc("POST "+p+"/tables", s.unlessBroken(s.postTables))
+	mux.HandleFunc("POST "+p+"/tables/{table}/columns", s.unlessBroken(s.postColumns))
+	mux.HandleFunc("POST "+p+"/tables/{table}/records", s.unlessBroken(s.postRecords))
+	mux.HandleFunc("PATCH "+p+"/tables/{table}/records", s.unlessBroken(s.patchRecords))
+	mux.HandleFunc("POST "+p+"/tables/{table}/records/delete", s.unlessBroken(s.deleteRecords))
+	mux.HandleFunc("POST "+p+"/apply", s.unlessBroken(s.apply))
+}
+
+// Trigger formula columns (docs/grist-notes.md). grist-core's
+// doAddColumn (sandbox/grist/useractions.py) copies colInfo.recalcDeps
+// into the _grist_Tables_column record as it came, without decoding it
+// (BulkUpdateRecord decodes its values: actions.decode_bulk_values), so
+// the encoded ["L", colRef…] is stored as an AltText that the engine then
+// iterates (engine.py _maybe_update_trigger_dependencies: `for dc in
+// col_rec.recalcDeps`). AddColumn and AddVisibleColumn through /apply, and
+// POST /tables/{t}/columns (DocApi.ts: AddVisibleColumn with the fields),
+// fail with HTTP 500 and the sandbox's TypeError, and the document's data
+// engine stays inconsistent until it reloads: every later write fails
+// (grist-core 1.7.17). The Grist UI adds the column first, then sets
+// recalcWhen and recalcDeps with ["UpdateRecord", "_grist_Tables_column",
+// colRef, {…}] (app/client/ui/TriggerFormulas.ts setRecalc), which this
+// server takes.
+
+// recalcDepsError is the answer grist-core gives an added column with
+// recalcDeps.
+const recalcDepsError = "[Sandbox] TypeError 'AltText' object is not iterable"
+
+// addsRecalcDeps reports whether column fields or an AddColumn colInfo
+// set recalcDeps.
+func addsRecalcDeps(f map[string]any) bool {
+	v, ok := f["recalcDeps"]
+	return ok && v != nil
+}
+
+// unlessBroken refuses every write while the document's data engine is
+// inconsistent (after a refused recalcDeps, until Reload).
+func (s *Server) unlessBroken(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		broken := s.broken
+		s.mu.Unlock()
+		if broken {
+			writeErr(w, r, 500, recalcDepsError)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// Reload is the document reloading (an owner's "Reload" in the UI, or a
+// server restart): its data engine is consistent again after a refused
+// recalcDeps.
+func (s *Server) Reload() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.broken = false
 }
 
 // userOf returns the user of the request's API key (the auth check has
@@ -276,6 +329,13 @@ func (s *Server) postColumns(w http.ResponseWriter, r *http.Request) {
 	if t == nil {
 		return
 	}
+	for _, cs := range body.Columns {
+		if addsRecalcDeps(cs.Fields) {
+			s.broken = true
+			writeErr(w, r, 500, recalcDepsError)
+			return
+		}
+	}
 	out := []map[string]any{}
 	var added [][2]string
 	for _, cs := range body.Columns {
@@ -435,6 +495,13 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, r, 400, fmt.Sprintf("action %d: %v", i, err))
 			return
 		}
+		if name := argString(a, 0); (name == "AddColumn" || name == "AddVisibleColumn") && len(a) > 3 {
+			if info, _ := cellValue(a[3]).(map[string]any); addsRecalcDeps(info) {
+				s.broken = true
+				writeErr(w, r, 500, recalcDepsError)
+				return
+			}
+		}
 	}
 	u := s.userOf(r)
 	ret := make([]any, 0, len(actions))
@@ -463,6 +530,13 @@ func argString(a []any, i int) string {
 func (s *Server) checkAction(a []any) error {
 	name := argString(a, 0)
 	tid := argString(a, 1)
+	if tid == metaColumns {
+		if name != "UpdateRecord" && name != "BulkUpdateRecord" {
+			return fmt.Errorf("gristtest does not emulate the user action %q on %s", name, tid)
+		}
+		_, err := s.metaColumnUpdates(a)
+		return err
+	}
 	switch name {
 	case "AddColumn", "AddVisibleColumn", "RemoveTable", "BulkAddRecord", "BulkUpdateRecord", "BulkRemoveRecord":
 	default:
@@ -505,8 +579,70 @@ func rowIDs(v any) []int64 {
 	return out
 }
 
+// metaColumns is the metadata table of columns, whose recalcWhen and
+// recalcDeps UpdateRecord sets (by colRef).
+const metaColumns = "_grist_Tables_column"
+
+// metaColumnUpdates reads ["UpdateRecord", "_grist_Tables_column", colRef,
+// {recalcWhen, recalcDeps}] (or BulkUpdateRecord's column-oriented form)
+// into the columns and the fields to set; only recalcWhen and recalcDeps
+// are emulated.
+func (s *Server) metaColumnUpdates(a []any) (map[*Column]map[string]any, error) {
+	var refs []int64
+	var rows []map[string]any
+	switch argString(a, 0) {
+	case "UpdateRecord":
+		n, _ := cellValue(a[min(2, len(a)-1)]).(int64)
+		f, _ := cellValue(a[min(3, len(a)-1)]).(map[string]any)
+		refs, rows = []int64{n}, []map[string]any{f}
+	default:
+		refs = rowIDs(a[min(2, len(a)-1)])
+		var err error
+		if rows, err = bulkRows(len(refs), a[min(3, len(a)-1)]); err != nil {
+			return nil, err
+		}
+	}
+	out := map[*Column]map[string]any{}
+	for i, ref := range refs {
+		var col *Column
+		for _, t := range s.tables {
+			for _, c := range t.cols {
+				if int64(c.colRef) == ref {
+					col = c
+				}
+			}
+		}
+		if col == nil {
+			return nil, fmt.Errorf("Invalid row id %d", ref)
+		}
+		for k := range rows[i] {
+			if k != "recalcWhen" && k != "recalcDeps" {
+				return nil, fmt.Errorf("gristtest does not emulate updating %s of %s", k, metaColumns)
+			}
+		}
+		out[col] = rows[i]
+	}
+	return out, nil
+}
+
 func (s *Server) applyOne(act *action, a []any, u User) (any, error) {
 	tid := argString(a, 1)
+	if tid == metaColumns {
+		ups, err := s.metaColumnUpdates(a)
+		if err != nil {
+			return nil, err
+		}
+		for c, f := range ups {
+			nc := newColumn(c.ID, f)
+			if _, ok := f["recalcWhen"]; ok {
+				c.RecalcWhen = nc.RecalcWhen
+			}
+			if _, ok := f["recalcDeps"]; ok {
+				c.RecalcDeps = nc.RecalcDeps
+			}
+		}
+		return nil, nil
+	}
 	t := s.tables[tid]
 	merge := func(delta map[int64]*rowChange) {
 		if act.deltas[t.id] == nil {

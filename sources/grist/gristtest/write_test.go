@@ -88,15 +88,39 @@ func TestTriggerFormulas(t *testing.T) {
 			textRef = c.colRef
 		}
 	}
-	by := fmt.Sprintf(`["AddColumn","T","by",{"type":"Text","isFormula":false,"formula":"user.Email if $text else \"\"","recalcWhen":0,"recalcDeps":["L",%d]}]`, textRef)
-	at := fmt.Sprintf(`["AddColumn","T","at",{"type":"DateTime:UTC","isFormula":false,"formula":"NOW()","recalcWhen":0,"recalcDeps":["L",%d]}]`, textRef)
-	code, body, _ := call(t, s, "POST", "/apply", "["+by+","+at+"]", nil)
+	// recalcDeps given to a column being added is refused, and the
+	// document refuses every write until it reloads (grist-core 1.7.17).
+	refused := fmt.Sprintf(`["AddVisibleColumn","T","by",{"type":"Text","isFormula":false,"formula":"user.Email","recalcWhen":0,"recalcDeps":["L",%d]}]`, textRef)
+	code, body, _ := call(t, s, "POST", "/apply", "["+refused+"]", nil)
+	require.Equal(t, 500, code, body)
+	require.Contains(t, body, "'AltText' object is not iterable")
+	code, body, _ = call(t, s, "POST", "/tables/T/records", `{"records":[{"fields":{"text":"x"}}]}`, nil)
+	require.Equal(t, 500, code, body)
+	s.Reload()
+	code, body, _ = call(t, s, "POST", "/tables/T/columns",
+		fmt.Sprintf(`{"columns":[{"id":"by","fields":{"type":"Text","isFormula":false,"formula":"x","recalcDeps":["L",%d]}}]}`, textRef), nil)
+	require.Equal(t, 500, code, body)
+	s.Reload()
+	require.Len(t, s.Columns("T"), 3, "nothing added: manualSort, text, other")
+
+	// The Grist UI's way: add the columns, then set recalcWhen and
+	// recalcDeps on their _grist_Tables_column records.
+	by := `["AddVisibleColumn","T","by",{"type":"Text","isFormula":false,"formula":"user.Email if $text else \"\""}]`
+	at := `["AddColumn","T","at",{"type":"DateTime:UTC","isFormula":false,"formula":"NOW()"}]`
+	code, body, _ = call(t, s, "POST", "/apply", "["+by+","+at+"]", nil)
 	require.Equal(t, 200, code, body)
 	var res struct {
 		RetValues []map[string]any `json:"retValues"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &res))
 	require.Equal(t, "by", res.RetValues[0]["colId"])
+	set := fmt.Sprintf(`[["UpdateRecord","_grist_Tables_column",%v,{"recalcWhen":0,"recalcDeps":["L",%d]}],`+
+		`["BulkUpdateRecord","_grist_Tables_column",[%v],{"recalcWhen":[0],"recalcDeps":[["L",%d]]}]]`,
+		res.RetValues[0]["colRef"], textRef, res.RetValues[1]["colRef"], textRef)
+	code, body, _ = call(t, s, "POST", "/apply", set, nil)
+	require.Equal(t, 200, code, body)
+	code, body, _ = call(t, s, "POST", "/apply", `[["UpdateRecord","_grist_Tables_column",999,{"recalcWhen":0}]]`, nil)
+	require.Equal(t, 400, code, body)
 	_, body, _ = call(t, s, "GET", "/tables/T/columns", "", nil)
 	require.Contains(t, body, fmt.Sprintf(`"recalcDeps":["L",%d]`, textRef))
 

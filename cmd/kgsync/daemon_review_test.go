@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/daemon"
+	"github.com/kgsync/kgsync/internal/pgtest"
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sources/grist/gristtest"
+	"github.com/kgsync/kgsync/state"
+)
+
+// TestDaemonRunsReviewPipelineOnWebhook: the daemon runs a pipeline with
+// a review section, on SQLite and on Postgres state: a webhook delivery
+// for the Elements table publishes the document's elements, and the next
+// one, after an expert's correction, applies it.
+func TestDaemonRunsReviewPipelineOnWebhook(t *testing.T) {
+	t.Parallel()
+	for _, driver := range []string{"sqlite", "postgres"} {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			srv := gristtest.New(t)
+			path, _ := reviewConfig(t, srv)
+			if driver == "postgres" {
+				dsn, schema := pgtest.Schema(t)
+				body, err := os.ReadFile(path)
+				require.NoError(t, err)
+				yaml := strings.Replace(string(body), "state: {driver: sqlite, path: state.db}",
+					fmt.Sprintf("state: {driver: postgres, dsn: %q, schema: %s}", dsn, schema), 1)
+				require.NoError(t, os.WriteFile(path, []byte(yaml), 0o600))
+			}
+			code, _, errOut := kgsync(t, "grist", "review", "install", "docs", "--config", path)
+			require.Equal(t, 0, code, errOut)
+
+			cfg, err := config.Load(path)
+			require.NoError(t, err)
+			cfg.Daemon.PollInterval = time.Hour
+			ctx := context.Background()
+			store, err := pipeline.OpenStore(ctx, cfg.State)
+			require.NoError(t, err)
+			defer store.Close()
+			d, err := daemon.New(daemon.Options{
+				Config: cfg, Store: store, Runner: &pipelineRunner{cfg: cfg, store: store, log: slog.New(slog.DiscardHandler)},
+				Registerer: prometheus.NewRegistry(),
+			})
+			require.NoError(t, err)
+			hs := httptest.NewServer(d.Handler())
+			defer hs.Close()
+			runCtx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- d.Run(runCtx, nil) }()
+			defer func() { cancel(); require.NoError(t, <-done) }()
+
+			deliver := func(body string) {
+				req, err := http.NewRequest("POST", hs.URL+"/hooks/grist/docs/Elements", strings.NewReader(body))
+				require.NoError(t, err)
+				req.Header.Set("Authorization", "Bearer s3cret")
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, http.StatusAccepted, resp.StatusCode)
+			}
+			deliver(`[{"id": 1}]`)
+			require.Eventually(t, func() bool { return srv.RowCount("Elements") == 4 }, 20*time.Second, 20*time.Millisecond,
+				"the daemon's run published the elements")
+
+			var row int64
+			for id, r := range srv.Table("Elements") {
+				if r["parsed_text"] == "Keep the records for five years." {
+					row = id
+				}
+			}
+			require.NotZero(t, row)
+			srv.UpdateRowsAs(gristtest.User{Email: "ann@example.com"}, "Elements", map[int64]map[string]any{row: {"corrected_text": "Keep the records for ten years."}})
+			deliver(fmt.Sprintf(`[{"id": %d, "corrected_text": "Keep the records for ten years."}]`, row))
+			require.Eventually(t, func() bool {
+				for _, r := range srv.Table("Documents") {
+					if c, _ := r["corrections"].(int64); c == 1 {
+						return true
+					}
+					if c, _ := r["corrections"].(float64); c == 1 {
+						return true
+					}
+				}
+				return false
+			}, 20*time.Second, 20*time.Millisecond, "the daemon's run applied the correction")
+		})
+	}
+}
+
+// TestHeldStoreKeepsOptionalInterfaces: the store a daemon's run sees
+// keeps what the pipeline asks of state by type assertion.
+func TestHeldStoreKeepsOptionalInterfaces(t *testing.T) {
+	t.Parallel()
+	store, err := pipeline.OpenStore(t.Context(), config.State{Driver: "sqlite", Path: t.TempDir() + "/state.db"})
+	require.NoError(t, err)
+	defer store.Close()
+	h := heldStore(store)
+	_, ok := h.(state.ReviewStore)
+	require.True(t, ok, "review state")
+	_, ok = h.(state.OriginIndex)
+	require.True(t, ok, "the origin index a Grist source follows rows by")
+	unlock, err := h.Lock(t.Context(), "docs")
+	require.NoError(t, err)
+	require.NoError(t, unlock())
+}
