@@ -25,7 +25,7 @@ type CypherInput struct {
 
 // CypherOutput is the result of tool cypher.
 type CypherOutput struct {
-	Pipeline string  `json:"pipeline"`
+	Pipeline string   `json:"pipeline"`
 	Columns  []string `json:"columns"`
 	Rows     [][]any  `json:"rows"`
 	// Truncated reports more rows than the cap; add LIMIT or aggregate.

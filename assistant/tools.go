@@ -268,8 +268,8 @@ type LookupInput struct {
 
 // LookupOutput is the result of tool lookup.
 type LookupOutput struct {
-	Pipeline string                      `json:"pipeline"`
-	Address  string                      `json:"address"`
+	Pipeline string                   `json:"pipeline"`
+	Address  string                   `json:"address"`
 	Nodes    []retrieval.LookupResult `json:"nodes"`
 }
 
