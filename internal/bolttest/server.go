@@ -267,6 +267,13 @@ type Answer struct {
 	// Fail, when set, fails the query instead (as FailNext would), for
 	// answers that depend on state, like a duplicate index.
 	Fail *Failure
+	// Type is the query type of the summary ("r", "w", "rw", "s"); empty
+	// means "r" for an answer with fields, else "w". Memgraph computes it
+	// from the plan: "rw" for a plan with a write, and also for one that
+	// reads nothing from the graph (RETURN 1, UNWIND $list … RETURN) and
+	// for every EXPLAIN (src/query/plan/read_write_type_checker.cpp
+	// TypeToString; memgraph/memgraph#2777).
+	Type string
 }
 
 // Notification is one summary notification.
@@ -415,7 +422,8 @@ type stream struct {
 	fields   []string
 	rows     [][]any
 	pos      int
-	read     bool // handler answered: SUCCESS type "r"
+	read     bool   // handler answered: SUCCESS type "r"
+	typ      string // handler's Answer.Type, "" for the default
 	notes    []Notification
 	failPull *Failure
 	failEnd  *Failure
@@ -733,6 +741,7 @@ func (c *conn) run(fields []any) error {
 		if a, ok := h(*q); ok {
 			st.fields, st.rows, st.notes = a.Fields, a.Rows, a.Notifications
 			st.read = len(a.Fields) > 0
+			st.typ = a.Type
 			if a.Fail != nil {
 				switch {
 				case a.Fail.OnPull:
@@ -807,6 +816,9 @@ func (c *conn) pull(fields []any, records bool) error {
 	typ := "w"
 	if st.read {
 		typ = "r"
+	}
+	if st.typ != "" {
+		typ = st.typ
 	}
 	meta := map[string]any{"type": typ, "t_last": int64(0)}
 	if len(st.notes) > 0 {
