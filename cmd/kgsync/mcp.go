@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"log/slog"
+	"net/http"
 	"runtime/debug"
+	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/kgsync/kgsync/assistant"
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/state"
 )
 
 func newMCPCmd(g *globals) *cobra.Command {
@@ -29,7 +34,7 @@ Logs go to stderr; docs/assistant-tools.md describes each tool.`,
 				return err
 			}
 			defer e.Close()
-			srv, closeAll, err := buildAssistant(ctx, e, args)
+			srv, closeAll, err := buildAssistant(ctx, e.cfg, e.store, e.log, args)
 			if err != nil {
 				return err
 			}
@@ -42,8 +47,8 @@ Logs go to stderr; docs/assistant-tools.md describes each tool.`,
 
 // buildAssistant builds the named pipelines (all when none is named) and
 // an assistant server over them; closeAll closes their sinks.
-func buildAssistant(ctx context.Context, e *env, names []string) (*assistant.Server, func(), error) {
-	pcs, err := e.selectPipelines(names)
+func buildAssistant(ctx context.Context, cfg *config.Config, store state.Store, log *slog.Logger, names []string) (*assistant.Server, func(), error) {
+	pcs, err := (&env{cfg: cfg}).selectPipelines(names)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,14 +59,14 @@ func buildAssistant(ctx context.Context, e *env, names []string) (*assistant.Ser
 		}
 	}
 	for _, pc := range pcs {
-		p, err := pipeline.Build(ctx, e.cfg, pc, e.store, e.log)
+		p, err := pipeline.Build(ctx, cfg, pc, store, log)
 		if err != nil {
 			closeAll()
 			return nil, nil, err
 		}
 		ps = append(ps, p)
 	}
-	srv, err := assistant.New(assistantOptions(e.cfg, ps, e))
+	srv, err := assistant.New(assistant.Options{Pipelines: ps, Playbook: cfg.Assistant.Playbook, Version: buildVersion(), Logger: log})
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -69,8 +74,46 @@ func buildAssistant(ctx context.Context, e *env, names []string) (*assistant.Ser
 	return srv, closeAll, nil
 }
 
-func assistantOptions(cfg *config.Config, ps []*pipeline.Pipeline, e *env) assistant.Options {
-	return assistant.Options{Pipelines: ps, Playbook: cfg.Assistant.Playbook, Version: buildVersion(), Logger: e.log}
+// mcpHandler serves the assistant tools over streamable HTTP for the
+// daemon's /mcp. It builds the pipelines on the first request (a Memgraph
+// that is down at start does not stop the daemon) and again after a
+// failed build, answering 503 with the reason meanwhile.
+type mcpHandler struct {
+	cfg   *config.Config
+	store state.Store
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	h       http.Handler
+	closeFn func()
+}
+
+func (m *mcpHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	m.mu.Lock()
+	if m.h == nil {
+		srv, closeAll, err := buildAssistant(r.Context(), m.cfg, m.store, m.log, nil)
+		if err != nil {
+			m.mu.Unlock()
+			m.log.Warn("mcp: build the assistant tools", "err", err)
+			http.Error(rw, "assistant tools unavailable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		m.closeFn = closeAll
+		m.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() },
+			&mcp.StreamableHTTPOptions{Logger: m.log})
+	}
+	h := m.h
+	m.mu.Unlock()
+	h.ServeHTTP(rw, r)
+}
+
+// Close closes the pipelines' sinks.
+func (m *mcpHandler) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closeFn != nil {
+		m.closeFn()
+	}
 }
 
 // buildVersion is the module version kgsync was built as ("(devel)" from a
