@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -17,6 +21,7 @@ import (
 )
 
 func newMCPCmd(g *globals) *cobra.Command {
+	var listen string
 	cmd := &cobra.Command{
 		Use:   "mcp [PIPELINE...]",
 		Short: "Serve the pipelines' graph to an assistant over MCP on stdin/stdout",
@@ -26,7 +31,11 @@ schema, search, lookup, term, neighbors, rows and, on a Memgraph sink,
 cypher (read-only); the data model as resource kgsync://schema/PIPELINE
 and the config's assistant.playbook as prompt "playbook". Every tool only
 reads: state and the sink are never written, so a sync can run beside it.
-Logs go to stderr; docs/assistant-tools.md describes each tool.`,
+Logs go to stderr; docs/assistant-tools.md describes each tool.
+
+--http 127.0.0.1:PORT serves the same over streamable HTTP at /mcp on a
+loopback address instead (no token: for a local client or the protocol
+conformance suite; the daemon serves /mcp behind its API token).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			e, err := g.openRead(ctx)
@@ -39,9 +48,13 @@ Logs go to stderr; docs/assistant-tools.md describes each tool.`,
 				return err
 			}
 			defer closeAll()
+			if listen != "" {
+				return serveMCPHTTP(ctx, g, srv, listen)
+			}
 			return srv.RunStdio(ctx)
 		},
 	}
+	cmd.Flags().StringVar(&listen, "http", "", "serve streamable HTTP at /mcp on this loopback host:port instead of stdio")
 	return cmd
 }
 
@@ -123,4 +136,34 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// serveMCPHTTP serves srv at /mcp on listen, a loopback address, until ctx
+// is done.
+func serveMCPHTTP(ctx context.Context, g *globals, srv *assistant.Server, listen string) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("--http %q: %w", listen, err)}
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return &exitError{code: 2, err: fmt.Errorf("--http %q: not a loopback address; serve other machines through the daemon's /mcp, behind its API token", listen)}
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", listen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(g.stderr, "kgsync mcp: serving http://%s/mcp\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
