@@ -559,7 +559,11 @@ func sortGroups(gs []Group) {
 
 // output is the output's frame: anchor and the equivalent Cypher.
 func (pl *plan) output() RowsOutput {
-	q, params := pl.cypher("list")
+	kind := "list"
+	if pl.in.Count {
+		kind = "count"
+	}
+	q, params := pl.cypher(kind)
 	return RowsOutput{Anchor: pl.anchors[len(pl.anchors)-1], Offset: pl.in.Offset, Rows: []RowResult{}, Cypher: q, Params: params}
 }
 
