@@ -83,3 +83,37 @@ func TestNeighborsOnGraph(t *testing.T) {
 	require.Equal(t, map[string]any{"fqcc": "0701000000"}, out.Edges[1].Props)
 	require.Equal(t, "hs_code:0701", srv.Queries()[0].Params["id"])
 }
+
+// TestEveryToolOnGraph calls the state-backed tools and search on a
+// pipeline whose sink is Memgraph: search takes its vector hits from
+// Memgraph's index, the others answer as on the default.
+func TestEveryToolOnGraph(t *testing.T) {
+	srv, a, _ := serveGraph(t, assistant.Options{})
+	srv.Answer(func(q bolttest.Query) (bolttest.Answer, bool) {
+		switch {
+		case strings.Contains(q.Text, "vector_search.search") && q.Params["index"] == "faq_question_embedding":
+			return bolttest.Answer{Fields: []string{"fetched", "hits"}, Rows: [][]any{{int64(1), []any{[]any{"faq:133", 0.9}}}}, Type: "r"}, true
+		case strings.Contains(q.Text, "vector_search.search") || strings.Contains(q.Text, "text_search."):
+			return bolttest.Answer{Fields: []string{"fetched", "hits"}, Rows: [][]any{{int64(0), []any{}}}, Type: "r"}, true
+		}
+		return bolttest.Answer{}, false
+	})
+	cs := connect(t, a)
+	var out assistant.SearchOutput
+	call(t, cs, "search", map[string]any{"query": "is a package from an affected area safe", "anchor": "faq", "attribute": "question"}, &out)
+	require.NotEmpty(t, out.Hits, "%+v", out)
+	require.Equal(t, "faq:133", out.Hits[0].ID)
+	var sc assistant.SchemaOutput
+	call(t, cs, "schema", map[string]any{}, &sc)
+	require.Equal(t, "memgraph", sc.Pipelines[0].Sink)
+	var tools []string
+	res, err := cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	for _, tool := range res.Tools {
+		tools = append(tools, tool.Name)
+	}
+	require.Contains(t, tools, "cypher")
+	for _, q := range srv.Queries() {
+		require.False(t, q.Committed && q.Tx != 0, q.Text)
+	}
+}

@@ -3,6 +3,8 @@ package assistant_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -230,4 +232,26 @@ func TestSchemaResourceAndPlaybookPrompt(t *testing.T) {
 	text := p.Messages[0].Content.(*mcp.TextContent).Text
 	require.Contains(t, text, "rows")
 	require.Contains(t, text, "# Data model of pipeline tables")
+}
+
+// TestPlaybookFromFile serves the configured playbook file as the prompt,
+// read on each request, and reports a missing file.
+func TestPlaybookFromFile(t *testing.T) {
+	ctx := context.Background()
+	_, store, ps, err := build(ctx, quickstart(t))
+	require.NoError(t, err)
+	defer store.Close()
+	path := filepath.Join(t.TempDir(), "playbook.md")
+	require.NoError(t, os.WriteFile(path, []byte("Count with rows, never with search.\n"), 0o600))
+	srv, err := assistant.New(assistant.Options{Pipelines: ps, Playbook: path})
+	require.NoError(t, err)
+	cs := connect(t, srv)
+	p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "playbook"})
+	require.NoError(t, err)
+	text := p.Messages[0].Content.(*mcp.TextContent).Text
+	require.True(t, strings.HasPrefix(text, "Count with rows, never with search.\n"), text)
+	require.Contains(t, text, "# Data model of pipeline docs")
+	require.NoError(t, os.Remove(path))
+	_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "playbook"})
+	require.ErrorContains(t, err, "playbook.md")
 }
