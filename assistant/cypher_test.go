@@ -26,10 +26,9 @@ var (
 )
 
 // emulateMemgraph answers like Memgraph 3.x: DDL fails inside explicit
-// transactions ("multicommand transactions", docs/memgraph.md §2), a
-// write plan fails in a read transaction (AccessorCompliance: "Accessor
-// type … and query type … are misaligned!"), and the summary carries the
-// plan's type.
+// transactions ("multicommand transactions", docs/memgraph.md §2), and
+// each query gets its plan's type and whether it writes, which the Bolt
+// test server turns into Memgraph's refusal in a read transaction.
 func emulateMemgraph(srv *bolttest.Server) {
 	srv.Answer(func(q bolttest.Query) (bolttest.Answer, bool) {
 		q.Text = comments.ReplaceAllString(q.Text, " ")
@@ -37,15 +36,11 @@ func emulateMemgraph(srv *bolttest.Server) {
 			return bolttest.Answer{Fail: &bolttest.Failure{Code: bolttest.CodeClient,
 				Message: "Index manipulation is not allowed in multicommand transactions. Please run it outside a transaction."}}, true
 		}
-		typ := "rw"
-		if planReads.MatchString(q.Text) && !planWrites.MatchString(q.Text) {
+		typ, writes := "rw", planWrites.MatchString(q.Text)
+		if planReads.MatchString(q.Text) && !writes {
 			typ = "r"
 		}
-		if planWrites.MatchString(q.Text) && q.Tx != 0 && q.Meta["mode"] == "r" {
-			return bolttest.Answer{Fail: &bolttest.Failure{Code: bolttest.CodeClient,
-				Message: "Accessor type READ and query type RW are misaligned!"}}, true
-		}
-		return bolttest.Answer{Fields: []string{"n"}, Rows: [][]any{{int64(1)}, {int64(2)}, {int64(3)}}, Type: typ}, true
+		return bolttest.Answer{Fields: []string{"n"}, Rows: [][]any{{int64(1)}, {int64(2)}, {int64(3)}}, Type: typ, Writes: writes}, true
 	})
 }
 

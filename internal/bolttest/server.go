@@ -274,6 +274,12 @@ type Answer struct {
 	// for every EXPLAIN (src/query/plan/read_write_type_checker.cpp
 	// TypeToString; memgraph/memgraph#2777).
 	Type string
+	// Writes reports that the query's plan writes (Memgraph's plan type W
+	// or RW; Type then defaults to "rw"). In an explicit transaction begun
+	// with mode "r" the query fails as Memgraph 3.2+ fails it
+	// (AccessorCompliance in src/query/interpreter.cpp: "Accessor type
+	// READ and query type RW are misaligned!"), reported on the RUN.
+	Writes bool
 }
 
 // Notification is one summary notification.
@@ -742,6 +748,12 @@ func (c *conn) run(fields []any) error {
 			st.fields, st.rows, st.notes = a.Fields, a.Rows, a.Notifications
 			st.read = len(a.Fields) > 0
 			st.typ = a.Type
+			if a.Writes && st.typ == "" {
+				st.typ = "rw"
+			}
+			if a.Writes && c.tx != nil && c.tx.meta["mode"] == "r" {
+				return c.inject(Failure{Code: CodeClient, Message: "Accessor type READ and query type RW are misaligned!"}, q)
+			}
 			if a.Fail != nil {
 				switch {
 				case a.Fail.OnPull:
