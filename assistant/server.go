@@ -176,6 +176,40 @@ type view struct {
 	rowsOnce sync.Once
 	rows     *table
 	rowsErr  error
+
+	unitsOnce sync.Once
+	units     map[string]map[string]bool // anchor → embeddable attributes with units
+	unitsErr  error
+}
+
+// searchable returns, by anchor, the attributes search can restrict to.
+func (v *view) searchable(ctx context.Context) (map[string]map[string]bool, error) {
+	v.unitsOnce.Do(func() {
+		c, err := v.corpus.Corpus(ctx)
+		if err != nil {
+			v.unitsErr = err
+			return
+		}
+		v.units = map[string]map[string]bool{}
+		for _, u := range c.Units {
+			if v.units[u.NodeLabel] == nil {
+				v.units[u.NodeLabel] = map[string]bool{}
+			}
+			attr := u.Attribute()
+			if u.Label == retrieval.LabelChunk {
+				if i := strings.LastIndex(u.Address, u.Node+"#"); i >= 0 {
+					attr = u.Address[i+len(u.Node)+1:]
+					if j := strings.IndexAny(attr, " ›"); j >= 0 {
+						attr = attr[:j]
+					}
+				}
+			}
+			if attr != "" {
+				v.units[u.NodeLabel][attr] = true
+			}
+		}
+	})
+	return v.units, v.unitsErr
 }
 
 // cachedCorpus loads a pipeline's corpus once for search, term and

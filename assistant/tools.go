@@ -224,6 +224,19 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 	if err != nil {
 		return nil, out, err
 	}
+	if in.Anchor != "" {
+		units, err := v.searchable(ctx)
+		if err != nil {
+			return nil, out, err
+		}
+		attrs, ok := units[in.Anchor]
+		if !ok {
+			return nil, out, fmt.Errorf("anchor %q has nothing to search; anchors with embedded text: %s", in.Anchor, strings.Join(sortedKeys(units), ", "))
+		}
+		if in.Attribute != "" && !attrs[in.Attribute] {
+			return nil, out, fmt.Errorf("attribute %q of anchor %s is not embeddable; searchable: %s", in.Attribute, in.Anchor, strings.Join(sortedKeys(attrs), ", "))
+		}
+	}
 	res, err := v.srch.Search(ctx, in.Query, retrieval.Options{K: in.K, Anchor: in.Anchor, Attribute: in.Attribute})
 	if err != nil {
 		return nil, out, err

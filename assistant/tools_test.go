@@ -177,6 +177,12 @@ func TestSearchTool(t *testing.T) {
 		require.Equal(t, "description", h.Attribute)
 		require.True(t, strings.HasPrefix(h.ID, "hs_code:"), h.ID)
 	}
+	msg := callErr(t, cs, "search", map[string]any{"pipeline": "tables", "query": "horses", "anchor": "cn_code", "attribute": "code"})
+	require.Contains(t, msg, `attribute "code" of anchor cn_code is not embeddable; searchable: description`)
+	msg = callErr(t, cs, "search", map[string]any{"pipeline": "tables", "query": "horses", "anchor": "hs_code"})
+	require.Contains(t, msg, `anchor "hs_code" has nothing to search`)
+	call(t, cs, "search", map[string]any{"pipeline": "tables", "query": "masks", "anchor": "faq", "attribute": "answer"}, &out)
+	require.NotEmpty(t, out.Hits)
 	call(t, cs, "search", map[string]any{"pipeline": "docs", "query": "What should the by parameter contain in its default configuration?", "expand": true}, &out)
 	require.NotEmpty(t, out.Hits)
 	require.Positive(t, out.ContextTokens)
