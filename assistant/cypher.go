@@ -2,6 +2,7 @@ package assistant
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,7 +29,8 @@ type CypherOutput struct {
 	Pipeline string   `json:"pipeline"`
 	Columns  []string `json:"columns"`
 	Rows     [][]any  `json:"rows"`
-	// Truncated reports more rows than the cap; add LIMIT or aggregate.
+	// Truncated reports more rows than the cap (MaxRows, or 4 MiB of
+	// JSON); add LIMIT or aggregate.
 	Truncated bool `json:"truncated,omitempty"`
 	MaxRows   int  `json:"max_rows"`
 }
@@ -223,15 +225,28 @@ func (s *Server) toolCypher(ctx context.Context, _ *mcp.CallToolRequest, in Cyph
 		return nil, out, fmt.Errorf("refused: Memgraph planned the query as %q, not read-only \"r\" (a query that writes, or that reads nothing from the graph such as RETURN 1 alone); its transaction was rolled back", res.Type)
 	}
 	out.Columns, out.Truncated = res.Fields, res.Truncated
+	size := 0
 	for _, r := range res.Rows {
 		row := make([]any, len(r))
 		for i, v := range r {
 			row[i] = plain(v)
 		}
+		b, err := json.Marshal(row)
+		if err != nil {
+			return nil, out, fmt.Errorf("row %d: %w", len(out.Rows), err)
+		}
+		if size += len(b); size > maxCypherBytes {
+			out.Truncated = true
+			break
+		}
 		out.Rows = append(out.Rows, row)
 	}
 	return nil, out, nil
 }
+
+// maxCypherBytes bounds the JSON of a cypher answer's rows; past it the
+// answer is truncated like past the row cap.
+const maxCypherBytes = 4 << 20
 
 // plain turns driver values into JSON-friendly ones: nodes and
 // relationships as maps without vector properties.
