@@ -270,7 +270,8 @@ func (f Filter) cypher(x string, params map[string]any) string {
 		return "$" + name
 	}
 	eqc := func(v any) string {
-		if _, ok := v.(string); ok {
+		// ids are strings: comparing them directly keeps the id index usable.
+		if _, ok := v.(string); ok && f.Attribute != "id" {
 			return fmt.Sprintf("toString(%s) = %s", prop, param(v))
 		}
 		return fmt.Sprintf("%s = %s", prop, param(v))

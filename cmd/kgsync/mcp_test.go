@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -130,4 +131,37 @@ func TestDaemonServesMCP(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tools.Tools, 6)
 	require.Equal(t, 19, rowsTotal(t, cs))
+}
+
+// TestEvalStructured runs `kgsync eval --structured` on the quick start's
+// structured golden set: rows passes --min-rows 0.95 and the report has
+// the search-only baselines beside it.
+func TestEvalStructured(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, _, errOut := kgsync(t, "sync", "tables", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	golden := filepath.Join(filepath.Dir(cfg), "golden-tables.jsonl")
+	code, out, errOut := kgsync(t, "eval", "--config", cfg, "--pipeline", "tables", "--structured", golden, "--min-rows", "0.95", "--json")
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		Questions int `json:"questions"`
+		Tools     []struct {
+			Tool      string  `json:"tool"`
+			ExactList float64 `json:"exact_list"`
+			Count     float64 `json:"count"`
+		} `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, 33, rep.Questions)
+	require.Len(t, rep.Tools, 3)
+	require.Equal(t, "rows", rep.Tools[0].Tool)
+	require.Equal(t, 1.0, rep.Tools[0].ExactList)
+	require.Equal(t, "search", rep.Tools[1].Tool)
+
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"id": "x", "question": "q", "kind": "count", "answers": [], "count": 5, "rows": {"anchor": "guide"}}`+"\n"), 0o600))
+	code, _, errOut = kgsync(t, "eval", "--config", cfg, "--pipeline", "tables", "--structured", bad, "--min-rows", "0.95")
+	require.Equal(t, 4, code, errOut)
+	require.Contains(t, errOut, "below --min-rows")
 }
