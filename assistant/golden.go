@@ -149,7 +149,12 @@ func searchK(n int) int { return min(max(n, 5), 50) }
 // without and with the question's anchor/attribute by recall, complete
 // list and the number of rows it returned, the answer a search-only
 // assistant would give.
-func (s *Server) Eval(ctx context.Context, name string, qs []Question) (*EvalReport, error) {
+func (s *Server) Eval(ctx context.Context, name string, qs []Question) (rep *EvalReport, err error) {
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			s.dropViews()
+		}
+	}()
 	p, err := s.pipelineFor(name)
 	if err != nil {
 		return nil, err
@@ -158,7 +163,7 @@ func (s *Server) Eval(ctx context.Context, name string, qs []Question) (*EvalRep
 	if err != nil {
 		return nil, err
 	}
-	rep := &EvalReport{Pipeline: p.Name, Questions: len(qs)}
+	rep = &EvalReport{Pipeline: p.Name, Questions: len(qs)}
 	for _, q := range qs {
 		qsc := QuestionScore{ID: q.ID, Kind: q.Kind, Tools: map[string]QuestionResult{}}
 		if q.Rows != nil {

@@ -252,6 +252,13 @@ func (s *Server) viewOf(ctx context.Context, p *pipeline.Pipeline) (*view, error
 	return v, nil
 }
 
+// dropViews forgets every view; the next call builds its view anew.
+func (s *Server) dropViews() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.views)
+}
+
 // rowsOf returns the view's rows snapshot, reading it from state on first
 // use.
 func (v *view) rowsOf(ctx context.Context, p *pipeline.Pipeline) (*table, error) {

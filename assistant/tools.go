@@ -39,14 +39,27 @@ const (
 )
 
 func (s *Server) addTools() {
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "schema", Description: descSchema, Annotations: readOnly("Data model")}, s.toolSchema)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "search", Description: descSearch, Annotations: readOnly("Search")}, s.toolSearch)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "lookup", Description: descLookup, Annotations: readOnly("Look up an address")}, s.toolLookup)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "term", Description: descTerm, Annotations: readOnly("Term definitions")}, s.toolTerm)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "neighbors", Description: descNeigh, Annotations: readOnly("Neighbours of a node")}, s.toolNeighbors)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "rows", Description: descRows, Annotations: readOnly("Rows: exact filters, counts, lists")}, s.toolRows)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "schema", Description: descSchema, Annotations: readOnly("Data model")}, dropOnCancel(s, s.toolSchema))
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "search", Description: descSearch, Annotations: readOnly("Search")}, dropOnCancel(s, s.toolSearch))
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "lookup", Description: descLookup, Annotations: readOnly("Look up an address")}, dropOnCancel(s, s.toolLookup))
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "term", Description: descTerm, Annotations: readOnly("Term definitions")}, dropOnCancel(s, s.toolTerm))
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "neighbors", Description: descNeigh, Annotations: readOnly("Neighbours of a node")}, dropOnCancel(s, s.toolNeighbors))
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "rows", Description: descRows, Annotations: readOnly("Rows: exact filters, counts, lists")}, dropOnCancel(s, s.toolRows))
 	if s.hasGraph() {
-		mcp.AddTool(s.mcp, &mcp.Tool{Name: "cypher", Description: descCypher, Annotations: readOnly("Read-only Cypher")}, s.toolCypher)
+		mcp.AddTool(s.mcp, &mcp.Tool{Name: "cypher", Description: descCypher, Annotations: readOnly("Read-only Cypher")}, dropOnCancel(s, s.toolCypher))
+	}
+}
+
+// dropOnCancel wraps a tool handler: when a call fails because its
+// context ended, the views it may have been loading are dropped, so a
+// cancelled first load is not kept as the state's answer.
+func dropOnCancel[In, Out any](s *Server, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		res, out, err := h(ctx, req, in)
+		if err != nil && ctx.Err() != nil {
+			s.dropViews()
+		}
+		return res, out, err
 	}
 }
 
@@ -379,7 +392,7 @@ func (s *Server) toolTerm(ctx context.Context, _ *mcp.CallToolRequest, in TermIn
 
 // RowsTool answers tool rows; exported for kgsync eval, which scores it.
 func (s *Server) Rows(ctx context.Context, in RowsInput) (RowsOutput, error) {
-	_, out, err := s.toolRows(ctx, nil, in)
+	_, out, err := dropOnCancel(s, s.toolRows)(ctx, nil, in)
 	return out, err
 }
 

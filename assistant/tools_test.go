@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/assistant"
+	"github.com/kgsync/kgsync/state"
 )
 
 // call calls tool name with args and decodes its structured result into
@@ -260,4 +261,39 @@ func TestPlaybookFromFile(t *testing.T) {
 	require.NoError(t, os.Remove(path))
 	_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "playbook"})
 	require.ErrorContains(t, err, "playbook.md")
+}
+
+// cancelAfterRuns is a store that cancels a context once the server has
+// read the runs: the view's first load then runs with a cancelled context.
+type cancelAfterRuns struct {
+	state.Store
+	cancel func()
+}
+
+func (c cancelAfterRuns) RunList(ctx context.Context, pipeline string, limit int) ([]state.Run, error) {
+	runs, err := c.Store.RunList(ctx, pipeline, limit)
+	c.cancel()
+	return runs, err
+}
+
+// TestCancelledFirstLoadIsNotKept: a call whose context ends while the
+// view loads fails, and the next call loads it again instead of repeating
+// the cancellation.
+func TestCancelledFirstLoadIsNotKept(t *testing.T) {
+	ctx := context.Background()
+	_, store, ps, err := build(ctx, quickstart(t))
+	require.NoError(t, err)
+	defer store.Close()
+	first, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, p := range ps {
+		p.Store = cancelAfterRuns{Store: p.Store, cancel: cancel}
+	}
+	srv, err := assistant.New(assistant.Options{Pipelines: ps})
+	require.NoError(t, err)
+	_, err = srv.Rows(first, assistant.RowsInput{Pipeline: "tables", Anchor: "guide"})
+	require.ErrorIs(t, err, context.Canceled)
+	out, err := srv.Rows(ctx, assistant.RowsInput{Pipeline: "tables", Anchor: "guide"})
+	require.NoError(t, err)
+	require.Equal(t, 19, out.Total)
 }
