@@ -29,6 +29,9 @@ type Config struct {
 	// Daemon configures `kgsync daemon`: its HTTP server, webhooks, API and
 	// shutdown.
 	Daemon Daemon `yaml:"daemon"`
+	// Assistant configures the assistant tools (`kgsync mcp`, the
+	// daemon's /mcp).
+	Assistant Assistant `yaml:"assistant,omitempty"`
 	// Pipelines are the configured flows, run in the order given.
 	Pipelines []Pipeline `yaml:"pipelines"`
 
@@ -250,6 +253,15 @@ type Eval struct {
 	// Golden is the golden set file (JSON Lines), relative to the config
 	// file.
 	Golden string `yaml:"golden"`
+}
+
+// Assistant configures the MCP server of the assistant tools
+// (docs/assistant-tools.md).
+type Assistant struct {
+	// Playbook is a Markdown file served as the prompt "playbook" (which
+	// tools in which order for which kind of question), relative to the
+	// config file; empty serves the built-in playbook.
+	Playbook string `yaml:"playbook,omitempty"`
 }
 
 // SearchWeights are the reciprocal rank fusion weights; unset keys keep

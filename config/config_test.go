@@ -606,3 +606,17 @@ func TestReviewDefaults(t *testing.T) {
 	require.Equal(t, "Elements", g.ElementsTable)
 	require.Empty(t, c.Pipelines[0].Review.Sources, "every files source")
 }
+
+// TestAssistantPlaybookResolved: assistant.playbook is relative to the
+// config file, like every path.
+func TestAssistantPlaybookResolved(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kgsync.yaml")
+	data := "assistant:\n  playbook: prompts/playbook.md\npipelines:\n  - name: docs\n    sources:\n      - files: {root: docs}\n"
+	require.NoError(t, os.WriteFile(path, []byte(data), 0o600))
+	c, err := config.Load(path)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "prompts", "playbook.md"), c.Assistant.Playbook)
+	_, err = config.Parse([]byte("assistant: {play_book: x}\n"), "")
+	require.ErrorContains(t, err, `unknown key "play_book" in assistant`)
+}

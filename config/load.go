@@ -87,6 +87,7 @@ func parse(data []byte, dir, name string, lookup func(string) (string, bool)) (*
 
 	c.complete()
 	c.State.Path = c.resolve(c.State.Path)
+	c.Assistant.Playbook = c.resolve(c.Assistant.Playbook)
 	if c.Sink != nil {
 		c.resolveSink(c.Sink)
 	}

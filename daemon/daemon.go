@@ -95,6 +95,9 @@ type Options struct {
 	// an address that is not loopback (it logs a warning then); without
 	// it Run refuses with ErrOpenAPI (`kgsync daemon --insecure-no-auth`).
 	InsecureNoAuth bool
+	// MCP, when set, serves the assistant tools (package assistant) at
+	// /mcp, behind the API's bearer token like /api.
+	MCP http.Handler
 }
 
 // Daemon serves the pipelines of one config. Create it with New, start it
@@ -115,6 +118,7 @@ type Daemon struct {
 	limits  HTTPLimits
 	// insecure allows an open API on a non-loopback address
 	insecure bool
+	mcp      http.Handler // /mcp, nil: not served
 
 	verify      VerifyFunc               // nil: no periodic verify
 	verifyGauge *prometheus.GaugeVec     // kgsync_verify_differences{pipeline}
@@ -169,6 +173,7 @@ func New(opts Options) (*Daemon, error) {
 		cfg: opts.Config.Daemon, store: opts.Store, gens: gens, runner: opts.Runner,
 		checks: map[string]Pinger{}, rowSink: opts.RowSink, log: opts.Logger, clock: opts.Clock,
 		workers: map[string]*worker{}, limits: opts.HTTP.withDefaults(), insecure: opts.InsecureNoAuth, dropped: map[string]int64{},
+		mcp: opts.MCP,
 	}
 	if d.cfg.PollInterval <= 0 {
 		d.cfg.PollInterval = config.DefaultDaemonPollInterval

@@ -29,6 +29,7 @@ import (
 //	GET  /healthz                           200 while the process serves
 //	GET  /readyz                            200 when state (and each check) answers, else 503
 //	GET  /metrics                           Prometheus text format
+//	     /mcp                               the assistant tools (MCP streamable HTTP), with Options.MCP
 func (d *Daemon) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /hooks/grist/{pipeline}/{table}", d.handleHook)
@@ -41,6 +42,9 @@ func (d *Daemon) routes() http.Handler {
 		writeJSON(rw, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", d.handleReady)
+	if d.mcp != nil {
+		mux.Handle("/mcp", d.api(d.mcp.ServeHTTP))
+	}
 	if d.gather != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(d.gather, promhttp.HandlerOpts{}))
 	}

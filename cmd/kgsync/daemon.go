@@ -107,12 +107,15 @@ func runDaemon(ctx context.Context, g *globals, listen string, insecure bool) er
 		checks["sink of "+pc.Name] = c
 	}
 
+	mcpH := &mcpHandler{cfg: cfg, store: store, log: log}
+	defer mcpH.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d, err := daemon.New(daemon.Options{
 		Config: cfg, Store: store, Runner: &pipelineRunner{cfg: cfg, store: store, log: log},
 		Checks: checks, Registerer: reg, Gatherer: reg, Logger: log,
 		Verify: daemonVerify(cfg, store, log), Eval: daemonEval(cfg, store, log), InsecureNoAuth: insecure,
+		MCP: mcpH,
 	})
 	if err != nil {
 		return err

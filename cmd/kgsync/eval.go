@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kgsync/kgsync/assistant"
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/daemon"
 	"github.com/kgsync/kgsync/pipeline"
@@ -23,6 +24,8 @@ func newEvalCmd(g *globals) *cobra.Command {
 		k, budget, flatTokens   int
 		asJSON, verbose         bool
 		minRecall, minSufficent float64
+		structured              string
+		minRows                 float64
 	)
 	cmd := &cobra.Command{
 		Use:   "eval [GOLDEN.jsonl]",
@@ -62,6 +65,9 @@ chunking, data model or embedder.`,
 					return err
 				}
 				pc = pcs[0]
+			}
+			if structured != "" {
+				return evalStructured(ctx, g, e, pc, structured, asJSON, verbose, minRows)
 			}
 			golden := ""
 			switch {
@@ -125,6 +131,8 @@ chunking, data model or embedder.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&structured, "structured", "", "score the assistant tools on a structured golden set (JSON Lines of list, count and vts questions with their expected row ids): rows' complete lists and counts against search-only answers (docs/assistant-tools.md)")
+	cmd.Flags().Float64Var(&minRows, "min-rows", 0, "with --structured: exit 4 when rows' exact-list or count accuracy is below this (0-1)")
 	cmd.Flags().StringVarP(&pipe, "pipeline", "p", "", "pipeline to evaluate (required when the config has several)")
 	cmd.Flags().IntVarP(&k, "k", "k", 0, "hits per question (default: the config's search.k, 5)")
 	cmd.Flags().IntVar(&budget, "budget", 0, "token budget of the expanded context (default: the config's search.budget, 2500)")
@@ -175,4 +183,58 @@ func daemonEval(cfg *config.Config, store state.Store, log *slog.Logger) daemon.
 		}
 		return s, nil
 	}
+}
+
+// evalStructured scores the assistant tools of pipeline pc on the
+// structured golden set in file.
+func evalStructured(ctx context.Context, g *globals, e *env, pc *config.Pipeline, file string, asJSON, verbose bool, minRows float64) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	qs, err := assistant.ReadQuestions(f, file)
+	_ = f.Close()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	srv, closeAll, err := buildAssistant(ctx, e.cfg, e.store, e.log, []string{pc.Name})
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	rep, err := srv.Eval(ctx, pc.Name, qs)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if !verbose {
+			rep.Results = nil
+		}
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(g.stdout, string(b))
+	} else {
+		if err := rep.WriteText(g.stdout); err != nil {
+			return err
+		}
+		if verbose {
+			for _, r := range rep.Results {
+				fmt.Fprintf(g.stdout, "%s\t%s", r.ID, r.Kind)
+				for _, tool := range []string{assistant.ToolRows, assistant.ToolSearch, assistant.ToolSearchRestricted} {
+					if x, ok := r.Tools[tool]; ok {
+						fmt.Fprintf(g.stdout, "\t%s exact=%v count=%d recall=%.2f", tool, x.Exact, x.Count, x.Recall)
+					}
+				}
+				fmt.Fprintln(g.stdout)
+			}
+		}
+	}
+	for _, t := range rep.Tools {
+		if t.Tool == assistant.ToolRows && (t.ExactList < minRows || t.Count < minRows) {
+			return &exitError{code: 4, err: fmt.Errorf("rows: exact list %.3f, count %.3f: below --min-rows %.3f", t.ExactList, t.Count, minRows)}
+		}
+	}
+	return nil
 }

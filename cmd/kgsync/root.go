@@ -72,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		newDaemonCmd(g),
 		newVerifyCmd(g),
 		newGristCmd(g),
+		newMCPCmd(g),
 	)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

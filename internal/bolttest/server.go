@@ -267,6 +267,19 @@ type Answer struct {
 	// Fail, when set, fails the query instead (as FailNext would), for
 	// answers that depend on state, like a duplicate index.
 	Fail *Failure
+	// Type is the query type of the summary ("r", "w", "rw", "s"); empty
+	// means "r" for an answer with fields, else "w". Memgraph computes it
+	// from the plan: "rw" for a plan with a write, and also for one that
+	// reads nothing from the graph (RETURN 1, UNWIND $list … RETURN) and
+	// for every EXPLAIN (src/query/plan/read_write_type_checker.cpp
+	// TypeToString; memgraph/memgraph#2777).
+	Type string
+	// Writes reports that the query's plan writes (Memgraph's plan type W
+	// or RW; Type then defaults to "rw"). In an explicit transaction begun
+	// with mode "r" the query fails as Memgraph 3.2+ fails it
+	// (AccessorCompliance in src/query/interpreter.cpp: "Accessor type
+	// READ and query type RW are misaligned!"), reported on the RUN.
+	Writes bool
 }
 
 // Notification is one summary notification.
@@ -415,7 +428,8 @@ type stream struct {
 	fields   []string
 	rows     [][]any
 	pos      int
-	read     bool // handler answered: SUCCESS type "r"
+	read     bool   // handler answered: SUCCESS type "r"
+	typ      string // handler's Answer.Type, "" for the default
 	notes    []Notification
 	failPull *Failure
 	failEnd  *Failure
@@ -733,6 +747,13 @@ func (c *conn) run(fields []any) error {
 		if a, ok := h(*q); ok {
 			st.fields, st.rows, st.notes = a.Fields, a.Rows, a.Notifications
 			st.read = len(a.Fields) > 0
+			st.typ = a.Type
+			if a.Writes && st.typ == "" {
+				st.typ = "rw"
+			}
+			if a.Writes && c.tx != nil && c.tx.meta["mode"] == "r" {
+				return c.inject(Failure{Code: CodeClient, Message: "Accessor type READ and query type RW are misaligned!"}, q)
+			}
 			if a.Fail != nil {
 				switch {
 				case a.Fail.OnPull:
@@ -807,6 +828,9 @@ func (c *conn) pull(fields []any, records bool) error {
 	typ := "w"
 	if st.read {
 		typ = "r"
+	}
+	if st.typ != "" {
+		typ = st.typ
 	}
 	meta := map[string]any{"type": typ, "t_last": int64(0)}
 	if len(st.notes) > 0 {

@@ -703,3 +703,44 @@ func TestDelay(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, time.Since(start), d)
 }
+
+// TestAnswerTypeAndReadAccess: the summary carries the answer's query
+// type, and a writing plan fails in a read transaction as Memgraph's
+// AccessorCompliance fails it, while it runs in a write one.
+func TestAnswerTypeAndReadAccess(t *testing.T) {
+	s := Start(t)
+	s.Answer(func(q Query) (Answer, bool) {
+		switch q.Text {
+		case "RETURN 1":
+			return Answer{Fields: []string{"1"}, Rows: [][]any{{int64(1)}}, Type: "rw"}, true
+		case "CREATE (n)":
+			return Answer{Writes: true}, true
+		}
+		return Answer{}, false
+	})
+	ctx := testCtx(t)
+	d := newDriver(t, s, neo4j.NoAuth())
+	read := d.NewSession(ctx, neo4j.SessionConfig{AccessMode: neo4j.AccessModeRead})
+	defer read.Close(ctx)
+	tx, err := read.BeginTransaction(ctx)
+	require.NoError(t, err)
+	res, err := tx.Run(ctx, "RETURN 1", nil)
+	require.NoError(t, err)
+	sum, err := res.Consume(ctx)
+	require.NoError(t, err)
+	require.Equal(t, neo4j.StatementTypeReadWrite, sum.StatementType())
+	_, err = tx.Run(ctx, "CREATE (n)", nil)
+	require.ErrorContains(t, err, "Accessor type READ and query type RW are misaligned!")
+	_ = tx.Rollback(ctx)
+
+	write := d.NewSession(ctx, neo4j.SessionConfig{AccessMode: neo4j.AccessModeWrite})
+	defer write.Close(ctx)
+	tx, err = write.BeginTransaction(ctx)
+	require.NoError(t, err)
+	res, err = tx.Run(ctx, "CREATE (n)", nil)
+	require.NoError(t, err)
+	sum, err = res.Consume(ctx)
+	require.NoError(t, err)
+	require.Equal(t, neo4j.StatementTypeReadWrite, sum.StatementType())
+	require.NoError(t, tx.Commit(ctx))
+}

@@ -1,0 +1,302 @@
+package assistant
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/neo4j/neo4j-go-driver/v5/neo4j/dbtype"
+
+	"github.com/kgsync/kgsync/sink/memgraph"
+)
+
+// CypherInput is the input of tool cypher.
+type CypherInput struct {
+	Pipeline string         `json:"pipeline,omitempty" jsonschema:"the pipeline whose Memgraph to query; required when several are served"`
+	Query    string         `json:"query" jsonschema:"one read-only Cypher statement; use $parameters for values"`
+	Params   map[string]any `json:"params,omitempty" jsonschema:"the query's parameters"`
+	// Embed names parameters whose value is a text embedded with the
+	// pipeline's embedder, for vector_search.search.
+	Embed map[string]string `json:"embed,omitempty" jsonschema:"parameters to fill with the embedding of a text, e.g. {\"vec\": \"live horses\"} for CALL vector_search.search('cn_code_description_embedding', 5, $vec)"`
+}
+
+// CypherOutput is the result of tool cypher.
+type CypherOutput struct {
+	Pipeline string   `json:"pipeline"`
+	Columns  []string `json:"columns"`
+	Rows     [][]any  `json:"rows"`
+	// Truncated reports more rows than the cap (MaxRows, or 4 MiB of
+	// JSON); add LIMIT or aggregate.
+	Truncated bool `json:"truncated,omitempty"`
+	MaxRows   int  `json:"max_rows"`
+}
+
+// The guard of tool cypher. A query runs only if all of these hold, and
+// its transaction is rolled back whatever happens:
+//  1. it is one statement (a trailing ";" aside), its first clause one of
+//     allowedFirst, and none of its words outside strings, comments and
+//     backtick names is a clause that writes (writeClauses): comments
+//     cannot hide a clause, because the check reads the query as Cypher's
+//     lexer does, with comments removed;
+//  2. every procedure it CALLs is allowed by name (procedureAllowed);
+//  3. it runs in a read transaction (Bolt mode "r": Memgraph from 3.2
+//     refuses writes in it), which is always rolled back, with a timeout
+//     and a row cap (memgraph.Sink.Read);
+//  4. the server plans it as a read: the summary's query type is "r".
+//     Memgraph reports "rw" for a plan with a write and for one that reads
+//     nothing from the graph (RETURN 1), "w" for writes only; and EXPLAIN
+//     is "rw" whatever it explains (memgraph/memgraph#2777), so EXPLAIN
+//     and PROFILE are refused in step 1.
+//
+// Memgraph Community has no read-only session, so no single step is the
+// guard; index and constraint DDL are also refused by Memgraph itself
+// inside an explicit transaction (docs/memgraph.md §2).
+var (
+	allowedFirst = []string{"MATCH", "OPTIONAL", "WITH", "UNWIND", "CALL", "RETURN"}
+	writeClauses = []string{"CREATE", "MERGE", "SET", "REMOVE", "DELETE", "DETACH", "DROP", "LOAD", "FOREACH",
+		"ALTER", "GRANT", "REVOKE", "DENY", "TERMINATE", "TRANSACTIONS", "PERIODIC", "IMPORT", "STORAGE", "TRIGGER", "STREAM"}
+)
+
+// procedureAllowed reports whether CALL may name procedure name: the
+// read-only search modules and mg's listing procedures.
+func procedureAllowed(name string) bool {
+	n := strings.ToLower(name)
+	return strings.HasPrefix(n, "vector_search.") || strings.HasPrefix(n, "text_search.") ||
+		n == "mg.procedures" || n == "mg.functions"
+}
+
+// token is a word or a punctuation character of a query.
+type token struct {
+	text string
+	word bool
+	// afterDot reports a word right after "." or "$" (a property or
+	// parameter name, not a clause).
+	afterDot bool
+}
+
+// tokenize reads q as Cypher's lexer does: strings ('…', "…" with
+// backslash escapes), backtick names, // and /* */ comments, words and
+// single punctuation characters. Errors: an unterminated string, name or
+// comment.
+func tokenize(q string) ([]token, error) {
+	var out []token
+	rs := []rune(q)
+	prevDot := false
+	for i := 0; i < len(rs); {
+		c := rs[i]
+		switch {
+		case unicode.IsSpace(c):
+			i++
+			continue
+		case c == '/' && i+1 < len(rs) && rs[i+1] == '/':
+			for i < len(rs) && rs[i] != '\n' {
+				i++
+			}
+			continue
+		case c == '/' && i+1 < len(rs) && rs[i+1] == '*':
+			end := strings.Index(string(rs[i+2:]), "*/")
+			if end < 0 {
+				return nil, fmt.Errorf("unterminated /* comment")
+			}
+			i += 2 + len([]rune(string(rs[i+2:])[:end])) + 2
+			continue
+		case c == '\'' || c == '"' || c == '`':
+			j := i + 1
+			for ; j < len(rs) && rs[j] != c; j++ {
+				if rs[j] == '\\' && c != '`' {
+					j++
+				}
+			}
+			if j >= len(rs) {
+				return nil, fmt.Errorf("unterminated %c", c)
+			}
+			out = append(out, token{text: string(rs[i : j+1])})
+			i = j + 1
+			prevDot = false
+			continue
+		case c == '_' || unicode.IsLetter(c) || unicode.IsDigit(c):
+			j := i
+			for j < len(rs) && (rs[j] == '_' || unicode.IsLetter(rs[j]) || unicode.IsDigit(rs[j])) {
+				j++
+			}
+			out = append(out, token{text: string(rs[i:j]), word: true, afterDot: prevDot})
+			i = j
+			prevDot = false
+			continue
+		}
+		out = append(out, token{text: string(c)})
+		prevDot = c == '.' || c == '$'
+		i++
+	}
+	return out, nil
+}
+
+// checkCypher is step 1 and 2 of the guard: nil when q may be sent, else
+// the reason it is refused.
+func checkCypher(q string) error {
+	toks, err := tokenize(q)
+	if err != nil {
+		return fmt.Errorf("refused: the query does not parse: %w", err)
+	}
+	for i, t := range toks {
+		if t.text == ";" && i < len(toks)-1 {
+			return fmt.Errorf("refused: one statement per call (found %q after a ';')", toks[i+1].text)
+		}
+	}
+	if len(toks) > 0 && toks[len(toks)-1].text == ";" {
+		toks = toks[:len(toks)-1]
+	}
+	if len(toks) == 0 {
+		return fmt.Errorf("refused: the query is empty")
+	}
+	first := strings.ToUpper(toks[0].text)
+	if first == "EXPLAIN" || first == "PROFILE" {
+		return fmt.Errorf("refused: %s is not served: Memgraph reports every EXPLAIN as read-write, so the read-only check cannot apply to it", first)
+	}
+	if !toks[0].word || !slices.Contains(allowedFirst, first) {
+		return fmt.Errorf("refused: a read query starts with %s; %q does not", strings.Join(allowedFirst, ", "), toks[0].text)
+	}
+	for i, t := range toks {
+		if !t.word || t.afterDot {
+			continue
+		}
+		// A map key ({set: 1}) is followed by ':'; a label or type after ':'.
+		if i+1 < len(toks) && toks[i+1].text == ":" || i > 0 && toks[i-1].text == ":" {
+			continue
+		}
+		up := strings.ToUpper(t.text)
+		if slices.Contains(writeClauses, up) {
+			return fmt.Errorf("refused: %s writes or changes the database; the cypher tool only reads (quote a property named so in backticks)", up)
+		}
+		if up == "CALL" {
+			if i+1 < len(toks) && toks[i+1].text == "{" {
+				continue // a subquery: its clauses are checked like the rest
+			}
+			var name []string
+			for j := i + 1; j < len(toks); j += 2 {
+				name = append(name, strings.Trim(toks[j].text, "`"))
+				if j+1 >= len(toks) || toks[j+1].text != "." {
+					break
+				}
+			}
+			proc := strings.Join(name, ".")
+			if !procedureAllowed(proc) {
+				return fmt.Errorf("refused: procedure %q is not allowed; allowed: vector_search.*, text_search.*, mg.procedures, mg.functions", proc)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) toolCypher(ctx context.Context, _ *mcp.CallToolRequest, in CypherInput) (*mcp.CallToolResult, CypherOutput, error) {
+	out := CypherOutput{Columns: []string{}, Rows: [][]any{}, MaxRows: s.opts.CypherMaxRows}
+	p, err := s.pipelineFor(in.Pipeline)
+	if err != nil {
+		return nil, out, err
+	}
+	out.Pipeline = p.Name
+	g := graphOf(p)
+	if g == nil {
+		return nil, out, fmt.Errorf("refused: pipeline %s's sink is not Memgraph; use rows, search or neighbors", p.Name)
+	}
+	if err := checkCypher(in.Query); err != nil {
+		return nil, out, err
+	}
+	params := map[string]any{}
+	for k, v := range in.Params {
+		params[k] = v
+	}
+	for name, text := range in.Embed {
+		vecs, err := p.Embedder.Embed(ctx, []string{text})
+		if err != nil {
+			return nil, out, fmt.Errorf("embed parameter %s: %w", name, err)
+		}
+		params[name] = vecs[0]
+	}
+	res, err := g.Read(ctx, in.Query, params, memgraph.ReadOptions{Timeout: s.opts.CypherTimeout, MaxRows: s.opts.CypherMaxRows})
+	if err != nil {
+		return nil, out, fmt.Errorf("the query failed (nothing was written; the transaction was rolled back): %w", err)
+	}
+	if res.Type != "r" {
+		return nil, out, fmt.Errorf("refused: Memgraph planned the query as %q, not read-only \"r\" (a query that writes, or that reads nothing from the graph such as RETURN 1 alone); its transaction was rolled back", res.Type)
+	}
+	out.Columns, out.Truncated = res.Fields, res.Truncated
+	size := 0
+	for _, r := range res.Rows {
+		row := make([]any, len(r))
+		for i, v := range r {
+			row[i] = plain(v)
+		}
+		b, err := json.Marshal(row)
+		if err != nil {
+			return nil, out, fmt.Errorf("row %d: %w", len(out.Rows), err)
+		}
+		if size += len(b); size > maxCypherBytes {
+			out.Truncated = true
+			break
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	return nil, out, nil
+}
+
+// maxCypherBytes bounds the JSON of a cypher answer's rows; past it the
+// answer is truncated like past the row cap.
+const maxCypherBytes = 4 << 20
+
+// plain turns driver values into JSON-friendly ones: nodes and
+// relationships as maps without vector properties.
+func plain(v any) any {
+	switch x := v.(type) {
+	case dbtype.Node:
+		return map[string]any{"labels": x.Labels, "props": withoutVectors(x.Props)}
+	case dbtype.Relationship:
+		return map[string]any{"type": x.Type, "props": withoutVectors(x.Props)}
+	case dbtype.Path:
+		nodes := make([]any, len(x.Nodes))
+		for i, n := range x.Nodes {
+			nodes[i] = plain(n)
+		}
+		rels := make([]any, len(x.Relationships))
+		for i, r := range x.Relationships {
+			rels[i] = plain(r)
+		}
+		return map[string]any{"nodes": nodes, "relationships": rels}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = plain(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = plain(e)
+		}
+		return out
+	case []float32, []float64:
+		return x
+	}
+	if s, ok := v.(fmt.Stringer); ok && v != nil {
+		switch v.(type) {
+		case dbtype.Date, dbtype.LocalDateTime, dbtype.LocalTime, dbtype.Time, dbtype.Duration:
+			return s.String()
+		}
+	}
+	return v
+}
+
+func withoutVectors(props map[string]any) map[string]any {
+	out := make(map[string]any, len(props))
+	for k, v := range props {
+		if k == "embedding" || strings.HasSuffix(k, "_embedding") || k == "_lex" || k == "lex" {
+			continue
+		}
+		out[k] = plain(v)
+	}
+	return out
+}

@@ -1,0 +1,236 @@
+package assistant
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/retrieval"
+	"github.com/kgsync/kgsync/sink/memgraph"
+)
+
+// NeighborsInput is the input of tool neighbors.
+type NeighborsInput struct {
+	Pipeline string `json:"pipeline,omitempty" jsonschema:"the pipeline; required when several are served"`
+	ID       string `json:"id" jsonschema:"the node's id, as search, lookup, rows or term returned it"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"edges to return, 1-200 (default 50)"`
+}
+
+// NeighborsOutput is the result of tool neighbors.
+type NeighborsOutput struct {
+	Pipeline string     `json:"pipeline"`
+	ID       string     `json:"id"`
+	Label    string     `json:"label"`
+	Edges    []Neighbor `json:"edges"`
+	// Total is how many edges the node has; Edges holds the first Limit.
+	Total int    `json:"total"`
+	From  string `json:"from"`
+}
+
+// Neighbor is one edge of the node.
+type Neighbor struct {
+	// Type is the edge type (PARENT_OF for document structure, CROSS_REF,
+	// MANDATORY, COVERS for a chunk and its elements, or the link's name);
+	// Direction "out" from the node or "in" to it.
+	Type      string         `json:"type"`
+	Direction string         `json:"direction"`
+	ID        string         `json:"id"`
+	Label     string         `json:"label"`
+	Props     map[string]any `json:"props,omitempty"`
+	// Text is a short preview of the other node (element text, title).
+	Text string `json:"text,omitempty"`
+}
+
+const (
+	defaultNeighbors = 50
+	maxNeighbors     = 200
+	previewRunes     = 200
+)
+
+func preview(s string) string {
+	r := []rune(strings.TrimSpace(s))
+	if len(r) > previewRunes {
+		return string(r[:previewRunes]) + "…"
+	}
+	return string(r)
+}
+
+func (s *Server) toolNeighbors(ctx context.Context, _ *mcp.CallToolRequest, in NeighborsInput) (*mcp.CallToolResult, NeighborsOutput, error) {
+	out := NeighborsOutput{ID: in.ID, Edges: []Neighbor{}}
+	p, err := s.pipelineFor(in.Pipeline)
+	if err != nil {
+		return nil, out, err
+	}
+	out.Pipeline = p.Name
+	if in.ID == "" {
+		return nil, out, fmt.Errorf("id is empty")
+	}
+	if in.Limit == 0 {
+		in.Limit = defaultNeighbors
+	}
+	if in.Limit < 1 || in.Limit > maxNeighbors {
+		return nil, out, fmt.Errorf("limit %d: want 1-%d", in.Limit, maxNeighbors)
+	}
+	if g := graphOf(p); g != nil {
+		err = s.neighborsGraph(ctx, p, g, &out)
+	} else {
+		err = s.neighborsState(ctx, p, &out)
+	}
+	if err != nil {
+		return nil, out, err
+	}
+	slices.SortStableFunc(out.Edges, func(a, b Neighbor) int {
+		return cmp.Or(strings.Compare(a.Type, b.Type), strings.Compare(a.Direction, b.Direction), strings.Compare(a.ID, b.ID))
+	})
+	out.Total = len(out.Edges)
+	out.Edges = out.Edges[:min(len(out.Edges), in.Limit)]
+	return nil, out, nil
+}
+
+// neighborsState reads the node's edges from state: a table row's links,
+// or a document node's structure, references and chunks.
+func (s *Server) neighborsState(ctx context.Context, p *pipeline.Pipeline, out *NeighborsOutput) error {
+	out.From = "state"
+	v, err := s.viewOf(ctx, p)
+	if err != nil {
+		return err
+	}
+	t, err := v.rowsOf(ctx, p)
+	if err != nil {
+		return err
+	}
+	for _, rows := range t.byAnchor {
+		i, ok := slices.BinarySearchFunc(rows, out.ID, func(r *srow, id string) int { return strings.Compare(r.id, id) })
+		if !ok {
+			continue
+		}
+		r := rows[i]
+		out.Label = r.anchor
+		for _, e := range r.out {
+			out.Edges = append(out.Edges, Neighbor{Type: e.typ, Direction: "out", ID: e.to.id, Label: e.to.anchor, Props: e.props, Text: rowPreview(e.to)})
+		}
+		for _, e := range r.in {
+			out.Edges = append(out.Edges, Neighbor{Type: e.typ, Direction: "in", ID: e.from.id, Label: e.from.anchor, Props: e.props, Text: rowPreview(e.from)})
+		}
+		return nil
+	}
+	c, err := v.corpus.Corpus(ctx)
+	if err != nil {
+		return err
+	}
+	label := map[string]string{}
+	textOf := map[string]string{}
+	for _, d := range c.Documents {
+		label[d.ID], textOf[d.ID] = d.Label, d.Title
+		for _, n := range d.Nodes {
+			label[n.ID] = n.Label
+			textOf[n.ID] = cmp.Or(n.Title, n.Text)
+		}
+	}
+	add := func(typ, dir, id, text string) {
+		out.Edges = append(out.Edges, Neighbor{Type: typ, Direction: dir, ID: id, Label: label[id], Text: preview(cmp.Or(text, textOf[id]))})
+	}
+	for _, d := range c.Documents {
+		if d.ID == out.ID {
+			out.Label = d.Label
+		}
+		for _, n := range d.Nodes {
+			if n.ID == out.ID {
+				out.Label = n.Label
+				add("PARENT_OF", "in", n.Parent, "")
+			}
+			if n.Parent == out.ID {
+				add("PARENT_OF", "out", n.ID, "")
+			}
+		}
+		for _, e := range d.Refs {
+			if e.From == out.ID {
+				add("CROSS_REF", "out", e.To, "")
+			}
+			if e.To == out.ID {
+				add("CROSS_REF", "in", e.From, "")
+			}
+		}
+	}
+	for _, e := range c.Mandatory {
+		if e.From == out.ID {
+			add("MANDATORY", "out", e.To, "")
+		}
+		if e.To == out.ID {
+			add("MANDATORY", "in", e.From, "")
+		}
+	}
+	for _, u := range c.Units {
+		if u.Label != retrieval.LabelChunk {
+			continue
+		}
+		if u.ID == out.ID {
+			out.Label = u.Label
+			for _, el := range u.Elements {
+				add("COVERS", "out", el, "")
+			}
+			add("PART_OF", "out", u.Node, "")
+		} else if slices.Contains(u.Elements, out.ID) {
+			label[u.ID] = u.Label
+			add("COVERS", "in", u.ID, u.Text)
+		}
+	}
+	if out.Label == "" {
+		return fmt.Errorf("no node with id %q in pipeline %s: use an id that search, lookup, rows or term returned", out.ID, p.Name)
+	}
+	return nil
+}
+
+func rowPreview(r *srow) string {
+	for _, k := range []string{"title", "name", "description", "question"} {
+		if v, ok := r.props[k].(string); ok {
+			return preview(v)
+		}
+	}
+	return ""
+}
+
+// neighborsQuery lists a node's edges on the graph, both directions.
+const neighborsQuery = "MATCH (n {id: $id}) WHERE n._pipeline = $pipeline MATCH (n)-[r]-(m) " +
+	"RETURN type(r) AS type, startNode(r) = n AS out, m.id AS id, labels(m) AS labels, properties(r) AS props, " +
+	"coalesce(m.title, m.name, m.text, m.description, m.question) AS text, labels(n) AS self LIMIT $limit"
+
+func (s *Server) neighborsGraph(ctx context.Context, p *pipeline.Pipeline, g *memgraph.Sink, out *NeighborsOutput) error {
+	out.From = "graph"
+	res, err := g.Read(ctx, neighborsQuery, map[string]any{"id": out.ID, "pipeline": p.Name, "limit": int64(maxNeighbors * 10)},
+		memgraph.ReadOptions{Timeout: s.opts.CypherTimeout})
+	if err != nil {
+		return fmt.Errorf("neighbors on the graph: %w", err)
+	}
+	for _, r := range res.Rows {
+		if len(r) != 7 {
+			return fmt.Errorf("neighbors on the graph: row has %d values", len(r))
+		}
+		n := Neighbor{Direction: "in"}
+		n.Type, _ = r[0].(string)
+		if o, _ := r[1].(bool); o {
+			n.Direction = "out"
+		}
+		n.ID, _ = r[2].(string)
+		if ls, _ := r[3].([]any); len(ls) > 0 {
+			n.Label, _ = ls[0].(string)
+		}
+		pr, _ := r[4].(map[string]any)
+		n.Props = publicOnly(pr)
+		t, _ := r[5].(string)
+		n.Text = preview(t)
+		if ls, _ := r[6].([]any); len(ls) > 0 && out.Label == "" {
+			out.Label, _ = ls[0].(string)
+		}
+		out.Edges = append(out.Edges, n)
+	}
+	if len(res.Rows) == 0 {
+		return fmt.Errorf("no node with id %q and edges in pipeline %s on the graph", out.ID, p.Name)
+	}
+	return nil
+}
