@@ -461,8 +461,9 @@ func TestHitNamesMatchedElement(t *testing.T) {
 }
 
 // TestFloorQuantityQuestions: a question asking a quantity whose best
-// hits have its words but no number near them is declined; one whose
-// answer states the number is not.
+// hits have its words but no number near them is answered with low
+// confidence (its hits may still be what the user needs); one whose
+// answer states the number is answered with high confidence.
 func TestFloorQuantityQuestions(t *testing.T) {
 	t.Parallel()
 	s := synced(t).p.Searcher()
@@ -472,7 +473,9 @@ func TestFloorQuantityQuestions(t *testing.T) {
 	} {
 		res := search(t, s, q, retrieval.Options{K: 5})
 		require.True(t, res.Evidence.Quantity, q)
-		require.True(t, res.Declined, "%s: %+v", q, res.Evidence)
+		require.False(t, res.Declined, "%s: %+v", q, res.Evidence)
+		require.NotEmpty(t, res.Hits, q)
+		require.Equal(t, retrieval.ConfidenceLow, res.Confidence, q)
 		require.Contains(t, res.Reason, "quantity", q)
 	}
 	for _, q := range []string{
@@ -482,5 +485,6 @@ func TestFloorQuantityQuestions(t *testing.T) {
 		res := search(t, s, q, retrieval.Options{K: 5})
 		require.True(t, res.Evidence.Quantity, q)
 		require.False(t, res.Declined, "%s: %s %+v", q, res.Reason, res.Evidence)
+		require.Equal(t, retrieval.ConfidenceHigh, res.Confidence, "%s: %s", q, res.Reason)
 	}
 }

@@ -225,9 +225,15 @@ type Hit struct {
 type Result struct {
 	// Hits are the best units, best first; empty when the floor declined.
 	Hits []Hit `json:"hits"`
-	// Declined says the floor found nothing relevant; Reason says why.
+	// Declined says the floor found nothing relevant; Reason says why
+	// (or, for a weak answer, why it is weak).
 	Declined bool   `json:"declined,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Confidence is ConfidenceHigh, or ConfidenceLow when the floor
+	// answers with hits it finds weak; Missing then lists the query's
+	// content words none of the best hits has. Empty when declined.
+	Confidence string   `json:"confidence,omitempty"`
+	Missing    []string `json:"missing,omitempty"`
 	// Addresses are the addresses found in the query and what each names.
 	Addresses []AddressMatch `json:"addresses,omitempty"`
 	// Terms are the defined terms the query names.
@@ -436,10 +442,14 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	}
 	res.Evidence.Definition = res.Evidence.TermShare >= 0.5 && definitionRe().reAsksDefinition.MatchString(query)
 	res.Evidence.Strength = cfg.Floor.strength(res.Evidence)
-	if !opts.NoFloor {
-		if why, decline := cfg.Floor.decline(res.Evidence); decline {
-			res.Declined, res.Reason, res.Hits = true, why, []Hit{}
-		}
+	v := cfg.Floor.judge(res.Evidence)
+	switch {
+	case v.Declined && !opts.NoFloor:
+		res.Declined, res.Reason, res.Hits = true, v.Reason, []Hit{}
+	case v.Declined || v.Confidence == ConfidenceLow:
+		res.Confidence, res.Reason, res.Missing = ConfidenceLow, v.Reason, res.Evidence.Missing
+	default:
+		res.Confidence = ConfidenceHigh
 	}
 	return res, nil
 }
