@@ -277,7 +277,7 @@ func (s *Searcher) Eval(ctx context.Context, qs []GoldenQuestion, opts EvalOptio
 				r.Modes[ModeHybrid] = score(res.Hits, nil)
 			}
 			if use[ModeExpand] {
-				c, err := s.Expand(ctx, res.Hits, budget)
+				c, err := s.ExpandResult(ctx, res, budget)
 				if err != nil {
 					return nil, fmt.Errorf("eval %s: %w", q.ID, err)
 				}
