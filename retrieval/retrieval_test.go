@@ -523,3 +523,25 @@ func TestExpandKeepsHits(t *testing.T) {
 		require.Equal(t, "hit 5", c.Omitted[0].Reason, q)
 	}
 }
+
+// TestDefinitionRouting: "what does X mean", "what is meant by X",
+// "define X", "qué se entiende por X" go to X's definition (a defined term,
+// else the section X heads) first, a document's name in the question
+// aside; such a question is answered with high confidence.
+func TestDefinitionRouting(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	for q, want := range map[string]string{
+		"What does Known Vulnerability mean in the OpenChain Security Assurance Specification?": "2.5",
+		"¿Qué se entiende por Newly Discovered Vulnerability?":                                  "2.6",
+		"Define Verification Materials.":                                                        "2.14",
+		"What is meant by an obfuscated identifier?":                                            "docs:rfc7239.txt › 6 › 6.3",
+	} {
+		res := search(t, s, q, retrieval.Options{K: 5})
+		require.NotEmpty(t, res.Hits, q)
+		require.True(t, res.Evidence.Definition, "%s: %+v", q, res.Evidence)
+		require.Equal(t, retrieval.ConfidenceHigh, res.Confidence, q)
+		require.NotNil(t, res.Hits[0].Match, q)
+		require.True(t, strings.HasSuffix(res.Hits[0].Match.ID, want) || strings.Contains(res.Hits[0].Match.ID, want+" "), "%s: %s", q, res.Hits[0].Match.ID)
+	}
+}

@@ -165,6 +165,8 @@ type corpusData struct {
 
 	textAddrMu sync.Mutex
 	textAddr   map[string][]queryAddress
+
+	titleIdx titleIndex
 }
 
 // Options narrow one search.
@@ -364,6 +366,7 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	cos := map[int]float64{}
 	var qvec []float32
 	addressed, defined := unitMatches{}, unitMatches{}
+	subject := false // a definition question's subject named a term or heading
 	if use[SignalVector] {
 		l, c, q, err := s.vectorList(ctx, d, query, allowed, fetch)
 		if err != nil {
@@ -389,6 +392,25 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 		l, names := d.termList(query, allowed, defined)
 		if definitionRe().reAsksDefinition.MatchString(query) {
 			l.boost = 2 // "what is X", "define X": X's definition first
+		}
+		// A definition question whose subject names a defined term or a
+		// section heading exactly goes to it first.
+		var first []int
+		for _, id := range d.definitionTargets(subjectsOf(d.withoutRoutes(query))) {
+			for _, u := range d.chunksOf(id) {
+				if ok(allowed, u) {
+					if !slices.Contains(first, u) {
+						first = append(first, u)
+						defined.add(u, id)
+					}
+					break
+				}
+			}
+		}
+		if len(first) > 0 {
+			l.units = append(first, slices.DeleteFunc(l.units, func(u int) bool { return slices.Contains(first, u) })...)
+			l.boost = 3
+			subject = true
 		}
 		lists, res.Terms = append(lists, l), names
 	}
@@ -440,7 +462,7 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	for i, u := range order[:len(res.Hits)] {
 		res.Hits[i].Match = d.match(u, addressed, defined, content, weights)
 	}
-	res.Evidence.Definition = res.Evidence.TermShare >= 0.5 && definitionRe().reAsksDefinition.MatchString(query)
+	res.Evidence.Definition = subject || res.Evidence.TermShare >= 0.5 && definitionRe().reAsksDefinition.MatchString(query)
 	res.Evidence.Strength = cfg.Floor.strength(res.Evidence)
 	v := cfg.Floor.judge(res.Evidence)
 	switch {
@@ -912,7 +934,7 @@ type definitionPatterns struct {
 var definitionRe = sync.OnceValue(func() *definitionPatterns {
 	return &definitionPatterns{
 		// reAsksDefinition is a question asking what a term means.
-		reAsksDefinition: regexp.MustCompile(`(?i)\b(?:what (?:is|are|does)\b.*\b(?:mean|stand for)|what (?:is|are) (?:a|an|the)?\s*\S|defin(?:e|es|ed|ition)\b|meaning of\b)|что (?:такое|означает)|что понимается под|определени\p{L}*|qu[ée] (?:es|son|significa)\b|definici[óo]n`),
+		reAsksDefinition: regexp.MustCompile(`(?i)\b(?:what (?:is|are|does)\b.*\b(?:mean|stand for)|what (?:is|are) (?:a|an|the)?\s*\S|defin(?:e|es|ed|ition)\b|meaning of\b)|что (?:такое|означает)|что понимается под|определени\p{L}*|что (?:значит|обозначает)|подразумевается под|qu[ée] (?:es|son|significa)\b|qu[ée] se entiende por|definici[óo]n`),
 		// reDefinition is an element that defines a term inline, the way
 		// regulations and specifications do: "(30) ‘manufacturer’ means …",
 		// "\"Артефакты соответствия\" - набор …", "«X» означает …", "«X»: …".
