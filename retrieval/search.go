@@ -318,6 +318,10 @@ func boolRank(b bool) int {
 	return 1
 }
 
+// nonDefinitionTermBoost weighs the term signal of a question that does
+// not ask what a term means (tuned on the golden tuning sets).
+const nonDefinitionTermBoost = 0.5
+
 // ranked is one signal's list: unit indexes, best first; boost
 // multiplies the signal's weight for this query (0 means 1).
 type ranked struct {
@@ -392,6 +396,10 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 		l, names := d.termList(query, allowed, defined)
 		if definitionRe().reAsksDefinition.MatchString(query) {
 			l.boost = 2 // "what is X", "define X": X's definition first
+		} else {
+			// A question that only uses a term does not ask its meaning:
+			// the definition is context (--expand adds it), not the answer.
+			l.boost = nonDefinitionTermBoost
 		}
 		// A definition question whose subject names a defined term or a
 		// section heading exactly goes to it first.
