@@ -117,8 +117,9 @@ type Evidence struct {
 	// Score and Cosine are the best hit's fused score and cosine.
 	Score  float64 `json:"score"`
 	Cosine float64 `json:"cosine"`
-	// Agreement is how many of the retrievers (vector, lexical, element)
-	// rank the best hit among their first agreeRank.
+	// Agreement is how many kinds of retriever rank the best hit among
+	// their first agreeRank: the vector one, and a lexical one (BM25 over
+	// chunks or over elements); 2 when they agree.
 	Agreement int `json:"agreement"`
 	// Address and Term say an address or a defined term of the query named
 	// something; Definition that the query asks what such a term means
@@ -229,10 +230,14 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 	e.Term = len(res.Terms) > 0
 	if len(res.Hits) > 0 {
 		e.Score, e.Cosine = res.Hits[0].Score, res.Hits[0].Cosine
-		for _, sig := range []string{SignalVector, SignalLexical, SignalElement} {
-			if r, ok := res.Hits[0].Ranks[sig]; ok && r <= agreeRank {
-				e.Agreement++
-			}
+		// The vector retriever and a lexical one (BM25 over chunks or
+		// over elements: one kind of evidence) each count once.
+		near := func(sig string) bool { r, ok := res.Hits[0].Ranks[sig]; return ok && r <= agreeRank }
+		if near(SignalVector) {
+			e.Agreement++
+		}
+		if near(SignalLexical) || near(SignalElement) {
+			e.Agreement++
 		}
 	}
 	if len(words) == 0 {
