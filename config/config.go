@@ -291,7 +291,7 @@ type SearchFloor struct {
 	Hits int `yaml:"hits,omitempty"`
 	// DeclineEvidence is the evidence below which a search whose hits no
 	// other signal vouches for answers "nothing relevant", in [0, 2]
-	// (default 0.47); between it and MinEvidence the hits are returned
+	// (default 0.42); between it and MinEvidence the hits are returned
 	// with confidence low.
 	DeclineEvidence *float64 `yaml:"decline_evidence,omitempty"`
 	// Calibration is the file `kgsync eval --calibrate` writes the floor's

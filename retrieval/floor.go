@@ -58,11 +58,11 @@ type Floor struct {
 }
 
 // DefaultFloor is the floor used when the config sets none.
-// MinEvidence 0.82, DeclineEvidence 0.47 and ScoreWeight 0.4 are
+// MinEvidence 0.82, DeclineEvidence 0.42 and ScoreWeight 0.4 are
 // calibrated for the local hashing embedder on the golden tuning sets
 // (testdata/golden: corpus.jsonl, heldout.jsonl, tuning-users.jsonl).
 func DefaultFloor() Floor {
-	return Floor{MinEvidence: 0.82, DeclineEvidence: 0.47, ScoreWeight: 0.4, Hits: 3, QuantityShare: 0.5}
+	return Floor{MinEvidence: 0.82, DeclineEvidence: 0.42, ScoreWeight: 0.4, Hits: 3, QuantityShare: 0.5}
 }
 
 // strength is the evidence the floor compares with MinEvidence.
