@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -105,6 +106,7 @@ func elementRefs(e *Element, from string, acr map[string]bool) []Ref {
 // read with; crossrefRe compiles them.
 type crossrefPatterns struct {
 	footnoteMark, genericTitle, rfcFileName, rfcFrontLine, subjectRe *regexp.Regexp
+	statedName, ruLawNumber                                          *regexp.Regexp
 }
 
 // crossrefRe returns the patterns of links and document identifiers,
@@ -119,6 +121,11 @@ var crossrefRe = sync.OnceValue(func() *crossrefPatterns {
 		// subjectRe: what an act's title says it is on, up to the first comma,
 		// bracket, or "amending"/"repealing".
 		subjectRe: regexp.MustCompile(`(?i)\bon (?:the )?([a-z][a-z -]{2,60}?)(?:,|\(| amending| repealing| and repealing| and amending|$)`),
+		// statedName: a short name the title states in parentheses,
+		// ending in the act's kind: "(General Data Protection Regulation)".
+		statedName: regexp.MustCompile(`\(((?:\p{Lu}[\p{L}-]*\s+)(?:(?:\p{Lu}[\p{L}-]*|of|on|and|the|for|in)\s+){0,6}(?:Regulation|Directive|Act|Decision|Code|Convention|Law))\)`),
+		// ruLawNumber: a Russian federal law's number, "N 152-ФЗ", "№ 2-ФКЗ".
+		ruLawNumber: regexp.MustCompile(`(?:№|N)\s*(\d+(?:-\d+)?-Ф[КЗ]?З)`),
 	}
 })
 
@@ -423,21 +430,53 @@ func DocumentIDs(root *Element, fileName string) []string {
 		}
 		walk(root)
 	}
+	stated := statedNames(title)
 	if id, rest, ok := actID(title); ok {
 		add(id)
 		if i := strings.LastIndexByte(id, ' '); i > 0 {
 			add(id[i+1:])
 		}
-		if name, abbr := shortName(id, rest); name != "" {
+		// A title that states the act's short name gives it; otherwise
+		// the name is read from what the title says the act is on.
+		if name, abbr := shortName(id, rest); name != "" && len(stated) == 0 {
 			add(abbr)
 			add(name)
 		}
+	}
+	for _, n := range stated {
+		add(n)
 	}
 	if fileName != "" && base != "." {
 		add(base)
 	}
 	if !crossrefRe().genericTitle.MatchString(slug(title)) {
 		add(title)
+	}
+	return out
+}
+
+// statedNames are the short names an act's title states itself: a
+// parenthesised name ending in the act's kind ("… (General Data Protection
+// Regulation)") with its initials ("GDPR"), and a Russian federal law's
+// number ("Федеральный закон от 27.07.2006 N 152-ФЗ" → "152-ФЗ",
+// "Федеральный закон № 152-ФЗ").
+func statedNames(title string) []string {
+	var out []string
+	for _, m := range crossrefRe().statedName.FindAllStringSubmatch(title, -1) {
+		name := normalizeSpace(m[1])
+		out = append(out, name)
+		var abbr strings.Builder
+		for _, w := range strings.Fields(name) {
+			if r, _ := utf8.DecodeRuneInString(w); unicode.IsUpper(r) {
+				abbr.WriteRune(r)
+			}
+		}
+		if abbr.Len() >= 2 {
+			out = append(out, abbr.String())
+		}
+	}
+	if m := crossrefRe().ruLawNumber.FindStringSubmatch(title); m != nil {
+		out = append(out, m[1], "Федеральный закон № "+m[1])
 	}
 	return out
 }

@@ -301,6 +301,16 @@ type SearchFloor struct {
 	QuantityShare *float64 `yaml:"quantity_share,omitempty"`
 	// Hits is how many of the best hits the coverage reads (default 3).
 	Hits int `yaml:"hits,omitempty"`
+	// DeclineEvidence is the evidence below which a search whose hits no
+	// other signal vouches for answers "nothing relevant", in [0, 2]
+	// (default 0.42); between it and MinEvidence the hits are returned
+	// with confidence low.
+	DeclineEvidence *float64 `yaml:"decline_evidence,omitempty"`
+	// Calibration is the file `kgsync eval --calibrate` writes the floor's
+	// calibration to, per embedder fingerprint, and searches read it from
+	// (default .kgsync/floor-calibration.json beside the config file); a
+	// calibration of another embedder is not used.
+	Calibration string `yaml:"calibration,omitempty"`
 }
 
 // Chunking configures the structural chunker.

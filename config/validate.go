@@ -357,6 +357,9 @@ func (ck *checker) search(at string, s *Search) {
 		if f.MinEvidence != nil && !(*f.MinEvidence >= 0 && *f.MinEvidence <= 2) {
 			ck.add(at+".floor.min_evidence", "must be in [0, 2], got %g", *f.MinEvidence)
 		}
+		if f.DeclineEvidence != nil && !(*f.DeclineEvidence >= 0 && *f.DeclineEvidence <= 2) {
+			ck.add(at+".floor.decline_evidence", "must be in [0, 2], got %g", *f.DeclineEvidence)
+		}
 		if f.Hits < 0 {
 			ck.add(at+".floor.hits", "must be >= 0, got %d", f.Hits)
 		}

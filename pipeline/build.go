@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -138,6 +139,16 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %q: %w", pc.Name, err)
 	}
+	search := SearchConfig(pc.Search)
+	// The floor's calibration for this embedder, if eval wrote one; an
+	// unreadable file is reported and the floor's own thresholds apply.
+	if cal, err := retrieval.LoadCalibration(CalibrationPath(cfg, pc), emb.Model()); err != nil {
+		if logger != nil {
+			logger.Warn("relevance floor calibration not used", "pipeline", pc.Name, "err", err)
+		}
+	} else if cal != nil {
+		search.Floor.Calibration = cal
+	}
 	if limit := pc.Embedder.MaxInputTokens; limit > 0 && pc.Chunking.MaxTokens+pc.Chunking.OverlapTokens > limit {
 		return nil, fmt.Errorf("pipeline %q: chunking.max_tokens + overlap_tokens (%d) exceeds embedder.max_input_tokens (%d)",
 			pc.Name, pc.Chunking.MaxTokens+pc.Chunking.OverlapTokens, limit)
@@ -209,7 +220,7 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 		Fingerprint:    Fingerprint(pc, emb),
 		Settings:       Settings(pc, emb),
 		VectorCapacity: capacity,
-		Search:         SearchConfig(pc.Search),
+		Search:         search,
 		Logger:         logger,
 	}, nil
 }
@@ -318,8 +329,30 @@ func SearchConfig(sc *config.Search) retrieval.Config {
 		if f.Hits > 0 {
 			c.Floor.Hits = f.Hits
 		}
+		if f.DeclineEvidence != nil {
+			c.Floor.DeclineEvidence = *f.DeclineEvidence
+		}
 	}
 	return c
+}
+
+// DefaultCalibrationFile is where the relevance floor's calibration is
+// kept when search.floor.calibration names no file, relative to the
+// config file's directory.
+const DefaultCalibrationFile = ".kgsync/floor-calibration.json"
+
+// CalibrationPath is the file of pc's floor calibration
+// (search.floor.calibration, else DefaultCalibrationFile), absolute when
+// cfg.Dir is.
+func CalibrationPath(cfg *config.Config, pc *config.Pipeline) string {
+	path := DefaultCalibrationFile
+	if pc.Search != nil && pc.Search.Floor != nil && pc.Search.Floor.Calibration != "" {
+		path = pc.Search.Floor.Calibration
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(cfg.Dir, path)
+	}
+	return path
 }
 
 func gristConfig(c *config.GristSource) grist.Config {

@@ -48,6 +48,10 @@ type EvalOptions struct {
 
 // EvalReport is the result of an eval.
 type EvalReport struct {
+	// Golden names the golden set (its file) and HeldOut says it is held
+	// out from tuning (HeldOut); set by the caller.
+	Golden    string `json:"golden,omitempty"`
+	HeldOut   bool   `json:"held_out,omitempty"`
 	Pipeline  string `json:"pipeline"`
 	Embedder  string `json:"embedder"`
 	Questions int    `json:"questions"`
@@ -92,37 +96,46 @@ type Metrics struct {
 
 // FloorReport is the relevance floor's outcome on the hybrid results.
 type FloorReport struct {
-	// MinEvidence, ScoreWeight and MinCoverage are the floor's settings.
-	MinEvidence float64 `json:"min_evidence"`
-	ScoreWeight float64 `json:"score_weight"`
-	MinCoverage float64 `json:"min_coverage,omitempty"`
+	// MinEvidence, DeclineEvidence, ScoreWeight and MinCoverage are the
+	// floor's settings (a loaded calibration's thresholds when set).
+	MinEvidence     float64 `json:"min_evidence"`
+	DeclineEvidence float64 `json:"decline_evidence"`
+	ScoreWeight     float64 `json:"score_weight"`
+	MinCoverage     float64 `json:"min_coverage,omitempty"`
 	// Unanswerable is the number of unanswerable questions; Declined the
-	// share of them the floor declined.
+	// share of them the floor declined, Weak the share it answered marked
+	// low confidence, Caught the two together.
 	Unanswerable int     `json:"unanswerable"`
 	Declined     float64 `json:"declined"`
+	Weak         float64 `json:"weak"`
+	Caught       float64 `json:"caught"`
 	// Answerable is the number of answerable questions; Lost the share of
 	// them the floor declined, LostFound the share it declined although
-	// the hits held an answer (the others' answers were not found anyway):
-	// what the floor costs.
-	Answerable int     `json:"answerable"`
-	Lost       float64 `json:"lost"`
-	LostFound  float64 `json:"lost_found"`
-	// Calibrated is the least MinEvidence that declines the most
-	// unanswerable questions while LostFound stays at most 5%;
-	// CalibratedDeclined and CalibratedLost (LostFound) its outcome.
-	Calibrated         float64 `json:"calibrated_min_evidence"`
-	CalibratedDeclined float64 `json:"calibrated_declined"`
-	CalibratedLost     float64 `json:"calibrated_lost"`
-	// Curve is the trade-off: the outcome at MinEvidence 0, 0.05, … up to
-	// the value that declines every question the floor may decline.
+	// the hits held an answer: what the floor costs. WeakAnswerable is
+	// the share answered marked low confidence.
+	Answerable     int     `json:"answerable"`
+	Lost           float64 `json:"lost"`
+	LostFound      float64 `json:"lost_found"`
+	WeakAnswerable float64 `json:"weak_answerable"`
+	// Calibration is the calibration measured on this set for this
+	// embedder (`kgsync eval --write-calibration` stores it), and
+	// CalibratedLost, CalibratedCaught and CalibratedWeak its outcome.
+	Calibration      Calibration `json:"calibration"`
+	CalibratedLost   float64     `json:"calibrated_lost"`
+	CalibratedCaught float64     `json:"calibrated_caught"`
+	CalibratedWeak   float64     `json:"calibrated_weak_answerable"`
+	// Curve is the trade-off of MinEvidence: the outcome at 0, 0.05, …
+	// 1 + ScoreWeight, the other settings kept.
 	Curve []FloorPoint `json:"curve,omitempty"`
 }
 
-// FloorPoint is the floor's outcome at one MinEvidence.
+// FloorPoint is the floor's outcome at one MinEvidence: the share of
+// unanswerable questions declined or weak, and of answerable ones whose
+// answer was found declined or weak.
 type FloorPoint struct {
 	MinEvidence float64 `json:"min_evidence"`
-	Declined    float64 `json:"declined"`
-	LostFound   float64 `json:"lost_found"`
+	Caught      float64 `json:"caught"`
+	WeakFound   float64 `json:"weak_found"`
 }
 
 // QuestionResult is one question's outcome.
@@ -133,9 +146,10 @@ type QuestionResult struct {
 	// Modes has, per mode, the share of answers found at 1 and at K, and
 	// whether the context was sufficient, with its size.
 	Modes map[string]QuestionMode `json:"modes"`
-	// Declined says the floor declined the hybrid search; Evidence is what
-	// it decided on.
+	// Declined says the floor declined the hybrid search, Low that it
+	// answered with low confidence; Evidence is what it decided on.
 	Declined bool     `json:"declined"`
+	Low      bool     `json:"low,omitempty"`
 	Evidence Evidence `json:"evidence"`
 	// Top are the hybrid hits: chunk id and the node each is named by
 	// (Hit.Match).
@@ -250,7 +264,8 @@ func (s *Searcher) Eval(ctx context.Context, qs []GoldenQuestion, opts EvalOptio
 				return nil, fmt.Errorf("eval %s: %w", q.ID, err)
 			}
 			r.Evidence = res.Evidence
-			_, r.Declined = cfg.Floor.decline(res.Evidence)
+			v := cfg.Floor.judge(res.Evidence)
+			r.Declined, r.Low = v.Declined, v.Confidence == ConfidenceLow
 			for _, h := range res.Hits {
 				where := h.Address
 				if h.Match != nil {
@@ -262,7 +277,7 @@ func (s *Searcher) Eval(ctx context.Context, qs []GoldenQuestion, opts EvalOptio
 				r.Modes[ModeHybrid] = score(res.Hits, nil)
 			}
 			if use[ModeExpand] {
-				c, err := s.Expand(ctx, res.Hits, budget)
+				c, err := s.ExpandResult(ctx, res, budget)
 				if err != nil {
 					return nil, fmt.Errorf("eval %s: %w", q.ID, err)
 				}
@@ -289,7 +304,7 @@ func (s *Searcher) Eval(ctx context.Context, qs []GoldenQuestion, opts EvalOptio
 		}
 	}
 	if use[ModeHybrid] || use[ModeExpand] {
-		rep.Floor = floorReport(cfg.Floor, rep.Results)
+		rep.Floor = floorReport(cfg.Floor, s.Embedder.Model(), rep.Results)
 	}
 	return rep, nil
 }
@@ -502,38 +517,45 @@ func metrics(qs []QuestionMode) Metrics {
 	return m
 }
 
-// floorReport measures the floor on the hybrid results, finds the least
-// MinEvidence that declines the most unanswerable questions while losing
-// at most 5% of the answerable ones whose answer was in the hits (keeping
-// the floor's other settings), and draws the trade-off curve.
-func floorReport(f Floor, rs []QuestionResult) FloorReport {
-	rep := FloorReport{MinEvidence: f.MinEvidence, ScoreWeight: f.ScoreWeight, MinCoverage: f.MinCoverage}
-	outcome := func(f Floor) (declined, lost, lostFound float64) {
-		var un, ans, d, l, lf int
+// floorReport measures the floor on the hybrid results, calibrates it for
+// the embedder (calibrate) and draws the trade-off curve of MinEvidence.
+func floorReport(f Floor, model string, rs []QuestionResult) FloorReport {
+	minEv, declineEv := f.thresholds()
+	rep := FloorReport{MinEvidence: minEv, DeclineEvidence: declineEv, ScoreWeight: f.ScoreWeight, MinCoverage: f.MinCoverage}
+	type outcome struct{ declined, weak, caught, lost, lostFound, weakAns, weakFound float64 }
+	measure := func(f Floor) outcome {
+		var o outcome
+		var un, ans, found int
 		for _, r := range rs {
-			_, no := f.decline(r.Evidence)
+			v := f.judge(r.Evidence)
+			low := !v.Declined && v.Confidence == ConfidenceLow
+			hit := r.Modes[ModeHybrid].AtK > 0
 			if r.Kind == KindUnanswerable {
 				un++
-				if no {
-					d++
-				}
-			} else {
-				ans++
-				if no {
-					l++
-					if r.Modes[ModeHybrid].AtK > 0 {
-						lf++
-					}
-				}
+				o.declined += b2f(v.Declined)
+				o.weak += b2f(low)
+				continue
+			}
+			ans++
+			o.lost += b2f(v.Declined)
+			o.weakAns += b2f(low)
+			if hit {
+				found++
+				o.lostFound += b2f(v.Declined)
+				o.weakFound += b2f(v.Declined || low)
 			}
 		}
 		if un > 0 {
-			declined = float64(d) / float64(un)
+			o.declined, o.weak = o.declined/float64(un), o.weak/float64(un)
+			o.caught = o.declined + o.weak
 		}
 		if ans > 0 {
-			lost, lostFound = float64(l)/float64(ans), float64(lf)/float64(ans)
+			o.lost, o.lostFound, o.weakAns = o.lost/float64(ans), o.lostFound/float64(ans), o.weakAns/float64(ans)
 		}
-		return declined, lost, lostFound
+		if found > 0 {
+			o.weakFound /= float64(found)
+		}
+		return o
 	}
 	for _, r := range rs {
 		if r.Kind == KindUnanswerable {
@@ -542,23 +564,36 @@ func floorReport(f Floor, rs []QuestionResult) FloorReport {
 			rep.Answerable++
 		}
 	}
-	rep.Declined, rep.Lost, rep.LostFound = outcome(f)
-	bestD := -1.0
+	o := measure(f)
+	rep.Declined, rep.Weak, rep.Caught = o.declined, o.weak, o.caught
+	rep.Lost, rep.LostFound, rep.WeakAnswerable = o.lost, o.lostFound, o.weakAns
+	rep.Calibration = calibrate(f, model, rs)
+	g := f
+	g.Disabled = false
+	g.Calibration = &rep.Calibration
+	c := measure(g)
+	rep.CalibratedLost, rep.CalibratedCaught, rep.CalibratedWeak = c.lost, c.caught, c.weakAns
 	top := 1 + f.ScoreWeight
-	for t := 0; float64(t)/100 <= top+1e-9; t++ {
+	for t := 0; float64(t)/100 <= top+1e-9; t += 5 {
 		g := f
 		g.Disabled = false
 		g.MinEvidence = float64(t) / 100
-		dec, _, lf := outcome(g)
-		if lf <= 0.05+1e-9 && dec > bestD+1e-9 {
-			rep.Calibrated, bestD, rep.CalibratedLost = g.MinEvidence, dec, lf
+		if g.Calibration != nil {
+			cal := *g.Calibration
+			cal.MinEvidence = 0
+			g.Calibration = &cal
 		}
-		if t%5 == 0 {
-			rep.Curve = append(rep.Curve, FloorPoint{MinEvidence: g.MinEvidence, Declined: dec, LostFound: lf})
-		}
+		p := measure(g)
+		rep.Curve = append(rep.Curve, FloorPoint{MinEvidence: g.MinEvidence, Caught: p.caught, WeakFound: p.weakFound})
 	}
-	rep.CalibratedDeclined = max(bestD, 0)
 	return rep
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // flatIndex is the flat baseline: each document's text cut into fixed

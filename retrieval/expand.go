@@ -3,6 +3,7 @@ package retrieval
 import (
 	"context"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -35,13 +36,24 @@ type Expansion struct {
 // given: the hits and their expansions together.
 const DefaultBudget = 2500
 
-// Expansion kinds, in the order of their priority for a hit.
+// Expansion kinds, in the order of their priority for a hit: what the
+// hit's own words need to be understood first.
 const (
-	expandClause    = 0.9 // the rest of the hit's clause (all parts of an article)
-	expandMandatory = 0.85
-	expandRef       = 0.6  // a cross-reference target
-	expandMention   = 0.55 // a section whose heading the hit names ("302 (Found)")
-	expandTerm      = 0.5  // the definition of a term the hit uses
+	expandQuestionTerm = 1.1  // the definition of a term the question names
+	expandTerm         = 1.0  // the definition of a term the hit uses
+	expandMandatory    = 0.95 // a MANDATORY neighbour
+	expandClause       = 0.9  // the rest of the hit's clause, nearest parts first
+	expandRef          = 0.8  // a cross-reference target the hit names
+	expandMention      = 0.7  // a section whose heading the hit names ("302 (Found)")
+)
+
+// clauseDecay is how much a part of the hit's clause weighs less per part
+// it stands away from the hit, down to clauseFloor: the parts next to the
+// hit come before its references, the far parts of a long article after
+// them (tuned on the golden tuning sets).
+const (
+	clauseDecay = 0.05
+	clauseFloor = expandMention + 0.01
 )
 
 // maxSectionTokens bounds the text of a referenced section;
@@ -59,7 +71,25 @@ type Context struct {
 	Tokens int `json:"tokens"`
 	// Budget is the budget it was built in.
 	Budget int `json:"budget"`
+	// Omitted is what was left out for lack of budget, by priority: hits
+	// that did not fit, then context a hit needed.
+	Omitted []Omission `json:"omitted,omitempty"`
 }
+
+// Omission is a hit or an expansion left out of a context for lack of
+// budget.
+type Omission struct {
+	// ID names the node (a hit's chunk, or the element or section an
+	// expansion would have added); Reason says what it was ("hit 4",
+	// "defines \"serious incident\"").
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+	// Tokens is its size in tokens.
+	Tokens int `json:"tokens"`
+}
+
+// maxOmissions bounds Context.Omitted.
+const maxOmissions = 10
 
 // Covered lists the leaf elements whose text the context holds.
 func (c *Context) Covered() map[string]bool {
@@ -85,15 +115,27 @@ type item struct {
 }
 
 // Expand builds the minimal sufficient context of hits within budget
-// tokens (DefaultBudget when budget <= 0): the hits, and for each the rest
-// of its clause when it holds one part of it (all parts of an article or a
-// section), the MANDATORY neighbours of its elements and their sections,
-// the targets of their cross-references (one hop), and the definitions of
-// the terms its text uses. Each candidate has a priority — its hit's rank
-// (1/rank) times its kind's weight, a hit itself weighing 1 — and the
-// context takes candidates by priority while they fit. Nothing is
-// repeated: an element already in the context is not added again.
+// tokens (DefaultBudget when budget <= 0); ExpandResult with no question.
 func (s *Searcher) Expand(ctx context.Context, hits []Hit, budget int) (*Context, error) {
+	return s.expand(ctx, hits, nil, budget)
+}
+
+// ExpandResult builds the minimal sufficient context of a search result
+// within budget tokens (DefaultBudget when budget <= 0). The hits' own
+// text comes first, in rank order, as many as fit: context never takes a
+// hit's place. Then, by priority, what they need: the definitions of the
+// terms the question names (res.Terms) and of those each hit uses, the
+// MANDATORY neighbours of its elements and their sections, the rest of its
+// clause (an article's or a section's other parts, nearest first), the
+// targets of its cross-references (one hop) and the sections whose heading
+// it names; a hit's rank weighs its needs (1/√rank). Nothing is repeated:
+// an element already in the context is not added again. What did not fit
+// is listed in Context.Omitted.
+func (s *Searcher) ExpandResult(ctx context.Context, res *Result, budget int) (*Context, error) {
+	return s.expand(ctx, res.Hits, res.Terms, budget)
+}
+
+func (s *Searcher) expand(ctx context.Context, hits []Hit, terms []string, budget int) (*Context, error) {
 	d, err := s.load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("expand: %w", err)
@@ -102,14 +144,43 @@ func (s *Searcher) Expand(ctx context.Context, hits []Hit, budget int) (*Context
 		budget = DefaultBudget
 	}
 	tok := chunker.DefaultTokenizer()
+	out := &Context{Budget: budget}
+	omit := func(id, reason string, n int) {
+		if len(out.Omitted) < maxOmissions && !slices.ContainsFunc(out.Omitted, func(o Omission) bool { return o.ID == id }) {
+			out.Omitted = append(out.Omitted, Omission{ID: id, Reason: reason, Tokens: n})
+		}
+	}
+	in := map[int]bool{}
+	present := map[string]bool{}
+	for i, h := range hits {
+		if len(h.Elements) > 0 && !slices.ContainsFunc(h.Elements, func(e string) bool { return !present[e] }) {
+			continue // an earlier hit holds it already
+		}
+		n := h.Tokens
+		if n == 0 {
+			n = tok.Count(h.Text)
+		}
+		if out.Tokens+n > budget && len(in) > 0 {
+			omit(h.ID, fmt.Sprintf("hit %d", i+1), n)
+			continue
+		}
+		in[i] = true
+		out.Tokens += n
+		for _, e := range h.Elements {
+			present[e] = true
+		}
+	}
 	var items []item
 	for i, h := range hits {
-		rank := 1 / float64(i+1)
-		items = append(items, item{hit: i, priority: rank})
+		if !in[i] {
+			continue
+		}
+		rank := 1 / math.Sqrt(float64(i+1))
 		for _, x := range d.expansions(h, tok) {
 			items = append(items, item{hit: i, exp: x.exp, priority: rank * x.priority})
 		}
 	}
+	items = append(items, d.questionTerms(terms, hits, in, tok)...)
 	slices.SortStableFunc(items, func(a, b item) int {
 		switch {
 		case a.priority > b.priority:
@@ -119,43 +190,19 @@ func (s *Searcher) Expand(ctx context.Context, hits []Hit, budget int) (*Context
 		}
 		return 0
 	})
-	out := &Context{Budget: budget}
-	in := map[int]bool{}
-	present := map[string]bool{}
 	exps := map[int][]Expansion{}
 	for _, it := range items {
-		if it.exp == nil {
-			h := hits[it.hit]
-			if len(h.Elements) > 0 && !slices.ContainsFunc(h.Elements, func(e string) bool { return !present[e] }) {
-				continue // an earlier hit's expansion holds it already
-			}
-			n := h.Tokens
-			if n == 0 {
-				n = tok.Count(h.Text)
-			}
-			if out.Tokens+n > budget && len(in) > 0 {
-				continue
-			}
-			in[it.hit] = true
-			out.Tokens += n
-			for _, e := range h.Elements {
-				present[e] = true
-			}
-			continue
-		}
-		if !in[it.hit] {
-			continue // its hit did not fit
-		}
 		x := *it.exp
 		x.Covers = slices.DeleteFunc(slices.Clone(x.Covers), func(e string) bool { return present[e] })
-		if len(x.Covers) == 0 || out.Tokens+x.Tokens > budget {
+		if len(x.Covers) == 0 {
 			continue
 		}
 		if len(x.Covers) < len(it.exp.Covers) {
 			x.Text, x.Tokens = d.x.textOf(x.ID, x.Covers, tok)
-			if out.Tokens+x.Tokens > budget {
-				continue
-			}
+		}
+		if out.Tokens+x.Tokens > budget {
+			omit(x.ID, x.Reason, x.Tokens)
+			continue
 		}
 		out.Tokens += x.Tokens
 		for _, e := range x.Covers {
@@ -170,6 +217,45 @@ func (s *Searcher) Expand(ctx context.Context, hits []Hit, budget int) (*Context
 		}
 	}
 	return out, nil
+}
+
+// questionTerms are the definitions of the terms a question names, each
+// attached to the first hit in the context from the term's document (else
+// the first hit).
+func (d *corpusData) questionTerms(names []string, hits []Hit, in map[int]bool, tok *chunker.Tokenizer) []item {
+	var out []item
+	first := -1
+	for i := range hits {
+		if in[i] {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	for _, name := range names {
+		for _, t := range d.x.terms {
+			if t.Name != name {
+				continue
+			}
+			at := first
+			for i, h := range hits {
+				if in[i] && d.x.docOf[firstOr(h.Elements, h.ID)] == d.x.docOf[t.DefinedIn] {
+					at = i
+					break
+				}
+			}
+			leaves := d.x.boundedLeavesN(t.DefinedIn, tok, maxDefinitionTokens)
+			if len(leaves) == 0 {
+				continue
+			}
+			text, n := d.x.textOf(t.DefinedIn, leaves, tok)
+			out = append(out, item{hit: at, priority: expandQuestionTerm, exp: &Expansion{ID: t.DefinedIn, Label: d.x.label(t.DefinedIn),
+				Reason: fmt.Sprintf("defines %q, which the question names", t.Name), Text: text, Covers: leaves, Tokens: n}})
+		}
+	}
+	return out
 }
 
 // merge joins the expansions that have the same reason (the parts of one
@@ -270,7 +356,7 @@ func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
 					// before a section the hit names in passing: the
 					// clause is what the answer is cited by.
 					d := abs(slices.Index(clause, e) - slices.Index(clause, at0))
-					add(e, fmt.Sprintf("same clause as the hit (%s)", oneLine(title, 60)), max(expandClause-0.05*float64(d), expandMention+0.01), []string{e})
+					add(e, fmt.Sprintf("same clause as the hit (%s)", oneLine(title, 60)), max(expandClause-clauseDecay*float64(d), clauseFloor), []string{e})
 				}
 			}
 		}

@@ -9,26 +9,36 @@ import (
 	"github.com/kgsync/kgsync/state"
 )
 
-// Floor is the relevance floor: when the best hits carry too little of the
-// query, a search answers "nothing relevant" instead of its nearest
-// neighbours. The evidence it weighs is lexical and rank-based (Evidence),
-// so it reads the same over state and over Memgraph. A search is declined
-// when Evidence.Window + ScoreWeight × Evidence.Score is below MinEvidence,
-// unless an address of the query named something or the query asks what a
-// term it names means; MinEvidence is calibrated per embedder by `kgsync
-// eval`, which prints the calibrated value and the trade-off curve
-// (docs/retrieval.md).
+// Floor is the relevance floor. It answers one of three ways: the hits
+// (confidence high); the hits marked weak (confidence low, with what is
+// missing), so that an assistant can choose; or "nothing relevant"
+// (declined, no hit). Losing an answerable question costs more than
+// answering an unanswerable one with its hits marked weak, so a search is
+// declined only when every signal is weak together: the lexical evidence
+// (Evidence.Window + ScoreWeight × Evidence.Score, read over the query's
+// content words weighted by rarity) is below DeclineEvidence, the vector
+// similarity is below what the embedder's calibration says answerable
+// questions reach, and the retrievers do not agree on the best hit. Below
+// MinEvidence, a question asking a quantity whose words stand near no
+// number, or a coverage below MinCoverage mark the answer weak, unless the
+// calibrated similarity vouches for it. An address of the query that named
+// something, or a question what a named term means, is always answered.
+// `kgsync eval` calibrates the thresholds per embedder and can write them
+// (Calibration, keyed by the embedder's fingerprint; docs/retrieval.md).
 type Floor struct {
 	// Disabled turns the floor off: every search returns its hits.
 	Disabled bool
-	// MinEvidence is the least Window + ScoreWeight × Score a search needs
-	// to answer, in [0, 1 + ScoreWeight].
+	// MinEvidence is the least Window + ScoreWeight × Score an answer
+	// needs not to be weak, in [0, 1 + ScoreWeight].
 	MinEvidence float64
+	// DeclineEvidence is the evidence below which a search is declined
+	// when no other signal vouches for its hits, in [0, MinEvidence].
+	DeclineEvidence float64
 	// ScoreWeight is the weight of the best hit's fused score in the
 	// evidence, in [0, 1].
 	ScoreWeight float64
-	// MinCoverage is the least Evidence.Coverage a search needs to answer
-	// (0: not checked).
+	// MinCoverage is the least Evidence.Coverage an answer needs not to be
+	// weak (0: not checked).
 	MinCoverage float64
 	// MinScore is the least fused score the best hit needs (0: any); a hit
 	// below it is declined whatever its coverage.
@@ -38,19 +48,41 @@ type Floor struct {
 	// QuantityShare, for a question asking a quantity ("how many", "how
 	// long", "сколько", "на какой срок"), is the least share of Window
 	// its QuantityWindow must reach — the query's words must stand near a
-	// number — in [0, 1] (0: not checked).
+	// number — for the answer not to be weak, in [0, 1] (0: not checked).
 	QuantityShare float64
+	// Calibration is the embedder's calibration (nil: none). Its
+	// thresholds replace MinEvidence and DeclineEvidence, and its cosines
+	// let the vector similarity vouch for hits; a calibration made with
+	// another embedder must not be set (LoadCalibration checks).
+	Calibration *Calibration
 }
 
 // DefaultFloor is the floor used when the config sets none.
-// MinEvidence 0.76 and ScoreWeight 0.4 are calibrated for the local
-// hashing embedder on testdata/golden/corpus.jsonl.
+// MinEvidence 0.82, DeclineEvidence 0.42 and ScoreWeight 0.4 are
+// calibrated for the local hashing embedder on the golden tuning sets
+// (testdata/golden: corpus.jsonl, heldout.jsonl, tuning-users.jsonl).
 func DefaultFloor() Floor {
-	return Floor{MinEvidence: 0.76, ScoreWeight: 0.4, Hits: 3, QuantityShare: 0.5}
+	return Floor{MinEvidence: 0.82, DeclineEvidence: 0.42, ScoreWeight: 0.4, Hits: 3, QuantityShare: 0.5}
 }
 
 // strength is the evidence the floor compares with MinEvidence.
 func (f Floor) strength(e Evidence) float64 { return e.Window + f.ScoreWeight*e.Score }
+
+// Confidence levels of an answer.
+const (
+	ConfidenceHigh = "high"
+	ConfidenceLow  = "low"
+)
+
+// Verdict is the floor's decision on a search.
+type Verdict struct {
+	// Declined says the search answers "nothing relevant".
+	Declined bool
+	// Confidence is ConfidenceHigh or ConfidenceLow ("" when declined).
+	Confidence string
+	// Reason says why it was declined or is weak.
+	Reason string
+}
 
 // Evidence is what the relevance floor decides on.
 type Evidence struct {
@@ -80,16 +112,20 @@ type Evidence struct {
 	Quantity       bool    `json:"quantity,omitempty"`
 	QuantityWindow float64 `json:"quantity_window,omitempty"`
 	// Strength is Window + the floor's ScoreWeight × Score, what the
-	// floor compares with its MinEvidence.
+	// floor compares with its MinEvidence and DeclineEvidence.
 	Strength float64 `json:"strength"`
 	// Score and Cosine are the best hit's fused score and cosine.
 	Score  float64 `json:"score"`
 	Cosine float64 `json:"cosine"`
+	// Agreement is how many kinds of retriever rank the best hit among
+	// their first agreeRank: the vector one, and a lexical one (BM25 over
+	// chunks or over elements); 2 when they agree.
+	Agreement int `json:"agreement"`
 	// Address and Term say an address or a defined term of the query named
 	// something; Definition that the query asks what such a term means
-	// ("what is …", "define …") and the term's name holds at least half
-	// of the query's weight of words (TermShare). An address or a definition keeps the
-	// floor from declining.
+	// ("what is …", "what does … mean", "define …") and the term's name
+	// holds at least half of the query's weight of words (TermShare). An
+	// address or a definition keeps the floor from declining.
 	Address    bool `json:"address,omitempty"`
 	Term       bool `json:"term,omitempty"`
 	Definition bool `json:"definition,omitempty"`
@@ -98,37 +134,86 @@ type Evidence struct {
 	TermShare float64 `json:"term_share,omitempty"`
 }
 
-// decline decides on e: the reason to decline, or false.
-func (f Floor) decline(e Evidence) (string, bool) {
-	if f.Disabled {
-		return "", false
+// agreeRank is the rank within which a retriever agrees on the best hit.
+const agreeRank = 3
+
+// thresholds are the floor's MinEvidence and DeclineEvidence, the
+// calibration's when it has them.
+func (f Floor) thresholds() (minEv, declineEv float64) {
+	minEv, declineEv = f.MinEvidence, f.DeclineEvidence
+	if c := f.Calibration; c != nil {
+		if c.MinEvidence > 0 {
+			minEv = c.MinEvidence
+		}
+		if c.DeclineEvidence > 0 {
+			declineEv = c.DeclineEvidence
+		}
 	}
-	if e.Address || e.Definition {
-		return "", false
+	return minEv, min(declineEv, minEv)
+}
+
+// judge decides on e.
+func (f Floor) judge(e Evidence) Verdict {
+	high := Verdict{Confidence: ConfidenceHigh}
+	if f.Disabled || e.Address || e.Definition {
+		return high
 	}
 	if e.Score == 0 {
-		return "nothing in the pipeline matches the query", true
+		return Verdict{Declined: true, Reason: "nothing in the pipeline matches the query"}
 	}
 	if e.Score < f.MinScore {
-		return fmt.Sprintf("the best hit's fused score %.3f is below the floor's min_score %.3f", e.Score, f.MinScore), true
+		return Verdict{Declined: true, Reason: fmt.Sprintf("the best hit's fused score %.3f is below the floor's min_score %.3f", e.Score, f.MinScore)}
+	}
+	minEv, declineEv := f.thresholds()
+	st := f.strength(e)
+	c := f.Calibration
+	vouch := func(at float64) bool { return c != nil && at > 0 && e.Cosine >= at }
+	missing := ""
+	if len(e.Missing) > 0 {
+		missing = "; missing: " + strings.Join(e.Missing, ", ")
+	}
+	if st < declineEv && e.Agreement < 2 && !vouch(cosineOf(c, true)) {
+		why := fmt.Sprintf("the best hits hold at most %.0f%% of the query's weight of words together (evidence %.2f with the fused score %.2f; declined below %.2f)",
+			100*e.Window, st, e.Score, declineEv)
+		if c != nil && c.DeclineCosine > 0 {
+			why += fmt.Sprintf(", and their similarity %.2f is below what answers reach with this embedder (%.2f)", e.Cosine, c.DeclineCosine)
+		}
+		return Verdict{Declined: true, Reason: why + missing}
 	}
 	var why string
-	if e.Quantity && e.QuantityWindow < f.QuantityShare*e.Window {
-		why = fmt.Sprintf("the question asks for a quantity and the best hits have no number near its words (near a number they hold %.0f%% of the query's weight of words, together %.0f%%; floor: %.0f%% of that)",
-			100*e.QuantityWindow, 100*e.Window, 100*f.QuantityShare)
-	} else if e.Coverage < f.MinCoverage {
-		why = fmt.Sprintf("the best hits hold %.0f%% of the query's weight of words (floor: %.0f%%)", 100*e.Coverage, 100*f.MinCoverage)
-	} else if st := f.strength(e); st < f.MinEvidence {
-		why = fmt.Sprintf("the best hits hold at most %.0f%% of the query's weight of words together (evidence %.2f with the fused score %.2f; floor: %.2f)",
-			100*e.Window, st, e.Score, f.MinEvidence)
+	switch {
+	case e.Quantity && f.QuantityShare > 0 && e.QuantityWindow < f.QuantityShare*e.Window:
+		why = fmt.Sprintf("the question asks for a quantity and the best hits have no number near its words (near a number they hold %.0f%% of the query's weight of words, together %.0f%%)",
+			100*e.QuantityWindow, 100*e.Window)
+	case vouch(cosineOf(c, false)):
+		return high
+	case e.Coverage < f.MinCoverage:
+		why = fmt.Sprintf("the best hits hold %.0f%% of the query's weight of words (min_coverage %.0f%%)", 100*e.Coverage, 100*f.MinCoverage)
+	case st < minEv:
+		why = fmt.Sprintf("the best hits hold at most %.0f%% of the query's weight of words together (evidence %.2f with the fused score %.2f; min_evidence %.2f)",
+			100*e.Window, st, e.Score, minEv)
 	}
 	if why != "" {
-		if len(e.Missing) > 0 {
-			why += "; missing: " + strings.Join(e.Missing, ", ")
-		}
-		return why, true
+		return Verdict{Confidence: ConfidenceLow, Reason: why + missing}
 	}
-	return "", false
+	return high
+}
+
+// cosineOf is the calibration's DeclineCosine (decline) or HighCosine.
+func cosineOf(c *Calibration, decline bool) float64 {
+	switch {
+	case c == nil:
+		return 0
+	case decline:
+		return c.DeclineCosine
+	}
+	return c.HighCosine
+}
+
+// decline decides on e: the reason to decline, or false.
+func (f Floor) decline(e Evidence) (string, bool) {
+	v := f.judge(e)
+	return v.Reason, v.Declined
 }
 
 // evidence computes what the floor needs for a search's result: the
@@ -145,6 +230,15 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 	e.Term = len(res.Terms) > 0
 	if len(res.Hits) > 0 {
 		e.Score, e.Cosine = res.Hits[0].Score, res.Hits[0].Cosine
+		// The vector retriever and a lexical one (BM25 over chunks or
+		// over elements: one kind of evidence) each count once.
+		near := func(sig string) bool { r, ok := res.Hits[0].Ranks[sig]; return ok && r <= agreeRank }
+		if near(SignalVector) {
+			e.Agreement++
+		}
+		if near(SignalLexical) || near(SignalElement) {
+			e.Agreement++
+		}
 	}
 	if len(words) == 0 {
 		e.Coverage, e.Window = 1, 1

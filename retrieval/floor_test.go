@@ -24,66 +24,92 @@ func TestWindowShare(t *testing.T) {
 	require.Zero(t, windowShare(nil, nil, words, weights, 4, 8))
 }
 
-// TestFloorDecide: the evidence is Window + ScoreWeight × Score against
-// MinEvidence; an address or a definition of a named term is never
-// declined; MinCoverage, when set, is checked too.
+// TestFloorDecide: below MinEvidence an answer is weak (confidence low,
+// with what is missing), not declined; it is declined only below
+// DeclineEvidence when the retrievers do not agree on the best hit and no
+// calibrated similarity vouches for it. An address or a definition of a
+// named term is never declined nor weak.
 func TestFloorDecide(t *testing.T) {
-	f := Floor{MinEvidence: 0.75, ScoreWeight: 0.4}
-	weak := Evidence{Coverage: 0.9, Window: 0.4, Score: 0.8, Missing: []string{"pension"}}
-	why, no := f.decline(weak)
-	require.True(t, no, "0.4 + 0.4 × 0.8 = 0.72 < 0.75")
-	require.Contains(t, why, "missing: pension")
-	require.Contains(t, why, "0.72")
-	_, no = f.decline(Evidence{Coverage: 0.9, Window: 0.5, Score: 0.8})
-	require.False(t, no, "0.5 + 0.32 = 0.82")
-	a := weak
+	f := Floor{MinEvidence: 0.75, DeclineEvidence: 0.45, ScoreWeight: 0.4}
+	weak := Evidence{Coverage: 0.9, Window: 0.4, Score: 0.8, Missing: []string{"permission", "kid"}}
+	v := f.judge(weak)
+	require.False(t, v.Declined, "0.4 + 0.4 × 0.8 = 0.72: weak, not declined")
+	require.Equal(t, ConfidenceLow, v.Confidence)
+	require.Contains(t, v.Reason, "missing: permission, kid")
+	require.Contains(t, v.Reason, "0.72")
+	require.Equal(t, ConfidenceHigh, f.judge(Evidence{Coverage: 0.9, Window: 0.5, Score: 0.8}).Confidence, "0.5 + 0.32 = 0.82")
+
+	none := Evidence{Coverage: 0.2, Window: 0.1, Score: 0.5, Cosine: 0.6, Missing: []string{"teapot"}}
+	v = f.judge(none)
+	require.True(t, v.Declined, "0.1 + 0.2 = 0.3 < 0.45")
+	require.Contains(t, v.Reason, "missing: teapot")
+	agreed := none
+	agreed.Agreement = 2
+	require.False(t, f.judge(agreed).Declined, "vector and lexical both rank the best hit first: weak, not declined")
+	require.Equal(t, ConfidenceLow, f.judge(agreed).Confidence)
+
+	// A calibrated embedder's similarity vouches for a paraphrase.
+	cal := f
+	cal.Calibration = &Calibration{Embedder: "openai/m/8", DeclineCosine: 0.5, HighCosine: 0.7}
+	require.False(t, cal.judge(none).Declined, "cosine 0.6 >= decline_cosine 0.5")
+	require.Equal(t, ConfidenceLow, cal.judge(none).Confidence, "below high_cosine")
+	para := none
+	para.Cosine = 0.8
+	require.Equal(t, ConfidenceHigh, cal.judge(para).Confidence, "cosine 0.8 >= high_cosine 0.7")
+	far := none
+	far.Cosine = 0.3
+	require.True(t, cal.judge(far).Declined)
+	require.Contains(t, cal.judge(far).Reason, "similarity 0.30")
+
+	a := none
 	a.Address = true
-	_, no = f.decline(a)
-	require.False(t, no, "an address that named something is never declined")
-	d := weak
+	require.Equal(t, ConfidenceHigh, f.judge(a).Confidence, "an address that named something")
+	d := none
 	d.Definition = true
-	_, no = f.decline(d)
-	require.False(t, no, "a question what a named term means is never declined")
-	_, no = f.decline(Evidence{Window: 1, Score: 0})
-	require.True(t, no, "nothing matched")
+	require.Equal(t, ConfidenceHigh, f.judge(d).Confidence, "a question what a named term means")
+	require.True(t, f.judge(Evidence{Window: 1, Score: 0}).Declined, "nothing matched")
 	f.MinCoverage = 0.95
-	_, no = f.decline(Evidence{Coverage: 0.9, Window: 0.9, Score: 0.9})
-	require.True(t, no, "below min_coverage")
+	require.Equal(t, ConfidenceLow, f.judge(Evidence{Coverage: 0.9, Window: 0.9, Score: 0.9}).Confidence, "below min_coverage")
 	f.Disabled = true
-	_, no = f.decline(weak)
-	require.False(t, no)
+	require.Equal(t, Verdict{Confidence: ConfidenceHigh}, f.judge(none))
 }
 
-// TestFloorCalibration: eval's calibration finds the least MinEvidence
-// that declines the most unanswerable questions while losing at most 5% of
-// the answerable ones whose answer was found, and draws the curve.
+// TestFloorCalibration: eval's calibration declines below the largest
+// evidence that loses at most 5% of the answerable questions, marks weak
+// below the least evidence that catches the most unanswerable ones while
+// marking at most a quarter of the found answers weak, and reads the
+// cosines from the best hits.
 func TestFloorCalibration(t *testing.T) {
 	var rs []QuestionResult
-	add := func(kind string, window float64, found bool) {
-		r := QuestionResult{Kind: kind, Evidence: Evidence{Window: window, Score: 1}, Modes: map[string]QuestionMode{ModeHybrid: {}}}
+	add := func(kind string, window, cos float64, found bool) {
+		r := QuestionResult{Kind: kind, Evidence: Evidence{Window: window, Score: 1, Cosine: cos}, Modes: map[string]QuestionMode{ModeHybrid: {}}}
 		if found {
 			r.Modes[ModeHybrid] = QuestionMode{AtK: 1}
 		}
 		rs = append(rs, r)
 	}
 	for _, w := range []float64{0.1, 0.2, 0.3, 0.9} {
-		add(KindUnanswerable, w, false)
+		add(KindUnanswerable, w, 0.2, false)
 	}
 	for i := range 20 {
-		add(KindLexical, 0.5+float64(i)/40, true) // 0.5 … 0.975
+		add(KindLexical, 0.5+float64(i)/40, 0.3+float64(i)/50, true) // 0.5 … 0.975; cosine 0.3 … 0.68
 	}
-	add(KindParaphrase, 0.05, false) // declined at any floor, but its answer was not found anyway
-	rep := floorReport(Floor{MinEvidence: 0.75, ScoreWeight: 0.5}, rs)
+	add(KindParaphrase, 0.05, 0.1, false)
+	c := calibrate(Floor{ScoreWeight: 0.5}, "m", rs)
+	require.Equal(t, "m", c.Embedder)
+	require.Equal(t, 25, c.Questions)
+	require.InDelta(t, 0.32, c.DeclineCosine, 1e-9, "the 5th percentile of the found answers' cosines")
+	require.InDelta(t, 0.21, c.HighCosine, 1e-9, "above every unanswerable one")
+	// The found answers' cosines reach high_cosine: none is ever weak, so
+	// the least threshold catching every unanswerable one (0.9 + 0.5) is
+	// taken. Below decline_cosine are the paraphrase (0.05 + 0.5) and the
+	// first answer (0.5 + 0.5): declining both would lose 2 of 21 (> 5%).
+	require.InDelta(t, 1.41, c.MinEvidence, 1e-9)
+	require.InDelta(t, 1.0, c.DeclineEvidence, 1e-9)
+	rep := floorReport(Floor{MinEvidence: 0.75, DeclineEvidence: 0.5, ScoreWeight: 0.5}, "m", rs)
 	require.Equal(t, 4, rep.Unanswerable)
 	require.Equal(t, 21, rep.Answerable)
-	require.InDelta(t, 0.5, rep.Declined, 1e-9, "0.1 + 0.5 and 0.2 + 0.5 are below 0.75")
-	require.InDelta(t, 1.0/21, rep.Lost, 1e-9)
-	require.Zero(t, rep.LostFound)
-	// Declining the fourth (1.4) would lose most found answers (1.0 …):
-	// the calibrated floor is the least that declines three and loses none.
-	require.InDelta(t, 0.81, rep.Calibrated, 1e-9)
-	require.InDelta(t, 0.75, rep.CalibratedDeclined, 1e-9)
-	require.Zero(t, rep.CalibratedLost)
+	require.InDelta(t, 0.5, rep.Weak, 1e-9, "0.1 + 0.5 and 0.2 + 0.5 are below 0.75")
+	require.Zero(t, rep.Declined)
 	require.Len(t, rep.Curve, 31, "0, 0.05, … 1.5")
-	require.Equal(t, FloorPoint{MinEvidence: 1.5, Declined: 1, LostFound: 20.0 / 21}, rep.Curve[30])
 }

@@ -16,6 +16,9 @@ const (
 	KindParaphrase   = "paraphrase"
 	KindAddress      = "address"
 	KindUnanswerable = "unanswerable"
+	// KindDefinition asks what a term means ("what does X mean", "what is
+	// meant by X", "define X", "что означает X", "qué se entiende por X").
+	KindDefinition = "definition"
 )
 
 // GoldenQuestion is one line of a golden set (JSON Lines): a question, its
@@ -50,7 +53,7 @@ var goldenAliases = map[string][]string{
 // lines starting with # or // are skipped). Besides the GoldenQuestion keys
 // it accepts common aliases (query, type, language, answer, expected,
 // required_context …) and a single string where a list is expected. kind
-// is one of lexical, paraphrase, address, unanswerable (an empty kind is
+// is one of lexical, paraphrase, definition, address, unanswerable (an empty kind is
 // unanswerable when there are no answers, lexical otherwise). Errors name
 // the file and line; a bad line does not hide the others' errors.
 func ReadGolden(r io.Reader, name string) ([]GoldenQuestion, error) {
@@ -171,7 +174,7 @@ func parseGolden(text []byte) (GoldenQuestion, error) {
 		if len(q.Answers) == 0 {
 			q.Kind = KindUnanswerable
 		}
-	case KindLexical, KindParaphrase, KindAddress:
+	case KindLexical, KindParaphrase, KindAddress, KindDefinition:
 		if len(q.Answers) == 0 {
 			return q, fmt.Errorf("kind %s: no answers (an unanswerable question has kind unanswerable)", q.Kind)
 		}
@@ -181,7 +184,7 @@ func parseGolden(text []byte) (GoldenQuestion, error) {
 			return q, errors.New("kind unanswerable: has answers")
 		}
 	default:
-		return q, fmt.Errorf("kind %q: want lexical, paraphrase, address or unanswerable", q.Kind)
+		return q, fmt.Errorf("kind %q: want lexical, paraphrase, definition, address or unanswerable", q.Kind)
 	}
 	q.Lang = strings.ToLower(q.Lang)
 	if q.Lang == "" {

@@ -68,21 +68,19 @@ func TestQuantityTerms(t *testing.T) {
 	}
 }
 
-func TestFloorDeclinesQuantityWithoutNumber(t *testing.T) {
+func TestFloorQuantityWithoutNumberIsWeak(t *testing.T) {
 	f := DefaultFloor()
 	// The question's words together in a hit, no number near them.
 	e := Evidence{Quantity: true, Window: 0.7, QuantityWindow: 0.1, Score: 0.9, Coverage: 1}
-	why, no := f.decline(e)
-	require.True(t, no)
-	require.Contains(t, why, "asks for a quantity")
+	v := f.judge(e)
+	require.False(t, v.Declined, "weak, not declined")
+	require.Equal(t, ConfidenceLow, v.Confidence)
+	require.Contains(t, v.Reason, "asks for a quantity")
 	e.QuantityWindow = 0.5
-	_, no = f.decline(e)
-	require.False(t, no, "a number near most of them")
+	require.Equal(t, ConfidenceHigh, f.judge(e).Confidence, "a number near most of them")
 	e.QuantityWindow, e.Quantity = 0, false
-	_, no = f.decline(e)
-	require.False(t, no, "not a quantity question")
+	require.Equal(t, ConfidenceHigh, f.judge(e).Confidence, "not a quantity question")
 	f.QuantityShare = 0
 	e.Quantity = true
-	_, no = f.decline(e)
-	require.False(t, no, "the check off")
+	require.Equal(t, ConfidenceHigh, f.judge(e).Confidence, "the check off")
 }

@@ -13,6 +13,13 @@ import (
 // floor and its calibration, and the unresolved addresses.
 func (r *EvalReport) WriteText(w io.Writer) error {
 	var b strings.Builder
+	if r.Golden != "" {
+		what := "tuning set"
+		if r.HeldOut {
+			what = "HELD-OUT set"
+		}
+		fmt.Fprintf(&b, "golden %s (%s)\n", r.Golden, what)
+	}
 	fmt.Fprintf(&b, "pipeline %s, embedder %s: %d questions, k=%d, budget %d tokens\n\n", r.Pipeline, r.Embedder, r.Questions, r.K, r.Budget)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "mode\tanswerable\trecall@1\trecall@%d\tsufficient\tmedian tokens\tmean tokens\n", r.K)
@@ -40,17 +47,28 @@ func (r *EvalReport) WriteText(w io.Writer) error {
 	}
 	f := r.Floor
 	if f.Unanswerable+f.Answerable > 0 {
-		fmt.Fprintf(&b, "\nrelevance floor (min_evidence %.2f, score_weight %.2f): declined %.0f%% of %d unanswerable; lost %.0f%% of %d answerable whose answer was in the hits (%.0f%% of all answerable declined)\n",
-			f.MinEvidence, f.ScoreWeight, 100*f.Declined, f.Unanswerable, 100*f.LostFound, f.Answerable, 100*f.Lost)
-		fmt.Fprintf(&b, "calibrated for this embedder: min_evidence %.2f declines %.0f%%, loses %.0f%% (set search.floor.min_evidence)\n",
-			f.Calibrated, 100*f.CalibratedDeclined, 100*f.CalibratedLost)
+		fmt.Fprintf(&b, "\nrelevance floor (decline below %.2f, low confidence below %.2f, score_weight %.2f):\n", f.DeclineEvidence, f.MinEvidence, f.ScoreWeight)
+		fmt.Fprintf(&b, "  answerable (%d): %.0f%% declined (%.0f%% whose answer was in the hits), %.0f%% answered with low confidence\n",
+			f.Answerable, 100*f.Lost, 100*f.LostFound, 100*f.WeakAnswerable)
+		fmt.Fprintf(&b, "  unanswerable (%d): %.0f%% declined or low confidence (%.0f%% declined, %.0f%% low)\n",
+			f.Unanswerable, 100*f.Caught, 100*f.Declined, 100*f.Weak)
+		c := f.Calibration
+		fmt.Fprintf(&b, "calibrated for %s on these %d questions: decline below %.2f, low below %.2f", c.Embedder, c.Questions, c.DeclineEvidence, c.MinEvidence)
+		if c.DeclineCosine > 0 {
+			fmt.Fprintf(&b, ", never declined at cosine >= %.2f", c.DeclineCosine)
+		}
+		if c.HighCosine > 0 {
+			fmt.Fprintf(&b, ", never low at cosine >= %.2f", c.HighCosine)
+		}
+		fmt.Fprintf(&b, "\n  outcome: %.0f%% of answerable declined, %.0f%% low; %.0f%% of unanswerable declined or low (eval --calibrate stores it for searches)\n",
+			100*f.CalibratedLost, 100*f.CalibratedWeak, 100*f.CalibratedCaught)
 		if len(f.Curve) > 0 {
-			b.WriteString("trade-off (min_evidence: declined / lost):")
+			b.WriteString("trade-off (min_evidence: unanswerable caught / found answers weak):")
 			for i, p := range f.Curve {
-				if i > 0 && p.Declined == f.Curve[i-1].Declined && p.LostFound == f.Curve[i-1].LostFound {
+				if i > 0 && p.Caught == f.Curve[i-1].Caught && p.WeakFound == f.Curve[i-1].WeakFound {
 					continue
 				}
-				fmt.Fprintf(&b, " %.2f: %.0f%%/%.0f%%", p.MinEvidence, 100*p.Declined, 100*p.LostFound)
+				fmt.Fprintf(&b, " %.2f: %.0f%%/%.0f%%", p.MinEvidence, 100*p.Caught, 100*p.WeakFound)
 			}
 			b.WriteString("\n")
 		}

@@ -231,7 +231,7 @@ func TestExpandWithinBudget(t *testing.T) {
 	res := search(t, s, "Статья 81 часть 1", retrieval.Options{K: 3})
 	require.NotEmpty(t, res.Hits)
 	for _, budget := range []int{300, 1200, 5000} {
-		c, err := s.Expand(t.Context(), res.Hits, budget)
+		c, err := s.ExpandResult(t.Context(), res, budget)
 		require.NoError(t, err)
 		require.LessOrEqual(t, c.Tokens, budget, "budget %d", budget)
 		require.NotEmpty(t, c.Hits, "the first hit is kept even alone")
@@ -380,7 +380,7 @@ func TestExpandClauseBeforeMentions(t *testing.T) {
 	require.NotEmpty(t, res.Hits)
 	require.Contains(t, res.Hits[0].Address, "1.1", "%+v", res.Hits[0])
 
-	full, err := s.Expand(t.Context(), res.Hits, 20000)
+	full, err := s.ExpandResult(t.Context(), res, 20000)
 	require.NoError(t, err)
 	var clause, parts int
 	reasons := map[string]bool{}
@@ -397,7 +397,7 @@ func TestExpandClauseBeforeMentions(t *testing.T) {
 	// Room for the hit, its whole clause and the 201 section, not for the
 	// section of sections as well.
 	budget := full.Hits[0].Tokens + clause + 60
-	c, err := s.Expand(t.Context(), res.Hits, budget)
+	c, err := s.ExpandResult(t.Context(), res, budget)
 	require.NoError(t, err)
 	got := map[string]int{}
 	for _, x := range c.Hits[0].Expansions {
@@ -455,14 +455,15 @@ func TestHitNamesMatchedElement(t *testing.T) {
 		require.InDelta(t, 1.0, m.All.Sufficiency, 1e-9, mode)
 	}
 	res = search(t, s, "section 6.3 of RFC 7239", retrieval.Options{K: 2})
-	c, err := s.Expand(t.Context(), res.Hits, 2500)
+	c, err := s.ExpandResult(t.Context(), res, 2500)
 	require.NoError(t, err)
 	require.Equal(t, "docs:rfc7239.txt › 6 › 6.3", c.Hits[0].Match.ID)
 }
 
 // TestFloorQuantityQuestions: a question asking a quantity whose best
-// hits have its words but no number near them is declined; one whose
-// answer states the number is not.
+// hits have its words but no number near them is answered with low
+// confidence (its hits may still be what the user needs); one whose
+// answer states the number is answered with high confidence.
 func TestFloorQuantityQuestions(t *testing.T) {
 	t.Parallel()
 	s := synced(t).p.Searcher()
@@ -472,7 +473,9 @@ func TestFloorQuantityQuestions(t *testing.T) {
 	} {
 		res := search(t, s, q, retrieval.Options{K: 5})
 		require.True(t, res.Evidence.Quantity, q)
-		require.True(t, res.Declined, "%s: %+v", q, res.Evidence)
+		require.False(t, res.Declined, "%s: %+v", q, res.Evidence)
+		require.NotEmpty(t, res.Hits, q)
+		require.Equal(t, retrieval.ConfidenceLow, res.Confidence, q)
 		require.Contains(t, res.Reason, "quantity", q)
 	}
 	for _, q := range []string{
@@ -482,5 +485,63 @@ func TestFloorQuantityQuestions(t *testing.T) {
 		res := search(t, s, q, retrieval.Options{K: 5})
 		require.True(t, res.Evidence.Quantity, q)
 		require.False(t, res.Declined, "%s: %s %+v", q, res.Reason, res.Evidence)
+		require.Equal(t, retrieval.ConfidenceHigh, res.Confidence, "%s: %s", q, res.Reason)
+	}
+}
+
+// TestExpandKeepsHits: --expand puts the hits' own text first, as many as
+// fit, and only then their context: the clause, references and
+// definitions of hit 1 never take the place of hits 2 to k (the answer is
+// often hit 2). What the budget left out is listed.
+func TestExpandKeepsHits(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	for _, q := range []string{
+		"What does the by parameter contain by default?",
+		"Какие права имеет гражданин при задержании?",
+		"What must the organization do about the competence of program participants?",
+	} {
+		res := search(t, s, q, retrieval.Options{K: 5, NoFloor: true})
+		require.Len(t, res.Hits, 5, q)
+		total := 0
+		for _, h := range res.Hits {
+			total += h.Tokens
+		}
+		c, err := s.ExpandResult(t.Context(), res, total+40)
+		require.NoError(t, err)
+		require.Len(t, c.Hits, 5, "%s: every hit fits the budget and is kept", q)
+		for i, h := range c.Hits {
+			require.Equal(t, res.Hits[i].ID, h.ID, q)
+		}
+		require.LessOrEqual(t, c.Tokens, total+40, q)
+
+		// A budget for four hits: the fifth is left out, and said so.
+		c, err = s.ExpandResult(t.Context(), res, total-res.Hits[4].Tokens)
+		require.NoError(t, err)
+		require.Len(t, c.Hits, 4, q)
+		require.NotEmpty(t, c.Omitted, q)
+		require.Equal(t, "hit 5", c.Omitted[0].Reason, q)
+	}
+}
+
+// TestDefinitionRouting: "what does X mean", "what is meant by X",
+// "define X", "qué se entiende por X" go to X's definition (a defined term,
+// else the section X heads) first, a document's name in the question
+// aside; such a question is answered with high confidence.
+func TestDefinitionRouting(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	for q, want := range map[string]string{
+		"What does Known Vulnerability mean in the OpenChain Security Assurance Specification?": "2.5",
+		"¿Qué se entiende por Newly Discovered Vulnerability?":                                  "2.6",
+		"Define Verification Materials.":                                                        "2.14",
+		"What is meant by an obfuscated identifier?":                                            "docs:rfc7239.txt › 6 › 6.3",
+	} {
+		res := search(t, s, q, retrieval.Options{K: 5})
+		require.NotEmpty(t, res.Hits, q)
+		require.True(t, res.Evidence.Definition, "%s: %+v", q, res.Evidence)
+		require.Equal(t, retrieval.ConfidenceHigh, res.Confidence, q)
+		require.NotNil(t, res.Hits[0].Match, q)
+		require.True(t, strings.HasSuffix(res.Hits[0].Match.ID, want) || strings.Contains(res.Hits[0].Match.ID, want+" "), "%s: %s", q, res.Hits[0].Match.ID)
 	}
 }

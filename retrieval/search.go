@@ -165,6 +165,8 @@ type corpusData struct {
 
 	textAddrMu sync.Mutex
 	textAddr   map[string][]queryAddress
+
+	titleIdx titleIndex
 }
 
 // Options narrow one search.
@@ -225,9 +227,15 @@ type Hit struct {
 type Result struct {
 	// Hits are the best units, best first; empty when the floor declined.
 	Hits []Hit `json:"hits"`
-	// Declined says the floor found nothing relevant; Reason says why.
+	// Declined says the floor found nothing relevant; Reason says why
+	// (or, for a weak answer, why it is weak).
 	Declined bool   `json:"declined,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Confidence is ConfidenceHigh, or ConfidenceLow when the floor
+	// answers with hits it finds weak; Missing then lists the query's
+	// content words none of the best hits has. Empty when declined.
+	Confidence string   `json:"confidence,omitempty"`
+	Missing    []string `json:"missing,omitempty"`
 	// Addresses are the addresses found in the query and what each names.
 	Addresses []AddressMatch `json:"addresses,omitempty"`
 	// Terms are the defined terms the query names.
@@ -310,6 +318,10 @@ func boolRank(b bool) int {
 	return 1
 }
 
+// nonDefinitionTermBoost weighs the term signal of a question that does
+// not ask what a term means (tuned on the golden tuning sets).
+const nonDefinitionTermBoost = 0.5
+
 // ranked is one signal's list: unit indexes, best first; boost
 // multiplies the signal's weight for this query (0 means 1).
 type ranked struct {
@@ -358,6 +370,7 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	cos := map[int]float64{}
 	var qvec []float32
 	addressed, defined := unitMatches{}, unitMatches{}
+	subject := false // a definition question's subject named a term or heading
 	if use[SignalVector] {
 		l, c, q, err := s.vectorList(ctx, d, query, allowed, fetch)
 		if err != nil {
@@ -383,6 +396,29 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 		l, names := d.termList(query, allowed, defined)
 		if definitionRe().reAsksDefinition.MatchString(query) {
 			l.boost = 2 // "what is X", "define X": X's definition first
+		} else {
+			// A question that only uses a term does not ask its meaning:
+			// the definition is context (--expand adds it), not the answer.
+			l.boost = nonDefinitionTermBoost
+		}
+		// A definition question whose subject names a defined term or a
+		// section heading exactly goes to it first.
+		var first []int
+		for _, id := range d.definitionTargets(subjectsOf(d.withoutRoutes(query))) {
+			for _, u := range d.chunksOf(id) {
+				if ok(allowed, u) {
+					if !slices.Contains(first, u) {
+						first = append(first, u)
+						defined.add(u, id)
+					}
+					break
+				}
+			}
+		}
+		if len(first) > 0 {
+			l.units = append(first, slices.DeleteFunc(l.units, func(u int) bool { return slices.Contains(first, u) })...)
+			l.boost = 3
+			subject = true
 		}
 		lists, res.Terms = append(lists, l), names
 	}
@@ -434,12 +470,16 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	for i, u := range order[:len(res.Hits)] {
 		res.Hits[i].Match = d.match(u, addressed, defined, content, weights)
 	}
-	res.Evidence.Definition = res.Evidence.TermShare >= 0.5 && definitionRe().reAsksDefinition.MatchString(query)
+	res.Evidence.Definition = subject || res.Evidence.TermShare >= 0.5 && definitionRe().reAsksDefinition.MatchString(query)
 	res.Evidence.Strength = cfg.Floor.strength(res.Evidence)
-	if !opts.NoFloor {
-		if why, decline := cfg.Floor.decline(res.Evidence); decline {
-			res.Declined, res.Reason, res.Hits = true, why, []Hit{}
-		}
+	v := cfg.Floor.judge(res.Evidence)
+	switch {
+	case v.Declined && !opts.NoFloor:
+		res.Declined, res.Reason, res.Hits = true, v.Reason, []Hit{}
+	case v.Declined || v.Confidence == ConfidenceLow:
+		res.Confidence, res.Reason, res.Missing = ConfidenceLow, v.Reason, res.Evidence.Missing
+	default:
+		res.Confidence = ConfidenceHigh
 	}
 	return res, nil
 }
@@ -902,7 +942,7 @@ type definitionPatterns struct {
 var definitionRe = sync.OnceValue(func() *definitionPatterns {
 	return &definitionPatterns{
 		// reAsksDefinition is a question asking what a term means.
-		reAsksDefinition: regexp.MustCompile(`(?i)\b(?:what (?:is|are|does)\b.*\b(?:mean|stand for)|what (?:is|are) (?:a|an|the)?\s*\S|defin(?:e|es|ed|ition)\b|meaning of\b)|что (?:такое|означает)|что понимается под|определени\p{L}*|qu[ée] (?:es|son|significa)\b|definici[óo]n`),
+		reAsksDefinition: regexp.MustCompile(`(?i)\b(?:what (?:is|are|does)\b.*\b(?:mean|stand for)|what (?:is|are) (?:a|an|the)?\s*\S|defin(?:e|es|ed|ition)\b|meaning of\b)|что (?:такое|означает)|что понимается под|определени\p{L}*|что (?:значит|обозначает)|подразумевается под|qu[ée] (?:es|son|significa)\b|qu[ée] se entiende por|definici[óo]n`),
 		// reDefinition is an element that defines a term inline, the way
 		// regulations and specifications do: "(30) ‘manufacturer’ means …",
 		// "\"Артефакты соответствия\" - набор …", "«X» означает …", "«X»: …".

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,12 +24,13 @@ func newEvalCmd(g *globals) *cobra.Command {
 		pipe, modes             string
 		k, budget, flatTokens   int
 		asJSON, verbose         bool
+		calibrate               bool
 		minRecall, minSufficent float64
 		structured              string
 		minRows                 float64
 	)
 	cmd := &cobra.Command{
-		Use:   "eval [GOLDEN.jsonl]",
+		Use:   "eval [GOLDEN.jsonl ...]",
 		Short: "Score search against a golden set: recall@1 and @k, context sufficiency, unanswerable declined",
 		Long: `Run every question of a golden set (JSON Lines: question, kind, lang, the
 addresses of the answer elements and of the required context, e.g.
@@ -42,10 +44,19 @@ and how the relevance floor did on the unanswerable questions, with the
 min_evidence calibrated for this embedder. Without GOLDEN.jsonl it runs the
 pipeline's own golden set (eval.golden in its config).
 
+Several golden sets are reported one after another (a held-out set beside
+the tuning set it was kept from: a file with a line "# HELD OUT" is one).
+The floor's report gives the share of answerable questions declined and
+answered with low confidence, and of unanswerable ones declined or marked
+low; --calibrate measures the floor's thresholds and similarity cosines for
+the pipeline's embedder on the sets not held out and stores them, keyed by
+the embedder's fingerprint, where searches read them
+(search.floor.calibration).
+
 Exit 4 when hybrid recall@k is below --min-recall or hybrid+expand
 sufficiency below --min-sufficiency, so a cron job or CI guards a change of
 chunking, data model or embedder.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			e, err := g.openRead(ctx)
@@ -69,23 +80,29 @@ chunking, data model or embedder.`,
 			if structured != "" {
 				return evalStructured(ctx, g, e, pc, structured, asJSON, verbose, minRows)
 			}
-			golden := ""
-			switch {
-			case len(args) == 1:
-				golden = args[0]
-			case pc.Eval != nil && pc.Eval.Golden != "":
-				golden = pc.Eval.Golden
-			default:
-				return &exitError{code: 2, err: fmt.Errorf("pipeline %q has no golden set: name GOLDEN.jsonl or set eval.golden in its config", pc.Name)}
+			goldens := args
+			if len(goldens) == 0 {
+				if pc.Eval == nil || pc.Eval.Golden == "" {
+					return &exitError{code: 2, err: fmt.Errorf("pipeline %q has no golden set: name GOLDEN.jsonl or set eval.golden in its config", pc.Name)}
+				}
+				goldens = []string{pc.Eval.Golden}
 			}
-			f, err := os.Open(golden)
-			if err != nil {
-				return &exitError{code: 2, err: err}
+			type set struct {
+				name    string
+				qs      []retrieval.GoldenQuestion
+				heldOut bool
 			}
-			qs, err := retrieval.ReadGolden(f, golden)
-			_ = f.Close()
-			if err != nil {
-				return &exitError{code: 2, err: err}
+			var sets []set
+			for _, golden := range goldens {
+				data, err := os.ReadFile(golden)
+				if err != nil {
+					return &exitError{code: 2, err: err}
+				}
+				qs, err := retrieval.ReadGolden(bytes.NewReader(data), golden)
+				if err != nil {
+					return &exitError{code: 2, err: err}
+				}
+				sets = append(sets, set{golden, qs, retrieval.HeldOut(data)})
 			}
 			p, err := pipeline.Build(ctx, e.cfg, pc, e.store, e.log)
 			if err != nil {
@@ -98,35 +115,68 @@ chunking, data model or embedder.`,
 					opts.Modes = append(opts.Modes, strings.TrimSpace(m))
 				}
 			}
-			rep, err := p.Searcher().Eval(ctx, qs, opts)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if !verbose {
-					rep.Results = nil
-				}
-				b, err := json.Marshal(rep)
+			var reps []*retrieval.EvalReport
+			var tuning []retrieval.QuestionResult
+			for i, st := range sets {
+				rep, err := p.Searcher().Eval(ctx, st.qs, opts)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(g.stdout, string(b))
-			} else {
+				rep.Golden, rep.HeldOut = st.name, st.heldOut
+				reps = append(reps, rep)
+				if !st.heldOut {
+					tuning = append(tuning, rep.Results...)
+				}
+				if asJSON {
+					results := rep.Results
+					if !verbose {
+						rep.Results = nil
+					}
+					b, err := json.Marshal(rep)
+					rep.Results = results
+					if err != nil {
+						return err
+					}
+					fmt.Fprintln(g.stdout, string(b))
+					continue
+				}
+				if i > 0 {
+					fmt.Fprintln(g.stdout)
+				}
 				if err := rep.WriteText(g.stdout); err != nil {
 					return err
 				}
 				if verbose {
 					for _, r := range rep.Results {
 						m := r.Modes[retrieval.ModeHybrid]
-						fmt.Fprintf(g.stdout, "%s\t%s\t%s\t@1 %.2f @k %.2f\tdeclined %v\tcoverage %.2f\n", r.ID, r.Kind, r.Lang, m.At1, m.AtK, r.Declined, r.Evidence.Coverage)
+						fmt.Fprintf(g.stdout, "%s\t%s\t%s\t@1 %.2f @k %.2f\tdeclined %v\tlow %v\tcoverage %.2f\n", r.ID, r.Kind, r.Lang, m.At1, m.AtK, r.Declined, r.Low, r.Evidence.Coverage)
 					}
 				}
 			}
-			if h := rep.Mode(retrieval.ModeHybrid); h != nil && h.All.Recall5 < minRecall {
-				return &exitError{code: 4, err: fmt.Errorf("hybrid recall@%d %.3f is below --min-recall %.3f", rep.K, h.All.Recall5, minRecall)}
+			if calibrate {
+				if len(tuning) == 0 {
+					return &exitError{code: 2, err: fmt.Errorf("--calibrate: every golden set is held out; calibrate on a set that is not")}
+				}
+				cal := retrieval.Calibrate(p.Search.Floor, p.Embedder.Model(), tuning)
+				path := pipeline.CalibrationPath(e.cfg, pc)
+				if err := retrieval.WriteCalibration(path, cal); err != nil {
+					return err
+				}
+				if !asJSON {
+					fmt.Fprintf(g.stdout, "\nfloor calibration for %s written to %s (from %d questions of the sets not held out): decline below %.2f, low below %.2f, decline_cosine %.2f, high_cosine %.2f\n",
+						cal.Embedder, path, cal.Questions, cal.DeclineEvidence, cal.MinEvidence, cal.DeclineCosine, cal.HighCosine)
+				}
 			}
-			if x := rep.Mode(retrieval.ModeExpand); x != nil && x.All.Sufficiency < minSufficent {
-				return &exitError{code: 4, err: fmt.Errorf("hybrid+expand sufficiency %.3f is below --min-sufficiency %.3f", x.All.Sufficiency, minSufficent)}
+			for _, rep := range reps {
+				if rep.HeldOut {
+					continue
+				}
+				if h := rep.Mode(retrieval.ModeHybrid); h != nil && h.All.Recall5 < minRecall {
+					return &exitError{code: 4, err: fmt.Errorf("%s: hybrid recall@%d %.3f is below --min-recall %.3f", rep.Golden, rep.K, h.All.Recall5, minRecall)}
+				}
+				if x := rep.Mode(retrieval.ModeExpand); x != nil && x.All.Sufficiency < minSufficent {
+					return &exitError{code: 4, err: fmt.Errorf("%s: hybrid+expand sufficiency %.3f is below --min-sufficiency %.3f", rep.Golden, x.All.Sufficiency, minSufficent)}
+				}
 			}
 			return nil
 		},
@@ -140,6 +190,7 @@ chunking, data model or embedder.`,
 	cmd.Flags().StringVar(&modes, "modes", "", "modes to run, comma-separated: "+strings.Join(retrieval.AllModes, ",")+" (default all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	cmd.Flags().BoolVar(&verbose, "verbose-results", false, "also print every question's outcome")
+	cmd.Flags().BoolVar(&calibrate, "calibrate", false, "write the relevance floor's calibration for this embedder (measured on the golden sets not marked held out) to search.floor.calibration")
 	cmd.Flags().Float64Var(&minRecall, "min-recall", 0, "exit 4 when hybrid recall@k is below this")
 	cmd.Flags().Float64Var(&minSufficent, "min-sufficiency", 0, "exit 4 when hybrid+expand sufficiency is below this")
 	return cmd

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -262,4 +263,45 @@ func TestEvalRunsThePipelinesGoldenSet(t *testing.T) {
 	code, _, errOut = kgsync(t, "eval", "--config", cfg, "-p", "tables")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, `pipeline "tables" has no golden set`)
+}
+
+// TestEvalHeldOutAndCalibrate: eval reports several golden sets, a held-out
+// one marked so, and --calibrate stores the floor's calibration for the
+// pipeline's embedder, measured on the sets not held out, where searches
+// read it.
+func TestEvalHeldOutAndCalibrate(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, _, errOut := kgsync(t, "sync", "docs", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	dir := filepath.Dir(cfg)
+	golden, err := os.ReadFile(filepath.Join(dir, "golden.jsonl"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(golden)), "\n")
+	held := filepath.Join(dir, "held.jsonl")
+	require.NoError(t, os.WriteFile(held, []byte("# HELD OUT: never tuned on\n"+strings.Join(lines[:5], "\n")+"\n"), 0o644))
+	code, out, errOut := kgsync(t, "eval", "--config", cfg, "-p", "docs", "--modes", "hybrid", "--calibrate", held, filepath.Join(dir, "golden.jsonl"))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "golden "+held+" (HELD-OUT set)")
+	require.Contains(t, out, "(tuning set)")
+	require.Contains(t, out, "declined or low confidence")
+	require.Contains(t, out, fmt.Sprintf("from %d questions of the sets not held out", len(lines)))
+	b, err := os.ReadFile(filepath.Join(dir, ".kgsync", "floor-calibration.json"))
+	require.NoError(t, err)
+	var f struct {
+		Calibrations []struct {
+			Embedder    string  `json:"embedder"`
+			MinEvidence float64 `json:"min_evidence"`
+			Questions   int     `json:"questions"`
+		} `json:"calibrations"`
+	}
+	require.NoError(t, json.Unmarshal(b, &f))
+	require.Len(t, f.Calibrations, 1)
+	require.Equal(t, "hashing/hashing-v1/384", f.Calibrations[0].Embedder)
+	require.Equal(t, len(lines), f.Calibrations[0].Questions)
+	require.Positive(t, f.Calibrations[0].MinEvidence)
+
+	code, _, errOut = kgsync(t, "eval", "--config", cfg, "-p", "docs", "--modes", "hybrid", "--calibrate", held)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "every golden set is held out")
 }

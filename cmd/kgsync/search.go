@@ -19,6 +19,8 @@ type searchResult struct {
 	*retrieval.Result
 	ContextTokens int `json:"context_tokens,omitempty"`
 	Budget        int `json:"budget,omitempty"`
+	// Omitted is what --expand left out for lack of budget.
+	Omitted []retrieval.Omission `json:"omitted,omitempty"`
 }
 
 func newSearchCmd(g *globals) *cobra.Command {
@@ -109,11 +111,11 @@ why. --address looks nodes up by address instead of searching.`,
 				if budget <= 0 {
 					budget = p.Search.Budget
 				}
-				c, err := srch.Expand(ctx, res.Hits, budget)
+				c, err := srch.ExpandResult(ctx, res, budget)
 				if err != nil {
 					return err
 				}
-				res.Hits, out.ContextTokens, out.Budget = c.Hits, c.Tokens, c.Budget
+				res.Hits, out.ContextTokens, out.Budget, out.Omitted = c.Hits, c.Tokens, c.Budget, c.Omitted
 			}
 			if asJSON {
 				b, err := json.Marshal(out)
@@ -161,6 +163,9 @@ func printSearch(g *globals, out searchResult) {
 		fmt.Fprintf(g.stdout, "nothing relevant: %s\n", res.Reason)
 		return
 	}
+	if res.Confidence == retrieval.ConfidenceLow {
+		fmt.Fprintf(g.stdout, "confidence: low (%s)\n", res.Reason)
+	}
 	for i, h := range res.Hits {
 		// A chunk covers several elements: the line names the one the
 		// query matched and shows its text.
@@ -187,6 +192,9 @@ func printSearch(g *globals, out searchResult) {
 	}
 	if out.Budget > 0 {
 		fmt.Fprintf(g.stdout, "context: %d tokens of %d\n", out.ContextTokens, out.Budget)
+		for _, o := range out.Omitted {
+			fmt.Fprintf(g.stdout, "  left out for the budget: %s: %s (%d tokens)\n", o.Reason, o.ID, o.Tokens)
+		}
 	}
 	if len(res.Hits) == 0 {
 		fmt.Fprintln(g.stdout, "no hits: run sync first, or check --anchor/--attribute")
