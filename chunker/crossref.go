@@ -423,6 +423,9 @@ func DocumentIDs(root *Element, fileName string) []string {
 		}
 		walk(root)
 	}
+	for _, id := range ruActIDs(title) {
+		add(id)
+	}
 	if id, rest, ok := actID(title); ok {
 		add(id)
 		if i := strings.LastIndexByte(id, ' '); i > 0 {

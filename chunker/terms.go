@@ -49,7 +49,7 @@ var termsRe = sync.OnceValue(func() *termsPatterns {
 		acronymDefLine: regexp.MustCompile(`^([A-Z][A-Z0-9-]{1,9}(?:\s[A-Z]{2,5})?)\s+(\pL.{2,200})$`),
 		// leadLabel: a point label or clause number before a definition
 		// ("(1) ", "1. ", "a) ", "3.1 ").
-		leadLabel: regexp.MustCompile(`^(?:\(\s*[0-9a-zа-я]{1,4}\s*\)|[0-9a-zа-я]{1,3}[.)]|\d{1,3}(?:\.\d{1,3})+\.?)\s+`),
+		leadLabel: regexp.MustCompile(`^(?:\(\s*[0-9a-zа-я]{1,4}\s*\)|[0-9a-zа-я]{1,3}[.)]|\d{1,3}[.-]\d{1,2}\)|\d{1,3}(?:\.\d{1,3})+\.?)\s+`),
 	}
 })
 
