@@ -1026,6 +1026,17 @@ func spacedText(n *html.Node) string {
 	return normalizeSpace(sb.String())
 }
 
+// markerClass reports whether n is an amendment marker's element (class
+// modref or arrow), without tokenising every element's classes.
+func markerClass(n *html.Node) bool {
+	for _, a := range n.Attr {
+		if a.Key == "class" && (strings.Contains(a.Val, "modref") || strings.Contains(a.Val, "arrow")) {
+			return roleOf(n) == roleChrome
+		}
+	}
+	return false
+}
+
 // nodeText is the raw text under n (<br> as a newline), white space as in
 // the source.
 func nodeText(n *html.Node) string {
@@ -1035,13 +1046,13 @@ func nodeText(n *html.Node) string {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			switch {
 			case c.Type == html.TextNode:
-				if strings.ContainsAny(c.Data, "▼►◄") {
+				if strings.Contains(c.Data, "\xe2\x96") && strings.ContainsAny(c.Data, "▼►") || strings.Contains(c.Data, "◄") {
 					// Amendment markers inside the text ("►M1 … ◄").
 					sb.WriteString(htmlRe().inlineMarker.ReplaceAllString(c.Data, " "))
 					continue
 				}
 				sb.WriteString(c.Data)
-			case c.Type == html.ElementNode && (c.DataAtom == atom.Script || c.DataAtom == atom.Style || roleOf(c) == roleChrome):
+			case c.Type == html.ElementNode && (c.DataAtom == atom.Script || c.DataAtom == atom.Style || markerClass(c)):
 			case c.Type == html.ElementNode && c.DataAtom == atom.Br:
 				sb.WriteByte('\n')
 			case c.Type == html.ElementNode:

@@ -2,6 +2,7 @@ package chunker
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -63,12 +64,24 @@ func unmarkedFurniture(lines, drop []string) {
 	bySig := map[string]*occ{}
 	var order []string
 	sigOf := make([]string, len(lines))
+	// Only lines that recur, page numbers at their ends aside, are looked
+	// at closely (lineSig is dear).
+	keys := make([]string, len(lines))
+	seen := make(map[string]int, len(lines)/2)
 	for i, l := range lines {
 		if drop[i] != "" {
 			continue
 		}
 		t := strings.TrimSpace(l)
-		if t == "" || len(t) > 4*maxFurnitureRunes || strings.HasPrefix(t, "|") || strings.HasPrefix(t, "```") {
+		if t == "" || len(t) > 4*maxFurnitureRunes || t[0] == '|' || strings.HasPrefix(t, "```") {
+			continue
+		}
+		k := strings.Trim(strings.TrimLeft(t, "# "), "0123456789 -–/")
+		keys[i] = k
+		seen[k]++
+	}
+	for i, l := range lines {
+		if keys[i] == "" || seen[keys[i]] < 2 {
 			continue
 		}
 		s := lineSig(l)
@@ -102,7 +115,7 @@ func unmarkedFurniture(lines, drop []string) {
 	var labels []int
 	last := -1
 	for i, l := range lines {
-		if sigOf[i] == "" || utf8.RuneCountInString(strings.TrimSpace(l)) > 100 {
+		if keys[i] == "" || len(l) > 200 || !strings.ContainsAny(l, "0123456789") || !pageWord(l) {
 			continue
 		}
 		m := unmarkedRe().pageLabel.FindStringSubmatch(mdStrip(l))
@@ -119,6 +132,9 @@ func unmarkedFurniture(lines, drop []string) {
 	if len(labels) >= 3 {
 		for _, i := range labels {
 			mark(i, "page number")
+			if sigOf[i] == "" {
+				sigOf[i] = lineSig(lines[i])
+			}
 			seed[sigOf[i]] = true
 		}
 	}
@@ -195,7 +211,34 @@ func unmarkedFurniture(lines, drop []string) {
 		}
 		seed[s] = true
 	}
-	gluedFurniture(lines, drop, seed, sigOf)
+	gluedFurniture(lines, drop, seed, sigOf, keys)
+}
+
+// pageWord reports whether l has a word that labels a page number
+// ("page", "pág", "página", "seite", "стр", "страница"), in any case.
+func pageWord(l string) bool {
+	for i := 0; i < len(l); i++ {
+		switch l[i] {
+		case 'p', 'P':
+			if i+3 <= len(l) {
+				if w := strings.ToLower(l[i : i+3]); w == "pag" || w == "pág"[:3] {
+					return true
+				}
+			}
+			if i+4 <= len(l) && strings.EqualFold(l[i:i+4], "page") {
+				return true
+			}
+		case 's', 'S':
+			if i+5 <= len(l) && strings.EqualFold(l[i:i+5], "seite") {
+				return true
+			}
+		case 0xD1, 0xD0: // Cyrillic "с"/"С"
+			if strings.HasPrefix(l[i:], "стр") || strings.HasPrefix(l[i:], "Стр") || strings.HasPrefix(l[i:], "СТР") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // documentTitleLine is the index of the document's first heading, else
@@ -223,7 +266,7 @@ func documentTitleLine(lines, drop []string) int {
 // gluedFurniture takes running text found (seed, by lineSig) off the
 // start or end of lines that carry more ("NIST SP 800-999 3.1 Small
 // widgets").
-func gluedFurniture(lines, drop []string, seed map[string]bool, sigOf []string) {
+func gluedFurniture(lines, drop []string, seed map[string]bool, sigOf, keys []string) {
 	var texts []string
 	for s := range seed {
 		if utf8.RuneCountInString(s) >= 12 && !strings.HasPrefix(s, "# ") && !strings.HasSuffix(s, " #") {
@@ -269,8 +312,9 @@ func gluedFurniture(lines, drop []string, seed map[string]bool, sigOf []string) 
 	// stays.
 	for s, at := range rests {
 		all := append([]int(nil), at...)
+		k := strings.Trim(strings.TrimLeft(strings.TrimSpace(lines[at[0]]), "# "), "0123456789 -–/")
 		for i := range lines {
-			if sigOf[i] == s && drop[i] == "" {
+			if keys[i] == k && drop[i] == "" && !slices.Contains(at, i) && lineSig(lines[i]) == s {
 				all = append(all, i)
 			}
 		}
@@ -298,6 +342,9 @@ func hasLetterOrDigit(s string) bool {
 func joinDropCaps(lines, drop []string) {
 	for i, l := range lines {
 		if drop[i] != "" {
+			continue
+		}
+		if len(l) > 16 {
 			continue
 		}
 		t := mdStrip(l)
