@@ -25,6 +25,8 @@ func TestGlossaryLayouts(t *testing.T) {
 			map[string]string{"audit log": "A record of the events", "least privilege": "Giving each user"}},
 		{"quoted term, more words, means", "md", "# Article 4\n\n## Definitions\n\n(11) ‘consent’ of the data subject means any freely given, specific, informed and unambiguous indication of the data subject's wishes.\n\n(12) ‘personal data breach’ means a breach of security leading to the loss of personal data.\n",
 			map[string]string{"consent": "any freely given", "personal data breach": "a breach of security"}},
+		{"apostrophe inside the quotes, a lead-in with points", "md", "# Article 2\n\n## Definitions\n\n(4) ‘goods made to the consumer’s specifications’ means non-prefabricated goods made on the basis of an individual choice.\n\n(9) ‘business premises’ means:\n\n(a) any immovable retail premises of the trader; or\n\n(b) any movable retail premises of the trader.\n",
+			map[string]string{"goods made to the consumer’s specifications": "non-prefabricated goods", "business premises": "any immovable retail premises"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, err := chunker.Parse(tc.format, []byte(tc.doc))

@@ -63,7 +63,8 @@ var partsRe = sync.OnceValue(func() *partsPatterns {
 	return &partsPatterns{
 		// partHead: "1. ", "1.\u00a0\u00a0\u00a0" (an article's numbered paragraph).
 		// "2.1. " / "2-1. " is a part inserted after part 2.
-		partHead: regexp.MustCompile(`^(\d{1,3})(?:[.-](\d{1,2}))?\.(?:\s|\x{00a0})+\S`),
+		// "1a. " is one inserted after paragraph 1 of an EU act.
+		partHead: regexp.MustCompile(`^(\d{1,3})(?:[.-](\d{1,2})|([a-z]{1,2}))?\.(?:\s|\x{00a0})+\S`),
 		// pointHead: "(a) ", "(a)\u00a0", "a) ", "а) ", "ж.1) ", "(iv) ".
 		pointHead: regexp.MustCompile(`^(?:\(([a-z]{1,4}|[ivxlc]{1,6})\)|([a-zа-яё](?:[.-]\d{1,2})?)\))(?:\s|\x{00a0})*\S`),
 		// numPoint: "1) " (the numbered points of a Russian article, "пункт 1").
@@ -97,12 +98,16 @@ func nestArticle(a *Element, russian bool) {
 			continue
 		}
 		if c.Kind == KindParagraph {
-			if m := partsRe().partHead.FindStringSubmatch(c.Text); m != nil && (m[2] == "" && m[1] == itoa(next) || m[2] != "" && russian && m[1] == itoa(next-1)) {
+			if m := partsRe().partHead.FindStringSubmatch(c.Text); m != nil && (m[2] == "" && m[3] == "" && m[1] == itoa(next) ||
+				m[2] != "" && russian && m[1] == itoa(next-1) || m[3] != "" && !russian && m[1] == itoa(next-1)) {
 				c.Kind = KindClause
 				n := m[1]
-				if m[2] != "" {
+				switch {
+				case m[2] != "":
 					n += "." + m[2] // an inserted part: "часть 2.1"
-				} else {
+				case m[3] != "":
+					n += m[3] // an inserted paragraph: "(1a)"
+				default:
 					next++
 				}
 				if russian {

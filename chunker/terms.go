@@ -36,10 +36,10 @@ var termsRe = sync.OnceValue(func() *termsPatterns {
 		definitionsTitle: regexp.MustCompile(`(?i)\b(?:terms|definitions|terminology|glossary|abbreviations|acronyms|definiciones|terminología|glosario|abreviaturas|définitions|terminologie|begriffsbestimmungen|glossar)\b|(?:^|\s)(?:термины|определения|терминология|глоссарий|основные понятия|понятия|сокращения)`),
 		// quotedDef: `"X" - …`, `«X» — …`, `“X”: …`, `‘X’ means …` at the start
 		// of a paragraph (after a point label).
-		quotedDef: regexp.MustCompile(`^["“«‘']([^"”»’']{1,80})["”»’']\s*(?:or\s+["“«‘']([^"”»’']{1,80})["”»’']\s*)?(?:\(\s*["“«‘']?([^"”»’'()]{1,20}?)["”»’']?\s*\)\s*)?(?:,[^,]{1,120},\s*)?(?:[-–—:]|means\b|refers to\b|is defined as\b|shall mean\b|is\b|are\b|означает\b|significa\b|désigne\b|bezeichnet\b|—)\s*(\S.*)$`),
+		quotedDef: regexp.MustCompile(`^["“«‘']((?:[^"”»’']|[’']\pL){1,80})["”»’']\s*(?:or\s+["“«‘']([^"”»’']{1,80})["”»’']\s*)?(?:\(\s*["“«‘']?([^"”»’'()]{1,20}?)["”»’']?\s*\)\s*)?(?:,[^,]{1,120},\s*)?(?:[-–—:]|means\b|refers to\b|is defined as\b|shall mean\b|is\b|are\b|означает\b|significa\b|désigne\b|bezeichnet\b|—)\s*(\S.*)$`),
 		// quotedMeans: `‘X’ of the data subject means …`: a quoted term
 		// followed by a few words that qualify it, then a defining verb.
-		quotedMeans: regexp.MustCompile(`^["“«‘']([^"”»’']{1,80})["”»’'](?:\s+[\pL\pN-]+){1,6}\s+(?:means|shall mean|refers to|is defined as|означает|significa|désigne|bezeichnet)\s+(\S.*)$`),
+		quotedMeans: regexp.MustCompile(`^["“«‘']((?:[^"”»’']|[’']\pL){1,80})["”»’'](?:\s+[\pL\pN-]+){1,6}\s+(?:means|shall mean|refers to|is defined as|означает|significa|désigne|bezeichnet)\s+(\S.*)$`),
 		// termRefersTo: `The term "X" refers to …` / `The term "X" means …`.
 		termRefersTo: regexp.MustCompile(`(?i)\bthe term ["“‘]([^"”’]{1,60})["”’]\s+(?:refers to|means|is used to (?:refer to|mean)|denotes)\s+(\S[^.]*\.?)`),
 		// plainDef: `X — …`, `X - …` or `X: …` with a short X; only inside
@@ -140,6 +140,10 @@ func Terms(root *Element) []Term {
 			text := normalizeSpace(c.Text)
 			body := termsRe().leadLabel.ReplaceAllString(text, "")
 			if m := termsRe().quotedDef.FindStringSubmatch(body); m != nil {
+				if strings.Trim(m[4], ":;,. ") == "" {
+					// "‘business premises’ means:" and its points.
+					m[4] = restText(e, c)
+				}
 				// The term, an alternative name ("‘CE marking of
 				// conformity’ or ‘CE marking’"), an abbreviation ("(CS)").
 				for _, name := range m[1:4] {
@@ -178,6 +182,28 @@ func Terms(root *Element) []Term {
 	}
 	walk(root, "", false)
 	return out
+}
+
+// restText is the text of e's children after c, as one line.
+func restText(e, c *Element) string {
+	var parts []string
+	after := false
+	var walk func(x *Element)
+	walk = func(x *Element) {
+		if x.Text != "" {
+			parts = append(parts, normalizeSpace(x.Text))
+		}
+		for _, k := range x.Children {
+			walk(k)
+		}
+	}
+	for _, k := range e.Children {
+		if after {
+			walk(k)
+		}
+		after = after || k == c
+	}
+	return strings.Join(parts, " ")
 }
 
 // isTermLine reports whether a glossary paragraph is a term standing on
