@@ -52,7 +52,7 @@ import (
 )
 
 var docs = []string{"rfc7231.txt", "rfc7239.txt", "constitutionrf.txt", "spdx-2.3-package-information.md", "openchain-security-specification-1.1.md", "go_spec.html",
-	"eu-mdr-2017-745-oj.html", "mdcg-2019-9-rev1-sscp.md"}
+	"eu-mdr-2017-745-oj.html", "mdcg-2019-9-rev1-sscp.md", "crd-2011-83-consolidated-excerpt.html"}
 
 // headingless is a text without headings made from the constitution (its
 // heading lines taken out, one paragraph a line), for edit locality where
@@ -235,11 +235,19 @@ func newEnv(ctx context.Context, corpus string, names []string) (*env, error) {
 }
 
 // readCorpus reads a corpus document, or makes the heading-less text.
-func readCorpus(corpus, name string) ([]byte, error) {
+func readCorpus(dir, name string) ([]byte, error) {
 	if name != headingless {
-		return os.ReadFile(filepath.Join(corpus, name))
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if os.IsNotExist(err) {
+			// A document new to the corpus is in the repository's copy
+			// first.
+			if p, ok := corpus.RepoCopy(name); ok {
+				return os.ReadFile(p)
+			}
+		}
+		return b, err
 	}
-	b, err := os.ReadFile(filepath.Join(corpus, "constitutionrf.txt"))
+	b, err := os.ReadFile(filepath.Join(dir, "constitutionrf.txt"))
 	if err != nil {
 		return nil, err
 	}
