@@ -94,3 +94,17 @@ func TestFindRussianAddresses(t *testing.T) {
 		require.Equal(t, want, ms[0].Citation, q)
 	}
 }
+
+// TestRussianActHeaderLine: a copy that opens with a line citing the act
+// ("Федеральный закон от 02.05.2006 N 59-ФЗ (ред. от 04.08.2023) "О …"")
+// is named by it, without the edition.
+func TestRussianActHeaderLine(t *testing.T) {
+	doc := "Федеральный закон от 02.05.2006 N 59-ФЗ (ред. от 04.08.2023) \"О порядке рассмотрения обращений граждан Российской Федерации\"\n\n" +
+		"Статья 1. Сфера применения настоящего Федерального закона\n\n1. Настоящим Федеральным законом регулируются правоотношения.\n"
+	root, err := chunker.Parse("txt", []byte(doc))
+	require.NoError(t, err)
+	ids := chunker.DocumentIDs(root, "59.txt")
+	require.Contains(t, ids, "Федеральный закон от 02.05.2006 N 59-ФЗ")
+	require.Contains(t, ids, "59-ФЗ")
+	require.Contains(t, ids, `Федеральный закон от 02.05.2006 N 59-ФЗ "О порядке рассмотрения обращений граждан Российской Федерации"`)
+}

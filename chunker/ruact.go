@@ -18,7 +18,7 @@ import (
 // ruActPatterns holds the patterns of a Russian act's header and
 // signature block; ruActRe compiles them.
 type ruActPatterns struct {
-	typeLine, signature, dateLine, numberLine, citedAs *regexp.Regexp
+	typeLine, signature, dateLine, numberLine, citedAs, edition *regexp.Regexp
 }
 
 var ruMonths = map[string]string{
@@ -38,6 +38,8 @@ var ruActRe = sync.OnceValue(func() *ruActPatterns {
 		numberLine: regexp.MustCompile(`^(?:N|№)\s*(\d{1,5}(?:-[А-ЯЁ]{1,4})?)$`),
 		// citedAs: "Федеральный закон от 27.07.2006 N 152-ФЗ" at the start
 		// of a title.
+		// edition: "(ред. от 08.08.2024)", the version a copy shows.
+		edition: regexp.MustCompile(`^\(ред\.[^)]*\)`),
 		citedAs: regexp.MustCompile(`^((?:Федеральный конституционный закон|Федеральный закон|Закон Российской Федерации|Указ Президента Российской Федерации|Постановление Правительства Российской Федерации|Распоряжение Правительства Российской Федерации)\s+от\s+\d{2}\.\d{2}\.\d{4}(?:\s*г\.)?\s+(?:N|№)\s*(\d{1,5}(?:-[А-ЯЁ]{1,4})?))`),
 	}
 })
@@ -58,6 +60,16 @@ func ruActTitle(root *Element) string {
 			break
 		}
 		t := normalizeSpace(c.Text)
+		if m := ruActRe().citedAs.FindStringSubmatch(t); m != nil && i < 4 {
+			// A heading line that cites the act already ("Федеральный
+			// закон от 27.07.2006 N 152-ФЗ (ред. от 08.08.2024) "О
+			// персональных данных"").
+			rest := strings.TrimSpace(ruActRe().edition.ReplaceAllString(strings.TrimSpace(t[len(m[1]):]), ""))
+			if rest == "" {
+				return m[1]
+			}
+			return m[1] + " " + rest
+		}
 		if kind == "" && ruActRe().typeLine.MatchString(t) {
 			r := []rune(strings.ToLower(t))
 			kind = strings.ToUpper(string(r[0])) + string(r[1:])
