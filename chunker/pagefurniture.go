@@ -24,11 +24,12 @@ import (
 //     recurring three times or more, eight lines apart or more, after its
 //     first occurrence.
 //   - Neighbours: a line recurring three times or more (digits at its
-//     ends ignored) of which two in three sit within three non-blank lines
-//     of furniture found by the rules above (the running header above a
+//     ends ignored) of which two in three sit beside furniture found by
+//     the rules above (the running header above a
 //     page label, the document number beside a footer); or a heading
 //     whose every later copy sits so (a section's name running on its
-//     pages).
+//     pages). Beside means next to it but for blank lines; the rule runs
+//     again over what it found, three rounds at most.
 //
 // A line that starts or ends with a running line found so, followed or
 // preceded by more text ("Guide to Widget Security 3.1 Small widgets",
@@ -115,7 +116,7 @@ func unmarkedFurniture(lines, drop []string) {
 	var labels []int
 	last := -1
 	for i, l := range lines {
-		if keys[i] == "" || len(l) > 200 || !strings.ContainsAny(l, "0123456789") || !pageWord(l) {
+		if keys[i] == "" || len(l) > 200 || !strings.ContainsAny(l, "0123456789") || !pageWord(l) || len(strings.Fields(l)) > 12 {
 			continue
 		}
 		m := unmarkedRe().pageLabel.FindStringSubmatch(mdStrip(l))
@@ -169,7 +170,7 @@ func unmarkedFurniture(lines, drop []string) {
 	// Neighbours of furniture.
 	near := func(i int) bool {
 		for _, dir := range []int{-1, 1} {
-			for j, k := i+dir, 0; j >= 0 && j < len(lines) && k < 3; j += dir {
+			for j, k := i+dir, 0; j >= 0 && j < len(lines) && k < 1; j += dir {
 				if strings.TrimSpace(lines[j]) == "" {
 					continue
 				}
@@ -181,35 +182,40 @@ func unmarkedFurniture(lines, drop []string) {
 		}
 		return false
 	}
-	for _, s := range order {
-		at := bySig[s].at
-		if seed[s] || len(at) < 2 || noiseRe().listLine.MatchString(s) || noiseRe().clauseStart.MatchString(s) {
-			continue
-		}
-		n, later := 0, 0
-		for k, i := range at {
-			if near(i) {
-				n++
-				if k > 0 {
-					later++
-				}
-			}
-		}
-		first := headingLike(lines[at[0]])
-		switch {
-		case len(at) >= 3 && spaced(at, 8) && 3*n >= 2*len(at):
-		case first && later == len(at)-1 && spaced(at[1:], 8):
-			// A section's name running on its pages after its heading.
-		default:
-			continue
-		}
-		for k, i := range at {
-			if k == 0 && first {
+	// Rounds: a line found in one makes its neighbours' case in the next.
+	for changed, round := true, 0; changed && round < 3; round++ {
+		changed = false
+		for _, s := range order {
+			at := bySig[s].at
+			if seed[s] || len(at) < 2 || noiseRe().listLine.MatchString(s) || noiseRe().clauseStart.MatchString(s) {
 				continue
 			}
-			mark(i, "running header or footer")
+			n, later := 0, 0
+			for k, i := range at {
+				if near(i) {
+					n++
+					if k > 0 {
+						later++
+					}
+				}
+			}
+			first := headingLike(lines[at[0]])
+			switch {
+			case len(at) >= 3 && spaced(at, 8) && 3*n >= 2*len(at):
+			case first && later == len(at)-1 && spaced(at[1:], 8):
+				// A section's name running on its pages after its heading.
+			default:
+				continue
+			}
+			for k, i := range at {
+				if k == 0 && first {
+					continue
+				}
+				mark(i, "running header or footer")
+			}
+			seed[s] = true
+			changed = true
 		}
-		seed[s] = true
 	}
 	gluedFurniture(lines, drop, seed, sigOf, keys)
 }
