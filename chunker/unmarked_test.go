@@ -1,6 +1,7 @@
 package chunker_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,4 +83,27 @@ func TestUnmarkedPageFurniture(t *testing.T) {
 			require.Equal(t, tc.sections, countKind(root, chunker.KindSection))
 		})
 	}
+}
+
+// TestUnmarkedKeepsRepeatedText: without furniture to stand beside, a
+// heading every section repeats ("Discussion") and a repeated sentence
+// are text, never noise.
+func TestUnmarkedKeepsRepeatedText(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# Control catalogue\n\n")
+	for i := 1; i <= 6; i++ {
+		fmt.Fprintf(&b, "## %d Control number %d\n\nThe organization shall do the thing that control %d asks for, in the way its owner records.\n\n", i, i, i)
+		b.WriteString("### Discussion\n\nThis control supports the others in this family.\n\n")
+		fmt.Fprintf(&b, "Further guidance for control %d is given in the implementation notes of the family it belongs to.\n\n", i)
+	}
+	root, err := chunker.Parse("md", []byte(b.String()))
+	require.NoError(t, err)
+	require.Empty(t, root.Noise)
+	n := 0
+	visit(root, "", func(e *chunker.Element, _ string) {
+		if e.Title == "Discussion" {
+			n++
+		}
+	})
+	require.Equal(t, 6, n)
 }
