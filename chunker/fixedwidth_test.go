@@ -108,3 +108,21 @@ func TestRussianActHeaderLine(t *testing.T) {
 	require.Contains(t, ids, "59-ФЗ")
 	require.Contains(t, ids, `Федеральный закон от 02.05.2006 N 59-ФЗ "О порядке рассмотрения обращений граждан Российской Федерации"`)
 }
+
+// TestFixedWidthTable: in the fixed-width layout a table drawn in ASCII
+// keeps its lines and stays a table in the part that introduces it.
+func TestFixedWidthTable(t *testing.T) {
+	doc := "     Статья 5. Размеры\n\n" +
+		"     1. Размеры  ставок  устанавливаются  согласно  следующей\nтаблице:\n" +
+		"+-----------------------+-------------+\n| Вид                   | Ставка      |\n+-----------------------+-------------+\n| первый                | 10          |\n+-----------------------+-------------+\n" +
+		"     2. Ставки  применяются  с  первого  числа  месяца,  следующего\nза месяцем опубликования.\n" +
+		"     3. Порядок  применения  ставок  устанавливается  Правительством\nРоссийской Федерации.\n"
+	root, err := chunker.Parse("txt", []byte(doc))
+	require.NoError(t, err)
+	units := citedUnits(root)
+	for _, c := range []string{"Статья 5 часть 1", "Статья 5 часть 2", "Статья 5 часть 3"} {
+		require.Contains(t, units, c)
+	}
+	require.Equal(t, 1, countKind(units["Статья 5 часть 1"], chunker.KindTable))
+	require.Equal(t, "2. Ставки применяются с первого числа месяца, следующего за месяцем опубликования.", units["Статья 5 часть 2"].Text)
+}

@@ -205,7 +205,8 @@ func insertedNumber(n string) string { return strings.ReplaceAll(n, "-", ".") }
 // lines of each joined as unwrap joins them, and whether the text is in
 // that layout: at least a fifth of its non-blank lines flush left, nine in
 // ten of those right under a non-blank line (continuations, not headings
-// standing alone), and at least three paragraphs of that shape.
+// standing alone), and at least three paragraphs of that shape. Table lines
+// (rules, cell bars) keep their lines, between blank lines.
 func joinHangingParagraphs(lines []string) ([]string, bool) {
 	var nonBlank, flush, cont, starts int
 	for i, l := range lines {
@@ -236,8 +237,21 @@ func joinHangingParagraphs(lines []string) ([]string, bool) {
 		}
 	}
 	centred := func(l string) bool { return indentOf(l) > 12 }
+	inTable := false
 	for _, l := range lines {
+		table := strings.TrimSpace(l) != "" && isTableLine(l)
+		if table != inTable {
+			// A table keeps its lines and stands between blank lines.
+			emit()
+			if len(out) > 0 && out[len(out)-1] != "" {
+				out = append(out, "")
+			}
+		}
+		inTable = table
 		switch {
+		case table:
+			emit()
+			out = append(out, l)
 		case strings.TrimSpace(l) == "":
 			emit()
 			out = append(out, "")
