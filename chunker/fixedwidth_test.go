@@ -126,3 +126,16 @@ func TestFixedWidthTable(t *testing.T) {
 	require.Equal(t, 1, countKind(units["Статья 5 часть 1"], chunker.KindTable))
 	require.Equal(t, "2. Ставки применяются с первого числа месяца, следующего за месяцем опубликования.", units["Статья 5 часть 2"].Text)
 }
+
+// TestFixedWidthTypeAndTitleRunOn: a centred type line run on with the
+// act's title ("ФЕДЕРАЛЬНЫЙ ЗАКОН" over "О ПЕРСОНАЛЬНЫХ ДАННЫХ" without a
+// blank line) still names the act.
+func TestFixedWidthTypeAndTitleRunOn(t *testing.T) {
+	doc := "                       ФЕДЕРАЛЬНЫЙ ЗАКОН\n                    О ПЕРСОНАЛЬНЫХ ДАННЫХ\n\n     Статья 1. Сфера\n\n" +
+		"     1. Текст  первой  части  статьи  идет  здесь  и\nпродолжается.\n     2. Текст второй части\nпродолжается.\n     3. Текст третьей части\nпродолжается.\n\n" +
+		"     Президент Российской Федерации                 В.Путин\n\n     Москва, Кремль\n     27 июля 2006 года\n     N 152-ФЗ\n"
+	root, err := chunker.Parse("txt", []byte(doc))
+	require.NoError(t, err)
+	require.Equal(t, `Федеральный закон от 27.07.2006 N 152-ФЗ "О ПЕРСОНАЛЬНЫХ ДАННЫХ"`, root.Title)
+	require.Contains(t, chunker.DocumentIDs(root, "x.txt"), "152-ФЗ")
+}

@@ -30,7 +30,7 @@ var ruMonths = map[string]string{
 // block, compiled on first use.
 var ruActRe = sync.OnceValue(func() *ruActPatterns {
 	return &ruActPatterns{
-		typeLine: regexp.MustCompile(`^(?i:федеральный конституционный закон|федеральный закон|закон российской федерации|кодекс российской федерации|указ президента российской федерации|постановление правительства российской федерации|распоряжение правительства российской федерации)$`),
+		typeLine: regexp.MustCompile(`^(?i:федеральный конституционный закон|федеральный закон|закон российской федерации|кодекс российской федерации|указ президента российской федерации|постановление правительства российской федерации|распоряжение правительства российской федерации)(?:\s+(\S.*))?$`),
 		// signature: the office and the signatory's initials and name, nothing
 		// else ("Президент Российской Федерации является …" is a sentence).
 		signature:  regexp.MustCompile(`^(?:Президент|Председатель Правительства|Исполняющий обязанности Президента) Российской Федерации(?:\s+[А-ЯЁ]\.\s?(?:[А-ЯЁ]\.\s?)?[А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?)?$`),
@@ -70,7 +70,11 @@ func ruActTitle(root *Element) string {
 			}
 			return m[1] + " " + rest
 		}
-		if kind == "" && ruActRe().typeLine.MatchString(t) {
+		if m := ruActRe().typeLine.FindStringSubmatch(t); kind == "" && m != nil {
+			// "ФЕДЕРАЛЬНЫЙ ЗАКОН", its title on the next line or, where a
+			// centred heading ran on, on the same one.
+			name = m[1]
+			t = strings.TrimSpace(strings.TrimSuffix(t, m[1]))
 			r := []rune(strings.ToLower(t))
 			kind = strings.ToUpper(string(r[0])) + string(r[1:])
 			kind = strings.Replace(kind, "российской федерации", "Российской Федерации", 1)
