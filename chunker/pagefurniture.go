@@ -145,7 +145,7 @@ func unmarkedFurniture(lines, drop []string) {
 		if len(at) < 3 || !spaced(at, 8) {
 			continue
 		}
-		if unmarkedRe().notice.MatchString(s) || unmarkedRe().url.MatchString(s) {
+		if mayBeNotice(s) && (unmarkedRe().notice.MatchString(s) || unmarkedRe().url.MatchString(s)) {
 			for _, i := range at {
 				mark(i, "running header or footer")
 			}
@@ -220,18 +220,20 @@ func unmarkedFurniture(lines, drop []string) {
 	gluedFurniture(lines, drop, seed, sigOf, keys)
 }
 
+// mayBeNotice reports whether a line signature (lower case) can match the
+// notice or URL patterns, before they are tried.
+func mayBeNotice(s string) bool {
+	return strings.Contains(s, "://") || strings.Contains(s, "www.") || strings.Contains(s, "doi.org") || strings.Contains(s, "availab") ||
+		strings.Contains(s, "download") || strings.Contains(s, "disponible") || strings.Contains(s, "доступ")
+}
+
 // pageWord reports whether l has a word that labels a page number
 // ("page", "pág", "página", "seite", "стр", "страница"), in any case.
 func pageWord(l string) bool {
 	for i := 0; i < len(l); i++ {
 		switch l[i] {
 		case 'p', 'P':
-			if i+3 <= len(l) {
-				if w := strings.ToLower(l[i : i+3]); w == "pag" || w == "pág"[:3] {
-					return true
-				}
-			}
-			if i+4 <= len(l) && strings.EqualFold(l[i:i+4], "page") {
+			if i+3 <= len(l) && strings.EqualFold(l[i:i+3], "pag") || i+4 <= len(l) && strings.EqualFold(l[i:i+4], "pág") {
 				return true
 			}
 		case 's', 'S':
