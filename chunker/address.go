@@ -487,6 +487,13 @@ func parseKeywordID(s string, start, j int, kind unitKind, word string) (comp, b
 		for j+n < len(s) && s[j+n] >= '0' && s[j+n] <= '9' && n < 3 {
 			n++
 		}
+		if n > 0 && j+n+1 < len(s) && s[j+n] == '.' && s[j+n+1] >= '0' && s[j+n+1] <= '9' {
+			// An inserted part: "часть 5.1".
+			n++
+			for k := 0; k < 2 && j+n < len(s) && s[j+n] >= '0' && s[j+n] <= '9'; k++ {
+				n++
+			}
+		}
 		if n > 0 && boundaryNumber(s, j+n) {
 			return one(addrUnit{kind: kind, word: word, id: s[j : j+n]}, j+n)
 		}
@@ -586,6 +593,13 @@ func locatorTail(s string, start, j int, locator string) (comp, bool) {
 	return comp{}, false
 }
 
+// isInsertedNumber reports whether id is a number with one sub-number
+// ("5.1"), as an inserted point or part is numbered.
+func isInsertedNumber(id string) bool {
+	a, b, ok := strings.Cut(id, ".")
+	return ok && isDigits(a) && isDigits(b) && len(b) <= 2
+}
+
 // arrange orders the components of one address outermost first and turns
 // integers after locators into what they mean there: "paragraph 3" of an
 // article is "(3)", "пункт 3" of a Russian article "пункт 3", "Section 2"
@@ -609,10 +623,15 @@ func arrange(cs []comp) []addrUnit {
 	}
 	for i := range cs {
 		c := &cs[i]
-		if len(c.units) != 1 || c.units[0].kind != unitNumber || strings.Contains(c.units[0].id, ".") || !isDigits(c.units[0].id) {
+		if len(c.units) != 1 || c.units[0].kind != unitNumber {
 			continue
 		}
 		id := c.units[0].id
+		if !isDigits(id) && !(hasStatya && (c.locator == "пункт" || c.locator == "подпункт") && isInsertedNumber(id)) {
+			// A clause number ("п. 6.2.2"), except a point inserted
+			// into an article ("пункт 5.1 статьи 3").
+			continue
+		}
 		switch c.locator {
 		case "paragraph":
 			c.units[0] = addrUnit{kind: unitParen, id: id}

@@ -2,7 +2,6 @@ package chunker_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,7 +17,7 @@ func corpusDir(tb testing.TB) string { return corpus.Dir(tb) }
 // readDoc reads docs/<name> from the corpus.
 func readDoc(tb testing.TB, name string) []byte {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(corpusDir(tb), "docs", name))
+	b, err := os.ReadFile(corpus.DocPath(tb, name))
 	require.NoError(tb, err)
 	return b
 }
@@ -46,6 +45,7 @@ var corpusDocs = []string{
 	"OpenChainSpec-2.0-Translation-ru.docx",
 	"eu-mdr-2017-745-oj.html",
 	"mdcg-2019-9-rev1-sscp.md",
+	"crd-2011-83-consolidated-excerpt.html",
 }
 
 // visit calls f for every element under root with its address path

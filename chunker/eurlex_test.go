@@ -167,7 +167,7 @@ func TestEURLexOlderAndConsolidated(t *testing.T) {
 		require.Contains(t, got, w.cite)
 		require.Equal(t, w.parent, got[w.cite], w.cite)
 	}
-	require.Len(t, root.Noise, 2, "the ▼B and ▼M1 markers")
+	require.Len(t, root.Noise, 3, "the reference line, the ▼B and ▼M1 markers")
 	visit(root, "", func(e *chunker.Element, path string) {
 		require.NotContains(t, e.Text, "▼", path)
 	})
@@ -196,4 +196,44 @@ func TestEURLexDefinitions(t *testing.T) {
 	require.Equal(t, "Article 2(1)", names["medical device"])
 	require.Equal(t, "Article 2(15)", names["UDI"], "the abbreviation in brackets is a term too")
 	require.Equal(t, "Article 2(71)", names["common specifications"])
+}
+
+// TestConsolidatedMarkersAndShortTitle: in a consolidated text, amendment
+// markers standing alone, in a grid list or inside a sentence ("►M2 …
+// ◄"), and the reference line ("02099R0001 — EN — 01.01.2100 — 001.001 —
+// 2") are in no element and no chunk; a definition whose quoted term is
+// followed by more words before "means" is a term; the act is also named
+// by the short title its title gives in brackets, and its initials.
+func TestConsolidatedMarkersAndShortTitle(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "eurlex", "consolidated-markers.html"))
+	require.NoError(t, err)
+	root, err := chunker.Parse("html", b)
+	require.NoError(t, err)
+	chunks, err := chunker.Split("consolidated-markers.html", root, testOpts)
+	require.NoError(t, err)
+	var all []string
+	for _, c := range chunks {
+		all = append(all, c.Text, c.Context)
+	}
+	visit(root, "", func(e *chunker.Element, _ string) { all = append(all, e.Title, e.Text) })
+	joined := strings.Join(all, "\n")
+	for _, f := range []string{"▼", "►", "◄", "02099R0001", "001.001"} {
+		require.NotContains(t, joined, f)
+	}
+	require.Contains(t, joined, "Member States shall report on gadgets every year.")
+	var noise []string
+	for _, n := range root.Noise {
+		noise = append(noise, n.Text)
+	}
+	require.Contains(t, noise, "02099R0001 — EN — 01.01.2100 — 001.001 — 2")
+	require.Contains(t, noise, "▼M2")
+	var terms []string
+	for _, tm := range chunker.Terms(root) {
+		terms = append(terms, tm.Name)
+	}
+	require.Contains(t, terms, "gadget")
+	ids := chunker.DocumentIDs(root, "consolidated-markers.html")
+	require.Contains(t, ids, "Regulation (EU) 2099/1")
+	require.Contains(t, ids, "General Gadget Safety Regulation")
+	require.Contains(t, ids, "GGSR")
 }

@@ -51,7 +51,9 @@ import (
 //     them.
 //   - Not text: script, style, head, template, noscript, nav, the Official
 //     Journal's page header (hd-date, hd-lg, hd-ti, hd-oj), amendment
-//     markers ("▼B", "►M1"); the dropped visible text is recorded in
+//     markers ("▼B", "►M1", standing alone or inside a text), a
+//     consolidated text's reference line ("02016R0679 — EN — 04.05.2016 —
+//     000.001 — 1"); the dropped visible text is recorded in
 //     root.Noise. Non-breaking spaces are normalised with other white
 //     space.
 //
@@ -150,6 +152,7 @@ func (h *htmlWalker) paragraph(text string) *Element {
 // htmlPatterns holds the HTML parser's patterns; htmlRe compiles them.
 type htmlPatterns struct {
 	metaTitleRe, markerOnly, numberedTitle, numberedTitleStart, clauseParagraph *regexp.Regexp
+	inlineMarker, celexReference                                                *regexp.Regexp
 	paraID, closingFormula, labelCell                                           *regexp.Regexp
 }
 
@@ -160,6 +163,13 @@ var htmlRe = sync.OnceValue(func() *htmlPatterns {
 		metaTitleRe: regexp.MustCompile(`"Title"\s*:\s*"([^"]+)"`),
 		// markerOnly matches an amendment marker standing alone ("▼B", "►M1 ◄").
 		markerOnly: regexp.MustCompile(`^(?:[▼►◄]\s*[A-Z]{0,2}\d{0,3}\s*)+$`),
+		// inlineMarker: an amendment marker inside a text ("►M1", "▼C2",
+		// the closing "◄").
+		inlineMarker: regexp.MustCompile(`[▼►]\s*[A-Z]{1,2}\d{0,3}\b|◄`),
+		// celexReference: a consolidated text's reference line, "02016R0679
+		// — EN — 04.05.2016 — 000.001 — 1" (CELEX number, language, date of
+		// the version, version number, page).
+		celexReference: regexp.MustCompile(`^0\d{4}[A-Z]\d{4}(?:\(\d{1,2}\))?\s*[—–-]\s*[A-Z]{2}\s*[—–-]\s*\d{2}\.\d{2}\.\d{4}(?:\s*[—–-]\s*\d{3}\.\d{3})?(?:\s*[—–-]\s*\d{1,4})?$`),
 		// numberedTitle: a clause number, an optional full stop, and a title.
 		numberedTitle: regexp.MustCompile(`^((?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*)\.?(?:\s*[:\-–—]\s*|\s+)(\S.*)$`),
 		// numberedTitleStart is numberedTitle up to the first letter of the title.
@@ -601,10 +611,17 @@ func hasBlockChild(n *html.Node) bool {
 func (h *htmlWalker) block(c *html.Node, role htmlRole) {
 	text := normalizeSpace(nodeText(c))
 	if text == "" {
+		if raw := spacedText(c); raw != "" && htmlRe().markerOnly.MatchString(raw) {
+			h.drop(raw, "amendment marker")
+		}
 		return
 	}
 	if htmlRe().markerOnly.MatchString(text) {
 		h.drop(text, "amendment marker")
+		return
+	}
+	if len(text) < 80 && htmlRe().celexReference.MatchString(text) {
+		h.drop(text, "page header or marker")
 		return
 	}
 	switch role {
@@ -1009,6 +1026,17 @@ func spacedText(n *html.Node) string {
 	return normalizeSpace(sb.String())
 }
 
+// markerClass reports whether n is an amendment marker's element (class
+// modref or arrow), without tokenising every element's classes.
+func markerClass(n *html.Node) bool {
+	for _, a := range n.Attr {
+		if a.Key == "class" && (strings.Contains(a.Val, "modref") || strings.Contains(a.Val, "arrow")) {
+			return roleOf(n) == roleChrome
+		}
+	}
+	return false
+}
+
 // nodeText is the raw text under n (<br> as a newline), white space as in
 // the source.
 func nodeText(n *html.Node) string {
@@ -1018,8 +1046,13 @@ func nodeText(n *html.Node) string {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			switch {
 			case c.Type == html.TextNode:
+				if strings.Contains(c.Data, "\xe2\x96") && strings.ContainsAny(c.Data, "▼►") || strings.Contains(c.Data, "◄") {
+					// Amendment markers inside the text ("►M1 … ◄").
+					sb.WriteString(htmlRe().inlineMarker.ReplaceAllString(c.Data, " "))
+					continue
+				}
 				sb.WriteString(c.Data)
-			case c.Type == html.ElementNode && (c.DataAtom == atom.Script || c.DataAtom == atom.Style):
+			case c.Type == html.ElementNode && (c.DataAtom == atom.Script || c.DataAtom == atom.Style || markerClass(c)):
 			case c.Type == html.ElementNode && c.DataAtom == atom.Br:
 				sb.WriteByte('\n')
 			case c.Type == html.ElementNode:

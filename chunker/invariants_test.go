@@ -16,9 +16,17 @@ var pageFurniture = map[string]bool{
 	"page marker": true, "page header or marker": true,
 }
 
+// wantFurniture are the furniture lines of corpus documents counted by
+// reading them: crd-2011-83-consolidated-excerpt.html has its reference
+// line ("02011L0083 — EN — 28.05.2022 — 002.001") and 18 amendment
+// markers (8 ▼B, 9 ▼M2, 1 ▼M1), each a paragraph of its own.
+var wantFurniture = map[string]int{
+	"crd-2011-83-consolidated-excerpt.html": 19,
+}
+
 // TestNoFurnitureInChunks: on every corpus document, no running header or
 // footer, page number or page marker the parser dropped is in any chunk's
-// text or context line, and no page comment ("<!-- page=7 -->") or form
+// text or context line, any element's title or any term, and no page comment ("<!-- page=7 -->") or form
 // feed is either. Furniture shorter than three words is checked only
 // where it stands as a line of its own (it may be a phrase of the text).
 func TestNoFurnitureInChunks(t *testing.T) {
@@ -30,6 +38,15 @@ func TestNoFurnitureInChunks(t *testing.T) {
 			var texts []string
 			for _, c := range chunks {
 				texts = append(texts, c.Text, c.Context)
+			}
+			// Headings and sections (element titles) and terms too.
+			visit(root, "", func(e *chunker.Element, _ string) {
+				if e.Title != "" {
+					texts = append(texts, e.Title)
+				}
+			})
+			for _, tm := range chunker.Terms(root) {
+				texts = append(texts, tm.Name, tm.Definition)
 			}
 			for _, s := range texts {
 				require.NotContains(t, s, "<!--", "page comment in a chunk")
@@ -52,6 +69,9 @@ func TestNoFurnitureInChunks(t *testing.T) {
 						require.NotEqual(t, f, strings.TrimSpace(l), "%s %q as a line of a chunk", nz.Reason, f)
 					}
 				}
+			}
+			if want, ok := wantFurniture[name]; ok {
+				require.Equal(t, want, n, "furniture lines found")
 			}
 			t.Logf("%s: %d furniture lines, none in %d chunks", name, n, len(chunks))
 		})

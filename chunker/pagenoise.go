@@ -209,6 +209,7 @@ func cleanLines(lines []string, markdown bool) cleanText {
 	pt := &pagedText{units: lines, drop: drop, pages: pages, lineNumbers: true}
 	notes, callNoise := pt.run()
 	if len(pages) < 3 {
+		unmarkedFurniture(lines, drop)
 		repeatedLines(lines, drop)
 	}
 	// Keep the rest; a dropped run inside a sentence leaves no blank line.

@@ -62,11 +62,14 @@ type partsPatterns struct {
 var partsRe = sync.OnceValue(func() *partsPatterns {
 	return &partsPatterns{
 		// partHead: "1. ", "1.\u00a0\u00a0\u00a0" (an article's numbered paragraph).
-		partHead: regexp.MustCompile(`^(\d{1,3})\.(?:\s|\x{00a0})+\S`),
+		// "2.1. " / "2-1. " is a part inserted after part 2.
+		// "1a. " is one inserted after paragraph 1 of an EU act.
+		partHead: regexp.MustCompile(`^(\d{1,3})(?:[.-](\d{1,2})|([a-z]{1,2}))?\.(?:\s|\x{00a0})+\S`),
 		// pointHead: "(a) ", "(a)\u00a0", "a) ", "а) ", "ж.1) ", "(iv) ".
-		pointHead: regexp.MustCompile(`^(?:\(([a-z]{1,4}|[ivxlc]{1,6})\)|([a-zа-яё](?:\.\d{1,2})?)\))(?:\s|\x{00a0})*\S`),
+		pointHead: regexp.MustCompile(`^(?:\(([a-z]{1,4}|[ivxlc]{1,6})\)|([a-zа-яё](?:[.-]\d{1,2})?)\))(?:\s|\x{00a0})*\S`),
 		// numPoint: "1) " (the numbered points of a Russian article, "пункт 1").
-		numPoint: regexp.MustCompile(`^(\d{1,2}(?:\.\d{1,2})?)\)\s+\S`),
+		// "5.1) " / "5-1) " is a point inserted after point 5.
+		numPoint: regexp.MustCompile(`^(\d{1,2}(?:[.-]\d{1,2})?)\)\s+\S`),
 	}
 })
 
@@ -95,14 +98,23 @@ func nestArticle(a *Element, russian bool) {
 			continue
 		}
 		if c.Kind == KindParagraph {
-			if m := partsRe().partHead.FindStringSubmatch(c.Text); m != nil && m[1] == itoa(next) {
+			if m := partsRe().partHead.FindStringSubmatch(c.Text); m != nil && (m[2] == "" && m[3] == "" && m[1] == itoa(next) ||
+				m[2] != "" && russian && m[1] == itoa(next-1) || m[3] != "" && !russian && m[1] == itoa(next-1)) {
 				c.Kind = KindClause
-				if russian {
-					c.Address = "часть " + m[1]
-				} else {
-					c.Address = "(" + m[1] + ")"
+				n := m[1]
+				switch {
+				case m[2] != "":
+					n += "." + m[2] // an inserted part: "часть 2.1"
+				case m[3] != "":
+					n += m[3] // an inserted paragraph: "(1a)"
+				default:
+					next++
 				}
-				next++
+				if russian {
+					c.Address = "часть " + n
+				} else {
+					c.Address = "(" + n + ")"
+				}
 				part = c
 				out = append(out, c)
 				continue
@@ -161,10 +173,11 @@ func nestPoints(e *Element, russian bool) {
 			continue
 		}
 		if m := partsRe().numPoint.FindStringSubmatch(c.Text); m != nil && russian && last == 0 {
-			if v := atoiOr(strings.SplitN(m[1], ".", 2)[0], -1); v == lastNum+1 || (v == lastNum && strings.Contains(m[1], ".")) {
+			n := insertedNumber(m[1])
+			if v := atoiOr(strings.SplitN(n, ".", 2)[0], -1); v == lastNum+1 || (v == lastNum && strings.Contains(n, ".")) {
 				lastNum = v
 				c.Kind = KindClause
-				c.Address = "пункт " + m[1]
+				c.Address = "пункт " + n
 				point, sub = c, nil
 				out = append(out, c)
 				continue
@@ -222,7 +235,7 @@ func pointLabel(text string) (string, bool) {
 	if m[1] != "" {
 		return m[1], true
 	}
-	return m[2], false
+	return insertedNumber(m[2]), false
 }
 
 func isRomanLabel(s string) bool {

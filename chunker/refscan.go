@@ -379,6 +379,10 @@ func (sc *refScanner) cluster(i int) ([]target, int) {
 			break
 		}
 		prev := c.rank()
+		if (c.locator == "пункт" || c.locator == "подпункт") && c.units[0].kind == unitNumber && nc.genitive {
+			// "п. 3 ч. 1 ст. 6": a point of a part.
+			prev = addrUnit{kind: unitPunkt}.rank()
+		}
 		if connector || nc.genitive {
 			if nc.rank() >= prev && !(nc.genitive && nc.rank() == prev) {
 				break

@@ -25,7 +25,7 @@ type Term struct {
 // terms; termsRe compiles them.
 type termsPatterns struct {
 	definitionsTitle, quotedDef, termRefersTo, plainDef, meansDef *regexp.Regexp
-	acronymDefLine, leadLabel                                     *regexp.Regexp
+	acronymDefLine, leadLabel, quotedMeans                        *regexp.Regexp
 }
 
 // termsRe returns the patterns of definitions sections and defined terms,
@@ -36,7 +36,10 @@ var termsRe = sync.OnceValue(func() *termsPatterns {
 		definitionsTitle: regexp.MustCompile(`(?i)\b(?:terms|definitions|terminology|glossary|abbreviations|acronyms|definiciones|terminología|glosario|abreviaturas|définitions|terminologie|begriffsbestimmungen|glossar)\b|(?:^|\s)(?:термины|определения|терминология|глоссарий|основные понятия|понятия|сокращения)`),
 		// quotedDef: `"X" - …`, `«X» — …`, `“X”: …`, `‘X’ means …` at the start
 		// of a paragraph (after a point label).
-		quotedDef: regexp.MustCompile(`^["“«‘']([^"”»’']{1,80})["”»’']\s*(?:or\s+["“«‘']([^"”»’']{1,80})["”»’']\s*)?(?:\(\s*["“«‘']?([^"”»’'()]{1,20}?)["”»’']?\s*\)\s*)?(?:,[^,]{1,120},\s*)?(?:[-–—:]|means\b|refers to\b|is defined as\b|shall mean\b|is\b|are\b|означает\b|significa\b|désigne\b|bezeichnet\b|—)\s*(\S.*)$`),
+		quotedDef: regexp.MustCompile(`^["“«‘']((?:[^"”»’']|[’']\pL){1,80})["”»’']\s*(?:or\s+["“«‘']([^"”»’']{1,80})["”»’']\s*)?(?:\(\s*["“«‘']?([^"”»’'()]{1,20}?)["”»’']?\s*\)\s*)?(?:,[^,]{1,120},\s*)?(?:[-–—:]|means\b|refers to\b|is defined as\b|shall mean\b|is\b|are\b|означает\b|significa\b|désigne\b|bezeichnet\b|—)\s*(\S.*)$`),
+		// quotedMeans: `‘X’ of the data subject means …`: a quoted term
+		// followed by a few words that qualify it, then a defining verb.
+		quotedMeans: regexp.MustCompile(`^["“«‘']((?:[^"”»’']|[’']\pL){1,80})["”»’'](?:\s+[\pL\pN-]+){1,6}\s+(?:means|shall mean|refers to|is defined as|означает|significa|désigne|bezeichnet)\s+(\S.*)$`),
 		// termRefersTo: `The term "X" refers to …` / `The term "X" means …`.
 		termRefersTo: regexp.MustCompile(`(?i)\bthe term ["“‘]([^"”’]{1,60})["”’]\s+(?:refers to|means|is used to (?:refer to|mean)|denotes)\s+(\S[^.]*\.?)`),
 		// plainDef: `X — …`, `X - …` or `X: …` with a short X; only inside
@@ -49,7 +52,7 @@ var termsRe = sync.OnceValue(func() *termsPatterns {
 		acronymDefLine: regexp.MustCompile(`^([A-Z][A-Z0-9-]{1,9}(?:\s[A-Z]{2,5})?)\s+(\pL.{2,200})$`),
 		// leadLabel: a point label or clause number before a definition
 		// ("(1) ", "1. ", "a) ", "3.1 ").
-		leadLabel: regexp.MustCompile(`^(?:\(\s*[0-9a-zа-я]{1,4}\s*\)|[0-9a-zа-я]{1,3}[.)]|\d{1,3}(?:\.\d{1,3})+\.?)\s+`),
+		leadLabel: regexp.MustCompile(`^(?:\(\s*[0-9a-zа-я]{1,4}\s*\)|[0-9a-zа-я]{1,3}[.)]|\d{1,3}[.-]\d{1,2}\)|\d{1,3}(?:\.\d{1,3})+\.?)\s+`),
 	}
 })
 
@@ -95,8 +98,25 @@ func Terms(root *Element) []Term {
 		for _, c := range e.Children {
 			hasSub = hasSub || c.Kind == KindSection
 		}
+		// A glossary that sets each term on a line of its own, its
+		// definition in the paragraph below: the pending term line.
+		var termLine, termPath string
 		for _, c := range e.Children {
 			p := joinPath(path, c.Address)
+			if termLine != "" {
+				if c.Kind == KindParagraph || c.Kind == KindClause {
+					if def := normalizeSpace(c.Text); def != "" && !isTermLine(def) {
+						add(termLine, def, termPath)
+						termLine = ""
+						continue
+					}
+				}
+				termLine = ""
+			}
+			if c.Kind == KindTable && isDefs && !hasSub {
+				tableTerms(c, p, add)
+				continue
+			}
 			if c.Kind == KindSection || c.Kind == KindAnnex {
 				if u, ok := unitOf(c.Address); isDefs && hasSub && !(ok && u.kind != unitNumber) {
 					// Sub-sections are terms; articles and chapters of a
@@ -120,6 +140,10 @@ func Terms(root *Element) []Term {
 			text := normalizeSpace(c.Text)
 			body := termsRe().leadLabel.ReplaceAllString(text, "")
 			if m := termsRe().quotedDef.FindStringSubmatch(body); m != nil {
+				if strings.Trim(m[4], ":;,. ") == "" {
+					// "‘business premises’ means:" and its points.
+					m[4] = restText(e, c)
+				}
 				// The term, an alternative name ("‘CE marking of
 				// conformity’ or ‘CE marking’"), an abbreviation ("(CS)").
 				for _, name := range m[1:4] {
@@ -127,6 +151,14 @@ func Terms(root *Element) []Term {
 						add(name, m[4], p)
 					}
 				}
+				continue
+			}
+			if m := termsRe().quotedMeans.FindStringSubmatch(body); m != nil {
+				add(m[1], m[2], p)
+				continue
+			}
+			if isDefs && !hasSub && isTermLine(body) && body == text {
+				termLine, termPath = body, p
 				continue
 			}
 			if isDefs && !hasSub {
@@ -150,6 +182,59 @@ func Terms(root *Element) []Term {
 	}
 	walk(root, "", false)
 	return out
+}
+
+// restText is the text of e's children after c, as one line.
+func restText(e, c *Element) string {
+	var parts []string
+	after := false
+	var walk func(x *Element)
+	walk = func(x *Element) {
+		if x.Text != "" {
+			parts = append(parts, normalizeSpace(x.Text))
+		}
+		for _, k := range x.Children {
+			walk(k)
+		}
+	}
+	for _, k := range e.Children {
+		if after {
+			walk(k)
+		}
+		after = after || k == c
+	}
+	return strings.Join(parts, " ")
+}
+
+// isTermLine reports whether a glossary paragraph is a term standing on
+// its own line: at most 8 words and 80 characters, no sentence or lead-in
+// punctuation at its end, no separator of a definition inside.
+func isTermLine(s string) bool {
+	if s == "" || utf8.RuneCountInString(s) > 80 || len(strings.Fields(s)) > 8 || !hasLetter(s) {
+		return false
+	}
+	if strings.ContainsAny(s[len(s)-1:], ".;:,!?") || strings.Contains(s, ": ") || strings.Contains(s, " - ") || strings.Contains(s, " – ") || strings.Contains(s, " — ") {
+		return false
+	}
+	return !termsRe().meansDef.MatchString(s)
+}
+
+// tableTerms adds the rows of a two-column glossary table (term | its
+// definition), after its header rows.
+func tableTerms(t *Element, path string, add func(name, def, addr string)) {
+	for k, row := range strings.Split(t.Text, "\n") {
+		if k < t.HeaderRows {
+			continue
+		}
+		cells := strings.Split(row, " | ")
+		if len(cells) != 2 {
+			continue
+		}
+		name, def := strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1])
+		if isTermLine(name) && strings.ContainsRune(def, ' ') {
+			add(name, def, path)
+		}
+	}
 }
 
 // stripNumber removes a leading clause number and its separator from a

@@ -77,8 +77,8 @@ var txtRe = sync.OnceValue(func() *txtPatterns {
 		sectionKw:    regexp.MustCompile(`^(?:Section|SECTION)\s+(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s*[:\-–—]\s*|\s+)(\S.*)$`),
 		appendixKw:   regexp.MustCompile(`^(?:Appendix|APPENDIX)\s+([A-Z])\.?(?:(?:\s*[:\-–—]\s*|\s+)(\S.*))?$`),
 		razdelKw:     regexp.MustCompile(`^(?:Раздел|РАЗДЕЛ)\s+([0-9IVXLC]+|[А-ЯЁа-яё]+)\.?(?:\s+(\S.*))?$`),
-		glavaKw:      regexp.MustCompile(`^(?:Глава|ГЛАВА)\s+(\d{1,3}|[IVXLC]+)\.?(?:\s+(\S.*))?$`),
-		statyaKw:     regexp.MustCompile(`^(?:Статья|СТАТЬЯ)\s+(\d{1,4}(?:\.\d{1,3})*)\.?(?:\s+(\S.*))?$`),
+		glavaKw:      regexp.MustCompile(`^(?:Глава|ГЛАВА)\s+(\d{1,3}(?:[.-]\d{1,2})?|[IVXLC]+)\.?(?:\s+(\S.*))?$`),
+		statyaKw:     regexp.MustCompile(`^(?:Статья|СТАТЬЯ)\s+(\d{1,4}(?:[.-]\d{1,3})*)\.?(?:\s+(\S.*))?$`),
 		pageMarker:   regexp.MustCompile(`\[Page \d+\]\s*$`),
 		digitRun:     regexp.MustCompile(`\d+`),
 		bulletMarker: regexp.MustCompile(`^(?:[o*•\-–]|\d{1,2}[.)]|[a-zа-я][.)])\s+\S`),
@@ -103,6 +103,7 @@ type txtParser struct {
 	baseIndent int  // the most common indentation of non-blank lines
 	keywords   bool // a keyword heading was seen
 	lastTop    int  // last top-level bare number, 0 before any
+	hanging    bool // fixed-width layout: paragraphs' first lines indented, the rest flush left
 }
 
 // parseTxt parses plain text (decoded by Decode: UTF-8, UTF-16 with a BOM,
@@ -118,7 +119,14 @@ func parseTxt(content []byte) (*Element, error) {
 	p := &txtParser{b: newBuilder(), lines: lines}
 	p.b.root.Noise = noise
 	p.measure()
+	if joined, ok := joinHangingParagraphs(lines); ok {
+		// Fixed-width official layout: one logical line a paragraph.
+		p.lines, p.unwrapped, p.hanging = joined, true, true
+	}
 	p.run()
+	if t := ruActTitle(p.b.root); t != "" {
+		p.b.root.Title = t
+	}
 	return p.b.root, nil
 }
 
@@ -180,6 +188,91 @@ func removePageFurniture(s string) ([]string, []Noise) {
 		out = append(out, pg...)
 	}
 	return out, noise
+}
+
+// insertedNumber writes the number of an inserted unit as it is cited:
+// official plain text prints the superscript of article 18¹ as "18-1",
+// citations write "18.1".
+func insertedNumber(n string) string { return strings.ReplaceAll(n, "-", ".") }
+
+// joinHangingParagraphs reads the fixed-width layout of laws as officially
+// published in plain text: a paragraph's first line is indented (five
+// spaces), its continuation lines are flush left, justified with runs of
+// spaces, and paragraphs follow each other without blank lines; headings
+// are indented like paragraphs ("     Статья 3. Основные понятия, …" over
+// a flush-left "законе") or centred, a centred heading wrapped onto a
+// second centred line. It returns one line per paragraph or heading, the
+// lines of each joined as unwrap joins them, and whether the text is in
+// that layout: at least a fifth of its non-blank lines flush left, nine in
+// ten of those right under a non-blank line (continuations, not headings
+// standing alone), and at least three paragraphs of that shape. Table lines
+// (rules, cell bars) keep their lines, between blank lines.
+func joinHangingParagraphs(lines []string) ([]string, bool) {
+	var nonBlank, flush, cont, starts int
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		nonBlank++
+		if indentOf(l) != 0 {
+			continue
+		}
+		flush++
+		if i > 0 && strings.TrimSpace(lines[i-1]) != "" {
+			cont++
+			if ind := indentOf(lines[i-1]); ind >= 2 && ind <= 12 {
+				starts++
+			}
+		}
+	}
+	if starts < 3 || flush*5 < nonBlank || cont*10 < flush*9 {
+		return nil, false
+	}
+	out := make([]string, 0, len(lines)-flush)
+	var group []string
+	emit := func() {
+		if len(group) > 0 {
+			out = append(out, strings.Repeat(" ", indentOf(group[0]))+unwrap(group))
+			group = group[:0]
+		}
+	}
+	centred := func(l string) bool { return indentOf(l) > 12 }
+	inTable := false
+	for _, l := range lines {
+		table := strings.TrimSpace(l) != "" && isTableLine(l)
+		if table != inTable {
+			// A table keeps its lines and stands between blank lines.
+			emit()
+			if len(out) > 0 && out[len(out)-1] != "" {
+				out = append(out, "")
+			}
+		}
+		inTable = table
+		switch {
+		case table:
+			emit()
+			out = append(out, l)
+		case strings.TrimSpace(l) == "":
+			emit()
+			out = append(out, "")
+		case len(group) > 0 && indentOf(l) == 0:
+			group = append(group, l)
+		case len(group) > 0 && centred(l) && centred(group[len(group)-1]) && !isTableLine(l) && !isTableLine(group[0]):
+			// A centred heading wrapped onto a second centred line.
+			group = append(group, l)
+		default:
+			emit()
+			group = append(group, l)
+		}
+	}
+	emit()
+	return out, true
+}
+
+// isTableLine reports whether l is drawn as part of a table (box-drawing
+// or ASCII rules, cell bars).
+func isTableLine(l string) bool {
+	return strings.ContainsAny(l, "|│┌┐└┘├┤┬┴┼─═") || strings.Contains(l, "+-") || strings.Contains(l, "---")
 }
 
 // continuesAcrossPage reports whether the line after a page break continues
@@ -344,8 +437,8 @@ func (p *txtParser) heading(line, next string) (txtHeading, bool) {
 	if m := txtRe().statyaKw.FindStringSubmatch(trimmed); m != nil && (m[2] == "" || utf8.RuneCountInString(trimmed) <= maxHeadingRunes ||
 		strings.HasPrefix(strings.TrimSpace(trimmed[len(strings.Fields(trimmed)[0]):]), m[1]+".")) {
 		p.keywords = true
-		h := txtHeading{level: 3, address: "Статья " + m[1], title: title, keyword: true}
-		if body := m[2]; body != "" && (endsWithSentence(body) || utf8.RuneCountInString(body) > 80) {
+		h := txtHeading{level: 3, address: "Статья " + insertedNumber(m[1]), title: title, keyword: true}
+		if body := m[2]; body != "" && (endsWithSentence(body) || !p.hanging && utf8.RuneCountInString(body) > 80) {
 			// "Статья 2. Настоящий Федеральный закон вступает в силу …":
 			// the heading carries its body.
 			h.title, h.body = normalizeSpace(strings.TrimSuffix(trimmed, body)), body
@@ -359,7 +452,7 @@ func (p *txtParser) heading(line, next string) (txtHeading, bool) {
 
 	if m := txtRe().glavaKw.FindStringSubmatch(trimmed); m != nil {
 		p.keywords = true
-		return txtHeading{level: 2, address: "Глава " + m[1], title: title, keyword: true, needCap: m[2] == ""}, true
+		return txtHeading{level: 2, address: "Глава " + insertedNumber(m[1]), title: title, keyword: true, needCap: m[2] == ""}, true
 	}
 	if m := txtRe().razdelKw.FindStringSubmatch(trimmed); m != nil {
 		p.keywords = true
@@ -456,6 +549,10 @@ func (p *txtParser) flush(block []string) {
 // applicable." after 1.1) is that numbered clause, holding what follows
 // up to the next number or heading.
 func (p *txtParser) paragraph(text string) {
+	if p.keywords && isRuSignature(text) {
+		// The signature block belongs to the act, not to its last article.
+		p.b.stack = p.b.stack[:1]
+	}
 	if !p.keywords && text != "" && (text[0] >= '0' && text[0] <= '9' || text[0] >= 'A' && text[0] <= 'Z') {
 		if n, _, ok := clauseNumber(text); ok && strings.Contains(n, ".") && p.clauseFits(n) {
 			p.b.clause(strings.Count(n, ".")+1, n)

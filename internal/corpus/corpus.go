@@ -79,3 +79,32 @@ func GristSample(t testing.TB, rel string) string {
 	t.Helper()
 	return filepath.Join(Shared(t), "docs", "grist-samples", rel)
 }
+
+// DocPath returns the path of docs/<name>: in the shared data directory
+// when it holds the file, else in the repository's copy (testdata/shared),
+// which receives a new corpus document first.
+func DocPath(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(Docs(t), name)
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	if q, ok := RepoCopy(name); ok {
+		return q
+	}
+	return p
+}
+
+// RepoCopy returns the path of docs/<name> in the repository's copy of
+// the corpus (testdata/shared/corpus/docs) when the file is there.
+func RepoCopy(name string) (string, bool) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", false
+	}
+	p := filepath.Join(root, "testdata", "shared", "corpus", "docs", name)
+	if _, err := os.Stat(p); err != nil {
+		return "", false
+	}
+	return p, true
+}

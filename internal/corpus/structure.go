@@ -42,6 +42,8 @@ func ExpectedUnits(name string, raw []byte) (units []Unit, ok bool) {
 		return openChainRuUnits(), true
 	case "mdcg-2019-9-rev1-sscp.md":
 		return append(mdcgUnits(), mdcgHeadings()...), true
+	case "crd-2011-83-consolidated-excerpt.html":
+		return crdUnits(), true
 	}
 	return nil, false
 }
@@ -318,4 +320,38 @@ func join(scope, n string) string {
 		return n
 	}
 	return scope + " " + n
+}
+
+// crdUnits: the consolidated excerpt of Directive 2011/83/EU read by
+// hand: Articles 1–3; Article 2's definitions (1)–(21) with (4a) inserted,
+// the points (a)–(d) of definition (8) and (a)–(b) of definition (9);
+// Article 3's paragraphs 1, 1a (inserted), 2–6 and the points (a)–(n) of
+// paragraph 3.
+func crdUnits() []Unit {
+	out := []Unit{{"article", "Article 1", ""}, {"article", "Article 2", ""}, {"article", "Article 3", ""}}
+	defs := []string{"1", "2", "3", "4", "4a"}
+	for i := 5; i <= 21; i++ {
+		defs = append(defs, strconv.Itoa(i))
+	}
+	for _, d := range defs {
+		c := "Article 2(" + d + ")"
+		out = append(out, Unit{"definition", c, "Article 2"})
+		switch d {
+		case "8":
+			for _, l := range "abcd" {
+				out = append(out, Unit{"point", c + "(" + string(l) + ")", c})
+			}
+		case "9":
+			for _, l := range "ab" {
+				out = append(out, Unit{"point", c + "(" + string(l) + ")", c})
+			}
+		}
+	}
+	for _, n := range []string{"1", "1a", "2", "3", "4", "5", "6"} {
+		out = append(out, Unit{"paragraph", "Article 3(" + n + ")", "Article 3"})
+	}
+	for _, l := range "abcdefghijklmn" {
+		out = append(out, Unit{"point", "Article 3(3)(" + string(l) + ")", "Article 3(3)"})
+	}
+	return out
 }
