@@ -247,6 +247,7 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 	pendingBytes := 0 // document bytes in pending
 	var lastCursor, prevCursor string
 	partial := false
+	unconfirmed := false // the listing's end is not vouched for
 	batchSize := max(r.p.BatchSize, 1)
 
 	// moving are the keys records of the pending batch move from;
@@ -320,7 +321,16 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			h.records += len(pending)
 			stored.formed(pending)
 			pending, pendingBytes = pending[:0], 0
-			return h.check(ctx, stored)
+			if !h.full() {
+				return nil
+			}
+			// Past its bounds the hold is written: new and changed
+			// records are not deletions, and the guard still rules on
+			// the whole listing before the first delete.
+			r.log.Info("mass-delete guard undecided past the hold's bounds; writing the records held",
+				slog.String("source", name), slog.Int("records", h.records), slog.Int("bytes", h.bytes))
+			h.released = true
+			return writeHeld()
 		}
 		if err := writeHeld(); err != nil {
 			return err
@@ -390,6 +400,7 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			partial = true
 			l.partial = true
 		}
+		unconfirmed = page.EndUnconfirmed
 		if len(page.Deleted) > 0 {
 			// Deletions the source reports explicitly (an incremental
 			// listing): applied after the records before them are written.
@@ -488,7 +499,7 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		return err
 	}
 	var gone []string
-	var live int
+	var live, loss int
 	if !partial {
 		// The guard rules on the whole listing before anything held is
 		// written: what the listing did not list, net of its new keys.
@@ -498,7 +509,13 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		if live, err = stored.live(ctx); err != nil {
 			return err
 		}
-		if err := r.guard(max(len(gone)-stored.newN, 0), live); err != nil {
+		if loss, err = r.netLoss(ctx, stored, gone, live); err != nil {
+			return err
+		}
+		if err := r.guard(loss, live); err != nil {
+			return err
+		}
+		if err := r.unconfirmedGuard(unconfirmed, len(gone)); err != nil {
 			return err
 		}
 	}
@@ -517,7 +534,7 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			return err
 		}
 	} else {
-		if err := r.deleteMissing(ctx, name, gone, max(len(gone)-stored.newN, 0), live); err != nil {
+		if err := r.deleteMissing(ctx, name, gone, loss, live); err != nil {
 			return err
 		}
 	}
@@ -795,25 +812,45 @@ type heldBatch struct {
 	cursor string
 }
 
-// Bounds of a hold: past them, with the guard still undecided, the run
-// stops without writing (ErrMassDelete), as a tripped guard does.
-const (
+// Bounds of a hold: past either, with the guard still undecided, the
+// records held are written (they are new or changed, not deleted) and the
+// guard rules on the whole listing before the first delete. Variables so
+// that tests can lower them.
+var (
 	maxHeldBytes   = 256 << 20
 	maxHeldRecords = 100000
 )
 
-// check refuses a hold past its bounds.
-func (h *hold) check(ctx context.Context, stored *differ) error {
-	if h.bytes <= maxHeldBytes && h.records <= maxHeldRecords {
+// full reports whether the hold is past its bounds.
+func (h *hold) full() bool { return h.bytes > maxHeldBytes || h.records > maxHeldRecords }
+
+// netLoss is what a complete listing deletes net of renames: the stored
+// records it did not list (gone) less those whose content a new key
+// brought (differ.renamed). A new key with unrelated content (a
+// replacement) offsets nothing. It reads the gone records' stored content
+// only when the count of gone records alone trips the guard.
+func (r *runner) netLoss(ctx context.Context, stored *differ, gone []string, live int) (int, error) {
+	loss := len(gone)
+	if !r.guardTrips(loss, live) {
+		return loss, nil
+	}
+	renamed, err := stored.renamed(ctx, gone, loss)
+	if err != nil {
+		return 0, err
+	}
+	return loss - renamed, nil
+}
+
+// unconfirmedGuard stops a complete listing whose end the source could
+// not vouch for (sources.Page.EndUnconfirmed: an empty page with no stated
+// total) before it deletes anything, whatever the ratio: an upstream
+// failure answering an empty page would otherwise delete up to the limit.
+func (r *runner) unconfirmedGuard(unconfirmed bool, gone int) error {
+	if !unconfirmed || gone == 0 || r.mode.AllowMassDelete || r.p.MaxDeleteRatio >= 1 {
 		return nil
 	}
-	live, err := stored.live(ctx)
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("%w: %d records changed (%d MiB of documents) before the listing reached enough of the %d stored records to rule out a mass delete "+
-		"(%d not listed yet); nothing was written; rerun with --allow-mass-delete to confirm", ErrMassDelete,
-		h.records, h.bytes>>20, live, live-stored.foundN)
+	return fmt.Errorf("%w: the listing ended at an empty page with no stated total, and the run would delete %d records; "+
+		"nothing was deleted; rerun with --allow-mass-delete to confirm (or configure pagination.total or has_more)", ErrMassDelete, gone)
 }
 
 // guard is the mass-delete guard: deleting more than MaxDeleteRatio of a
