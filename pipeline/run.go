@@ -184,6 +184,9 @@ func (r *runner) ensureSchema(ctx context.Context, anchors []string) (sink.Stats
 	if !grew {
 		return sink.Stats{}, nil
 	}
+	if err := r.checkLock(ctx); err != nil {
+		return sink.Stats{}, err
+	}
 	all := make([]string, 0, len(r.labels))
 	for l := range r.labels {
 		all = append(all, l)
@@ -1046,6 +1049,9 @@ func (r *runner) sinkWrite(ctx context.Context, b *sink.Batch, rendered *cypherl
 	if b.Len() == 0 {
 		return sink.Stats{}, nil
 	}
+	if err := r.checkLock(ctx); err != nil {
+		return sink.Stats{}, err
+	}
 	var st sink.Stats
 	var err error
 	if rs, ok := r.p.Sink.(renderer); ok && rendered != nil {
@@ -1057,6 +1063,21 @@ func (r *runner) sinkWrite(ctx context.Context, b *sink.Batch, rendered *cypherl
 		return st, fmt.Errorf("write batch: %w", err)
 	}
 	return st, nil
+}
+
+// checkLock makes sure the run still holds its pipeline's lock before it
+// writes to the sink, when the store's locks can be lost
+// (state.LockChecker): a run whose lock went with its Postgres session
+// stops instead of writing beside the next holder.
+func (r *runner) checkLock(ctx context.Context) error {
+	lc, ok := r.p.Store.(state.LockChecker)
+	if !ok {
+		return nil
+	}
+	if err := lc.CheckLock(ctx, r.p.Name); err != nil {
+		return fmt.Errorf("write batch: %w", err)
+	}
+	return nil
 }
 
 // renderer is a sink that renders a batch apart from writing it (the

@@ -162,6 +162,15 @@ func (heldLock) Lock(context.Context, string) (func() error, error) {
 	return func() error { return nil }, nil
 }
 
+// CheckLock asks the store whether the daemon's lock is still held
+// (state.LockChecker), so that a run checks it before each sink write.
+func (h heldLock) CheckLock(ctx context.Context, pipeline string) error {
+	if lc, ok := h.Store.(state.LockChecker); ok {
+		return lc.CheckLock(ctx, pipeline)
+	}
+	return nil
+}
+
 // pipelineMode maps the daemon's mode names onto pipeline.Mode, as
 // `kgsync resync` does for its flags; a mode confirming a mass delete
 // (daemon.Mode.AllowsMassDelete) sets AllowMassDelete.
