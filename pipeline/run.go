@@ -435,6 +435,13 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 				continue
 			}
 			r.listedKey(l, name, rec.Key)
+			if err := fieldNamesValid(rec); err != nil {
+				// A record no sink could write is quarantined alone; it is
+				// listed, so its stored version stays.
+				r.counts().RecordsSkipped++
+				r.quarantineRecord(name, rec.Key, state.StageRead, err)
+				continue
+			}
 			r.counts().RecordsRead++
 			it, err := r.classify(name, rec, m, froms[i])
 			if err != nil {
@@ -558,6 +565,32 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		}
 	}
 	return nil
+}
+
+// fieldNamesValid checks that every attribute name of rec can be a
+// property name (sink.ValidName: not empty, at most sink.MaxNameBytes
+// bytes, no control character, quote or semicolon). Errors name the record
+// and the field.
+func fieldNamesValid(rec sources.Record) error {
+	for k := range rec.Attributes {
+		if sink.ValidName(k) == nil {
+			continue
+		}
+		where := rec.Where
+		if where == "" {
+			where = rec.Key
+		}
+		return fmt.Errorf("%s: field %q: %w; the record is not written", where, truncateName(k), sink.ValidName(k))
+	}
+	return nil
+}
+
+// truncateName shortens a field name for an error message.
+func truncateName(k string) string {
+	if len(k) > 64 {
+		return k[:64] + "…"
+	}
+	return k
 }
 
 // configCursor names the cursor entry holding the config mark of a
