@@ -80,6 +80,16 @@ type Daemon struct {
 	// APIToken is the bearer token of /api/...; empty = the API needs none
 	// (allowed on a loopback Listen only, unless --insecure-no-auth).
 	APIToken string `yaml:"api_token,omitempty"`
+	// AnonymousWrites lets callers without APIToken make state-changing
+	// calls (POST /api/...) when APIToken is empty. Off by default: without
+	// a token they get 403, since any web page the machine's browser opens
+	// could otherwise send them (reads stay open on a loopback Listen).
+	AnonymousWrites bool `yaml:"anonymous_writes,omitempty"`
+	// AllowedHosts are Host header names (without port) the API answers
+	// besides loopback names and IPs when it listens on loopback, such as
+	// the name a reverse proxy on this machine passes on. Any other Host
+	// gets 403 (DNS rebinding).
+	AllowedHosts []string `yaml:"allowed_hosts,omitempty"`
 	// Debounce is how long the daemon collects webhook deliveries for one
 	// pipeline before triggering one run for all of them (default 2s; 0 =
 	// trigger at once).

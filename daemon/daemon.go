@@ -359,7 +359,7 @@ func (d *Daemon) Trigger(ctx context.Context, name string, mode Mode, reason sta
 
 // Handler returns the daemon's HTTP handler (see docs/daemon.md for the
 // routes).
-func (d *Daemon) Handler() http.Handler { return d.routes() }
+func (d *Daemon) Handler() http.Handler { return d.browserGuard(d.routes()) }
 
 // Run starts the River client (its workers, and its periodic jobs when it
 // is elected leader), the webhook collectors, the dead-job watch and, when

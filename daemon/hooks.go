@@ -363,13 +363,14 @@ func authorized(header, secret string) bool {
 func (d *Daemon) handleHook(rw http.ResponseWriter, r *http.Request) {
 	name, table := r.PathValue("pipeline"), r.PathValue("table")
 	w, ok := d.workers[name]
+	// Without the secret a known pipeline and an unknown name get the same
+	// answer: the route does not tell which pipelines exist.
+	label := name
 	if !ok {
-		d.m.deliveries.WithLabelValues("", deliveryUnknown).Inc()
-		writeError(rw, http.StatusNotFound, "no pipeline %q", name)
-		return
+		label = ""
 	}
 	reject := func(outcome string, code int, format string, args ...any) {
-		d.m.deliveries.WithLabelValues(name, outcome).Inc()
+		d.m.deliveries.WithLabelValues(label, outcome).Inc()
 		d.log.Warn("webhook delivery rejected", slog.String("pipeline", name), slog.String("table", table),
 			slog.String("outcome", outcome), slog.String("remote", r.RemoteAddr))
 		writeError(rw, code, format, args...)
@@ -380,6 +381,11 @@ func (d *Daemon) handleHook(rw http.ResponseWriter, r *http.Request) {
 	}
 	if !authorized(r.Header.Get("Authorization"), d.cfg.WebhookSecret) {
 		reject(deliveryUnauthorized, http.StatusUnauthorized, "missing or wrong Authorization header")
+		return
+	}
+	if !ok {
+		d.m.deliveries.WithLabelValues("", deliveryUnknown).Inc()
+		writeError(rw, http.StatusNotFound, "no pipeline %q", name)
 		return
 	}
 	if table != "" && !tablePattern.MatchString(table) {
