@@ -106,6 +106,11 @@ type Daemon struct {
 	// beyond it are dropped and counted, never the run they trigger (the
 	// run reads what changed from Grist, the rows are hints).
 	WebhookBufferRows int `yaml:"webhook_buffer_rows"`
+	// WebhookBufferBytes bounds, per pipeline, the estimated bytes of the
+	// webhook rows kept, in the debounce window and until the run they
+	// trigger succeeds, each (default 64 MiB): rows of new ids beyond it
+	// are dropped and counted like rows beyond WebhookBufferRows.
+	WebhookBufferBytes int64 `yaml:"webhook_buffer_bytes"`
 	// PollInterval is how often a replica polls River for jobs, snoozes a
 	// job whose pipeline another replica is running, and looks for jobs
 	// left running by a replica that died (taken over after two polls;

@@ -141,6 +141,9 @@ func (ck *checker) daemon(d *Daemon) {
 			ck.add(f.key, "must be >= 0, got %s", f.v)
 		}
 	}
+	if d.WebhookBufferBytes < 0 {
+		ck.add("daemon.webhook_buffer_bytes", "must be >= 0, got %d", d.WebhookBufferBytes)
+	}
 	if d.WebhookBufferRows < 0 {
 		ck.add("daemon.webhook_buffer_rows", "must be >= 0, got %d", d.WebhookBufferRows)
 	}

@@ -192,7 +192,7 @@ func New(opts Options) (*Daemon, error) {
 		d.clock = SystemClock{}
 	}
 	if d.rowSink == nil {
-		d.rows = NewBoundedRowBuffer(d.cfg.WebhookBufferRows)
+		d.rows = NewBoundedRowBuffer(d.cfg.WebhookBufferRows).WithByteLimit(d.cfg.WebhookBufferBytes)
 		d.rowSink = d.rows
 	}
 	for name, c := range opts.Checks {
@@ -227,7 +227,7 @@ func New(opts Options) (*Daemon, error) {
 			}
 			w.sched = s
 		}
-		w.hooks = newCollector(d.cfg.WebhookBufferRows)
+		w.hooks = newCollector(d.cfg.WebhookBufferRows, d.cfg.WebhookBufferBytes)
 		w.tables = newHookTables(pc)
 		d.workers[pc.Name] = w
 		d.names = append(d.names, pc.Name)
