@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -280,6 +281,12 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 			// A record that cannot be parsed is quarantined and kept as it
 			// is in state and graph: nothing is lost.
 			r.unprocessed(it)
+			if errors.Is(err, chunker.ErrTooComplex) {
+				// A limit: the same content would hit it again. The mark
+				// keeps it from being parsed again until it changes
+				// (limitBackoff).
+				err = fmt.Errorf("%w%s", err, limitMark(it.hash))
+			}
 			r.quarantineRecord(source, it.rec.Key, stageOf(err), err)
 			continue
 		}

@@ -447,6 +447,13 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			if err != nil {
 				return err
 			}
+			if r.limitBackoff(name, rec.Key, it.hash) && !r.mode.Reembed && !r.mode.Full {
+				// It hit a limit with this content: it waits in
+				// quarantine, unparsed, until the content changes or its
+				// back-off is over.
+				r.counts().RecordsSkipped++
+				continue
+			}
 			switch {
 			case it.from != "":
 				r.counts().RecordsRenamed++
