@@ -80,3 +80,44 @@ func TestBadHeaderQuarantinesOnlyItsColumn(t *testing.T) {
 	require.Len(t, q, 1)
 	require.Contains(t, q[0].Error, "column")
 }
+
+// TestNULInACSVCellIsQuarantined: a NUL byte in a CSV cell reached the
+// graph; the row is quarantined naming the field, the others sync.
+func TestNULInACSVCellIsQuarantined(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "items.csv")
+	require.NoError(t, os.WriteFile(path, []byte("id,name\n1,a\n2,b\x00c\n3,d\n"), 0o644))
+	b := csvBundle(t, path)
+	res, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.NoError(t, err)
+	require.Equal(t, state.StatusPartial, res.Run.Status)
+	require.Equal(t, 2, b.graph.Count("item"))
+	for _, id := range b.graph.Nodes("item") {
+		n, _ := b.graph.Node("item", id)
+		require.NotContains(t, n["name"], "\x00")
+	}
+	q, err := b.store.QuarantineList(t.Context(), "docs")
+	require.NoError(t, err)
+	require.Len(t, q, 1)
+	require.Equal(t, "item:2", q[0].Key)
+	require.Contains(t, q[0].Error, "NUL byte")
+}
+
+// TestRemovedQuarantinedFileLeavesQuarantine: a file quarantined (here
+// binary) and then removed from its folder stayed in quarantine, every
+// later run partial (exit 5). Gone from a complete listing, it leaves.
+func TestRemovedQuarantinedFileLeavesQuarantine(t *testing.T) {
+	t.Parallel()
+	root := copyCorpus(t, "rfc7239.txt")
+	bad := filepath.Join(root, "bad.txt")
+	require.NoError(t, os.WriteFile(bad, []byte("abc\x00def"), 0o644))
+	b := setup(t, root, 256, 32)
+	res, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.NoError(t, err)
+	require.Equal(t, state.StatusPartial, res.Run.Status)
+	require.NoError(t, os.Remove(bad))
+	b.sync(t, pipeline.Mode{})
+	q, err := b.store.QuarantineList(t.Context(), "docs")
+	require.NoError(t, err)
+	require.Empty(t, q)
+}

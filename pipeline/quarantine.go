@@ -143,8 +143,11 @@ func (r *runner) settleQuarantine(ctx context.Context, source string, seen func(
 		if _, again := r.q.failed[ref]; again || r.q.waiting[ref] {
 			continue
 		}
+		// A record a complete listing no longer lists is gone from the
+		// source: deleted by the run if stored, never stored otherwise.
+		gone := complete && !seen(ref.Key)
 		if r.q.released[ref] || (q.Stage == state.StageList && complete) ||
-			(q.Stage != state.StageList && seen(ref.Key) && !r.underUnlisted(ref)) {
+			(q.Stage != state.StageList && (seen(ref.Key) || gone) && !r.underUnlisted(ref)) {
 			freed = append(freed, ref)
 		}
 	}

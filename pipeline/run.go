@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kgsync/kgsync/diff"
@@ -578,18 +579,45 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 // property name (sink.ValidName: not empty, at most sink.MaxNameBytes
 // bytes, no control character, quote or semicolon). Errors name the record
 // and the field.
+//
+// It also refuses a NUL byte in a text value: Memgraph and the CYPHERL
+// files would carry it into the graph, and no text holds one on purpose.
 func fieldNamesValid(rec sources.Record) error {
-	for k := range rec.Attributes {
-		if sink.ValidName(k) == nil {
-			continue
+	where := rec.Where
+	if where == "" {
+		where = rec.Key
+	}
+	for k, v := range rec.Attributes {
+		if err := sink.ValidName(k); err != nil {
+			return fmt.Errorf("%s: field %q: %w; the record is not written", where, truncateName(k), err)
 		}
-		where := rec.Where
-		if where == "" {
-			where = rec.Key
+		if i := nulAt(v); i >= 0 {
+			return fmt.Errorf("%s: field %q: NUL byte at offset %d of its value; the record is not written", where, k, i)
 		}
-		return fmt.Errorf("%s: field %q: %w; the record is not written", where, truncateName(k), sink.ValidName(k))
 	}
 	return nil
+}
+
+// nulAt returns the offset of the first NUL byte in a text value (or in a
+// list's texts), -1 when there is none.
+func nulAt(v any) int {
+	switch v := v.(type) {
+	case string:
+		return strings.IndexByte(v, 0)
+	case []any:
+		for _, e := range v {
+			if i := nulAt(e); i >= 0 {
+				return i
+			}
+		}
+	case []string:
+		for _, e := range v {
+			if i := strings.IndexByte(e, 0); i >= 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // truncateName shortens a field name for an error message.
@@ -860,7 +888,7 @@ type heldBatch struct {
 // guard rules on the whole listing before the first delete. Variables so
 // that tests can lower them.
 var (
-	maxHeldBytes   = 256 << 20
+	maxHeldBytes   = 64 << 20
 	maxHeldRecords = 100000
 )
 
