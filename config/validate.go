@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -323,6 +324,9 @@ func (ck *checker) glob(at, g string) {
 		ck.add(at, "%q is not a valid glob pattern (see docs/config.md, files)", g)
 	case strings.HasPrefix(g, "/"):
 		ck.add(at, "%q must be relative to root: patterns match slash-separated paths such as \"guides/intro.md\"", g)
+	case slices.Contains(strings.Split(g, "/"), ".."):
+		// Paths under root never hold "..": the pattern can match nothing.
+		ck.add(at, "%q has a \"..\" segment: the paths it is matched against (slash-separated, under root) never do, so it matches nothing", g)
 	}
 }
 
