@@ -175,7 +175,7 @@ func New(cfg Config, logger *slog.Logger) (*Embedder, error) {
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
 	if logger != nil {
-		rc.Logger = logger.With(slog.String("embedder", "openai"), slog.String("model", cfg.Model))
+		rc.Logger = quietErrors{logger.With(slog.String("embedder", "openai"), slog.String("model", cfg.Model))}
 	}
 	e.client = rc
 	return e, nil
@@ -400,6 +400,13 @@ func (e *Embedder) computeWait(lo, hi time.Duration, attempt int, resp *http.Res
 	half := time.Duration(base / 2)
 	return half + time.Duration(rand.Int64N(int64(half)+1))
 }
+
+// quietErrors is go-retryablehttp's leveled logger over slog, with its
+// per-attempt "request failed" errors at info level: a failure that ends
+// the retries reaches the caller as the Embed error, reported once there.
+type quietErrors struct{ *slog.Logger }
+
+func (q quietErrors) Error(msg string, kv ...any) { q.Logger.Info(msg, kv...) }
 
 // checkRetry is retryablehttp.DefaultRetryPolicy, except that a 429 whose
 // body says the account's quota is spent (OpenAI's error code
