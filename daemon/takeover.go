@@ -46,6 +46,7 @@ func (d *Daemon) watch(ctx context.Context) {
 		}
 		d.countJobs(jobs)
 		suspects = d.takeOver(ctx, jobs, suspects)
+		d.catchUp(ctx)
 	}
 }
 
