@@ -83,6 +83,16 @@ type Daemon struct {
 	// APIToken is the bearer token of /api/...; empty = the API needs none
 	// (allowed on a loopback Listen only, unless --insecure-no-auth).
 	APIToken string `yaml:"api_token,omitempty"`
+	// AnonymousWrites lets callers without APIToken make state-changing
+	// calls (POST /api/...) when APIToken is empty. Off by default: without
+	// a token they get 403, since any web page the machine's browser opens
+	// could otherwise send them (reads stay open on a loopback Listen).
+	AnonymousWrites bool `yaml:"anonymous_writes,omitempty"`
+	// AllowedHosts are Host header names (without port) the API answers
+	// besides loopback names and IPs when it listens on loopback, such as
+	// the name a reverse proxy on this machine passes on. Any other Host
+	// gets 403 (DNS rebinding).
+	AllowedHosts []string `yaml:"allowed_hosts,omitempty"`
 	// Debounce is how long the daemon collects webhook deliveries for one
 	// pipeline before triggering one run for all of them (default 2s; 0 =
 	// trigger at once).
@@ -99,6 +109,11 @@ type Daemon struct {
 	// beyond it are dropped and counted, never the run they trigger (the
 	// run reads what changed from Grist, the rows are hints).
 	WebhookBufferRows int `yaml:"webhook_buffer_rows"`
+	// WebhookBufferBytes bounds, per pipeline, the estimated bytes of the
+	// webhook rows kept, in the debounce window and until the run they
+	// trigger succeeds, each (default 64 MiB): rows of new ids beyond it
+	// are dropped and counted like rows beyond WebhookBufferRows.
+	WebhookBufferBytes int64 `yaml:"webhook_buffer_bytes"`
 	// PollInterval is how often a replica polls River for jobs, snoozes a
 	// job whose pipeline another replica is running, and looks for jobs
 	// left running by a replica that died (taken over after two polls;

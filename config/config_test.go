@@ -147,6 +147,8 @@ func TestBadConfigs(t *testing.T) {
 			`files.bad.yaml:5: pipelines[0].sources[0].files.root: required`,
 			`files.bad.yaml:6: pipelines[0].sources[0].files.include[0]: "docs/[abc" is not a valid glob pattern`,
 			`files.bad.yaml:6: pipelines[0].sources[0].files.include[1]: "/abs/**" must be relative to root`,
+			`files.bad.yaml:6: pipelines[0].sources[0].files.include[2]: "../**" has a ".." segment`,
+			`files.bad.yaml:6: pipelines[0].sources[0].files.include[3]: "docs/../../x" has a ".." segment`,
 			`files.bad.yaml:7: pipelines[0].sources[0].files.exclude[0]: empty pattern`,
 			`files.bad.yaml:8: pipelines[0].sources[0].files.max_file_bytes: must be > 0, got 0`,
 			`files.bad.yaml:9: pipelines[0].sources[0].files.anchor: must be a node label`,

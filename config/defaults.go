@@ -38,13 +38,16 @@ const (
 	DefaultDaemonMaxBodyBytes = 1 << 20 // 1 MiB
 	// DefaultDaemonWebhookBufferRows bounds the webhook rows kept per pipeline.
 	DefaultDaemonWebhookBufferRows = 10000
-	DefaultDaemonPollInterval      = 2 * time.Second
-	DefaultDaemonRunTimeout        = 6 * time.Hour
-	DefaultDaemonMaxAttempts       = 5
-	DefaultDaemonRetryBackoff      = 10 * time.Second
-	DefaultDaemonVerify            = time.Hour
-	DefaultReviewDocumentsTable    = "Documents"
-	DefaultReviewElementsTable     = "Elements"
+	// DefaultDaemonWebhookBufferBytes bounds the estimated bytes of the
+	// webhook rows kept per pipeline (RowBytes).
+	DefaultDaemonWebhookBufferBytes int64 = 64 << 20
+	DefaultDaemonPollInterval             = 2 * time.Second
+	DefaultDaemonRunTimeout               = 6 * time.Hour
+	DefaultDaemonMaxAttempts              = 5
+	DefaultDaemonRetryBackoff             = 10 * time.Second
+	DefaultDaemonVerify                   = time.Hour
+	DefaultReviewDocumentsTable           = "Documents"
+	DefaultReviewElementsTable            = "Elements"
 )
 
 // The setDefaults methods fill the defaults that do not depend on other
@@ -65,6 +68,7 @@ func (d *Daemon) setDefaults() {
 	setZero(&d.GracePeriod, DefaultDaemonGracePeriod)
 	setZero(&d.MaxBodyBytes, DefaultDaemonMaxBodyBytes)
 	setZero(&d.WebhookBufferRows, DefaultDaemonWebhookBufferRows)
+	setZero(&d.WebhookBufferBytes, DefaultDaemonWebhookBufferBytes)
 	setZero(&d.PollInterval, DefaultDaemonPollInterval)
 	setZero(&d.RunTimeout, DefaultDaemonRunTimeout)
 	setZero(&d.MaxAttempts, DefaultDaemonMaxAttempts)

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,6 +141,9 @@ func (ck *checker) daemon(d *Daemon) {
 		if f.v < 0 {
 			ck.add(f.key, "must be >= 0, got %s", f.v)
 		}
+	}
+	if d.WebhookBufferBytes < 0 {
+		ck.add("daemon.webhook_buffer_bytes", "must be >= 0, got %d", d.WebhookBufferBytes)
 	}
 	if d.WebhookBufferRows < 0 {
 		ck.add("daemon.webhook_buffer_rows", "must be >= 0, got %d", d.WebhookBufferRows)
@@ -320,6 +324,9 @@ func (ck *checker) glob(at, g string) {
 		ck.add(at, "%q is not a valid glob pattern (see docs/config.md, files)", g)
 	case strings.HasPrefix(g, "/"):
 		ck.add(at, "%q must be relative to root: patterns match slash-separated paths such as \"guides/intro.md\"", g)
+	case slices.Contains(strings.Split(g, "/"), ".."):
+		// Paths under root never hold "..": the pattern can match nothing.
+		ck.add(at, "%q has a \"..\" segment: the paths it is matched against (slash-separated, under root) never do, so it matches nothing", g)
 	}
 }
 

@@ -197,7 +197,7 @@ func New(opts Options) (*Daemon, error) {
 		d.clock = SystemClock{}
 	}
 	if d.rowSink == nil {
-		d.rows = NewBoundedRowBuffer(d.cfg.WebhookBufferRows)
+		d.rows = NewBoundedRowBuffer(d.cfg.WebhookBufferRows).WithByteLimit(d.cfg.WebhookBufferBytes)
 		d.rowSink = d.rows
 	}
 	for name, c := range opts.Checks {
@@ -232,7 +232,7 @@ func New(opts Options) (*Daemon, error) {
 			}
 			w.sched = s
 		}
-		w.hooks = newCollector(d.cfg.WebhookBufferRows)
+		w.hooks = newCollector(d.cfg.WebhookBufferRows, d.cfg.WebhookBufferBytes)
 		w.tables = newHookTables(pc)
 		d.workers[pc.Name] = w
 		d.names = append(d.names, pc.Name)
@@ -364,7 +364,7 @@ func (d *Daemon) Trigger(ctx context.Context, name string, mode Mode, reason sta
 
 // Handler returns the daemon's HTTP handler (see docs/daemon.md for the
 // routes).
-func (d *Daemon) Handler() http.Handler { return d.routes() }
+func (d *Daemon) Handler() http.Handler { return d.browserGuard(d.routes()) }
 
 // Run starts the River client (its workers, and its periodic jobs when it
 // is elected leader), the webhook collectors, the dead-job watch and, when

@@ -110,6 +110,9 @@ type setupOpts struct {
 	pipelines []config.Pipeline
 	daemon    config.Daemon
 	block     func(ctx context.Context, name string) error
+	// strict keeps daemon.anonymous_writes as given (setup turns it on
+	// when no api_token is set, as most tests call the API anonymously).
+	strict bool
 }
 
 // setup starts a daemon on a fresh SQLite store with a fake runner and a
@@ -124,6 +127,9 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 	}
 	if o.daemon.GracePeriod == 0 {
 		o.daemon.GracePeriod = time.Minute
+	}
+	if !o.strict && o.daemon.APIToken == "" {
+		o.daemon.AnonymousWrites = true
 	}
 	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"))
 	require.NoError(t, err)

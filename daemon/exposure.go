@@ -61,7 +61,7 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 func (d *Daemon) server() *http.Server {
 	l := d.limits
 	return &http.Server{
-		Handler:           d.routes(),
+		Handler:           d.Handler(),
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		ReadTimeout:       l.ReadTimeout,
 		WriteTimeout:      l.WriteTimeout,

@@ -37,9 +37,10 @@ type RowSink interface {
 // change from Grist anyway), until Release says the run that consumed them
 // succeeded. Safe for concurrent use.
 type RowBuffer struct {
-	mu    sync.Mutex
-	max   int
-	pipes map[string]*bufferedRows
+	mu       sync.Mutex
+	max      int
+	maxBytes int64 // bound of a pipeline's rows in RowBytes
+	pipes    map[string]*bufferedRows
 }
 
 // bufferedRows are one pipeline's rows, each with the generation it was
@@ -47,13 +48,15 @@ type RowBuffer struct {
 type bufferedRows struct {
 	tables  map[string]map[int64]bufferedRow
 	n       int
+	bytes   int64 // RowBytes of the rows kept
 	gen     uint64
 	dropped int64
 }
 
 type bufferedRow struct {
-	row map[string]any
-	gen uint64
+	row   map[string]any
+	gen   uint64
+	bytes int64
 }
 
 // NewRowBuffer returns an empty RowBuffer keeping at most
@@ -66,7 +69,47 @@ func NewBoundedRowBuffer(max int) *RowBuffer {
 	if max <= 0 {
 		max = config.DefaultDaemonWebhookBufferRows
 	}
-	return &RowBuffer{max: max, pipes: map[string]*bufferedRows{}}
+	return &RowBuffer{max: max, maxBytes: config.DefaultDaemonWebhookBufferBytes, pipes: map[string]*bufferedRows{}}
+}
+
+// WithByteLimit sets the bound of a pipeline's rows in RowBytes (n <= 0:
+// the default, config.DefaultDaemonWebhookBufferBytes) and returns b.
+func (b *RowBuffer) WithByteLimit(n int64) *RowBuffer {
+	if n <= 0 {
+		n = config.DefaultDaemonWebhookBufferBytes
+	}
+	b.maxBytes = n
+	return b
+}
+
+// RowBytes estimates the memory a delivered row holds: its field names
+// and values (strings and numbers by their length, nested values
+// recursively) plus a fixed overhead per field and per row. It is what the
+// webhook buffers' byte bounds count.
+func RowBytes(r map[string]any) int64 {
+	n := int64(64)
+	for k, v := range r {
+		n += 32 + int64(len(k)) + valueBytes(v)
+	}
+	return n
+}
+
+func valueBytes(v any) int64 {
+	switch v := v.(type) {
+	case string:
+		return int64(len(v))
+	case json.Number:
+		return int64(len(v))
+	case []any:
+		n := int64(24)
+		for _, e := range v {
+			n += 16 + valueBytes(e)
+		}
+		return n
+	case map[string]any:
+		return RowBytes(v)
+	}
+	return 8
 }
 
 func (b *RowBuffer) pipe(pipeline string) *bufferedRows {
@@ -94,14 +137,17 @@ func (b *RowBuffer) ApplyRows(_ context.Context, pipeline, table string, rows []
 		if !ok {
 			continue
 		}
-		if _, had := m[id]; !had {
-			if p.n >= b.max {
-				p.dropped++
-				continue
-			}
+		size := RowBytes(r)
+		old, had := m[id]
+		if !had && p.n >= b.max || p.bytes-old.bytes+size > b.maxBytes {
+			p.dropped++
+			continue
+		}
+		if !had {
 			p.n++
 		}
-		m[id] = bufferedRow{row: r, gen: p.gen}
+		p.bytes += size - old.bytes
+		m[id] = bufferedRow{row: r, gen: p.gen, bytes: size}
 	}
 	return nil
 }
@@ -127,6 +173,7 @@ func (b *RowBuffer) Release(pipeline string, gen uint64) {
 			if r.gen <= gen {
 				delete(m, id)
 				p.n--
+				p.bytes -= r.bytes
 			}
 		}
 		if len(m) == 0 {
@@ -141,6 +188,13 @@ func (b *RowBuffer) Len(pipeline string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.pipe(pipeline).n
+}
+
+// Bytes returns the RowBytes of the rows kept for pipeline.
+func (b *RowBuffer) Bytes(pipeline string) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pipe(pipeline).bytes
 }
 
 // Dropped returns how many rows of pipeline were not kept (buffer full).
@@ -168,6 +222,7 @@ func (b *RowBuffer) Take(pipeline, table string) []map[string]any {
 	out := make([]map[string]any, 0, len(m))
 	for _, id := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, m[id].row)
+		p.bytes -= m[id].bytes
 	}
 	return out
 }
@@ -190,13 +245,21 @@ type collector struct {
 	max    int
 	n      int
 	rows   map[string]map[int64]map[string]any // table → id → row
+	// maxBytes bounds bytes, the RowBytes of the rows held; sizes are
+	// each row's.
+	maxBytes, bytes int64
+	sizes           map[string]map[int64]int64
 }
 
-func newCollector(max int) *collector {
+func newCollector(max int, maxBytes int64) *collector {
 	if max <= 0 {
 		max = config.DefaultDaemonWebhookBufferRows
 	}
-	return &collector{signal: make(chan struct{}, 1), max: max, rows: map[string]map[int64]map[string]any{}}
+	if maxBytes <= 0 {
+		maxBytes = config.DefaultDaemonWebhookBufferBytes
+	}
+	return &collector{signal: make(chan struct{}, 1), max: max, maxBytes: maxBytes, rows: map[string]map[int64]map[string]any{},
+		sizes: map[string]map[int64]int64{}}
 }
 
 // add keeps rows (by id, the last wins), reports whether a flush was
@@ -209,15 +272,21 @@ func (c *collector) add(table string, rows map[int64]map[string]any) (coalesced 
 	if m == nil {
 		m = map[int64]map[string]any{}
 		c.rows[table] = m
+		c.sizes[table] = map[int64]int64{}
 	}
+	sz := c.sizes[table]
 	for id, r := range rows {
-		if _, had := m[id]; !had {
-			if c.n >= c.max {
-				dropped++
-				continue
-			}
+		size := RowBytes(r)
+		_, had := m[id]
+		if !had && c.n >= c.max || c.bytes-sz[id]+size > c.maxBytes {
+			dropped++
+			continue
+		}
+		if !had {
 			c.n++
 		}
+		c.bytes += size - sz[id]
+		sz[id] = size
 		m[id] = r
 	}
 	c.mu.Unlock()
@@ -234,7 +303,8 @@ func (c *collector) take() map[string]map[int64]map[string]any {
 	defer c.mu.Unlock()
 	out := c.rows
 	c.rows = map[string]map[int64]map[string]any{}
-	c.n = 0
+	c.sizes = map[string]map[int64]int64{}
+	c.n, c.bytes = 0, 0
 	return out
 }
 
@@ -293,6 +363,7 @@ func (d *Daemon) observeBuffer(pipeline string) {
 		return
 	}
 	d.m.rowsBuffered.WithLabelValues(pipeline).Set(float64(d.rows.Len(pipeline)))
+	d.m.bytesBuffered.WithLabelValues(pipeline).Set(float64(d.rows.Bytes(pipeline)))
 	dropped := d.rows.Dropped(pipeline)
 	d.mu.Lock()
 	delta := dropped - d.dropped[pipeline]
@@ -363,13 +434,14 @@ func authorized(header, secret string) bool {
 func (d *Daemon) handleHook(rw http.ResponseWriter, r *http.Request) {
 	name, table := r.PathValue("pipeline"), r.PathValue("table")
 	w, ok := d.workers[name]
+	// Without the secret a known pipeline and an unknown name get the same
+	// answer: the route does not tell which pipelines exist.
+	label := name
 	if !ok {
-		d.m.deliveries.WithLabelValues("", deliveryUnknown).Inc()
-		writeError(rw, http.StatusNotFound, "no pipeline %q", name)
-		return
+		label = ""
 	}
 	reject := func(outcome string, code int, format string, args ...any) {
-		d.m.deliveries.WithLabelValues(name, outcome).Inc()
+		d.m.deliveries.WithLabelValues(label, outcome).Inc()
 		d.log.Warn("webhook delivery rejected", slog.String("pipeline", name), slog.String("table", table),
 			slog.String("outcome", outcome), slog.String("remote", r.RemoteAddr))
 		writeError(rw, code, format, args...)
@@ -380,6 +452,11 @@ func (d *Daemon) handleHook(rw http.ResponseWriter, r *http.Request) {
 	}
 	if !authorized(r.Header.Get("Authorization"), d.cfg.WebhookSecret) {
 		reject(deliveryUnauthorized, http.StatusUnauthorized, "missing or wrong Authorization header")
+		return
+	}
+	if !ok {
+		d.m.deliveries.WithLabelValues("", deliveryUnknown).Inc()
+		writeError(rw, http.StatusNotFound, "no pipeline %q", name)
 		return
 	}
 	if table != "" && !tablePattern.MatchString(table) {

@@ -120,3 +120,35 @@ func TestWebhookOnlyForSyncedTables(t *testing.T) {
 }
 
 func jsonNumber(i int) json.Number { return json.Number(fmt.Sprint(i)) }
+
+// TestWebhookBufferBoundedInBytes: 200 deliveries of one 64 KiB row each
+// (12.5 MiB) within the row bound but past daemon.webhook_buffer_bytes
+// (1 MiB) keep about 1 MiB: the rows bound alone let large rows take
+// gigabytes. The dropped rows are counted and the run still comes. Not
+// parallel: it measures the process heap.
+func TestWebhookBufferBoundedInBytes(t *testing.T) {
+	b := setup(t, setupOpts{daemon: config.Daemon{WebhookSecret: testSecret, Debounce: time.Second, WebhookBufferBytes: 1 << 20}})
+	h := b.d.Handler()
+	before := heapAlloc()
+	for i := range 200 {
+		body := fmt.Sprintf(`[{"id": %d, "description": "%s"}]`, i+1, strings.Repeat(string(rune('a'+i%26)), 64<<10))
+		req := httptest.NewRequest(http.MethodPost, "/hooks/grist/p/HSCodes", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testSecret)
+		req.RemoteAddr = "127.0.0.1:5000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusAccepted, rec.Code, rec.Body.String())
+	}
+	after := heapAlloc()
+	t.Logf("heap grew by %.1f MiB for 12.5 MiB of rows", float64(int64(after)-int64(before))/(1<<20))
+	require.Less(t, int64(after)-int64(before), int64(4<<20), "the buffer is bounded in bytes")
+
+	b.clock.waitTimers(t, 2)
+	b.clock.Advance(time.Second)
+	require.Equal(t, state.TriggerWebhook, b.nextCall(t).trigger)
+	b.settled(t)
+	code, metrics := b.do(t, "GET", "/metrics", "", nil)
+	require.Equal(t, http.StatusOK, code)
+	require.Regexp(t, `kgsync_webhook_rows_dropped_total\{pipeline="p"\} 1[89][0-9]`, metrics)
+	require.Contains(t, metrics, `kgsync_webhook_buffered_bytes{pipeline="p"}`)
+}

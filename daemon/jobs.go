@@ -145,8 +145,15 @@ func (w *scheduleWorker) Work(ctx context.Context, job *river.Job[ScheduleArgs])
 	if !ok {
 		return river.JobCancel(fmt.Errorf("schedule of pipeline %q: %w", job.Args.Pipeline, ErrUnknownPipeline))
 	}
-	_, err := w.d.enqueue(ctx, pw, ModeIncremental, state.TriggerCron)
-	return err
+	if _, err := w.d.enqueue(ctx, pw, ModeIncremental, state.TriggerCron); err != nil {
+		return err
+	}
+	// Recorded, so that the watch loop knows this firing happened
+	// (catchUp).
+	if err := w.d.recordFiring(ctx, pw.name, w.d.clock.Now()); err != nil {
+		w.d.log.Warn("record schedule firing", slog.String("err", err.Error()))
+	}
+	return nil
 }
 
 // work is one attempt of a SyncArgs job. It takes the pipeline's lock

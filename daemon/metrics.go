@@ -30,6 +30,7 @@ type metrics struct {
 	rowSinkErrors *prometheus.CounterVec   // pipeline
 	rowsDropped   *prometheus.CounterVec   // pipeline
 	rowsBuffered  *prometheus.GaugeVec     // pipeline
+	bytesBuffered *prometheus.GaugeVec     // pipeline
 	jobs          *prometheus.GaugeVec     // pipeline, state: available, scheduled, retryable, running
 	jobLatency    *prometheus.HistogramVec // pipeline
 	coalescedJobs *prometheus.CounterVec   // pipeline
@@ -82,6 +83,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		rowSinkErrors: counter("webhook_row_sink_errors_total", "Errors of the row sink receiving webhook rows.", "pipeline"),
 		rowsDropped:   counter("webhook_rows_dropped_total", "Webhook rows not kept because the pipeline's buffer was full (daemon.webhook_buffer_rows); their run still reads every change from Grist.", "pipeline"),
 		rowsBuffered:  gauge("webhook_rows_buffered", "Webhook rows kept for the pipeline until the run they trigger succeeds.", "pipeline"),
+		bytesBuffered: gauge("webhook_buffered_bytes", "Estimated bytes of the webhook rows kept for the pipeline (daemon.webhook_buffer_bytes bounds them).", "pipeline"),
 		jobs:          gauge("jobs", "Run jobs in River by state (available, scheduled, retryable, running): the queue depth, as of the last poll.", "pipeline", "state"),
 		jobLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "kgsync", Name: "job_latency_seconds", Help: "Time from a run job's insertion to its run's start (lock taken), seconds.",
@@ -94,7 +96,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		reviewNeeds:   gauge("review_needs_review", "Review elements needing review at the end of the last run (conflicts, elements gone, expert flags).", "pipeline"),
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.quarantined, m.runDuration, m.running, m.records, m.chunks, m.sinkStmts,
-		m.sinkBatches, m.sinkRetries, m.embedRequests, m.embedErrors, m.lastSuccess, m.triggers, m.lockBusy, m.deliveries, m.webhookRows, m.coalesced, m.rowSinkErrors, m.rowsDropped, m.rowsBuffered,
+		m.sinkBatches, m.sinkRetries, m.embedRequests, m.embedErrors, m.lastSuccess, m.triggers, m.lockBusy, m.deliveries, m.webhookRows, m.coalesced, m.rowSinkErrors, m.rowsDropped, m.rowsBuffered, m.bytesBuffered,
 		m.jobs, m.jobLatency, m.coalescedJobs, m.takeovers, m.reviewRows, m.reviewFlagged, m.reviewNeeds} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -125,6 +127,7 @@ func (m *metrics) initPipeline(name string) {
 	}
 	m.lastSuccess.WithLabelValues(name)
 	m.rowsBuffered.WithLabelValues(name)
+	m.bytesBuffered.WithLabelValues(name)
 	m.jobLatency.WithLabelValues(name)
 	for _, r := range []string{"cron", "webhook", "manual"} {
 		m.triggers.WithLabelValues(name, r)

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
@@ -40,6 +42,10 @@ type queue interface {
 	// recorded so far.
 	complete(ctx context.Context, job *river.Job[SyncArgs]) error
 	cancelJob(ctx context.Context, id int64) error
+	// finalizeDead marks job id cancelled now if it is still running: its
+	// replica died (takeOver), and River's rescuer would leave it running
+	// until run_timeout plus a minute.
+	finalizeDead(ctx context.Context, id int64) error
 	retryJob(ctx context.Context, id int64) error
 	// argsPipeline is the SQL expression of a job's args.pipeline, and
 	// replacedBy the condition that metadata.replaces holds @id, for
@@ -62,6 +68,7 @@ type riverQueue[TTx any] struct {
 	pipeExpr   string
 	replExpr   string
 	closeFn    func()
+	schema     string // River's schema (Postgres), "" on SQLite
 }
 
 // newQueue opens a River client on store with cfg (its Schema is set
@@ -115,6 +122,7 @@ func newQueue(store state.Store, cfg *river.Config) (queue, error) {
 			pipeExpr: "args->>'pipeline'",
 			replExpr: "metadata->'replaces' @> to_jsonb(@id::bigint)",
 			closeFn:  pool.Close,
+			schema:   schema,
 		}, nil
 	case sqliteStore:
 		if err := s.MigrateJobs(ctx); err != nil {
@@ -214,6 +222,16 @@ func (q *riverQueue[TTx]) list(ctx context.Context, params *river.JobListParams)
 
 func (q *riverQueue[TTx]) cancelJob(ctx context.Context, id int64) error {
 	_, err := q.client.JobCancel(ctx, id)
+	return err
+}
+
+func (q *riverQueue[TTx]) finalizeDead(ctx context.Context, id int64) error {
+	now := time.Now().UTC()
+	_, err := q.client.Driver().GetExecutor().JobSetStateIfRunningMany(ctx, &riverdriver.JobSetStateIfRunningManyParams{
+		ID: []int64{id}, Attempt: []*int{nil}, ErrData: [][]byte{nil}, FinalizedAt: []*time.Time{&now},
+		MetadataDoMerge: []bool{false}, MetadataUpdates: [][]byte{nil}, ScheduledAt: []*time.Time{nil},
+		State: []rivertype.JobState{rivertype.JobStateCancelled}, Now: &now, Schema: q.schema,
+	})
 	return err
 }
 

@@ -187,6 +187,12 @@ func TestReplicaTakesOverFromDeadHolder(t *testing.T) {
 	case <-time.After(longWait):
 		t.Fatal("r2 did not take over")
 	}
+	// The dead job is final at once (r1's worker has not returned), not
+	// left running until River's rescuer, hours later.
+	require.Eventually(t, func() bool {
+		dead, err := r2.d.jobs.get(t.Context(), q.Job.ID)
+		return err == nil && dead.State == "cancelled" && dead.FinalizedAt != nil
+	}, 5*time.Second, 10*time.Millisecond, "the dead job is left running")
 	release()
 	settled(t, r2.d)
 	require.Equal(t, 1.0, metricValue(r2.d.m.takeovers.WithLabelValues("p")))

@@ -46,6 +46,7 @@ func (d *Daemon) watch(ctx context.Context) {
 		}
 		d.countJobs(jobs)
 		suspects = d.takeOver(ctx, jobs, suspects)
+		d.catchUp(ctx)
 	}
 }
 
@@ -148,6 +149,13 @@ func (d *Daemon) takeOver(ctx context.Context, jobs []*rivertype.JobRow, suspect
 		}
 		if err := d.jobs.cancelJob(ctx, j.ID); err != nil && !errors.Is(err, rivertype.ErrNotFound) {
 			log.Warn("take over job: cancel it", slog.String("err", err.Error()))
+		}
+		// Finalized now: River's rescuer would show it running until
+		// run_timeout plus a minute, and another replica's watch could
+		// take it over a second time. A replica still alive after all
+		// finds it cancelled when its run returns.
+		if err := d.jobs.finalizeDead(ctx, j.ID); err != nil {
+			log.Warn("take over job: finalize it", slog.String("err", err.Error()))
 		}
 		d.m.takeovers.WithLabelValues(a.Pipeline).Inc()
 		log.Warn("job left running by a replica that stopped without finishing it; its run is queued again",

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -122,6 +123,14 @@ type differ struct {
 	// foundN and newN count the stored and the new keys listed (records
 	// and skips), movedN the stored keys records moved away from.
 	foundN, newN, movedN int
+
+	// newContent counts the content hashes (contentHash) of the new keys
+	// listed while state holds records of the source, at most
+	// maxNewContent of them: the mass-delete guard offsets a gone record
+	// only by a new one with its content (a rename), never by an
+	// unrelated one (a replacement).
+	newContent  map[uint64]int32
+	newContentN int
 
 	prevOrd  int64
 	stats    *state.RecordStats // loaded on first need
@@ -312,6 +321,9 @@ func (d *differ) page(ctx context.Context, pg *sources.Page) (recs, from []match
 			continue
 		}
 		d.count(m)
+		if !m.found && (d.streamed > 0 || !d.exhausted || d.partial) {
+			d.noteNew(rec)
+		}
 		if f := pg.Renamed[rec.Key]; f != "" && f != rec.Key {
 			fm, err := d.consume(ctx, f, "", looked, asked)
 			if err != nil {
@@ -535,6 +547,59 @@ func (d *differ) count(m match) {
 	}
 }
 
+// maxNewContent bounds the content hashes of new keys the differ keeps
+// for the mass-delete guard (12 bytes and map overhead each, about 8 MiB
+// at the bound); new keys past it offset no deletion.
+const maxNewContent = 256 << 10
+
+// noteNew remembers the content hash of a record listed under a new key.
+func (d *differ) noteNew(rec sources.Record) {
+	if d.newContentN >= maxNewContent {
+		return
+	}
+	h, ok := contentHash(rec)
+	if !ok {
+		return
+	}
+	if d.newContent == nil {
+		d.newContent = map[uint64]int32{}
+	}
+	d.newContent[h]++
+	d.newContentN++
+}
+
+// renamed counts the records of gone (stored keys a complete listing did
+// not list) whose stored content a new key of the listing brought (each new
+// key offsets one gone record at most), reading their stored props a batch
+// at a time; it stops once enough are found that need reaches 0 (need is
+// how many it takes for the guard to pass).
+func (d *differ) renamed(ctx context.Context, gone []string, need int) (int, error) {
+	if len(d.newContent) == 0 || need <= 0 {
+		return 0, nil
+	}
+	left := maps.Clone(d.newContent)
+	n := 0
+	for i := 0; i < len(gone) && n < need; i += 1000 {
+		part := gone[i:min(i+1000, len(gone))]
+		recs, err := d.st.RecordGet(ctx, d.pipeline, d.source, part)
+		if err != nil {
+			return 0, fmt.Errorf("get stored records: %w", err)
+		}
+		for _, k := range part {
+			rec, ok := recs[k]
+			if !ok {
+				continue
+			}
+			h := storedContentHash(rec.Props)
+			if h != 0 && left[h] > 0 {
+				left[h]--
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
 // live is the number of records stored when the run began, less those
 // deleted or moved to another key since, for the mass-delete guard.
 func (d *differ) live(ctx context.Context) (int, error) {
@@ -542,15 +607,16 @@ func (d *differ) live(ctx context.Context) (int, error) {
 	return total - d.deleted - d.movedN, err
 }
 
-// netLoss is what the listing read so far would delete, net of the
-// records it brought under new keys: stored records not listed yet, minus
-// new keys (a part of the listing that could not be read counts as not
-// listed, so it errs on the side of holding), with the live records.
+// netLoss is what the listing read so far could still delete: stored
+// records not listed yet (a part of the listing that could not be read
+// counts as not listed, so it errs on the side of holding; new keys offset
+// nothing, being renames only when their content matches a gone record's,
+// which only the end of the listing tells), with the live records.
 func (d *differ) netLoss(ctx context.Context) (loss, live int, err error) {
 	if live, err = d.live(ctx); err != nil {
 		return 0, 0, err
 	}
-	return max(live-d.foundN-d.newN, 0), live, nil
+	return max(live-d.foundN, 0), live, nil
 }
 
 // total is the number of records stored when the run began, for the

@@ -29,7 +29,8 @@ func TestRenameOfEveryFileIsNotAMassDelete(t *testing.T) {
 }
 
 // TestTrippedGuardLeavesGraphExactlyAsItWas: three of four documents gone,
-// one new and one edited: the guard trips (net loss 2 of 4) before the
+// one new (unrelated content, so no rename) and one edited: the guard trips
+// (3 of 4) before the
 // first write, so graph, state and the embedding bill are exactly as
 // before; confirming writes everything.
 func TestTrippedGuardLeavesGraphExactlyAsItWas(t *testing.T) {
@@ -52,7 +53,7 @@ func TestTrippedGuardLeavesGraphExactlyAsItWas(t *testing.T) {
 	_, err = b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
 	require.Equal(t, graphBefore, b.graph.Props(), "the graph is exactly as it was")
 	require.ErrorIs(t, err, pipeline.ErrMassDelete)
-	require.ErrorContains(t, err, "delete 2 of 4 records")
+	require.ErrorContains(t, err, "delete 3 of 4 records")
 	recsAfter, err := b.store.RecordList(t.Context(), "docs", "docs")
 	require.NoError(t, err)
 	require.Equal(t, recsBefore, recsAfter, "state is exactly as it was")

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/diff"
@@ -66,6 +70,40 @@ type recordProps struct {
 	// Vectors are the attributes whose text is embedded into the node
 	// property VectorProperty(attr).
 	Vectors []string `json:"vectors,omitempty"`
+	// Content is a document's content hash without its key (contentHash,
+	// hex): a document under a new key with the same content is a rename
+	// for the mass-delete guard. Empty for rows and for documents stored
+	// before it was kept.
+	Content string `json:"content,omitempty"`
+}
+
+// contentHash is a document record's content hash without its key: the
+// format and bytes of its document. ok is false for records without a
+// document.
+func contentHash(rec sources.Record) (h uint64, ok bool) {
+	if rec.Document == nil {
+		return 0, false
+	}
+	d := xxhash.New()
+	_, _ = d.WriteString(rec.Document.Format)
+	_, _ = d.Write([]byte{0})
+	_, _ = d.Write(rec.Document.Content)
+	return d.Sum64(), true
+}
+
+// storedContentHash reads contentHash from stored props (0 when absent).
+func storedContentHash(props []byte) uint64 {
+	var rp struct {
+		Content string `json:"content"`
+	}
+	if json.Unmarshal(props, &rp) != nil || len(rp.Content) != 16 {
+		return 0
+	}
+	h, err := strconv.ParseUint(rp.Content, 16, 64)
+	if err != nil {
+		return 0
+	}
+	return h
 }
 
 // linkRef is one edge a record's node has to another record's node.
@@ -243,6 +281,12 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 			// A record that cannot be parsed is quarantined and kept as it
 			// is in state and graph: nothing is lost.
 			r.unprocessed(it)
+			if errors.Is(err, chunker.ErrTooComplex) {
+				// A limit: the same content would hit it again. The mark
+				// keeps it from being parsed again until it changes
+				// (limitBackoff).
+				err = fmt.Errorf("%w%s", err, limitMark(it.hash))
+			}
 			r.quarantineRecord(source, it.rec.Key, stageOf(err), err)
 			continue
 		}
@@ -655,8 +699,12 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		r.counts().ChunksDeleted += len(o.removed)
 		vecAttrs := slices.Sorted(maps.Keys(o.vecTexts))
 		props := func() []byte {
+			content := ""
+			if h, ok := contentHash(o.it.rec); ok {
+				content = hashHex(h)
+			}
 			return marshalRowProps(recordProps{ID: o.nodeID, Node: o.node, Sections: o.sections, Links: o.links, Vectors: vecAttrs,
-				Elements: o.elements, Terms: o.terms, XRefs: o.xrefs, Ext: o.ext, ExtEdges: o.oldExtEdges, DocIDs: o.docIDs})
+				Elements: o.elements, Terms: o.terms, XRefs: o.xrefs, Ext: o.ext, ExtEdges: o.oldExtEdges, DocIDs: o.docIDs, Content: content})
 		}
 		docGraph := o.it.rec.Document != nil || len(o.sections)+len(o.elements) > 0
 		var rp []byte

@@ -286,7 +286,9 @@ func (p *Pipeline) Run(ctx context.Context, trigger state.Trigger, mode Mode) (r
 	}
 	res = Result{Run: run, Duration: p.now().Sub(start)}
 	if err != nil {
-		log.Error("run failed", slog.String("err", err.Error()))
+		// At info level: the caller reports the error once (the CLI in
+		// the run's summary, the daemon in its own log line).
+		log.Info("run ended", slog.String("status", string(run.Status)), slog.String("err", err.Error()))
 		return res, fmt.Errorf("pipeline %q: %w", p.Name, err)
 	}
 	if run.Status == state.StatusPartial {

@@ -30,7 +30,7 @@ func marshalRowProps(rp recordProps) []byte {
 // when rp has fields or values it does not write.
 func appendRowProps(b []byte, rp recordProps) ([]byte, bool) {
 	if len(rp.Sections)+len(rp.Elements)+len(rp.Terms)+len(rp.XRefs)+len(rp.Ext)+len(rp.ExtEdges)+len(rp.DocIDs) > 0 ||
-		rp.Edge != nil || rp.Mandatory != nil || rp.PrevEdge != nil {
+		rp.Edge != nil || rp.Mandatory != nil || rp.PrevEdge != nil || rp.Content != "" {
 		return b, false
 	}
 	b = append(b, '{')

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/embed"
@@ -27,6 +28,47 @@ type quarantine struct {
 	failed   map[state.RecordRef]state.Quarantined // in this run
 	order    []state.RecordRef                     // failed, in the order met
 	released map[state.RecordRef]bool              // deleted in this run
+	// waiting are records that hit a limit and were not parsed again in
+	// this run (limitBackoff): their entries stay as they are.
+	waiting map[state.RecordRef]bool
+}
+
+// limitMark is appended to the error of a record quarantined for a limit
+// (chunker.ErrTooComplex: a nesting or size limit, the time or memory
+// budget): the content hash it hit the limit with.
+func limitMark(hash uint64) string { return " [content " + hashHex(hash) + "]" }
+
+// Back-off of a record that hit a limit: while its content is unchanged it
+// is parsed again only limitRetryBase × 2^(attempts-1) after its last
+// attempt, at most limitRetryMax (a time budget hit under load may pass
+// later); changed content is parsed at once.
+const (
+	limitRetryBase = time.Hour
+	limitRetryMax  = 7 * 24 * time.Hour
+)
+
+// limitBackoff reports whether a listed record with content hash hash is
+// in quarantine for a limit it hit with this very content, and waits
+// there (its back-off not over): the run does not parse it again.
+func (r *runner) limitBackoff(source, key string, hash uint64) bool {
+	q, ok := r.q.prev[state.RecordRef{Source: source, Key: key}]
+	if !ok || q.Stage != state.StageParse || !strings.HasSuffix(q.Error, limitMark(hash)) {
+		return false
+	}
+	wait := limitRetryBase << min(max(q.Attempts-1, 0), 20)
+	if wait > limitRetryMax || wait <= 0 {
+		wait = limitRetryMax
+	}
+	if !r.p.now().Before(q.LastAt.Add(wait)) {
+		return false
+	}
+	r.q.mu.Lock()
+	defer r.q.mu.Unlock()
+	if r.q.waiting == nil {
+		r.q.waiting = map[state.RecordRef]bool{}
+	}
+	r.q.waiting[state.RecordRef{Source: source, Key: key}] = true
+	return true
 }
 
 // loadQuarantine reads the pipeline's quarantine at the start of a run.
@@ -98,11 +140,14 @@ func (r *runner) settleQuarantine(ctx context.Context, source string, seen func(
 		if !release || ref.Source != source {
 			continue
 		}
-		if _, again := r.q.failed[ref]; again {
+		if _, again := r.q.failed[ref]; again || r.q.waiting[ref] {
 			continue
 		}
+		// A record a complete listing no longer lists is gone from the
+		// source: deleted by the run if stored, never stored otherwise.
+		gone := complete && !seen(ref.Key)
 		if r.q.released[ref] || (q.Stage == state.StageList && complete) ||
-			(q.Stage != state.StageList && seen(ref.Key) && !r.underUnlisted(ref)) {
+			(q.Stage != state.StageList && (seen(ref.Key) || gone) && !r.underUnlisted(ref)) {
 			freed = append(freed, ref)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kgsync/kgsync/diff"
@@ -184,6 +185,9 @@ func (r *runner) ensureSchema(ctx context.Context, anchors []string) (sink.Stats
 	if !grew {
 		return sink.Stats{}, nil
 	}
+	if err := r.checkLock(ctx); err != nil {
+		return sink.Stats{}, err
+	}
 	all := make([]string, 0, len(r.labels))
 	for l := range r.labels {
 		all = append(all, l)
@@ -247,6 +251,7 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 	pendingBytes := 0 // document bytes in pending
 	var lastCursor, prevCursor string
 	partial := false
+	unconfirmed := false // the listing's end is not vouched for
 	batchSize := max(r.p.BatchSize, 1)
 
 	// moving are the keys records of the pending batch move from;
@@ -320,7 +325,16 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			h.records += len(pending)
 			stored.formed(pending)
 			pending, pendingBytes = pending[:0], 0
-			return h.check(ctx, stored)
+			if !h.full() {
+				return nil
+			}
+			// Past its bounds the hold is written: new and changed
+			// records are not deletions, and the guard still rules on
+			// the whole listing before the first delete.
+			r.log.Info("mass-delete guard undecided past the hold's bounds; writing the records held",
+				slog.String("source", name), slog.Int("records", h.records), slog.Int("bytes", h.bytes))
+			h.released = true
+			return writeHeld()
 		}
 		if err := writeHeld(); err != nil {
 			return err
@@ -390,6 +404,7 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			partial = true
 			l.partial = true
 		}
+		unconfirmed = page.EndUnconfirmed
 		if len(page.Deleted) > 0 {
 			// Deletions the source reports explicitly (an incremental
 			// listing): applied after the records before them are written.
@@ -421,10 +436,24 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 				continue
 			}
 			r.listedKey(l, name, rec.Key)
+			if err := fieldNamesValid(rec); err != nil {
+				// A record no sink could write is quarantined alone; it is
+				// listed, so its stored version stays.
+				r.counts().RecordsSkipped++
+				r.quarantineRecord(name, rec.Key, state.StageRead, err)
+				continue
+			}
 			r.counts().RecordsRead++
 			it, err := r.classify(name, rec, m, froms[i])
 			if err != nil {
 				return err
+			}
+			if r.limitBackoff(name, rec.Key, it.hash) && !r.mode.Reembed && !r.mode.Full {
+				// It hit a limit with this content: it waits in
+				// quarantine, unparsed, until the content changes or its
+				// back-off is over.
+				r.counts().RecordsSkipped++
+				continue
 			}
 			switch {
 			case it.from != "":
@@ -488,7 +517,7 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		return err
 	}
 	var gone []string
-	var live int
+	var live, loss int
 	if !partial {
 		// The guard rules on the whole listing before anything held is
 		// written: what the listing did not list, net of its new keys.
@@ -498,7 +527,13 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		if live, err = stored.live(ctx); err != nil {
 			return err
 		}
-		if err := r.guard(max(len(gone)-stored.newN, 0), live); err != nil {
+		if loss, err = r.netLoss(ctx, stored, gone, live); err != nil {
+			return err
+		}
+		if err := r.guard(loss, live); err != nil {
+			return err
+		}
+		if err := r.unconfirmedGuard(unconfirmed, len(gone)); err != nil {
 			return err
 		}
 	}
@@ -517,7 +552,7 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 			return err
 		}
 	} else {
-		if err := r.deleteMissing(ctx, name, gone, max(len(gone)-stored.newN, 0), live); err != nil {
+		if err := r.deleteMissing(ctx, name, gone, loss, live); err != nil {
 			return err
 		}
 	}
@@ -538,6 +573,59 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 		}
 	}
 	return nil
+}
+
+// fieldNamesValid checks that every attribute name of rec can be a
+// property name (sink.ValidName: not empty, at most sink.MaxNameBytes
+// bytes, no control character, quote or semicolon). Errors name the record
+// and the field.
+//
+// It also refuses a NUL byte in a text value: Memgraph and the CYPHERL
+// files would carry it into the graph, and no text holds one on purpose.
+func fieldNamesValid(rec sources.Record) error {
+	where := rec.Where
+	if where == "" {
+		where = rec.Key
+	}
+	for k, v := range rec.Attributes {
+		if err := sink.ValidName(k); err != nil {
+			return fmt.Errorf("%s: field %q: %w; the record is not written", where, truncateName(k), err)
+		}
+		if i := nulAt(v); i >= 0 {
+			return fmt.Errorf("%s: field %q: NUL byte at offset %d of its value; the record is not written", where, k, i)
+		}
+	}
+	return nil
+}
+
+// nulAt returns the offset of the first NUL byte in a text value (or in a
+// list's texts), -1 when there is none.
+func nulAt(v any) int {
+	switch v := v.(type) {
+	case string:
+		return strings.IndexByte(v, 0)
+	case []any:
+		for _, e := range v {
+			if i := nulAt(e); i >= 0 {
+				return i
+			}
+		}
+	case []string:
+		for _, e := range v {
+			if i := strings.IndexByte(e, 0); i >= 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// truncateName shortens a field name for an error message.
+func truncateName(k string) string {
+	if len(k) > 64 {
+		return k[:64] + "…"
+	}
+	return k
 }
 
 // configCursor names the cursor entry holding the config mark of a
@@ -795,25 +883,45 @@ type heldBatch struct {
 	cursor string
 }
 
-// Bounds of a hold: past them, with the guard still undecided, the run
-// stops without writing (ErrMassDelete), as a tripped guard does.
-const (
-	maxHeldBytes   = 256 << 20
+// Bounds of a hold: past either, with the guard still undecided, the
+// records held are written (they are new or changed, not deleted) and the
+// guard rules on the whole listing before the first delete. Variables so
+// that tests can lower them.
+var (
+	maxHeldBytes   = 64 << 20
 	maxHeldRecords = 100000
 )
 
-// check refuses a hold past its bounds.
-func (h *hold) check(ctx context.Context, stored *differ) error {
-	if h.bytes <= maxHeldBytes && h.records <= maxHeldRecords {
+// full reports whether the hold is past its bounds.
+func (h *hold) full() bool { return h.bytes > maxHeldBytes || h.records > maxHeldRecords }
+
+// netLoss is what a complete listing deletes net of renames: the stored
+// records it did not list (gone) less those whose content a new key
+// brought (differ.renamed). A new key with unrelated content (a
+// replacement) offsets nothing. It reads the gone records' stored content
+// only when the count of gone records alone trips the guard.
+func (r *runner) netLoss(ctx context.Context, stored *differ, gone []string, live int) (int, error) {
+	loss := len(gone)
+	if !r.guardTrips(loss, live) {
+		return loss, nil
+	}
+	renamed, err := stored.renamed(ctx, gone, loss)
+	if err != nil {
+		return 0, err
+	}
+	return loss - renamed, nil
+}
+
+// unconfirmedGuard stops a complete listing whose end the source could
+// not vouch for (sources.Page.EndUnconfirmed: an empty page with no stated
+// total) before it deletes anything, whatever the ratio: an upstream
+// failure answering an empty page would otherwise delete up to the limit.
+func (r *runner) unconfirmedGuard(unconfirmed bool, gone int) error {
+	if !unconfirmed || gone == 0 || r.mode.AllowMassDelete || r.p.MaxDeleteRatio >= 1 {
 		return nil
 	}
-	live, err := stored.live(ctx)
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("%w: %d records changed (%d MiB of documents) before the listing reached enough of the %d stored records to rule out a mass delete "+
-		"(%d not listed yet); nothing was written; rerun with --allow-mass-delete to confirm", ErrMassDelete,
-		h.records, h.bytes>>20, live, live-stored.foundN)
+	return fmt.Errorf("%w: the listing ended at an empty page with no stated total, and the run would delete %d records; "+
+		"nothing was deleted; rerun with --allow-mass-delete to confirm (or configure pagination.total or has_more)", ErrMassDelete, gone)
 }
 
 // guard is the mass-delete guard: deleting more than MaxDeleteRatio of a
@@ -1009,6 +1117,9 @@ func (r *runner) sinkWrite(ctx context.Context, b *sink.Batch, rendered *cypherl
 	if b.Len() == 0 {
 		return sink.Stats{}, nil
 	}
+	if err := r.checkLock(ctx); err != nil {
+		return sink.Stats{}, err
+	}
 	var st sink.Stats
 	var err error
 	if rs, ok := r.p.Sink.(renderer); ok && rendered != nil {
@@ -1020,6 +1131,21 @@ func (r *runner) sinkWrite(ctx context.Context, b *sink.Batch, rendered *cypherl
 		return st, fmt.Errorf("write batch: %w", err)
 	}
 	return st, nil
+}
+
+// checkLock makes sure the run still holds its pipeline's lock before it
+// writes to the sink, when the store's locks can be lost
+// (state.LockChecker): a run whose lock went with its Postgres session
+// stops instead of writing beside the next holder.
+func (r *runner) checkLock(ctx context.Context) error {
+	lc, ok := r.p.Store.(state.LockChecker)
+	if !ok {
+		return nil
+	}
+	if err := lc.CheckLock(ctx, r.p.Name); err != nil {
+		return fmt.Errorf("write batch: %w", err)
+	}
+	return nil
 }
 
 // renderer is a sink that renders a batch apart from writing it (the

@@ -81,6 +81,13 @@ type Page struct {
 	// /compare): keys absent from such a listing are NOT deletions. A
 	// listing counts as partial if any of its pages is.
 	Partial bool
+	// EndUnconfirmed marks the last page of a complete listing whose end
+	// the source cannot vouch for: an HTTP listing that ended at an empty
+	// page right after a full one (or at an empty first page) with no
+	// stated total or has_more, which an upstream failure answering an
+	// empty page looks exactly like. The pipeline deletes nothing on such a
+	// listing without the operator's confirmation (--allow-mass-delete).
+	EndUnconfirmed bool
 	// Deleted are keys the source knows were removed upstream since the
 	// cursor (incremental listings only); the pipeline deletes them when the
 	// page's batch is committed, even though the listing is partial.

@@ -17,6 +17,23 @@ var ErrNotFound = errors.New("state: not found")
 // ErrLocked is returned by Lock when another process holds the pipeline's lock.
 var ErrLocked = errors.New("state: pipeline is locked by another process")
 
+// ErrFenced is returned by a commit or a lock check of a run whose pipeline
+// lock is no longer held: its session ended (fail-over, a dropped
+// connection, pg_terminate_backend), or a newer holder took the lock and
+// with it a newer fencing token (LockChecker).
+var ErrFenced = errors.New("state: the pipeline's lock is no longer held by this run")
+
+// LockChecker is a store whose pipeline locks can be lost while held (a
+// Postgres session lock ends with its session). state/postgres implements
+// it; a run checks it before every sink write, and the store checks the
+// fencing token in every commit of a pipeline it holds the lock of.
+type LockChecker interface {
+	// CheckLock returns an error wrapping ErrFenced when the lock this
+	// store took for pipeline is no longer held, or its fencing token is
+	// no longer the newest; nil when the store does not hold the lock.
+	CheckLock(ctx context.Context, pipeline string) error
+}
+
 // Trigger says what started a run.
 type Trigger string
 

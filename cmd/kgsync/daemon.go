@@ -205,6 +205,15 @@ func heldStore(s state.Store) state.Store {
 	return h
 }
 
+// CheckLock asks the store whether the daemon's lock is still held
+// (state.LockChecker), so that a run checks it before each sink write.
+func (h heldLock) CheckLock(ctx context.Context, pipeline string) error {
+	if lc, ok := h.Store.(state.LockChecker); ok {
+		return lc.CheckLock(ctx, pipeline)
+	}
+	return nil
+}
+
 // pipelineMode maps the daemon's mode names onto pipeline.Mode, as
 // `kgsync resync` does for its flags; a mode confirming a mass delete
 // (daemon.Mode.AllowsMassDelete) sets AllowMassDelete.

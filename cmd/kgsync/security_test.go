@@ -19,6 +19,7 @@ import (
 
 	"github.com/kgsync/kgsync/internal/testlog"
 	"github.com/kgsync/kgsync/sink"
+	"github.com/kgsync/kgsync/state/sqlite"
 )
 
 // Hostile and malformed input through the CLI: identifiers from data
@@ -124,21 +125,29 @@ func cypherlText(t *testing.T, cfg string) string {
 }
 
 // checkHostile runs sync on a config whose table name and header are
-// table and header (one of them hostile, name) and checks the two allowed
-// outcomes: the run fails naming the identifier and no batch reached the
-// file, or it succeeds and every line of the file is exactly one statement
-// in which the name appears only backtick-quoted.
+// table and header (the header hostile, name) and checks the two allowed
+// outcomes: the name is refused — its column is left out of every row and
+// quarantined naming it, the run is partial and the name appears nowhere
+// in the file — or it is accepted and every line of the file is exactly
+// one statement in which the name appears only backtick-quoted.
 func checkHostile(t *testing.T, name, table, header string) {
 	t.Helper()
 	cfg := hostileConfig(t, table, header)
-	code, out, errOut := kgsync(t, "sync", "--config", cfg, "--log-level", "debug")
+	code, _, errOut := kgsync(t, "sync", "--config", cfg, "--log-level", "debug")
 	text := cypherlText(t, cfg)
 	if sink.ValidName(name) != nil {
 		// ValidName's rules (';', quotes, control and line-break characters)
 		// decide, independently of the run, that the name must be refused.
-		require.NotEqual(t, 0, code, "name %q accepted:\n%s", name, text)
-		require.Contains(t, out+errOut, fmt.Sprintf("%q", name), "the error names the identifier")
-		require.NotContains(t, text, "MERGE", "no batch was written")
+		require.Equal(t, exitPartial, code, "name %q: %s", name, errOut)
+		require.NotContains(t, text, name, "the column is left out")
+		require.Contains(t, text, "MERGE", "the rows are written without it")
+		store, err := sqlite.Open(context.Background(), filepath.Join(filepath.Dir(cfg), "state.db"))
+		require.NoError(t, err)
+		defer store.Close()
+		qs, err := store.QuarantineList(context.Background(), "t")
+		require.NoError(t, err)
+		require.Len(t, qs, 1)
+		require.Contains(t, qs[0].Error, fmt.Sprintf("%q", name), "the quarantine names the identifier")
 		return
 	}
 	require.Equal(t, 0, code, "name %q: %s", name, errOut)

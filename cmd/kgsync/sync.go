@@ -108,7 +108,7 @@ const exitPartial = 5
 // pipeline does not stop the others; the command fails (exit 1) if any
 // failed, and exits exitPartial when none failed but a run was partial.
 func runPipelines(ctx context.Context, g *globals, names []string, mode pipeline.Mode, trigger state.Trigger, asJSON bool) error {
-	var partial, failed []string
+	var partial, failed, cancelled []string
 	err := g.forPipelines(ctx, names, func(e *env, pc *config.Pipeline) error {
 		res, err := runOne(ctx, g, e, pc, mode, trigger, asJSON)
 		if asJSON {
@@ -120,15 +120,27 @@ func runPipelines(ctx context.Context, g *globals, names []string, mode pipeline
 		if err == nil && res.Run.Status == state.StatusPartial {
 			partial = append(partial, fmt.Sprintf("%s (%d quarantined)", pc.Name, res.Run.Counts.Quarantined))
 		}
-		if err != nil {
+		switch {
+		case err != nil && res.Run.Status == state.StatusCancelled:
+			cancelled = append(cancelled, pc.Name)
+		case err != nil:
 			failed = append(failed, pc.Name)
 		}
 		return err
 	})
 	var ee *exitError
-	if len(failed) > 0 && errors.As(err, &ee) {
-		// Each failure is in its run's summary (or JSON line) above.
-		ee.shown = fmt.Sprintf("%d of the pipelines failed: %s (see above)", len(failed), strings.Join(failed, ", "))
+	if len(failed)+len(cancelled) > 0 && errors.As(err, &ee) {
+		// Each failure is in its run's summary (or JSON line) above; a
+		// run stopped by a signal is cancelled, not failed, as its
+		// summary and `kgsync status` say.
+		var parts []string
+		if len(failed) > 0 {
+			parts = append(parts, fmt.Sprintf("%d of the pipelines failed: %s", len(failed), strings.Join(failed, ", ")))
+		}
+		if len(cancelled) > 0 {
+			parts = append(parts, fmt.Sprintf("cancelled before the end: %s (the next run goes on from what it committed)", strings.Join(cancelled, ", ")))
+		}
+		ee.shown = strings.Join(parts, "; ") + " (see above)"
 	}
 	if err == nil && len(partial) > 0 {
 		return &exitError{code: exitPartial, err: fmt.Errorf("partial: %s; `kgsync status` lists the quarantined records and why",
@@ -160,6 +172,9 @@ func runOne(ctx context.Context, g *globals, e *env, pc *config.Pipeline, mode p
 	if res.Run.Pipeline == "" {
 		res.Run.Pipeline = pc.Name
 		res.Run.Status = state.StatusFailed
+		if ctx.Err() != nil {
+			res.Run.Status = state.StatusCancelled
+		}
 		if err != nil {
 			res.Run.Error = err.Error()
 		}

@@ -19,6 +19,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -168,13 +169,13 @@ func New(cfg Config, logger *slog.Logger) (*Embedder, error) {
 		RetryWaitMin: cfg.RetryWaitMin,
 		RetryWaitMax: cfg.RetryWaitMax,
 		RetryMax:     cfg.MaxRetries,
-		CheckRetry:   retryablehttp.DefaultRetryPolicy,
+		CheckRetry:   checkRetry,
 		Backoff:      e.backoff,
 		// Hand back the last response so errors carry its status and body.
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
 	if logger != nil {
-		rc.Logger = logger.With(slog.String("embedder", "openai"), slog.String("model", cfg.Model))
+		rc.Logger = quietErrors{logger.With(slog.String("embedder", "openai"), slog.String("model", cfg.Model))}
 	}
 	e.client = rc
 	return e, nil
@@ -384,17 +385,52 @@ func (e *Embedder) backoff(lo, hi time.Duration, attempt int, resp *http.Respons
 }
 
 func (e *Embedder) computeWait(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
-	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if d, ok := retryAfter(resp, e.now()); ok {
-			return min(d, e.cfg.MaxRetryAfter)
-		}
-	}
 	base := float64(lo) * math.Pow(2, float64(attempt))
 	if base > float64(hi) || math.IsInf(base, 0) {
 		base = float64(hi)
 	}
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		if d, ok := retryAfter(resp, e.now()); ok {
+			// The server's wait, or the back-off's when that is longer: a
+			// server repeating "Retry-After: 1" still gets waits that
+			// double.
+			return min(max(d, time.Duration(base)), max(e.cfg.MaxRetryAfter, time.Duration(base)))
+		}
+	}
 	half := time.Duration(base / 2)
 	return half + time.Duration(rand.Int64N(int64(half)+1))
+}
+
+// quietErrors is go-retryablehttp's leveled logger over slog, with its
+// per-attempt "request failed" errors at info level: a failure that ends
+// the retries reaches the caller as the Embed error, reported once there.
+type quietErrors struct{ *slog.Logger }
+
+func (q quietErrors) Error(msg string, kv ...any) { q.Logger.Info(msg, kv...) }
+
+// checkRetry is retryablehttp.DefaultRetryPolicy, except that a 429 whose
+// body says the account's quota is spent (OpenAI's error code
+// "insufficient_quota") is final: no wait makes it pass, and retrying it
+// only repeats the refusal.
+func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if err == nil && resp != nil && resp.StatusCode == http.StatusTooManyRequests && quotaSpent(resp) {
+		return false, nil
+	}
+	return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+}
+
+// quotaSpent reports whether a response body (its first 64 KiB, put back
+// for the caller) names the error code insufficient_quota.
+func quotaSpent(resp *http.Response) bool {
+	if resp.Body == nil {
+		return false
+	}
+	head, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	return err == nil && bytes.Contains(head, []byte(`"insufficient_quota"`))
 }
 
 // retryAfter reads a Retry-After header: delay-seconds or an HTTP date

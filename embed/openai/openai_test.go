@@ -228,6 +228,24 @@ func TestRetryAfterHonoured(t *testing.T) {
 	require.GreaterOrEqual(t, elapsed, time.Second)
 }
 
+// TestInsufficientQuotaIsFinal: a 429 whose body says the quota is spent
+// was retried (11 times in 10 s); no wait makes it pass: one request, and
+// the error carries the status and body.
+func TestInsufficientQuotaIsFinal(t *testing.T) {
+	t.Parallel()
+	f := newFakeAPI(t, 8)
+	f.reply = func(n int, w http.ResponseWriter, _ request) bool {
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`, http.StatusTooManyRequests)
+		return true
+	}
+	e, _ := newEmbedder(t, f.config())
+	_, err := e.Embed(t.Context(), []string{"hello"})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "insufficient_quota")
+	require.Len(t, f.requests(), 1, "not retried")
+}
+
 func TestComputeWait(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -250,7 +268,10 @@ func TestComputeWait(t *testing.T) {
 	}{
 		{"429 seconds", resp(429, "7"), 0, 7 * time.Second, 7 * time.Second},
 		{"503 http date", resp(503, now.Add(30*time.Second).Format(http.TimeFormat)), 0, 30 * time.Second, 30 * time.Second},
-		{"503 date in the past", resp(503, now.Add(-time.Hour).Format(http.TimeFormat)), 0, 0, 0},
+		{"503 date in the past backs off", resp(503, now.Add(-time.Hour).Format(http.TimeFormat)), 0, lo, lo},
+		// A Retry-After shorter than the back-off does not stop it
+		// doubling: attempt 4 waits lo·2^4.
+		{"429 Retry-After below the back-off", resp(429, "1"), 4, 16 * lo, 16 * lo},
 		{"429 capped at MaxRetryAfter", resp(429, "86400"), 0, time.Minute, time.Minute},
 		// Retry-After is only honoured on 429 and 503; 500 backs off.
 		{"500 ignores Retry-After", resp(500, "7"), 0, lo / 2, lo},

@@ -77,6 +77,13 @@ func (g *Graph) Write(_ context.Context, b *sink.Batch) (sink.Stats, error) {
 		if err := sink.CheckNodeProps(n.ID, n.Props); err != nil {
 			return sink.Stats{}, fmt.Errorf("graphtest: node upsert %d (%s %q): %w", i, n.Label, n.ID, err)
 		}
+		// Names a Cypher statement could not carry fail the batch, as
+		// sink.Statements refuses them.
+		for k := range n.Props {
+			if err := sink.ValidName(k); err != nil {
+				return sink.Stats{}, fmt.Errorf("graphtest: node upsert %d (%s %q): property: %w", i, n.Label, n.ID, err)
+			}
+		}
 	}
 	g.Writes++
 	g.Ops += b.Len()

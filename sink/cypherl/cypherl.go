@@ -597,18 +597,94 @@ func (s *Sink) open() error {
 	if tag == "" {
 		tag = s.now().UTC().Format("20060102T150405Z")
 	}
-	path := filepath.Join(s.dir, fmt.Sprintf("%06d-%s.cypherl", s.seq+1, tag))
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("create directory: %w", err)
 	}
+	// The number follows the newest file on disk, not only this Sink's:
+	// another process may have written since New.
+	if n, _, err := newestFile(s.dir); err != nil {
+		return err
+	} else if n > s.seq {
+		s.seq = n
+	}
+	name := fmt.Sprintf("%06d-%s.cypherl", s.seq+1, tag)
+	path := filepath.Join(s.dir, name)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("create file: %w", err)
+	}
+	if err := claimNumber(s.dir, s.seq+1, name); err != nil {
+		_ = f.Close()
+		_ = os.Remove(path)
+		return err
 	}
 	s.seq++
 	s.last = path
 	s.f, s.w, s.dirSynced = f, bufio.NewWriterSize(f, 1<<20), false
 	s.files = append(s.files, path)
+	return nil
+}
+
+// ErrNumberTaken is returned by a write that found its new file's number
+// taken by a file of a newer run: two processes wrote the pipeline at once
+// (a lost pipeline lock), and the older one stops. Its file is removed.
+var ErrNumberTaken = errors.New("cypherl sink: file number taken by a newer run")
+
+// newestFile returns the highest file number in dir and that file's path.
+func newestFile(dir string) (int, string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, "", fmt.Errorf("cypherl sink: %w", err)
+	}
+	seq, last := 0, ""
+	for _, e := range entries {
+		if m := fileName.FindStringSubmatch(e.Name()); m != nil {
+			if n, _ := strconv.Atoi(m[1]); n > seq {
+				seq, last = n, filepath.Join(dir, e.Name())
+			}
+		}
+	}
+	return seq, last, nil
+}
+
+// runTag reads the run id of a file tagged "run<id>" (-1 otherwise).
+var runTag = regexp.MustCompile(`^\d{6}-run(\d+)\.cypherl$`)
+
+func runOf(name string) int64 {
+	m := runTag.FindStringSubmatch(name)
+	if m == nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// claimNumber checks, after name was created with number n, that no other
+// file has n: two files with one number would replay in an order of their
+// tags. Of two runs the newer (higher run id, as state numbers runs) keeps
+// the number and the other gets ErrNumberTaken; files without a run tag
+// both give way.
+func claimNumber(dir string, n int, name string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("cypherl sink: %w", err)
+	}
+	mine := runOf(name)
+	for _, e := range entries {
+		m := fileName.FindStringSubmatch(e.Name())
+		if m == nil || e.Name() == name {
+			continue
+		}
+		if k, _ := strconv.Atoi(m[1]); k != n {
+			continue
+		}
+		if other := runOf(e.Name()); mine < 0 || other >= mine {
+			return fmt.Errorf("%w: %s beside %s", ErrNumberTaken, name, e.Name())
+		}
+	}
 	return nil
 }
 

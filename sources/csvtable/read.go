@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sources"
 )
 
@@ -99,6 +100,15 @@ func (t *table) read(ctx context.Context, r io.Reader, p *pager, d *contentDiges
 	for i, n := range names {
 		types[i] = t.typeOf(n)
 		drop[i] = t.skip[n]
+		if !drop[i] && i != keyIdx && !generated[i] {
+			if err := sink.ValidName(n); err != nil {
+				// A column no property can be named after is left out of
+				// every row, and named in quarantine; the rows sync.
+				drop[i] = true
+				p.page.Unlisted = append(p.page.Unlisted, sources.Unlisted{Prefix: ColumnPrefix(t.id, i+1),
+					Err: fmt.Errorf("csv table %s: %s: header column %d %q: %w; the column is left out", t.id, t.display, i+1, n, err)})
+			}
+		}
 	}
 
 	row := 0
@@ -189,6 +199,13 @@ func (t *table) read(ctx context.Context, r io.Reader, p *pager, d *contentDiges
 			return row, err
 		}
 	}
+}
+
+// ColumnPrefix is the quarantine entry of a table's column that was left
+// out (a header name no property can have): "<table>:#column:<n>", n the
+// 1-based column, a prefix no row key of the table has in practice.
+func ColumnPrefix(table string, n int) string {
+	return table + ":#column:" + strconv.Itoa(n)
 }
 
 // headerNames returns the header's column names: empty cells become

@@ -224,8 +224,13 @@ type listing struct {
 	hw     string         // running high-water mark
 	seen   map[string]int // key → page first seen on
 	pageNo int            // 1-based
-	// received counts the records of the listing's pages so far.
-	received int
+	// received counts the records of the listing's pages so far; lastLen
+	// and maxLen are the record counts of the previous page and of the
+	// largest page.
+	received        int
+	lastLen, maxLen int
+	// confirmed: the body stated a total or has_more (complete).
+	confirmed bool
 }
 
 // Read yields the endpoint's pages after cursor. A read without cursor, or
@@ -359,6 +364,13 @@ func (s *Source) list(ctx context.Context, l *listing, yield func(*sources.Page,
 			return err
 		}
 		page.Cursor = s.pageCursor(l, done)
+		if done && len(raws) == 0 && !l.confirmed && (p.Style == StylePage || p.Style == StyleOffset) &&
+			(l.lastLen == 0 || l.lastLen >= l.maxLen) {
+			// An empty page right after a full one (or an empty first
+			// page), with no total or has_more: the end is not confirmed.
+			page.EndUnconfirmed = true
+		}
+		l.lastLen, l.maxLen = len(raws), max(l.maxLen, len(raws))
 		if !yield(page, nil) {
 			return nil
 		}
@@ -630,6 +642,9 @@ func (s *Source) complete(ctx context.Context, l *listing, at string, body any, 
 	total, totalKnown, err := s.totalOf(ctx, body)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", at, err)
+	}
+	if moreKnown || totalKnown {
+		l.confirmed = true
 	}
 	if s.hasMore != nil && moreKnown {
 		if !more {

@@ -36,7 +36,18 @@ type Store struct {
 	mu     sync.Mutex
 	schema string                     // current_schema(), read once; see schemaName
 	locks  map[*pgxpool.Conn]struct{} // connections holding a pipeline lock
+	// fences are the fencing tokens of the pipeline locks this store
+	// holds, by pipeline (see Lock).
+	fences map[string]*fence
 	closed bool
+}
+
+// fence is a held pipeline lock's session and fencing token. mu
+// serializes the session's use (CheckLock, unlock).
+type fence struct {
+	mu    sync.Mutex
+	conn  *pgxpool.Conn
+	token int64
 }
 
 var _ state.Store = (*Store)(nil)
@@ -181,15 +192,90 @@ func (s *Store) Lock(ctx context.Context, pipeline string) (func() error, error)
 		conn.Release()
 		return nil, fmt.Errorf("lock pipeline %q: store is closed", pipeline)
 	}
+	s.mu.Unlock()
+	token, err := takeFence(ctx, conn, schema, pipeline)
+	if err != nil {
+		_ = conn.Conn().Close(context.WithoutCancel(ctx)) // ends the session and with it the lock
+		conn.Release()
+		return nil, fmt.Errorf("lock pipeline %q: %w", pipeline, err)
+	}
+	s.mu.Lock()
 	s.locks[conn] = struct{}{}
+	if s.fences == nil {
+		s.fences = map[string]*fence{}
+	}
+	f := &fence{conn: conn, token: token}
+	s.fences[pipeline] = f
 	s.mu.Unlock()
 
 	var once sync.Once
 	return func() error {
 		var err error
-		once.Do(func() { err = s.unlock(conn, key, pipeline) })
+		once.Do(func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			err = s.unlock(conn, key, pipeline)
+		})
 		return err
 	}, nil
+}
+
+// takeFence advances pipeline's fencing token on the session that just
+// took its lock, in a transaction holding the pipeline's commit lock (so
+// that it orders with every commit), and returns the new token.
+func takeFence(ctx context.Context, conn *pgxpool.Conn, schema, pipeline string) (int64, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("take fencing token: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, AdvisoryKey(schema, "commit", pipeline)); err != nil {
+		return 0, fmt.Errorf("take fencing token: %w", err)
+	}
+	var token int64
+	if err := tx.QueryRow(ctx, `INSERT INTO fences (pipeline, token) VALUES ($1, 1)
+		ON CONFLICT (pipeline) DO UPDATE SET token = fences.token + 1 RETURNING token`, pipeline).Scan(&token); err != nil {
+		return 0, fmt.Errorf("take fencing token: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("take fencing token: %w", err)
+	}
+	return token, nil
+}
+
+// fenceOf returns the fence of pipeline's lock held by this store, nil
+// when it holds none.
+func (s *Store) fenceOf(pipeline string) *fence {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fences[pipeline]
+}
+
+// CheckLock implements state.LockChecker: when this store holds
+// pipeline's lock, it asks the lock's session for the pipeline's fencing
+// token. A session that ended (its lock is gone with it) or a token that
+// moved on (a newer holder) is an error wrapping state.ErrFenced.
+func (s *Store) CheckLock(ctx context.Context, pipeline string) error {
+	f := s.fenceOf(pipeline)
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s.fenceOf(pipeline) != f {
+		return fmt.Errorf("pipeline %q: %w (unlocked)", pipeline, state.ErrFenced)
+	}
+	var token int64
+	if err := f.conn.QueryRow(ctx, `SELECT token FROM fences WHERE pipeline = $1`, pipeline).Scan(&token); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("pipeline %q: %w: its session: %v", pipeline, state.ErrFenced, err)
+	}
+	if token != f.token {
+		return fmt.Errorf("pipeline %q: %w: fencing token %d, the lock's newest is %d", pipeline, state.ErrFenced, f.token, token)
+	}
+	return nil
 }
 
 // unlock releases pipeline's lock held on conn and returns conn to the
@@ -199,6 +285,9 @@ func (s *Store) unlock(conn *pgxpool.Conn, key int64, pipeline string) error {
 	s.mu.Lock()
 	_, held := s.locks[conn]
 	delete(s.locks, conn)
+	if f := s.fences[pipeline]; f != nil && f.conn == conn {
+		delete(s.fences, pipeline)
+	}
 	s.mu.Unlock()
 	if !held { // Close already ended the session
 		return nil
@@ -231,6 +320,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	held := s.locks
 	s.locks = map[*pgxpool.Conn]struct{}{}
+	s.fences = nil
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

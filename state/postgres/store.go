@@ -416,15 +416,43 @@ func (s *Store) Commit(ctx context.Context, c state.Commit) error {
 	if err != nil {
 		return fmt.Errorf("commit %q: %w", c.Pipeline, err)
 	}
+	// A commit of a pipeline whose lock this store holds first asks the
+	// lock's session (CheckLock), then checks the fencing token under the
+	// commit lock, which Lock's token advance takes too: a run whose lock
+	// was lost commits nothing once the next holder has it.
+	f := s.fenceOf(c.Pipeline)
+	if f != nil {
+		if err := s.CheckLock(ctx, c.Pipeline); err != nil {
+			return fmt.Errorf("commit %q: %w", c.Pipeline, err)
+		}
+	}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, AdvisoryKey(schema, "commit", c.Pipeline))
+	if f != nil {
+		b.Queue(`SELECT token FROM fences WHERE pipeline = $1`, c.Pipeline)
+	}
 	queueCommit(b, c, s.nowTime())
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("commit %q: begin: %w", c.Pipeline, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	br := tx.SendBatch(ctx, b)
+	if f != nil {
+		var token int64
+		_, err := br.Exec()
+		if err == nil {
+			err = br.QueryRow().Scan(&token)
+		}
+		if err == nil && token != f.token {
+			err = fmt.Errorf("%w: fencing token %d, the lock's newest is %d", state.ErrFenced, f.token, token)
+		}
+		if err != nil {
+			_ = br.Close()
+			return fmt.Errorf("commit %q: %w", c.Pipeline, err)
+		}
+	}
+	if err := br.Close(); err != nil {
 		return fmt.Errorf("commit %q: %w", c.Pipeline, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
