@@ -622,3 +622,6 @@ func (g *Graph) Count(label string) int {
 	}
 	return n
 }
+
+// HasTextIndex reports whether a text index called name was created.
+func (g *Graph) HasTextIndex(name string) bool { return g.texts[name] }

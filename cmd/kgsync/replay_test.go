@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/internal/crashtest"
+	"github.com/kgsync/kgsync/sink"
+)
+
+// TestQuickstartReplayAfterDimensionChange: the quick start's two
+// pipelines (docs and tables, which share chunk_embedding) sync, the
+// embedder's dimension changes for both, they sync again. Their CYPHERL
+// replays from scratch, and again onto the loaded graph, as the README
+// says (`cat */0*.cypherl */vector-indexes.cypherl | mgconsole`), on
+// every version the files are written for, and ends with every index the
+// schema records and every vector of the current dimension.
+func TestQuickstartReplayAfterDimensionChange(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, _, errOut := kgsync(t, "sync", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	data, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	changed := strings.Replace(string(data), "dimensions: 384", "dimensions: 96", 1)
+	require.NotEqual(t, string(data), changed)
+	require.NoError(t, os.WriteFile(cfg, []byte(changed), 0o644))
+	code, _, errOut = kgsync(t, "sync", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+
+	dir := filepath.Join(filepath.Dir(cfg), ".kgsync", "cypherl")
+	var want []sink.VectorIndex
+	var texts []sink.TextIndex
+	for _, p := range []string{"docs", "tables"} {
+		var rec struct {
+			VectorIndexes []sink.VectorIndex `json:"vector_indexes"`
+			TextIndexes   []sink.TextIndex   `json:"text_indexes"`
+		}
+		data, err := os.ReadFile(filepath.Join(dir, p, "schema.json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(data, &rec))
+		want = append(want, rec.VectorIndexes...)
+		texts = append(texts, rec.TextIndexes...)
+	}
+	require.NotEmpty(t, want)
+	require.NotEmpty(t, texts)
+	var files []string
+	for _, pattern := range []string{"*/0*.cypherl", "*/vector-indexes.cypherl"} {
+		names, err := filepath.Glob(filepath.Join(dir, pattern))
+		require.NoError(t, err)
+		files = append(files, names...)
+	}
+	for _, minor := range []int{8, 12} { // the default target, 3.8
+		g := crashtest.NewGraphMinor(minor)
+		for pass := range 2 {
+			for _, f := range files {
+				data, err := os.ReadFile(f)
+				require.NoError(t, err)
+				var st crashtest.ReplayStats
+				_, err = g.ReplayFile(data, &st)
+				require.NoError(t, err, "3.%d, pass %d, %s", minor, pass+1, f)
+			}
+			for _, vi := range want {
+				require.Equal(t, crashtest.VectorIndex{Label: vi.Label, Property: vi.Property, Dimension: 96}, g.Vectors[vi.Name],
+					"3.%d, pass %d: %s", minor, pass+1, vi.Name)
+			}
+			for _, ti := range texts {
+				require.True(t, g.HasTextIndex(ti.Name), "3.%d: text index %s", minor, ti.Name)
+			}
+			vectors := 0
+			for k, props := range g.Nodes {
+				for _, vi := range want {
+					if k.Label != vi.Label || props[vi.Property] == nil {
+						continue
+					}
+					vectors++
+					require.Len(t, props[vi.Property], 96, "3.%d, pass %d: %v", minor, pass+1, k)
+				}
+			}
+			require.Positive(t, vectors)
+		}
+	}
+}
