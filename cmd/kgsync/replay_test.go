@@ -86,3 +86,27 @@ func TestQuickstartReplayAfterDimensionChange(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedIndexDimensionChangeRefused: the quick start's pipelines share
+// chunk_embedding; when only one of them changes dimension, sync and the
+// daemon refuse the config before writing anything, as validate does
+// (the run dropped the shared index and neither pipeline created it
+// again).
+func TestSharedIndexDimensionChangeRefused(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	data, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	changed := strings.Replace(string(data), "  - name: tables\n", "  - name: tables\n    embedder: {provider: hashing, dimensions: 96}\n", 1)
+	require.NotEqual(t, string(data), changed)
+	require.NoError(t, os.WriteFile(cfg, []byte(changed), 0o644))
+	for _, args := range [][]string{{"sync"}, {"sync", "tables"}, {"resync", "tables", "--full"}, {"daemon", "--listen", "127.0.0.1:0"}, {"validate"}} {
+		code, _, errOut := kgsync(t, append(args, "--config", cfg)...)
+		require.Equal(t, 3, code, "%v: %s", args, errOut)
+		require.Contains(t, errOut, `pipelines "docs" and "tables" share vector index name chunk_embedding`, "%v", args)
+		require.Contains(t, errOut, "dimension 384", "%v", args)
+		require.Contains(t, errOut, "dimension 96", "%v", args)
+	}
+	_, err = os.Stat(filepath.Join(filepath.Dir(cfg), ".kgsync", "cypherl"))
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing written")
+}

@@ -37,9 +37,6 @@ func newValidateCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := pipeline.CheckShared(cfg); err != nil {
-				return &exitError{code: 3, err: err}
-			}
 			fmt.Fprintf(g.stdout, "%s: %d pipeline(s)\n", g.configPath, len(cfg.Pipelines))
 			var problems []error
 			if errs := config.CheckPaths(cfg); len(errs) > 0 {
