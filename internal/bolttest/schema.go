@@ -41,6 +41,7 @@ type Schema struct {
 	vectors map[string][]any // name → label, property, capacity, dimension, metric
 	vorder  []string         // vector index names in creation order
 	reject  map[string]bool  // vector index names whose CREATE fails quietly
+	race    map[string]int   // vector index name → dimension another client creates first
 	counted [][]any          // rows for the vector count statement
 }
 
@@ -68,7 +69,8 @@ func (s *Server) EmulateMemgraph(cfg Memgraph) *Schema {
 	if cfg.Version == "" {
 		cfg.Version = "3.12.0"
 	}
-	sc := &Schema{cfg: cfg, indexes: map[[2]string]bool{}, vectors: map[string][]any{}, reject: map[string]bool{}, minor: 12}
+	sc := &Schema{cfg: cfg, indexes: map[[2]string]bool{}, vectors: map[string][]any{}, reject: map[string]bool{},
+		race: map[string]int{}, minor: 12}
 	if m := reMinor.FindStringSubmatch(cfg.Version); m != nil {
 		sc.minor, _ = strconv.Atoi(m[1])
 	}
@@ -157,6 +159,16 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		if mm := reMetric.FindStringSubmatch(m[4]); mm != nil {
 			metric = mm[1]
 		}
+		if d, ok := sc.race[name]; ok {
+			// Another client's identical CREATE committed a moment
+			// before this one.
+			delete(sc.race, name)
+			if d == 0 {
+				d = int(dim)
+			}
+			sc.vorder = append(sc.vorder, name)
+			sc.vectors[name] = []any{label, prop, capacity, int64(d), metric}
+		}
 		clash := sc.reject[name]
 		for n, r := range sc.vectors {
 			clash = clash || n == name || r[0] == label && r[1] == prop
@@ -225,6 +237,19 @@ func (sc *Schema) RejectVectorIndex(name string) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	sc.reject[name] = true
+}
+
+// RaceVectorIndex makes the next CREATE VECTOR INDEX of name meet the
+// same index created a moment before by another client (two pipelines
+// sharing it, starting together): the index is added with the statement's
+// label, property and config — with dimension when it is not 0 — and the
+// statement then answers as a duplicate does on the emulated version: the
+// error "Given vector index already exists." before 3.8, the notification
+// "Error while creating vector index …" from 3.8 (docs/memgraph.md §12).
+func (sc *Schema) RaceVectorIndex(name string, dimension int) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.race[name] = dimension
 }
 
 // SetVectorCounts sets the rows (pipeline, dimension, nodes) answering the

@@ -202,3 +202,26 @@ func TestDeleteBatches(t *testing.T) {
 	require.Equal(t, 51, txRows[txs[2]], "the last deletion transaction carries the rest of the batch too")
 	require.Equal(t, 3, st.Batches)
 }
+
+// TestVectorIndexCreationRace: two pipelines sharing chunk_embedding
+// ensure it at the same moment; the one whose CREATE comes second gets
+// "Given vector index already exists." (3.0–3.7) or the notification
+// "Error while creating vector index …" (3.8 and later) although an
+// identical index now exists: that is success. An index the other client
+// made with another dimension stays an error.
+func TestVectorIndexCreationRace(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"3.1.0", "3.7.0", "3.8.0", "3.12.0"} {
+		_, sc, s := emulated(t, bolttest.Memgraph{Version: v}, "docs", nil)
+		sc.RaceVectorIndex("chunk_embedding", 0)
+		_, err := s.Ensure(t.Context(), testSchema(3))
+		require.NoError(t, err, v)
+		require.Equal(t, 3, sc.VectorDimension("chunk_embedding"), v)
+
+		_, sc, s = emulated(t, bolttest.Memgraph{Version: v}, "docs", nil)
+		sc.RaceVectorIndex("chunk_embedding", 5)
+		_, err = s.Ensure(t.Context(), testSchema(3))
+		require.ErrorContains(t, err, `vector index "chunk_embedding"`, v)
+		require.ErrorContains(t, err, "dimension 5", v)
+	}
+}

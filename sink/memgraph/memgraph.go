@@ -345,18 +345,8 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 				s.remember(vi)
 				continue
 			}
-			st, err := s.d.CreateVectorIndex(vi)
-			if err != nil {
-				return stats, fmt.Errorf("memgraph ensure: %w", err)
-			}
-			if _, _, err := run(st); err != nil {
+			if err := s.createVectorIndex(ctx, vi, run, func() []neo4j.Notification { return notes }); err != nil {
 				return stats, err
-			}
-			for _, n := range notes {
-				if strings.HasPrefix(n.Title(), "Error") || n.Code() == "IndexAlreadyExists" {
-					return stats, fmt.Errorf("memgraph ensure: vector index %q on :%s(%s) was not created: %s",
-						vi.Name, vi.Label, vi.Property, n.Title())
-				}
 			}
 			made = append(made, vi)
 			s.logger.InfoContext(ctx, "created vector index", slog.String("index", vi.Name), slog.Int("dimension", vi.Dimension))
@@ -386,6 +376,62 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		}
 	}
 	return stats, nil
+}
+
+// createVectorIndex runs CREATE VECTOR INDEX for vi and reads its outcome:
+// an error, or (from 3.8) a notification whose title starts "Error" or
+// whose code is IndexAlreadyExists. Another pipeline sharing the index may
+// have created it a moment before (two runs starting together): Memgraph
+// then answers "Given vector index already exists." (3.0–3.7) or "Error
+// while creating vector index …" (3.8 and later; docs/memgraph.md §12). So
+// a refused creation reads SHOW VECTOR INDEX INFO again, and an index of
+// vi's name, label, property, dimension and metric there counts as
+// success; anything else is an error naming the index and what is listed.
+// notes returns the notifications of the last statement run.
+func (s *Sink) createVectorIndex(ctx context.Context, vi sink.VectorIndex, run func(sink.Statement) ([]string, [][]any, error),
+	notes func() []neo4j.Notification,
+) error {
+	st, err := s.d.CreateVectorIndex(vi)
+	if err != nil {
+		return fmt.Errorf("memgraph ensure: %w", err)
+	}
+	var refused string
+	if _, _, err := run(st); err != nil {
+		if !strings.Contains(err.Error(), "already exists") {
+			return err
+		}
+		refused = err.Error()
+	} else {
+		for _, n := range notes() {
+			if strings.HasPrefix(n.Title(), "Error") || n.Code() == "IndexAlreadyExists" {
+				refused = n.Title()
+				break
+			}
+		}
+	}
+	if refused == "" {
+		return nil
+	}
+	fields, rows, err := run(s.d.ShowVectorIndexes())
+	if err != nil {
+		return err
+	}
+	listed, err := s.d.ParseVectorIndexes(fields, rows)
+	if err != nil {
+		return fmt.Errorf("memgraph ensure: %w", err)
+	}
+	for _, l := range listed {
+		if l.Name != vi.Name {
+			continue
+		}
+		if l.Label == vi.Label && l.Property == vi.Property && l.Dimension == vi.Dimension && (l.Metric == "" || l.Metric == vi.Metric) {
+			s.logger.InfoContext(ctx, "vector index created by another client at the same time", slog.String("index", vi.Name))
+			return nil
+		}
+		return fmt.Errorf("memgraph ensure: vector index %q on :%s(%s) was not created (%s): the server lists it on :%s(%s) with dimension %d, metric %s",
+			vi.Name, vi.Label, vi.Property, refused, l.Label, l.Property, l.Dimension, l.Metric)
+	}
+	return fmt.Errorf("memgraph ensure: vector index %q on :%s(%s) was not created: %s", vi.Name, vi.Label, vi.Property, refused)
 }
 
 // foreignVectors describes the vectors of other pipelines (or of none)
