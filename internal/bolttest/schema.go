@@ -24,6 +24,22 @@ type Memgraph struct {
 	// that writes an edge property (SET e…, a keyed edge MERGE, the
 	// kgsync_probe edge) fails with Memgraph's error (§12).
 	NoEdgeProperties bool
+	// TextSearchFlag emulates --experimental-enabled=text-search, which
+	// text indexes need on 3.5 (PrepareTextIndexQuery, v3.5.0). Before 3.5
+	// CREATE TEXT INDEX with a property list is a syntax error (grammar
+	// MemgraphCypher.g4 createTextIndex, v3.0.0–v3.4.0).
+	TextSearchFlag bool
+	// Analytical emulates IN_MEMORY_ANALYTICAL storage: text index DDL
+	// fails ("Text index is not supported in analytical storage mode.").
+	// There a ROLLBACK undoes nothing: the writes of a rolled-back
+	// transaction stay, so a test checks what removes them.
+	Analytical bool
+}
+
+// textIndex is one emulated text index.
+type textIndex struct {
+	name, label string
+	props       []any
 }
 
 // Schema emulates Memgraph's index bookkeeping for tests that run a whole
@@ -43,12 +59,15 @@ type Schema struct {
 	reject  map[string]bool  // vector index names whose CREATE fails quietly
 	race    map[string]int   // vector index name → dimension another client creates first
 	counted [][]any          // rows for the vector count statement
+	texts   []textIndex      // text indexes in creation order
 }
 
 var (
 	reIndex  = regexp.MustCompile("^CREATE INDEX ON :`((?:[^`]|``)+)`\\(`((?:[^`]|``)+)`\\)")
 	reVector = regexp.MustCompile("^CREATE VECTOR INDEX `((?:[^`]|``)+)` ON :`((?:[^`]|``)+)`\\(`((?:[^`]|``)+)`\\) WITH CONFIG \\{(.*)\\}")
 	reDrop   = regexp.MustCompile("^DROP VECTOR INDEX `((?:[^`]|``)+)`")
+	reText   = regexp.MustCompile("^CREATE TEXT INDEX `((?:[^`]|``)+)` ON :`((?:[^`]|``)+)`(\\((.*)\\))?$")
+	reTextP  = regexp.MustCompile("`((?:[^`]|``)+)`")
 	reDim    = regexp.MustCompile(`"dimension":\s*(\d+)`)
 	reCap    = regexp.MustCompile(`"capacity":\s*(\d+)`)
 	reMetric = regexp.MustCompile(`"metric":\s*"([^"]*)"`)
@@ -90,7 +109,7 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	text := strings.TrimSpace(q.Text)
-	ddl := strings.HasPrefix(text, "CREATE INDEX") || strings.HasPrefix(text, "CREATE VECTOR INDEX") ||
+	ddl := strings.HasPrefix(text, "CREATE INDEX") || strings.HasPrefix(text, "CREATE VECTOR INDEX") || strings.HasPrefix(text, "CREATE TEXT INDEX") ||
 		strings.HasPrefix(text, "DROP VECTOR INDEX") || strings.HasPrefix(text, "SHOW ")
 	if ddl && q.Tx != 0 {
 		if strings.HasPrefix(text, "SHOW VERSION") {
@@ -112,6 +131,9 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 				prop = k[1]
 			}
 			rows = append(rows, []any{"label+property", k[0], prop, int64(0)})
+		}
+		for _, ti := range sc.texts {
+			rows = append(rows, []any{"label_text (name: " + ti.name + ")", ti.label, ti.props, int64(0)})
 		}
 		return Answer{Fields: []string{"index type", "label", "property", "count"}, Rows: rows}, true
 	case text == "SHOW VECTOR INDEX INFO":
@@ -184,6 +206,9 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		sc.vectors[name] = []any{label, prop, capacity, dim, metric}
 		return Answer{Notifications: info("CreateIndex", fmt.Sprintf("Created vector index on label %s, property %s.", label, prop))}, true
 	}
+	if m := reText.FindStringSubmatch(text); m != nil {
+		return sc.createText(unquote(m[1]), unquote(m[2]), m[3] != "", m[4]), true
+	}
 	if m := reDrop.FindStringSubmatch(text); m != nil {
 		name := unquote(m[1])
 		if _, ok := sc.vectors[name]; !ok {
@@ -199,6 +224,61 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		return Answer{Notifications: info("DropIndex", fmt.Sprintf("Dropped vector index %s.", name))}, true
 	}
 	return Answer{}, false
+}
+
+// createText answers CREATE TEXT INDEX name ON :label[(props)] as the
+// emulated version does: a syntax error for the property list before 3.5,
+// the disabled-feature error on 3.5 without TextSearchFlag, an error in
+// analytical mode; from 3.6 a duplicate name is a notification
+// (interpreter.cpp v3.6.0: "Text index on label L with name N already
+// exists."), and 3.5 (experimental) fails on it.
+func (sc *Schema) createText(name, label string, hasProps bool, props string) Answer {
+	switch {
+	case hasProps && sc.minor < 5:
+		return Answer{Fail: clientError(fmt.Sprintf("Error on line 1 position %d. The underlying parsing error is mismatched input '(' expecting <EOF>",
+			len("CREATE TEXT INDEX `"+name+"` ON :`"+label+"`")+1))}
+	case sc.minor == 5 && !sc.cfg.TextSearchFlag:
+		return Answer{Fail: clientError(" To use text indices and text search, start Memgraph with the --experimental-enabled='text-search' flag.")}
+	case sc.cfg.Analytical:
+		return Answer{Fail: clientError("Text index is not supported in analytical storage mode.")}
+	}
+	for _, ti := range sc.texts {
+		if ti.name == name {
+			if sc.minor < 6 {
+				return Answer{Fail: clientError("Text index " + name + " already exists.")}
+			}
+			return Answer{Notifications: info("IndexAlreadyExists", fmt.Sprintf("Text index on label %s with name %s already exists.", label, name))}
+		}
+	}
+	var ps []any
+	for _, m := range reTextP.FindAllStringSubmatch(props, -1) {
+		ps = append(ps, unquote(m[1]))
+	}
+	sc.texts = append(sc.texts, textIndex{name: name, label: label, props: ps})
+	return Answer{Notifications: info("CreateIndex", fmt.Sprintf("Created text index on label %s.", label))}
+}
+
+// AddTextIndex records a text index as if created earlier (by another
+// pipeline, or by hand).
+func (sc *Schema) AddTextIndex(name, label string, props ...string) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	ti := textIndex{name: name, label: label}
+	for _, p := range props {
+		ti.props = append(ti.props, p)
+	}
+	sc.texts = append(sc.texts, ti)
+}
+
+// TextIndexes returns the names of the text indexes, in creation order.
+func (sc *Schema) TextIndexes() []string {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	var out []string
+	for _, ti := range sc.texts {
+		out = append(out, ti.name)
+	}
+	return out
 }
 
 // Indexes returns the number of label-property indexes created.

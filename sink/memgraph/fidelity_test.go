@@ -225,3 +225,54 @@ func TestVectorIndexCreationRace(t *testing.T) {
 		require.ErrorContains(t, err, "dimension 5", v)
 	}
 }
+
+// TestVersionTable: on each version the Bolt sink does what its row of
+// sink.MemgraphRanges (docs/memgraph-support.md) says: text indexes and
+// text search only where the row has them (before 3.6 the property-list
+// CREATE TEXT INDEX is a syntax error, on 3.5 it needs an experimental
+// flag, and text_search.search has no score there), the limit positional
+// on 3.6–3.10 and in the config map from 3.11; Check (validate --online,
+// /readyz) reports the same and passes.
+func TestVersionTable(t *testing.T) {
+	t.Parallel()
+	sch := testSchema(3)
+	sch.TextIndexes = []sink.TextIndex{{Name: "chunk_lex", Label: "Chunk", Properties: []string{"lex"}}}
+	for _, v := range []string{"3.1.0", "3.4.0", "3.5.0", "3.6.0", "3.7.0", "3.8.0", "3.10.0", "3.11.0", "3.12.0"} {
+		row, err := sink.MemgraphFeatures(v)
+		require.NoError(t, err)
+		srv, sc, s := emulated(t, bolttest.Memgraph{Version: v}, "docs", nil)
+		info, err := s.Check(t.Context(), sch)
+		require.NoError(t, err, v)
+		require.Equal(t, row, info.Features, v)
+		require.Equal(t, row.TextIndexes, info.TextSearch, v)
+		_, err = s.Ensure(t.Context(), sch)
+		require.NoError(t, err, v)
+		require.Equal(t, 3, sc.VectorDimension("chunk_embedding"), v)
+		if !row.TextIndexes {
+			require.Empty(t, sc.TextIndexes(), v)
+			srv.Reset()
+			_, err = s.TextSearch(t.Context(), "chunk_lex", "lex", []string{"proxi"}, 5)
+			require.ErrorContains(t, err, "no text search", v)
+			require.ErrorContains(t, err, "kgsync's state", v)
+			require.Empty(t, srv.Queries(), "%s: nothing sent", v)
+			continue
+		}
+		require.Equal(t, []string{"chunk_lex"}, sc.TextIndexes(), v)
+		srv.Respond(func(q bolttest.Query) ([]string, [][]any, bool) {
+			if strings.HasPrefix(q.Text, "CALL text_search.search") {
+				return []string{"fetched", "hits"}, [][]any{{int64(0), []any{}}}, true
+			}
+			return nil, nil, false
+		})
+		srv.Reset()
+		_, err = s.TextSearch(t.Context(), "chunk_lex", "lex", []string{"proxi"}, 5)
+		require.NoError(t, err, v)
+		qs := srv.Queries()
+		require.Len(t, qs, 1, v)
+		if row.TextLimitInConfig {
+			require.Contains(t, qs[0].Text, "{limit: $limit}", v)
+		} else {
+			require.Contains(t, qs[0].Text, "text_search.search($index, $query, $limit)", v)
+		}
+	}
+}

@@ -16,8 +16,9 @@ import (
 )
 
 // MinVersion is the oldest Memgraph kgsync writes to: SHOW VECTOR INDEX
-// INFO, which Ensure reads, came in 3.1 (docs/memgraph.md §0). Text
-// indexes need 3.6 (or --experimental-enabled=text-search on 2.15.1–3.5).
+// INFO, which Ensure reads, came in 3.1 (docs/memgraph.md §0). What kgsync
+// does on each later version is sink.MemgraphRanges: text indexes from 3.6
+// (before, lexical search comes from kgsync's own lexical index in state).
 const MinVersion = "3.1"
 
 // FlagEdgeProperties is the Memgraph flag without which edges carry no
@@ -33,6 +34,14 @@ type ServerInfo struct {
 	// EdgeProperties reports whether the server stores edge properties:
 	// Memgraph only with FlagEdgeProperties; Neo4j always.
 	EdgeProperties bool
+	// Features is the version's row of the supported-version table
+	// (sink.MemgraphFeatures; zero for Neo4j and for a version it cannot
+	// read).
+	Features sink.MemgraphRange
+	// TextSearch reports whether kgsync creates and queries text indexes
+	// on the server: Memgraph 3.6 or later (Features.TextIndexes), Neo4j
+	// always. Without it lexical search comes from kgsync's state.
+	TextSearch bool
 }
 
 // probeQuery creates an edge with a property inside a transaction that is
@@ -62,8 +71,12 @@ func (s *Sink) Server(ctx context.Context) (ServerInfo, error) {
 	if err != nil {
 		return ServerInfo{}, fmt.Errorf("memgraph sink: %w", err)
 	}
-	info := ServerInfo{Version: v, EdgeProperties: true}
+	info := ServerInfo{Version: v, EdgeProperties: true, TextSearch: true}
 	if s.d.Name() == "memgraph" {
+		f, err := sink.MemgraphFeatures(v)
+		// A version in another scheme (a custom build) is tried like the
+		// newest.
+		info.Features, info.TextSearch = f, err != nil || f.TextIndexes
 		if info.EdgeProperties, err = s.probeEdgeProperties(ctx); err != nil {
 			return ServerInfo{}, fmt.Errorf("memgraph sink: probe edge properties: %w", err)
 		}
