@@ -1,8 +1,10 @@
 package cypherl
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -169,4 +171,70 @@ func replayTwice(t *testing.T, pattern string, minors []int) {
 			}
 		}
 	}
+}
+
+// TestReplayEachVersion: for each supported row of sink.MemgraphRanges
+// (docs/memgraph-support.md), files written for its versions replay from
+// scratch twice on each of them with a replayer as strict as that
+// version's grammar and server, and create the text indexes only where
+// the row has them; files written for 3.6 or later fail on 3.4 (a syntax
+// error) and on 3.5 without the experimental flag, as Memgraph does.
+func TestReplayEachVersion(t *testing.T) {
+	t.Parallel()
+	sch := schema(3)
+	sch.TextIndexes = []sink.TextIndex{{Name: "chunk_lex", Label: "Chunk", Properties: []string{"lex"}}}
+	write := func(version string) string {
+		dir := t.TempDir()
+		s, err := New(dir, "docs", sink.Memgraph, WithMemgraphVersion(version))
+		require.NoError(t, err)
+		for run, dim := range []int{3, 4} {
+			require.NoError(t, s.Begin(int64(run+1)))
+			sch.VectorIndexes[0].Dimension = dim
+			_, err = s.Ensure(t.Context(), sch)
+			require.NoError(t, err)
+			b := &sink.Batch{}
+			for i := range 3 {
+				v := make([]float32, dim)
+				v[i%dim] = 1
+				b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: "Chunk", ID: "c" + string(rune('0'+i)),
+					Props: map[string]any{"embedding": v, "lex": "word"}})
+			}
+			_, err = s.Write(t.Context(), b)
+			require.NoError(t, err)
+		}
+		require.NoError(t, s.Close(t.Context()))
+		return filepath.Join(dir, "docs", "*.cypherl")
+	}
+	for _, row := range sink.MemgraphRanges {
+		if !row.Supported {
+			_, err := New(t.TempDir(), "docs", sink.Memgraph, WithMemgraphVersion(fmt.Sprintf("3.%d", row.MinMinor)))
+			require.ErrorContains(t, err, "3.1 or later")
+			continue
+		}
+		maxMinor := row.MaxMinor
+		if maxMinor < 0 {
+			maxMinor = row.MinMinor + 1
+		}
+		pattern := write(fmt.Sprintf("3.%d", row.MinMinor))
+		for minor := row.MinMinor; minor <= maxMinor; minor++ {
+			g := crashtest.NewGraphMinor(minor)
+			for pass := range 2 {
+				require.NoError(t, replay(g, pattern), "%s: 3.%d, pass %d", row.Versions(), minor, pass+1)
+				require.Equal(t, 4, g.Vectors["chunk_embedding"].Dimension)
+				for k, n := range g.Nodes {
+					require.Len(t, n["embedding"], 4, "3.%d: %v", minor, k)
+				}
+				require.Equal(t, row.TextIndexes, g.HasTextIndex("chunk_lex"), "3.%d", minor)
+			}
+		}
+	}
+	pattern := write("3.6")
+	for _, minor := range []int{1, 4, 5} {
+		err := replay(crashtest.NewGraphMinor(minor), pattern)
+		require.Error(t, err, "3.%d", minor)
+		require.Contains(t, strings.ToLower(err.Error()), "text", "3.%d", minor)
+	}
+	g := crashtest.NewGraphMinor(5)
+	g.TextSearchFlag = true
+	require.NoError(t, replay(g, pattern), "3.5 with --experimental-enabled=text-search")
 }
