@@ -281,6 +281,20 @@ func (sc *Schema) TextIndexes() []string {
 	return out
 }
 
+// Restart answers from now on as a server started with cfg (a restart
+// with other flags or another version); the indexes stay.
+func (sc *Schema) Restart(cfg Memgraph) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if cfg.Version == "" {
+		cfg.Version = "3.12.0"
+	}
+	sc.cfg, sc.minor = cfg, 12
+	if m := reMinor.FindStringSubmatch(cfg.Version); m != nil {
+		sc.minor, _ = strconv.Atoi(m[1])
+	}
+}
+
 // Indexes returns the number of label-property indexes created.
 func (sc *Schema) Indexes() int {
 	sc.mu.Lock()

@@ -109,9 +109,10 @@ type Sink struct {
 	driver neo4j.DriverWithContext
 	logger *slog.Logger
 
-	mu      sync.Mutex
-	vectors map[string]sink.VectorIndex // ensured vector indexes by name
-	server  *ServerInfo                 // once Server answered
+	mu       sync.Mutex
+	vectors  map[string]sink.VectorIndex // ensured vector indexes by name
+	server   *ServerInfo                 // once Server answered
+	serverAt time.Time                   // when
 }
 
 var _ sink.Sink = (*Sink)(nil)

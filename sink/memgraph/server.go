@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j"
 
@@ -50,14 +51,19 @@ type ServerInfo struct {
 // src/query/common.hpp; docs/memgraph.md §12), and leaves nothing behind.
 const probeQuery = "CREATE (a:`kgsync_probe`)-[e:`kgsync_probe`]->(b:`kgsync_probe`) SET e.`probe` = true"
 
+// ServerTTL is how long Server keeps its answer: a server restarted with
+// other flags or upgraded is seen again within it.
+const ServerTTL = 30 * time.Second
+
 // Server asks the server for its version (SHOW VERSION, auto-commit) and
 // probes whether it stores edge properties (probeQuery in a transaction
-// that is rolled back). The answer is kept once known, so it costs two
-// round trips per Sink. Errors: the server is unreachable, refuses writes
-// (a replica), or answers in an unknown form.
+// that is rolled back). The answer is kept for ServerTTL (ForgetServer
+// drops it sooner), so it costs two round trips per Sink and TTL. Errors:
+// the server is unreachable, refuses writes (a replica), or answers in an
+// unknown form.
 func (s *Sink) Server(ctx context.Context) (ServerInfo, error) {
 	s.mu.Lock()
-	if s.server != nil {
+	if s.server != nil && time.Since(s.serverAt) < ServerTTL {
 		info := *s.server
 		s.mu.Unlock()
 		return info, nil
@@ -82,9 +88,18 @@ func (s *Sink) Server(ctx context.Context) (ServerInfo, error) {
 		}
 	}
 	s.mu.Lock()
-	s.server = &info
+	s.server, s.serverAt = &info, time.Now()
 	s.mu.Unlock()
 	return info, nil
+}
+
+// ForgetServer drops the answer Server keeps, so that the next Server,
+// Check or Ensure asks the server again (a readiness check that must see
+// a restart with the flag its message asked for).
+func (s *Sink) ForgetServer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.server = nil
 }
 
 func (s *Sink) probeEdgeProperties(ctx context.Context) (bool, error) {
