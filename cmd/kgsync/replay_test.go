@@ -110,3 +110,37 @@ func TestSharedIndexDimensionChangeRefused(t *testing.T) {
 	_, err = os.Stat(filepath.Join(filepath.Dir(cfg), ".kgsync", "cypherl"))
 	require.ErrorIs(t, err, os.ErrNotExist, "nothing written")
 }
+
+// TestSchemaSaysIdentity: a node is identified by id and _pipeline
+// together; `kgsync schema` says so (markdown and JSON), and the quick
+// start's query examples match nodes by both and keep their pipeline's
+// search results (an assistant copying `{id: …}` alone would match
+// another pipeline's node of the same label and id).
+func TestSchemaSaysIdentity(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, out, errOut := kgsync(t, "schema", "tables", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "A node is identified by `id` and `_pipeline` together")
+	require.Contains(t, out, "`{id: '…', _pipeline: 'tables'}`")
+	code, out, errOut = kgsync(t, "schema", "tables", "--config", cfg, "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	var doc struct {
+		Identity []string `json:"identity"`
+		Anchors  []struct {
+			QueryExample string `json:"query_example"`
+		} `json:"anchors"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.Equal(t, []string{"id", "_pipeline"}, doc.Identity)
+	n := 0
+	for _, a := range doc.Anchors {
+		if a.QueryExample == "" {
+			continue
+		}
+		n++
+		require.Contains(t, a.QueryExample, "_pipeline", a.QueryExample)
+		require.Contains(t, a.QueryExample, "'tables'", a.QueryExample)
+	}
+	require.Positive(t, n)
+}
