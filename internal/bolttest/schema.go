@@ -73,7 +73,7 @@ var (
 	reMetric = regexp.MustCompile(`"metric":\s*"([^"]*)"`)
 	reMinor  = regexp.MustCompile(`^3\.(\d+)`)
 	// edge property writes: SET e…, a keyed edge pattern in MERGE.
-	reEdgeWrite = regexp.MustCompile("SET e[ .]|MERGE \\(a\\)-\\[e:`(?:[^`]|``)+` \\{|kgsync_probe")
+	reEdgeWrite = regexp.MustCompile("SET e[ .]|MERGE \\(a\\)-\\[e:`(?:[^`]|``)+` \\{")
 )
 
 func unquote(s string) string { return strings.ReplaceAll(s, "``", "`") }

@@ -54,7 +54,7 @@ func TestEdgePropertiesOff(t *testing.T) {
 	require.ErrorContains(t, err, "MANDATORY (_key, note)")
 	require.NotContains(t, err.Error(), "NEXT")
 	for _, q := range srv.Queries() {
-		require.False(t, q.Committed && strings.Contains(q.Text, "kgsync_probe"), "the probe is rolled back")
+		require.False(t, q.Committed && strings.HasPrefix(q.Text, "CREATE (a:`kgsync_probe`)"), "the probe is rolled back")
 	}
 
 	info, err := s.Server(t.Context())
@@ -274,5 +274,38 @@ func TestVersionTable(t *testing.T) {
 		} else {
 			require.Contains(t, qs[0].Text, "text_search.search($index, $query, $limit)", v)
 		}
+	}
+}
+
+// TestProbeLeavesNothingInAnalyticalMode: in IN_MEMORY_ANALYTICAL storage
+// a rollback undoes nothing, so the edge-property probe must remove its
+// own nodes: on success in the probe query itself, after a failure (no
+// edge properties: the CREATE ran, the SET failed) with a committed
+// DETACH DELETE of the probe's label.
+func TestProbeLeavesNothingInAnalyticalMode(t *testing.T) {
+	t.Parallel()
+	for _, noProps := range []bool{false, true} {
+		srv, _, s := emulated(t, bolttest.Memgraph{Analytical: true, NoEdgeProperties: noProps}, "docs", nil)
+		info, err := s.Server(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, !noProps, info.EdgeProperties)
+		var probe, cleanup *bolttest.Query
+		for _, q := range srv.Queries() {
+			switch {
+			case strings.HasPrefix(q.Text, "CREATE (a:`kgsync_probe`)"):
+				probe = &q
+			case strings.Contains(q.Text, "kgsync_probe") && strings.Contains(q.Text, "DETACH DELETE"):
+				cleanup = &q
+			}
+		}
+		require.NotNil(t, probe)
+		if !noProps {
+			require.Contains(t, probe.Text, "DETACH DELETE a, b", "the probe deletes its nodes")
+			require.Nil(t, cleanup)
+			continue
+		}
+		require.NotNil(t, cleanup, "a failed probe's nodes are removed")
+		require.True(t, cleanup.Committed)
+		require.Zero(t, cleanup.Tx, "auto-commit")
 	}
 }

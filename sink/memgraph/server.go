@@ -48,8 +48,14 @@ type ServerInfo struct {
 // probeQuery creates an edge with a property inside a transaction that is
 // rolled back: it fails with "Can't set property because properties on
 // edges are disabled." when the server stores none (Memgraph
-// src/query/common.hpp; docs/memgraph.md §12), and leaves nothing behind.
-const probeQuery = "CREATE (a:`kgsync_probe`)-[e:`kgsync_probe`]->(b:`kgsync_probe`) SET e.`probe` = true"
+// src/query/common.hpp; docs/memgraph.md §12). In IN_MEMORY_ANALYTICAL
+// storage a rollback undoes nothing, so the query deletes its own nodes
+// when it succeeds, and probeCleanup removes what a failed probe left.
+const probeQuery = "CREATE (a:`kgsync_probe`)-[e:`kgsync_probe`]->(b:`kgsync_probe`) SET e.`probe` = true DETACH DELETE a, b"
+
+// probeCleanup deletes the nodes of a failed probe (auto-commit); in
+// transactional storage there are none.
+const probeCleanup = "MATCH (n:`kgsync_probe`) DETACH DELETE n"
 
 // ServerTTL is how long Server keeps its answer: a server restarted with
 // other flags or upgraded is seen again within it.
@@ -128,7 +134,15 @@ func (s *Sink) probeEdgeProperties(ctx context.Context) (bool, error) {
 		}
 		return tx.Rollback(ctx)
 	})
-	return ok, err
+	if err != nil || ok {
+		return ok, err
+	}
+	// The failed SET came after the CREATE of two nodes, which analytical
+	// storage keeps.
+	if _, _, _, err := s.runAuto(ctx, sink.Statement{Query: probeCleanup, Kind: sink.KindProbe, Target: "kgsync_probe"}); err != nil {
+		return false, fmt.Errorf("remove the probe's nodes: %w", err)
+	}
+	return ok, nil
 }
 
 // Check verifies that the server can hold schema: Memgraph MinVersion or
