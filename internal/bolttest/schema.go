@@ -324,9 +324,10 @@ func (sc *Schema) AddVectorIndex(name, label, property string, dimension int) {
 }
 
 // RejectVectorIndex makes every CREATE VECTOR INDEX of name fail as
-// Memgraph 3.8+ reports a failed creation (bad existing data, a clash):
-// only an INFO notification "Error while creating vector index …", no error
-// (docs/memgraph.md §12).
+// Memgraph 3.8+ reports a clash the listing does not show: only an INFO
+// notification "Error while creating vector index …", no error
+// (docs/memgraph.md §12). Bad existing vectors are an error on every
+// version (v3.8.0 vector_index.cpp CreateIndex rethrows).
 func (sc *Schema) RejectVectorIndex(name string) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()

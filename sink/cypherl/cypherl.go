@@ -4,7 +4,7 @@
 //
 // Layout of <dir>/<pipeline>/, in the lexical order a shell glob gives:
 //
-//	000000-schema.cypherl   label-property indexes (IndexFile)
+//	000000-schema.cypherl   label-property and text indexes, vector index drops (IndexFile)
 //	NNNNNN-<tag>.cypherl    the writes, NNNNNN a sequence number from 000001
 //	vector-indexes.cypherl  vector indexes (VectorIndexFile)
 //	schema.json             what the two schema files create (SchemaFile)
@@ -12,8 +12,10 @@
 // so that replaying every file in that order, `cat
 // <dir>/<pipeline>/*.cypherl | mgconsole`, rebuilds the pipeline's graph:
 // indexes for the MERGE keys first, then the data, then each vector index
-// over vectors of its dimension. Every file replays on Memgraph 3.0 and
-// later, also twice (Ensure says why); for several pipelines sharing a
+// over vectors of its dimension. The files replay on the Memgraph version
+// they are written for (WithMemgraphVersion; docs/memgraph-support.md),
+// from scratch and again onto the loaded graph, after any sequence of
+// runs (Ensure says why); for several pipelines sharing a
 // Memgraph, replay all their numbered files before the vector index files:
 // `cat <dir>/*/0*.cypherl <dir>/*/vector-indexes.cypherl | mgconsole`.
 // <tag> is "run<id>" after Begin, else the UTC time the file was opened.
@@ -250,21 +252,18 @@ func (s *Sink) ForgetSchema() {
 
 // Ensure makes the pipeline's files create the indexes of schema:
 //
-//   - IndexFile (000000-schema.cypherl, sorting first) holds CREATE INDEX
-//     ON :`L`(`p`) for every label-property index the pipeline ever
-//     needed and CREATE TEXT INDEX for every text index; it is rewritten
-//     (atomically) when one is added. Both are no-ops with a notification
-//     when the index exists (label-property on every version, text
-//     indexes from 3.6, which they need; docs/memgraph.md §3, §12).
+//   - IndexFile (000000-schema.cypherl, sorting first) holds what
+//     indexFile says: CREATE INDEX ON :`L`(`p`) for every label-property
+//     index the pipeline ever needed, CREATE TEXT INDEX for every text
+//     index when the target version has them (3.6 or later), and DROP
+//     VECTOR INDEX for every vector index; it is rewritten (atomically)
+//     when one of them changes. The CREATEs are no-ops with a
+//     notification when the index exists (docs/memgraph.md §3, §12).
 //   - VectorIndexFile (vector-indexes.cypherl, sorting after every
-//     numbered file) holds, for each current vector index, DROP VECTOR
-//     INDEX then CREATE VECTOR INDEX; it is rewritten when a vector index
-//     is added or changes. Replayed last, it builds each index over
-//     vectors that all have its dimension; the DROP first makes it safe to
-//     replay twice, and after another pipeline's file created the same
-//     index, on Memgraph 3.0–3.7, where a second CREATE VECTOR INDEX is an
-//     error that stops mgconsole (docs/memgraph.md §12; dropping a missing
-//     vector index is a notification on every version).
+//     numbered file) holds CREATE VECTOR INDEX for each current vector
+//     index, each after its DROP for targets before 3.8 (vectorIndexFile);
+//     it is rewritten when a vector index is added or changes. Replayed
+//     last, it builds each index over vectors that all have its dimension.
 //   - When a recorded vector index changes (dimension, label, property or
 //     metric) or another index took its label and property, the current
 //     numbered file gets DROP VECTOR INDEX and, unless only the metric
