@@ -36,7 +36,10 @@ const (
 	replicaWait = 15 * time.Second
 	// replicaPoll is the daemons' poll_interval.
 	replicaPoll = 200 * time.Millisecond
-	slowDims    = 16
+	// slowDims is the slow pipeline's embedding dimension: that of the
+	// config's embedder, since both pipelines write one graph and share
+	// chunk_embedding (every command refuses two dimensions).
+	slowDims = 32
 )
 
 // replicaClient bounds every request to the daemons.
