@@ -388,6 +388,12 @@ type CypherlSink struct {
 	// Dir is the output directory (default ".kgsync/cypherl" relative to the
 	// config file; Load joins it to Config.Dir).
 	Dir string `yaml:"dir"`
+	// MemgraphVersion is the Memgraph version the files are written for,
+	// "3.1" or later (default sink.DefaultCypherlMemgraphVersion): it
+	// decides whether they create text indexes (3.6 or later) and whether
+	// vector-indexes.cypherl drops each index before creating it (3.0–3.7);
+	// docs/memgraph-support.md.
+	MemgraphVersion string `yaml:"memgraph_version,omitempty"`
 }
 
 // MemgraphSink writes over Bolt with neo4j-go-driver/v5.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/kgsync/kgsync/sink"
 	"github.com/robfig/cron/v3"
 )
 
@@ -431,6 +433,13 @@ func (ck *checker) sink(at string, s *Sink) {
 		}
 		if s.Cypherl == nil || s.Cypherl.Dir == "" {
 			ck.add(at+".cypherl.dir", "required for type cypherl")
+		}
+		if s.Cypherl != nil && s.Cypherl.MemgraphVersion != "" {
+			if r, err := sink.MemgraphFeatures(s.Cypherl.MemgraphVersion); err != nil {
+				ck.add(at+".cypherl.memgraph_version", "%v", err)
+			} else if !r.Supported {
+				ck.add(at+".cypherl.memgraph_version", "%q: kgsync supports Memgraph 3.1 or later", s.Cypherl.MemgraphVersion)
+			}
 		}
 	case "memgraph":
 		if s.Cypherl != nil {

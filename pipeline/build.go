@@ -67,10 +67,14 @@ func NewSink(ctx context.Context, cfg config.Sink, pipeline string, logger *slog
 	switch cfg.Type {
 	case "", "cypherl":
 		dir := ".kgsync/cypherl"
+		var opts []cypherl.Option
 		if cfg.Cypherl != nil && cfg.Cypherl.Dir != "" {
 			dir = cfg.Cypherl.Dir
 		}
-		return cypherl.New(dir, pipeline, sink.Memgraph)
+		if cfg.Cypherl != nil && cfg.Cypherl.MemgraphVersion != "" {
+			opts = append(opts, cypherl.WithMemgraphVersion(cfg.Cypherl.MemgraphVersion))
+		}
+		return cypherl.New(dir, pipeline, sink.Memgraph, opts...)
 	case "memgraph":
 		m := cfg.Memgraph
 		if m == nil {

@@ -6,13 +6,19 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/kgsync/kgsync/sink"
 )
 
 // SchemaDoc is a pipeline's data model as an assistant's prompt can include
 // it: anchors with their attributes and links, link tables, and current
 // counts from state (`kgsync schema`).
 type SchemaDoc struct {
-	Pipeline string         `json:"pipeline"`
+	Pipeline string `json:"pipeline"`
+	// Identity are the properties that name a node together: its id and
+	// its pipeline (sink.IdentityProperty, sink.PropPipeline), since
+	// pipelines sharing one Memgraph may hold nodes of one label and id.
+	Identity []string       `json:"identity"`
 	Anchors  []AnchorDoc    `json:"anchors"`
 	Links    []LinkDoc      `json:"links"`
 	Chunks   int            `json:"chunks"`
@@ -62,7 +68,8 @@ type VectorIdxDoc struct {
 // descriptions, plus what the default mapping produced for tables the model
 // does not list.
 func (p *Pipeline) Describe(ctx context.Context) (*SchemaDoc, error) {
-	doc := &SchemaDoc{Pipeline: p.Name, Anchors: []AnchorDoc{}, Links: []LinkDoc{}, Indexes: []VectorIdxDoc{}}
+	doc := &SchemaDoc{Pipeline: p.Name, Identity: []string{"id", sink.PropPipeline}, Anchors: []AnchorDoc{}, Links: []LinkDoc{},
+		Indexes: []VectorIdxDoc{}}
 	anchors := map[string]*AnchorDoc{}
 	attrsSeen := map[string]map[string]bool{}
 	links := map[[3]string]*LinkDoc{}
@@ -200,7 +207,11 @@ func (d *SchemaDoc) Markdown() string {
 		fmt.Fprintf(&b, "| `%s` | `%s` | `%s` | %d |\n", v.Name, v.Label, v.Property, v.Dimension)
 	}
 	fmt.Fprintf(&b, "\nDocuments are `(:Document)` nodes with `(:Section)` trees and %d `(:Chunk)` nodes "+
-		"(`(:Chunk)-[:PART_OF]->(:Document)`, `-[:IN_SECTION]->(:Section)`, `-[:NEXT]->(:Chunk)`); every node has an `id`.\n", d.Chunks)
+		"(`(:Chunk)-[:PART_OF]->(:Document)`, `-[:IN_SECTION]->(:Section)`, `-[:NEXT]->(:Chunk)`).\n", d.Chunks)
+	fmt.Fprintf(&b, "\nA node is identified by `id` and `_pipeline` together: several pipelines can write one Memgraph, "+
+		"with nodes of the same label and id. Match this pipeline's nodes with `{id: '…', _pipeline: '%s'}`, "+
+		"and keep its results of `vector_search.search` and `text_search.search` (which search every pipeline's nodes) "+
+		"with `WHERE node._pipeline = '%s'`.\n", d.Pipeline, d.Pipeline)
 	return b.String()
 }
 

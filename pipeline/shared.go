@@ -91,8 +91,8 @@ func CheckShared(cfg *config.Config) error {
 				a, b := first.vi, vi
 				if a.Name != b.Name || a.Label != b.Label || a.Property != b.Property || a.Dimension != b.Dimension || a.Metric != b.Metric {
 					errs = append(errs, fmt.Errorf("pipelines %q and %q share vector index %s in one graph with different settings: "+
-						"%s: %s, %s: %s (Memgraph keeps one vector index per name and per label and property; give both the same "+
-						"embedder dimensions, or separate Memgraph instances)",
+						"%s: %s, %s: %s (Memgraph keeps one vector index per name and per label and property; change the embedder "+
+						"dimensions of every pipeline sharing it together, or give them separate Memgraph instances)",
 						first.pipeline, pc.Name, key, first.pipeline, describeVector(a), pc.Name, describeVector(b)))
 				}
 			}

@@ -145,8 +145,11 @@ func TestResyncNeedsOneMode(t *testing.T) {
 	require.Positive(t, j.Chunks.Rebuilt)
 	require.Positive(t, j.Sink.Statements)
 	// The rebuild's file loads fast on its own: it starts with the
-	// label-property index statements; the vector indexes stay in
-	// vector-indexes.cypherl, replayed after the data.
+	// schema file's statements (label-property and text indexes, the
+	// drops of the vector indexes); the vector indexes stay in
+	// vector-indexes.cypherl, replayed after the data, which creates them
+	// without dropping (files for 3.8 or later: a duplicate is a
+	// notification, so loading it onto a loaded graph rebuilds nothing).
 	files, err := filepath.Glob(filepath.Join(filepath.Dir(cfg), ".kgsync", "cypherl", "docs", "0*-run*.cypherl"))
 	require.NoError(t, err)
 	require.Len(t, files, 2)
@@ -156,7 +159,8 @@ func TestResyncNeedsOneMode(t *testing.T) {
 	require.NotContains(t, string(body), "CREATE VECTOR INDEX")
 	vec, err := os.ReadFile(filepath.Join(filepath.Dir(cfg), ".kgsync", "cypherl", "docs", "vector-indexes.cypherl"))
 	require.NoError(t, err)
-	require.Contains(t, string(vec), "DROP VECTOR INDEX `chunk_embedding`;\nCREATE VECTOR INDEX `chunk_embedding`")
+	require.Contains(t, string(vec), "CREATE VECTOR INDEX `chunk_embedding`")
+	require.NotContains(t, string(vec), "DROP VECTOR INDEX")
 }
 
 func TestUnknownPipeline(t *testing.T) {

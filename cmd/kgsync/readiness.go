@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/daemon"
@@ -18,22 +19,34 @@ import (
 // /readyz's "failed" map until the server answers; once connected it
 // pings through the sink (memgraph.Sink.Ping: a Bolt handshake, no query)
 // and checks the server against the pipeline's schema
-// (memgraph.Sink.Check: version, edge properties; asked once per
-// connection).
+// (memgraph.Sink.Check: version, edge properties), asking the server again
+// once checkTTL has passed since it last did, so that a Memgraph restarted
+// with the flag the message asked for turns /readyz green.
 type sinkCheck struct {
 	cfg      config.Sink
 	pipeline string
 	schema   sink.Schema
 	log      *slog.Logger
+	// now is the clock (time.Now; tests replace it).
+	now func() time.Time
 
-	mu sync.Mutex
-	s  sink.Sink // nil until a connection succeeded
+	mu      sync.Mutex
+	s       sink.Sink // nil until a connection succeeded
+	checked time.Time // when the server was last asked
 }
+
+// checkTTL is how long a readiness check reuses the server's answers
+// (version, edge properties).
+const checkTTL = 5 * time.Second
+
+// serverForgetter is a sink that keeps the server's answers
+// (memgraph.Sink.ForgetServer).
+type serverForgetter interface{ ForgetServer() }
 
 // newSinkCheck returns the check for pipeline name's sink configuration
 // and the schema its graph needs (pipeline.SchemaOf).
 func newSinkCheck(cfg config.Sink, name string, schema sink.Schema, log *slog.Logger) *sinkCheck {
-	return &sinkCheck{cfg: cfg, pipeline: name, schema: schema, log: log}
+	return &sinkCheck{cfg: cfg, pipeline: name, schema: schema, log: log, now: time.Now}
 }
 
 var _ daemon.Pinger = (*sinkCheck)(nil)
@@ -53,6 +66,10 @@ func (c *sinkCheck) Ping(ctx context.Context) error {
 		if err := p.Ping(ctx); err != nil {
 			return err
 		}
+	}
+	if f, ok := c.s.(serverForgetter); ok && c.now().Sub(c.checked) >= checkTTL {
+		f.ForgetServer()
+		c.checked = c.now()
 	}
 	if ck, ok := c.s.(serverChecker); ok {
 		if _, err := ck.Check(ctx, c.schema); err != nil {

@@ -105,3 +105,31 @@ func TestPipelineModeAllowMassDelete(t *testing.T) {
 	require.Equal(t, pipeline.Mode{Full: true, AllowMassDelete: true}, pipelineMode(daemon.ModeFull.WithAllowMassDelete()))
 	require.Equal(t, pipeline.Mode{AllowMassDelete: true}, pipelineMode(daemon.ModeIncremental.WithAllowMassDelete()))
 }
+
+// TestReadyzRechecksServer: /readyz is red for a Memgraph without edge
+// properties; once it is restarted with the flag the message asks for,
+// the check turns green within checkTTL instead of keeping its first
+// answer for the daemon's life.
+func TestReadyzRechecksServer(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	srv := bolttest.Start(t)
+	sc := srv.EmulateMemgraph(bolttest.Memgraph{NoEdgeProperties: true})
+	docs, err := pipeline.SchemaOf(&config.Pipeline{Name: "kb", Embedder: &config.Embedder{Provider: "hashing", Dimensions: 8},
+		Sources: []config.Source{{Name: "d", Files: &config.FilesSource{Root: "."}}}})
+	require.NoError(t, err)
+	c := newSinkCheck(memgraphSinkConfig(srv.URI()), "kb", docs, nil)
+	defer func() { require.NoError(t, c.Close(context.Background())) }()
+	clock := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return clock }
+	require.ErrorContains(t, c.Ping(ctx), "--storage-properties-on-edges=true")
+
+	sc.Restart(bolttest.Memgraph{})
+	clock = clock.Add(checkTTL)
+	require.NoError(t, c.Ping(ctx), "the restarted server is asked again")
+	sc.Restart(bolttest.Memgraph{Version: "3.0.0"})
+	clock = clock.Add(checkTTL / 2)
+	require.NoError(t, c.Ping(ctx), "within checkTTL the answer is reused")
+	clock = clock.Add(checkTTL / 2)
+	require.ErrorContains(t, c.Ping(ctx), "Memgraph 3.0.0 is too old")
+}

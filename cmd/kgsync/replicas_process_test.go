@@ -36,8 +36,9 @@ const (
 	replicaWait = 15 * time.Second
 	// replicaPoll is the daemons' poll_interval.
 	replicaPoll = 200 * time.Millisecond
-	// slowDims is the slow pipeline's embedding dimensions: those of the
-	// others, which share its graph (validate refuses two).
+	// slowDims is the slow pipeline's embedding dimension: that of the
+	// config's embedder, since both pipelines write one graph and share
+	// chunk_embedding (every command refuses two dimensions).
 	slowDims = 32
 )
 

@@ -19,8 +19,10 @@ func newResyncCmd(g *globals) *cobra.Command {
                    reading the sources: zero embedding calls when the cache is whole
                    (Memgraph keeps its data in memory; losing it must not cost a
                    re-embedding bill). With the cypherl sink, the file of a
-                   rebuild holds the index statements too and loads into an
-                   empty Memgraph on its own.`,
+                   rebuild starts with the label-property and text indexes and
+                   loads into an emptied Memgraph on its own; it has no vector
+                   index: load vector-indexes.cypherl after it
+                   (cat <rebuild file> vector-indexes.cypherl | mgconsole).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n := 0

@@ -132,6 +132,12 @@ func (g *globals) loadOnly() (*config.Config, error) {
 	if err != nil {
 		return nil, &exitError{code: 3, err: err}
 	}
+	// Pipelines writing to one graph share its vector indexes; every
+	// command refuses a config where they disagree, before anything is
+	// written (docs/memgraph-support.md).
+	if err := pipeline.CheckShared(cfg); err != nil {
+		return nil, &exitError{code: 3, err: fmt.Errorf("%s: %w", g.configPath, err)}
+	}
 	return cfg, nil
 }
 

@@ -28,7 +28,8 @@ func newValidateCmd(g *globals) *cobra.Command {
 		Use:   "validate",
 		Short: "Load and check the config; print every problem (exit 3 when there are any)",
 		Long: "Load and check the config, and that pipelines writing to one graph agree on the indexes they share. " +
-			"With --online, also connect to each Memgraph sink and check the server: its version (3.1 or later) and, " +
+			"With --online, also connect to each Memgraph sink and check the server: its version (3.1 or later; which row of " +
+			"docs/memgraph-support.md's table it is, so whether text search is on the server or in kgsync's state) and, " +
 			"when the pipeline writes edge properties, that it stores them (--storage-properties-on-edges=true). " +
 			"The data model is checked against the CSV headers, and with --online against each live Grist document: " +
 			"tables, columns, column types against each attribute's use (embeddable text, Ref links and their targets, single-value keys).",
@@ -36,9 +37,6 @@ func newValidateCmd(g *globals) *cobra.Command {
 			cfg, err := g.loadOnly()
 			if err != nil {
 				return err
-			}
-			if err := pipeline.CheckShared(cfg); err != nil {
-				return &exitError{code: 3, err: err}
 			}
 			fmt.Fprintf(g.stdout, "%s: %d pipeline(s)\n", g.configPath, len(cfg.Pipelines))
 			// Online, a Grist source is described as a sync from its
@@ -106,11 +104,19 @@ func checkOnline(ctx context.Context, p *config.Pipeline, timeout time.Duration)
 				need = append(need, e.Type)
 			}
 		}
-		line := "CYPHERL files: load them into Memgraph " + memgraph.MinVersion + " or later"
-		if len(need) > 0 {
-			line += " started with " + memgraph.FlagEdgeProperties + " (edges " + strings.Join(need, ", ") + " carry properties)"
+		version := sink.DefaultCypherlMemgraphVersion
+		if p.Sink.Cypherl != nil && p.Sink.Cypherl.MemgraphVersion != "" {
+			version = p.Sink.Cypherl.MemgraphVersion
 		}
-		return line, nil
+		row, err := sink.MemgraphFeatures(version)
+		if err != nil {
+			return "", err
+		}
+		line := "CYPHERL files for Memgraph " + version + " (" + row.Versions() + ")"
+		if len(need) > 0 {
+			line += ", loaded into a server started with " + memgraph.FlagEdgeProperties + " (edges " + strings.Join(need, ", ") + " carry properties)"
+		}
+		return line + ", " + textSearchNote(row.TextIndexes || len(schema.TextIndexes) == 0), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -135,5 +141,16 @@ func checkOnline(ctx context.Context, p *config.Pipeline, timeout time.Duration)
 	if p.Sink.Memgraph.Dialect == "neo4j" {
 		server = "Neo4j"
 	}
-	return fmt.Sprintf("%s %s, edge properties %s", server, info.Version, props), nil
+	return fmt.Sprintf("%s %s, edge properties %s, %s", server, info.Version, props,
+		textSearchNote(info.TextSearch || len(schema.TextIndexes) == 0)), nil
+}
+
+// textSearchNote says where a pipeline's lexical search comes from: the
+// server's text indexes, or (Memgraph before 3.6) kgsync's state
+// (docs/memgraph-support.md).
+func textSearchNote(server bool) string {
+	if server {
+		return "text search on the server"
+	}
+	return "no text search on the server (before 3.6): lexical search from kgsync's state"
 }

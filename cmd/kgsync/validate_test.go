@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/internal/bolttest"
+	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/sources/grist/gristtest"
 )
 
@@ -38,7 +39,7 @@ pipelines:
 	}
 	code, out, errOut := kgsync(t, "validate", "--online", "--config", cfg(good.URI()))
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "server: Memgraph 3.8.1, edge properties on")
+	require.Contains(t, out, "server: Memgraph 3.8.1, edge properties on, text search on the server")
 
 	code, out, errOut = kgsync(t, "validate", "--online", "--config", cfg(bare.URI()))
 	require.Equal(t, 3, code, out)
@@ -46,6 +47,63 @@ pipelines:
 	require.Contains(t, out, "--storage-properties-on-edges=true")
 	require.Contains(t, out, "CROSS_REF (_key, text)")
 	require.Equal(t, "kgsync: the config has the problems listed above\n", errOut)
+}
+
+// TestValidateOnlineVersions: validate --online says, for each row of the
+// version table, where a documents pipeline's lexical search comes from,
+// and passes on every supported version (the first sync on 3.1–3.5 failed
+// creating the first text index although validate said OK); a CYPHERL
+// sink names the version its files are for.
+func TestValidateOnlineVersions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, v := range []string{"3.1.0", "3.5.0", "3.6.0", "3.12.0"} {
+		srv := bolttest.Start(t)
+		srv.EmulateMemgraph(bolttest.Memgraph{Version: v})
+		cfg := writeFile(t, filepath.Join(dir, "kgsync-"+v+".yaml"), `
+state: {driver: sqlite, path: state.db}
+sink: {type: memgraph, memgraph: {uri: "`+srv.URI()+`"}}
+embedder: {provider: hashing, dimensions: 16}
+pipelines:
+  - name: docs
+    sources: [{name: docs, files: {root: .}}]
+`)
+		code, out, errOut := kgsync(t, "validate", "--online", "--config", cfg)
+		require.Equal(t, 0, code, "%s: %s", v, errOut)
+		row, err := sink.MemgraphFeatures(v)
+		require.NoError(t, err)
+		if row.TextIndexes {
+			require.Contains(t, out, "server: Memgraph "+v+", edge properties on, text search on the server", v)
+		} else {
+			require.Contains(t, out, "server: Memgraph "+v+", edge properties on, no text search on the server (before 3.6): lexical search from kgsync's state", v)
+		}
+	}
+	for _, c := range []struct{ version, want string }{
+		{"", "CYPHERL files for Memgraph 3.8 (3.8–3.10), loaded into a server started with --storage-properties-on-edges=true"},
+		{"3.4", "CYPHERL files for Memgraph 3.4 (3.1–3.5), loaded into a server started with"},
+		{"3.4", "no text search on the server (before 3.6): lexical search from kgsync's state"},
+	} {
+		cfg := writeFile(t, filepath.Join(dir, "kgsync-cypherl.yaml"), `
+state: {driver: sqlite, path: state.db}
+sink: {type: cypherl, cypherl: {dir: out, memgraph_version: "`+c.version+`"}}
+embedder: {provider: hashing, dimensions: 16}
+pipelines:
+  - name: docs
+    sources: [{name: docs, files: {root: .}}]
+`)
+		code, out, errOut := kgsync(t, "validate", "--online", "--config", cfg)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, c.want)
+	}
+	cfg := writeFile(t, filepath.Join(dir, "kgsync-old.yaml"), `
+sink: {type: cypherl, cypherl: {dir: out, memgraph_version: "3.0"}}
+pipelines:
+  - name: docs
+    sources: [{name: docs, files: {root: .}}]
+`)
+	code, _, errOut := kgsync(t, "validate", "--config", cfg)
+	require.Equal(t, 3, code)
+	require.Contains(t, errOut, "memgraph_version")
 }
 
 // TestValidateSharedIndex: two pipelines writing to one graph with

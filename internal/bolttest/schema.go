@@ -24,6 +24,22 @@ type Memgraph struct {
 	// that writes an edge property (SET e…, a keyed edge MERGE, the
 	// kgsync_probe edge) fails with Memgraph's error (§12).
 	NoEdgeProperties bool
+	// TextSearchFlag emulates --experimental-enabled=text-search, which
+	// text indexes need on 3.5 (PrepareTextIndexQuery, v3.5.0). Before 3.5
+	// CREATE TEXT INDEX with a property list is a syntax error (grammar
+	// MemgraphCypher.g4 createTextIndex, v3.0.0–v3.4.0).
+	TextSearchFlag bool
+	// Analytical emulates IN_MEMORY_ANALYTICAL storage: text index DDL
+	// fails ("Text index is not supported in analytical storage mode.").
+	// There a ROLLBACK undoes nothing: the writes of a rolled-back
+	// transaction stay, so a test checks what removes them.
+	Analytical bool
+}
+
+// textIndex is one emulated text index.
+type textIndex struct {
+	name, label string
+	props       []any
 }
 
 // Schema emulates Memgraph's index bookkeeping for tests that run a whole
@@ -41,19 +57,23 @@ type Schema struct {
 	vectors map[string][]any // name → label, property, capacity, dimension, metric
 	vorder  []string         // vector index names in creation order
 	reject  map[string]bool  // vector index names whose CREATE fails quietly
+	race    map[string]int   // vector index name → dimension another client creates first
 	counted [][]any          // rows for the vector count statement
+	texts   []textIndex      // text indexes in creation order
 }
 
 var (
 	reIndex  = regexp.MustCompile("^CREATE INDEX ON :`((?:[^`]|``)+)`\\(`((?:[^`]|``)+)`\\)")
 	reVector = regexp.MustCompile("^CREATE VECTOR INDEX `((?:[^`]|``)+)` ON :`((?:[^`]|``)+)`\\(`((?:[^`]|``)+)`\\) WITH CONFIG \\{(.*)\\}")
 	reDrop   = regexp.MustCompile("^DROP VECTOR INDEX `((?:[^`]|``)+)`")
+	reText   = regexp.MustCompile("^CREATE TEXT INDEX `((?:[^`]|``)+)` ON :`((?:[^`]|``)+)`(\\((.*)\\))?$")
+	reTextP  = regexp.MustCompile("`((?:[^`]|``)+)`")
 	reDim    = regexp.MustCompile(`"dimension":\s*(\d+)`)
 	reCap    = regexp.MustCompile(`"capacity":\s*(\d+)`)
 	reMetric = regexp.MustCompile(`"metric":\s*"([^"]*)"`)
 	reMinor  = regexp.MustCompile(`^3\.(\d+)`)
 	// edge property writes: SET e…, a keyed edge pattern in MERGE.
-	reEdgeWrite = regexp.MustCompile("SET e[ .]|MERGE \\(a\\)-\\[e:`(?:[^`]|``)+` \\{|kgsync_probe")
+	reEdgeWrite = regexp.MustCompile("SET e[ .]|MERGE \\(a\\)-\\[e:`(?:[^`]|``)+` \\{")
 )
 
 func unquote(s string) string { return strings.ReplaceAll(s, "``", "`") }
@@ -68,7 +88,8 @@ func (s *Server) EmulateMemgraph(cfg Memgraph) *Schema {
 	if cfg.Version == "" {
 		cfg.Version = "3.12.0"
 	}
-	sc := &Schema{cfg: cfg, indexes: map[[2]string]bool{}, vectors: map[string][]any{}, reject: map[string]bool{}, minor: 12}
+	sc := &Schema{cfg: cfg, indexes: map[[2]string]bool{}, vectors: map[string][]any{}, reject: map[string]bool{},
+		race: map[string]int{}, minor: 12}
 	if m := reMinor.FindStringSubmatch(cfg.Version); m != nil {
 		sc.minor, _ = strconv.Atoi(m[1])
 	}
@@ -88,7 +109,7 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	text := strings.TrimSpace(q.Text)
-	ddl := strings.HasPrefix(text, "CREATE INDEX") || strings.HasPrefix(text, "CREATE VECTOR INDEX") ||
+	ddl := strings.HasPrefix(text, "CREATE INDEX") || strings.HasPrefix(text, "CREATE VECTOR INDEX") || strings.HasPrefix(text, "CREATE TEXT INDEX") ||
 		strings.HasPrefix(text, "DROP VECTOR INDEX") || strings.HasPrefix(text, "SHOW ")
 	if ddl && q.Tx != 0 {
 		if strings.HasPrefix(text, "SHOW VERSION") {
@@ -110,6 +131,9 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 				prop = k[1]
 			}
 			rows = append(rows, []any{"label+property", k[0], prop, int64(0)})
+		}
+		for _, ti := range sc.texts {
+			rows = append(rows, []any{"label_text (name: " + ti.name + ")", ti.label, ti.props, int64(0)})
 		}
 		return Answer{Fields: []string{"index type", "label", "property", "count"}, Rows: rows}, true
 	case text == "SHOW VECTOR INDEX INFO":
@@ -157,6 +181,16 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		if mm := reMetric.FindStringSubmatch(m[4]); mm != nil {
 			metric = mm[1]
 		}
+		if d, ok := sc.race[name]; ok {
+			// Another client's identical CREATE committed a moment
+			// before this one.
+			delete(sc.race, name)
+			if d == 0 {
+				d = int(dim)
+			}
+			sc.vorder = append(sc.vorder, name)
+			sc.vectors[name] = []any{label, prop, capacity, int64(d), metric}
+		}
 		clash := sc.reject[name]
 		for n, r := range sc.vectors {
 			clash = clash || n == name || r[0] == label && r[1] == prop
@@ -171,6 +205,9 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		sc.vorder = append(sc.vorder, name)
 		sc.vectors[name] = []any{label, prop, capacity, dim, metric}
 		return Answer{Notifications: info("CreateIndex", fmt.Sprintf("Created vector index on label %s, property %s.", label, prop))}, true
+	}
+	if m := reText.FindStringSubmatch(text); m != nil {
+		return sc.createText(unquote(m[1]), unquote(m[2]), m[3] != "", m[4]), true
 	}
 	if m := reDrop.FindStringSubmatch(text); m != nil {
 		name := unquote(m[1])
@@ -187,6 +224,75 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		return Answer{Notifications: info("DropIndex", fmt.Sprintf("Dropped vector index %s.", name))}, true
 	}
 	return Answer{}, false
+}
+
+// createText answers CREATE TEXT INDEX name ON :label[(props)] as the
+// emulated version does: a syntax error for the property list before 3.5,
+// the disabled-feature error on 3.5 without TextSearchFlag, an error in
+// analytical mode; from 3.6 a duplicate name is a notification
+// (interpreter.cpp v3.6.0: "Text index on label L with name N already
+// exists."), and 3.5 (experimental) fails on it.
+func (sc *Schema) createText(name, label string, hasProps bool, props string) Answer {
+	switch {
+	case hasProps && sc.minor < 5:
+		return Answer{Fail: clientError(fmt.Sprintf("Error on line 1 position %d. The underlying parsing error is mismatched input '(' expecting <EOF>",
+			len("CREATE TEXT INDEX `"+name+"` ON :`"+label+"`")+1))}
+	case sc.minor == 5 && !sc.cfg.TextSearchFlag:
+		return Answer{Fail: clientError(" To use text indices and text search, start Memgraph with the --experimental-enabled='text-search' flag.")}
+	case sc.cfg.Analytical:
+		return Answer{Fail: clientError("Text index is not supported in analytical storage mode.")}
+	}
+	for _, ti := range sc.texts {
+		if ti.name == name {
+			if sc.minor < 6 {
+				return Answer{Fail: clientError("Text index " + name + " already exists.")}
+			}
+			return Answer{Notifications: info("IndexAlreadyExists", fmt.Sprintf("Text index on label %s with name %s already exists.", label, name))}
+		}
+	}
+	var ps []any
+	for _, m := range reTextP.FindAllStringSubmatch(props, -1) {
+		ps = append(ps, unquote(m[1]))
+	}
+	sc.texts = append(sc.texts, textIndex{name: name, label: label, props: ps})
+	return Answer{Notifications: info("CreateIndex", fmt.Sprintf("Created text index on label %s.", label))}
+}
+
+// AddTextIndex records a text index as if created earlier (by another
+// pipeline, or by hand).
+func (sc *Schema) AddTextIndex(name, label string, props ...string) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	ti := textIndex{name: name, label: label}
+	for _, p := range props {
+		ti.props = append(ti.props, p)
+	}
+	sc.texts = append(sc.texts, ti)
+}
+
+// TextIndexes returns the names of the text indexes, in creation order.
+func (sc *Schema) TextIndexes() []string {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	var out []string
+	for _, ti := range sc.texts {
+		out = append(out, ti.name)
+	}
+	return out
+}
+
+// Restart answers from now on as a server started with cfg (a restart
+// with other flags or another version); the indexes stay.
+func (sc *Schema) Restart(cfg Memgraph) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if cfg.Version == "" {
+		cfg.Version = "3.12.0"
+	}
+	sc.cfg, sc.minor = cfg, 12
+	if m := reMinor.FindStringSubmatch(cfg.Version); m != nil {
+		sc.minor, _ = strconv.Atoi(m[1])
+	}
 }
 
 // Indexes returns the number of label-property indexes created.
@@ -218,13 +324,27 @@ func (sc *Schema) AddVectorIndex(name, label, property string, dimension int) {
 }
 
 // RejectVectorIndex makes every CREATE VECTOR INDEX of name fail as
-// Memgraph 3.8+ reports a failed creation (bad existing data, a clash):
-// only an INFO notification "Error while creating vector index …", no error
-// (docs/memgraph.md §12).
+// Memgraph 3.8+ reports a clash the listing does not show: only an INFO
+// notification "Error while creating vector index …", no error
+// (docs/memgraph.md §12). Bad existing vectors are an error on every
+// version (v3.8.0 vector_index.cpp CreateIndex rethrows).
 func (sc *Schema) RejectVectorIndex(name string) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	sc.reject[name] = true
+}
+
+// RaceVectorIndex makes the next CREATE VECTOR INDEX of name meet the
+// same index created a moment before by another client (two pipelines
+// sharing it, starting together): the index is added with the statement's
+// label, property and config — with dimension when it is not 0 — and the
+// statement then answers as a duplicate does on the emulated version: the
+// error "Given vector index already exists." before 3.8, the notification
+// "Error while creating vector index …" from 3.8 (docs/memgraph.md §12).
+func (sc *Schema) RaceVectorIndex(name string, dimension int) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.race[name] = dimension
 }
 
 // SetVectorCounts sets the rows (pipeline, dimension, nodes) answering the

@@ -47,11 +47,15 @@ type Graph struct {
 	// label and property is a list of its dimension: when it is created
 	// over existing nodes and on every later write.
 	Vectors map[string]VectorIndex
-	// Minor is the Memgraph 3.x minor version whose answers to vector index
-	// DDL the graph gives: below 8, a CREATE VECTOR INDEX whose name or
-	// label and property is taken fails the statement (and stops
-	// mgconsole); from 8 on it is only a notification, recorded in Notices.
+	// Minor is the Memgraph 3.x minor version whose answers to index DDL
+	// the graph gives: below 8, a CREATE VECTOR INDEX whose name or label
+	// and property is taken fails the statement (and stops mgconsole);
+	// from 8 on it is only a notification, recorded in Notices. CREATE
+	// TEXT INDEX … (props) fails below 6 (Apply says why).
 	Minor int
+	// TextSearchFlag emulates --experimental-enabled=text-search, without
+	// which 3.5 refuses text index DDL.
+	TextSearchFlag bool
 	// Notices are the notifications a server would have returned for
 	// statements that did nothing (a duplicate index from 3.8 on).
 	Notices []string
@@ -242,9 +246,20 @@ func (g *Graph) Apply(stmt string) (ddl bool, err error) {
 		return true, nil
 	}
 	if m := reTextDDL.FindStringSubmatch(stmt); m != nil {
-		// From 3.6 a duplicate name is only a notification (docs/memgraph-text-search.md).
+		// The property list is a syntax error before 3.5 (grammar
+		// MemgraphCypher.g4 createTextIndex, v3.0.0–v3.4.0); 3.5 needs the
+		// experimental flag (PrepareTextIndexQuery, v3.5.0) and fails on a
+		// duplicate name; from 3.6 a duplicate name is only a notification
+		// (docs/memgraph-text-search.md).
 		name := unquote(m[1])
-		if g.texts[name] {
+		switch {
+		case g.Minor < 5:
+			return true, fmt.Errorf("3.%d: syntax error: CREATE TEXT INDEX takes no property list before 3.5: %.120s", g.Minor, stmt)
+		case g.Minor == 5 && !g.TextSearchFlag:
+			return true, fmt.Errorf("3.5: To use text indices and text search, start Memgraph with the --experimental-enabled='text-search' flag.")
+		case g.texts[name] && g.Minor < 6:
+			return true, fmt.Errorf("3.%d: text index %s already exists", g.Minor, name)
+		case g.texts[name]:
 			g.Notices = append(g.Notices, "Text index with name "+name+" already exists.")
 		}
 		if g.texts == nil {
@@ -622,3 +637,6 @@ func (g *Graph) Count(label string) int {
 	}
 	return n
 }
+
+// HasTextIndex reports whether a text index called name was created.
+func (g *Graph) HasTextIndex(name string) bool { return g.texts[name] }

@@ -4,7 +4,7 @@
 //
 // Layout of <dir>/<pipeline>/, in the lexical order a shell glob gives:
 //
-//	000000-schema.cypherl   label-property indexes (IndexFile)
+//	000000-schema.cypherl   label-property and text indexes, vector index drops (IndexFile)
 //	NNNNNN-<tag>.cypherl    the writes, NNNNNN a sequence number from 000001
 //	vector-indexes.cypherl  vector indexes (VectorIndexFile)
 //	schema.json             what the two schema files create (SchemaFile)
@@ -12,8 +12,10 @@
 // so that replaying every file in that order, `cat
 // <dir>/<pipeline>/*.cypherl | mgconsole`, rebuilds the pipeline's graph:
 // indexes for the MERGE keys first, then the data, then each vector index
-// over vectors of its dimension. Every file replays on Memgraph 3.0 and
-// later, also twice (Ensure says why); for several pipelines sharing a
+// over vectors of its dimension. The files replay on the Memgraph version
+// they are written for (WithMemgraphVersion; docs/memgraph-support.md),
+// from scratch and again onto the loaded graph, after any sequence of
+// runs (Ensure says why); for several pipelines sharing a
 // Memgraph, replay all their numbered files before the vector index files:
 // `cat <dir>/*/0*.cypherl <dir>/*/vector-indexes.cypherl | mgconsole`.
 // <tag> is "run<id>" after Begin, else the UTC time the file was opened.
@@ -76,6 +78,14 @@ func WithRowsPerStatement(n int) Option {
 	return func(s *Sink) { s.rows = n }
 }
 
+// WithMemgraphVersion sets the Memgraph version the files are written
+// for (default sink.DefaultCypherlMemgraphVersion): it decides what the
+// schema files hold (sink.MemgraphRange; docs/memgraph-support.md). New
+// refuses an unsupported or unparseable version.
+func WithMemgraphVersion(v string) Option {
+	return func(s *Sink) { s.version = v }
+}
+
 // WithClock sets the clock used for file names when Begin was not called
 // (default time.Now).
 func WithClock(now func() time.Time) Option {
@@ -89,6 +99,8 @@ type Sink struct {
 	d        sink.Dialect
 	rows     int
 	now      func() time.Time
+	version  string             // Memgraph version the files are for
+	features sink.MemgraphRange // its row of the version table
 
 	mu     sync.Mutex
 	seq    int    // sequence number of the last file created
@@ -114,11 +126,22 @@ var _ sink.Sink = (*Sink)(nil)
 
 // schemaRecord is the content of SchemaFile.
 type schemaRecord struct {
-	Dialect       string             `json:"dialect"`
-	Indexes       []sink.Index       `json:"indexes"`
-	VectorIndexes []sink.VectorIndex `json:"vector_indexes"`
-	TextIndexes   []sink.TextIndex   `json:"text_indexes,omitempty"`
+	Dialect string `json:"dialect"`
+	// Layout is the schema files' layout (schemaLayout); an older one is
+	// rewritten by the next Ensure.
+	Layout int `json:"layout,omitempty"`
+	// MemgraphVersion is the version the schema files were written for;
+	// another one rewrites them.
+	MemgraphVersion string             `json:"memgraph_version,omitempty"`
+	Indexes         []sink.Index       `json:"indexes"`
+	VectorIndexes   []sink.VectorIndex `json:"vector_indexes"`
+	TextIndexes     []sink.TextIndex   `json:"text_indexes,omitempty"`
 }
+
+// schemaLayout is the current layout of the schema files: 2 since
+// IndexFile drops the vector indexes and text indexes follow the target
+// version.
+const schemaLayout = 2
 
 var fileName = regexp.MustCompile(`^(\d{6})-.*\.cypherl$`)
 
@@ -137,10 +160,19 @@ func New(dir, pipeline string, d sink.Dialect, opts ...Option) (*Sink, error) {
 	if d == nil {
 		return nil, errors.New("cypherl sink: nil dialect")
 	}
-	s := &Sink{dir: filepath.Join(dir, pipeline), pipeline: pipeline, d: d, rows: DefaultRowsPerStatement, now: time.Now}
+	s := &Sink{dir: filepath.Join(dir, pipeline), pipeline: pipeline, d: d, rows: DefaultRowsPerStatement, now: time.Now,
+		version: sink.DefaultCypherlMemgraphVersion}
 	for _, o := range opts {
 		o(s)
 	}
+	features, err := sink.MemgraphFeatures(s.version)
+	if err != nil {
+		return nil, fmt.Errorf("cypherl sink: %w", err)
+	}
+	if !features.Supported {
+		return nil, fmt.Errorf("cypherl sink: memgraph version %q: kgsync supports 3.1 or later (docs/memgraph-support.md)", s.version)
+	}
+	s.features = features
 	// The directory is created by the first write, so that commands
 	// that only read (plan, schema) leave nothing behind.
 	entries, err := os.ReadDir(s.dir)
@@ -204,12 +236,14 @@ func (s *Sink) Begin(runID int64) error {
 	return nil
 }
 
-// ForgetSchema makes the next Ensure write the label-property index
-// statements again at the top of the current file, so that the file of a
-// `resync --rebuild-graph` run loads fast into an emptied Memgraph on its
-// own: `cat 000000-schema.cypherl <rebuild file> vector-indexes.cypherl`
-// (CREATE INDEX ON is a no-op notification when the index exists, on every
-// version; docs/memgraph.md §3).
+// ForgetSchema makes the next Ensure write IndexFile's statements again at
+// the top of the current file (label-property and text indexes, the drops
+// of the vector indexes), so that the file of a `resync --rebuild-graph`
+// run loads into an emptied Memgraph on its own with every index but the
+// vector indexes, which VectorIndexFile, loaded after it, creates: `cat
+// <rebuild file> vector-indexes.cypherl` (CREATE INDEX ON is a no-op
+// notification when the index exists, on every version; docs/memgraph.md
+// §3).
 func (s *Sink) ForgetSchema() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -218,21 +252,18 @@ func (s *Sink) ForgetSchema() {
 
 // Ensure makes the pipeline's files create the indexes of schema:
 //
-//   - IndexFile (000000-schema.cypherl, sorting first) holds CREATE INDEX
-//     ON :`L`(`p`) for every label-property index the pipeline ever
-//     needed and CREATE TEXT INDEX for every text index; it is rewritten
-//     (atomically) when one is added. Both are no-ops with a notification
-//     when the index exists (label-property on every version, text
-//     indexes from 3.6, which they need; docs/memgraph.md §3, §12).
+//   - IndexFile (000000-schema.cypherl, sorting first) holds what
+//     indexFile says: CREATE INDEX ON :`L`(`p`) for every label-property
+//     index the pipeline ever needed, CREATE TEXT INDEX for every text
+//     index when the target version has them (3.6 or later), and DROP
+//     VECTOR INDEX for every vector index; it is rewritten (atomically)
+//     when one of them changes. The CREATEs are no-ops with a
+//     notification when the index exists (docs/memgraph.md §3, §12).
 //   - VectorIndexFile (vector-indexes.cypherl, sorting after every
-//     numbered file) holds, for each current vector index, DROP VECTOR
-//     INDEX then CREATE VECTOR INDEX; it is rewritten when a vector index
-//     is added or changes. Replayed last, it builds each index over
-//     vectors that all have its dimension; the DROP first makes it safe to
-//     replay twice, and after another pipeline's file created the same
-//     index, on Memgraph 3.0–3.7, where a second CREATE VECTOR INDEX is an
-//     error that stops mgconsole (docs/memgraph.md §12; dropping a missing
-//     vector index is a notification on every version).
+//     numbered file) holds CREATE VECTOR INDEX for each current vector
+//     index, each after its DROP for targets before 3.8 (vectorIndexFile);
+//     it is rewritten when a vector index is added or changes. Replayed
+//     last, it builds each index over vectors that all have its dimension.
 //   - A recorded vector index that schema does not have any more (an
 //     attribute removed from the model or renamed) is dropped in the
 //     current numbered file and leaves both records.
@@ -270,15 +301,6 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		if !slices.Contains(next.Indexes, ix) {
 			next.Indexes = append(next.Indexes, ix)
 			indexesChanged = true
-		}
-	}
-	if s.standalone {
-		for _, ix := range next.Indexes {
-			st, err := s.d.CreateIndex(ix)
-			if err != nil {
-				return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
-			}
-			stream = append(stream, st)
 		}
 	}
 	for _, vi := range schema.VectorIndexes {
@@ -342,9 +364,20 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 			indexesChanged = true
 		}
 	}
-	if len(next.Indexes)+len(next.VectorIndexes)+len(next.TextIndexes) > 0 && !s.schemaFilesExist() {
+	if s.standalone {
+		head, err := s.indexFile(next)
+		if err != nil {
+			return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+		}
+		stream = append(head, stream...)
+	}
+	if len(next.Indexes)+len(next.VectorIndexes)+len(next.TextIndexes) > 0 &&
+		(!s.schemaFilesExist() || s.schema.Layout != schemaLayout || s.schema.MemgraphVersion != s.version) {
 		indexesChanged, vectorsChanged = true, true
 	}
+	// IndexFile drops every vector index, so it changes with them.
+	indexesChanged = indexesChanged || vectorsChanged
+	next.Layout, next.MemgraphVersion = schemaLayout, s.version
 	var stats sink.Stats
 	if len(stream) > 0 {
 		if err := s.write(stream); err != nil {
@@ -357,20 +390,9 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		stats.Batches++
 	}
 	if indexesChanged {
-		var sts []sink.Statement
-		for _, ix := range next.Indexes {
-			st, err := s.d.CreateIndex(ix)
-			if err != nil {
-				return stats, fmt.Errorf("cypherl ensure: %w", err)
-			}
-			sts = append(sts, st)
-		}
-		for _, ti := range next.TextIndexes {
-			st, err := s.d.CreateTextIndex(ti)
-			if err != nil {
-				return stats, fmt.Errorf("cypherl ensure: %w", err)
-			}
-			sts = append(sts, st)
+		sts, err := s.indexFile(next)
+		if err != nil {
+			return stats, fmt.Errorf("cypherl ensure: %w", err)
 		}
 		if err := s.replaceFile(IndexFile, sts); err != nil {
 			return stats, fmt.Errorf("cypherl ensure: %w", err)
@@ -379,17 +401,9 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		stats.Batches++
 	}
 	if vectorsChanged {
-		var sts []sink.Statement
-		for _, vi := range next.VectorIndexes {
-			drop, err := s.d.DropVectorIndex(vi.Name)
-			if err != nil {
-				return stats, fmt.Errorf("cypherl ensure: %w", err)
-			}
-			create, err := s.d.CreateVectorIndex(vi)
-			if err != nil {
-				return stats, fmt.Errorf("cypherl ensure: %w", err)
-			}
-			sts = append(sts, drop, create)
+		sts, err := s.vectorIndexFile(next)
+		if err != nil {
+			return stats, fmt.Errorf("cypherl ensure: %w", err)
 		}
 		if err := s.replaceFile(VectorIndexFile, sts); err != nil {
 			return stats, fmt.Errorf("cypherl ensure: %w", err)
@@ -405,6 +419,74 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 	s.schema = next
 	s.standalone = false
 	return stats, nil
+}
+
+// indexFile is the content of IndexFile for the schema record r, in the
+// order a replay needs: CREATE INDEX ON for every label-property index
+// (the MERGE keys), CREATE TEXT INDEX for every text index when the target
+// version has text indexes (sink.MemgraphRange.TextIndexes: the
+// property-list form is a syntax error before 3.5 and needs a flag on
+// 3.5), then DROP VECTOR INDEX for every vector index. The drops make a
+// replay of the directory start without vector indexes whether the graph
+// is empty or loaded (a repeated replay): the numbered files of earlier
+// runs may write vectors of an earlier dimension, which a vector index of
+// the current dimension refuses; the later file of the dimension change
+// removes them, and VectorIndexFile, replayed last, builds each index
+// over vectors of its dimension. Dropping a missing vector index is a
+// notification on every version (docs/memgraph.md §12).
+func (s *Sink) indexFile(r schemaRecord) ([]sink.Statement, error) {
+	var sts []sink.Statement
+	for _, ix := range r.Indexes {
+		st, err := s.d.CreateIndex(ix)
+		if err != nil {
+			return nil, err
+		}
+		sts = append(sts, st)
+	}
+	if s.features.TextIndexes {
+		for _, ti := range r.TextIndexes {
+			st, err := s.d.CreateTextIndex(ti)
+			if err != nil {
+				return nil, err
+			}
+			sts = append(sts, st)
+		}
+	}
+	for _, vi := range r.VectorIndexes {
+		st, err := s.d.DropVectorIndex(vi.Name)
+		if err != nil {
+			return nil, err
+		}
+		sts = append(sts, st)
+	}
+	return sts, nil
+}
+
+// vectorIndexFile is the content of VectorIndexFile for the schema record
+// r: CREATE VECTOR INDEX for each vector index. On versions where a
+// duplicate CREATE VECTOR INDEX fails (3.0–3.7,
+// sink.MemgraphRange.DuplicateVectorIndexFails) each is preceded by its
+// DROP, so that the file loads twice and after another pipeline's file
+// created the same shared index; from 3.8 a duplicate is a notification
+// that keeps the index, so loading the file onto a loaded graph rebuilds
+// nothing.
+func (s *Sink) vectorIndexFile(r schemaRecord) ([]sink.Statement, error) {
+	var sts []sink.Statement
+	for _, vi := range r.VectorIndexes {
+		if s.features.DuplicateVectorIndexFails {
+			drop, err := s.d.DropVectorIndex(vi.Name)
+			if err != nil {
+				return nil, err
+			}
+			sts = append(sts, drop)
+		}
+		create, err := s.d.CreateVectorIndex(vi)
+		if err != nil {
+			return nil, err
+		}
+		sts = append(sts, create)
+	}
+	return sts, nil
 }
 
 // schemaFilesExist reports whether both schema files are on disk (a

@@ -54,7 +54,7 @@ func TestEdgePropertiesOff(t *testing.T) {
 	require.ErrorContains(t, err, "MANDATORY (_key, note)")
 	require.NotContains(t, err.Error(), "NEXT")
 	for _, q := range srv.Queries() {
-		require.False(t, q.Committed && strings.Contains(q.Text, "kgsync_probe"), "the probe is rolled back")
+		require.False(t, q.Committed && strings.HasPrefix(q.Text, "CREATE (a:`kgsync_probe`)"), "the probe is rolled back")
 	}
 
 	info, err := s.Server(t.Context())
@@ -201,4 +201,111 @@ func TestDeleteBatches(t *testing.T) {
 	require.Equal(t, 100, txRows[txs[1]])
 	require.Equal(t, 51, txRows[txs[2]], "the last deletion transaction carries the rest of the batch too")
 	require.Equal(t, 3, st.Batches)
+}
+
+// TestVectorIndexCreationRace: two pipelines sharing chunk_embedding
+// ensure it at the same moment; the one whose CREATE comes second gets
+// "Given vector index already exists." (3.0–3.7) or the notification
+// "Error while creating vector index …" (3.8 and later) although an
+// identical index now exists: that is success. An index the other client
+// made with another dimension stays an error.
+func TestVectorIndexCreationRace(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"3.1.0", "3.7.0", "3.8.0", "3.12.0"} {
+		_, sc, s := emulated(t, bolttest.Memgraph{Version: v}, "docs", nil)
+		sc.RaceVectorIndex("chunk_embedding", 0)
+		_, err := s.Ensure(t.Context(), testSchema(3))
+		require.NoError(t, err, v)
+		require.Equal(t, 3, sc.VectorDimension("chunk_embedding"), v)
+
+		_, sc, s = emulated(t, bolttest.Memgraph{Version: v}, "docs", nil)
+		sc.RaceVectorIndex("chunk_embedding", 5)
+		_, err = s.Ensure(t.Context(), testSchema(3))
+		require.ErrorContains(t, err, `vector index "chunk_embedding"`, v)
+		require.ErrorContains(t, err, "dimension 5", v)
+	}
+}
+
+// TestVersionTable: on each version the Bolt sink does what its row of
+// sink.MemgraphRanges (docs/memgraph-support.md) says: text indexes and
+// text search only where the row has them (before 3.6 the property-list
+// CREATE TEXT INDEX is a syntax error, on 3.5 it needs an experimental
+// flag, and text_search.search has no score there), the limit positional
+// on 3.6–3.10 and in the config map from 3.11; Check (validate --online,
+// /readyz) reports the same and passes.
+func TestVersionTable(t *testing.T) {
+	t.Parallel()
+	sch := testSchema(3)
+	sch.TextIndexes = []sink.TextIndex{{Name: "chunk_lex", Label: "Chunk", Properties: []string{"lex"}}}
+	for _, v := range []string{"3.1.0", "3.4.0", "3.5.0", "3.6.0", "3.7.0", "3.8.0", "3.10.0", "3.11.0", "3.12.0"} {
+		row, err := sink.MemgraphFeatures(v)
+		require.NoError(t, err)
+		srv, sc, s := emulated(t, bolttest.Memgraph{Version: v}, "docs", nil)
+		info, err := s.Check(t.Context(), sch)
+		require.NoError(t, err, v)
+		require.Equal(t, row, info.Features, v)
+		require.Equal(t, row.TextIndexes, info.TextSearch, v)
+		_, err = s.Ensure(t.Context(), sch)
+		require.NoError(t, err, v)
+		require.Equal(t, 3, sc.VectorDimension("chunk_embedding"), v)
+		if !row.TextIndexes {
+			require.Empty(t, sc.TextIndexes(), v)
+			srv.Reset()
+			_, err = s.TextSearch(t.Context(), "chunk_lex", "lex", []string{"proxi"}, 5)
+			require.ErrorContains(t, err, "no text search", v)
+			require.ErrorContains(t, err, "kgsync's state", v)
+			require.Empty(t, srv.Queries(), "%s: nothing sent", v)
+			continue
+		}
+		require.Equal(t, []string{"chunk_lex"}, sc.TextIndexes(), v)
+		srv.Respond(func(q bolttest.Query) ([]string, [][]any, bool) {
+			if strings.HasPrefix(q.Text, "CALL text_search.search") {
+				return []string{"fetched", "hits"}, [][]any{{int64(0), []any{}}}, true
+			}
+			return nil, nil, false
+		})
+		srv.Reset()
+		_, err = s.TextSearch(t.Context(), "chunk_lex", "lex", []string{"proxi"}, 5)
+		require.NoError(t, err, v)
+		qs := srv.Queries()
+		require.Len(t, qs, 1, v)
+		if row.TextLimitInConfig {
+			require.Contains(t, qs[0].Text, "{limit: $limit}", v)
+		} else {
+			require.Contains(t, qs[0].Text, "text_search.search($index, $query, $limit)", v)
+		}
+	}
+}
+
+// TestProbeLeavesNothingInAnalyticalMode: in IN_MEMORY_ANALYTICAL storage
+// a rollback undoes nothing, so the edge-property probe must remove its
+// own nodes: on success in the probe query itself, after a failure (no
+// edge properties: the CREATE ran, the SET failed) with a committed
+// DETACH DELETE of the probe's label.
+func TestProbeLeavesNothingInAnalyticalMode(t *testing.T) {
+	t.Parallel()
+	for _, noProps := range []bool{false, true} {
+		srv, _, s := emulated(t, bolttest.Memgraph{Analytical: true, NoEdgeProperties: noProps}, "docs", nil)
+		info, err := s.Server(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, !noProps, info.EdgeProperties)
+		var probe, cleanup *bolttest.Query
+		for _, q := range srv.Queries() {
+			switch {
+			case strings.HasPrefix(q.Text, "CREATE (a:`kgsync_probe`)"):
+				probe = &q
+			case strings.Contains(q.Text, "kgsync_probe") && strings.Contains(q.Text, "DETACH DELETE"):
+				cleanup = &q
+			}
+		}
+		require.NotNil(t, probe)
+		if !noProps {
+			require.Contains(t, probe.Text, "DETACH DELETE a, b", "the probe deletes its nodes")
+			require.Nil(t, cleanup)
+			continue
+		}
+		require.NotNil(t, cleanup, "a failed probe's nodes are removed")
+		require.True(t, cleanup.Committed)
+		require.Zero(t, cleanup.Tx, "auto-commit")
+	}
 }

@@ -109,9 +109,10 @@ type Sink struct {
 	driver neo4j.DriverWithContext
 	logger *slog.Logger
 
-	mu      sync.Mutex
-	vectors map[string]sink.VectorIndex // ensured vector indexes by name
-	server  *ServerInfo                 // once Server answered
+	mu       sync.Mutex
+	vectors  map[string]sink.VectorIndex // ensured vector indexes by name
+	server   *ServerInfo                 // once Server answered
+	serverAt time.Time                   // when
 }
 
 var _ sink.Sink = (*Sink)(nil)
@@ -229,7 +230,8 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		notes = res.notes
 		return res.fields, res.rows, nil
 	}
-	if _, err := s.Check(ctx, schema); err != nil {
+	info, err := s.Check(ctx, schema)
+	if err != nil {
 		return stats, err
 	}
 
@@ -273,7 +275,7 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 			}
 		}
 	}
-	if err := s.ensureText(ctx, schema.TextIndexes, fields, rows, run); err != nil {
+	if err := s.ensureText(ctx, info, schema.TextIndexes, fields, rows, run); err != nil {
 		return stats, err
 	}
 	if len(schema.VectorIndexes) == 0 {
@@ -345,18 +347,8 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 				s.remember(vi)
 				continue
 			}
-			st, err := s.d.CreateVectorIndex(vi)
-			if err != nil {
-				return stats, fmt.Errorf("memgraph ensure: %w", err)
-			}
-			if _, _, err := run(st); err != nil {
+			if err := s.createVectorIndex(ctx, vi, run, func() []neo4j.Notification { return notes }); err != nil {
 				return stats, err
-			}
-			for _, n := range notes {
-				if strings.HasPrefix(n.Title(), "Error") || n.Code() == "IndexAlreadyExists" {
-					return stats, fmt.Errorf("memgraph ensure: vector index %q on :%s(%s) was not created: %s",
-						vi.Name, vi.Label, vi.Property, n.Title())
-				}
 			}
 			made = append(made, vi)
 			s.logger.InfoContext(ctx, "created vector index", slog.String("index", vi.Name), slog.Int("dimension", vi.Dimension))
@@ -389,6 +381,62 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		}
 	}
 	return stats, nil
+}
+
+// createVectorIndex runs CREATE VECTOR INDEX for vi and reads its outcome:
+// an error, or (from 3.8) a notification whose title starts "Error" or
+// whose code is IndexAlreadyExists. Another pipeline sharing the index may
+// have created it a moment before (two runs starting together): Memgraph
+// then answers "Given vector index already exists." (3.0–3.7) or "Error
+// while creating vector index …" (3.8 and later; docs/memgraph.md §12). So
+// a refused creation reads SHOW VECTOR INDEX INFO again, and an index of
+// vi's name, label, property, dimension and metric there counts as
+// success; anything else is an error naming the index and what is listed.
+// notes returns the notifications of the last statement run.
+func (s *Sink) createVectorIndex(ctx context.Context, vi sink.VectorIndex, run func(sink.Statement) ([]string, [][]any, error),
+	notes func() []neo4j.Notification,
+) error {
+	st, err := s.d.CreateVectorIndex(vi)
+	if err != nil {
+		return fmt.Errorf("memgraph ensure: %w", err)
+	}
+	var refused string
+	if _, _, err := run(st); err != nil {
+		if !strings.Contains(err.Error(), "already exists") {
+			return err
+		}
+		refused = err.Error()
+	} else {
+		for _, n := range notes() {
+			if strings.HasPrefix(n.Title(), "Error") || n.Code() == "IndexAlreadyExists" {
+				refused = n.Title()
+				break
+			}
+		}
+	}
+	if refused == "" {
+		return nil
+	}
+	fields, rows, err := run(s.d.ShowVectorIndexes())
+	if err != nil {
+		return err
+	}
+	listed, err := s.d.ParseVectorIndexes(fields, rows)
+	if err != nil {
+		return fmt.Errorf("memgraph ensure: %w", err)
+	}
+	for _, l := range listed {
+		if l.Name != vi.Name {
+			continue
+		}
+		if l.Label == vi.Label && l.Property == vi.Property && l.Dimension == vi.Dimension && (l.Metric == "" || l.Metric == vi.Metric) {
+			s.logger.InfoContext(ctx, "vector index created by another client at the same time", slog.String("index", vi.Name))
+			return nil
+		}
+		return fmt.Errorf("memgraph ensure: vector index %q on :%s(%s) was not created (%s): the server lists it on :%s(%s) with dimension %d, metric %s",
+			vi.Name, vi.Label, vi.Property, refused, l.Label, l.Property, l.Dimension, l.Metric)
+	}
+	return fmt.Errorf("memgraph ensure: vector index %q on :%s(%s) was not created: %s", vi.Name, vi.Label, vi.Property, refused)
 }
 
 // foreignVectors describes the vectors of other pipelines (or of none)
@@ -424,26 +472,38 @@ func (s *Sink) foreignVectors(vi sink.VectorIndex, run func(sink.Statement) ([]s
 }
 
 // ensureText creates the text indexes of want that the SHOW INDEX INFO
-// result (fields, rows) does not list. Memgraph has no CREATE TEXT INDEX
-// IF NOT EXISTS; from 3.6 a duplicate name is a notification, before (text
-// search was experimental) an error: an "already exists" error is taken as
-// the index being there (docs/memgraph-text-search.md).
-func (s *Sink) ensureText(ctx context.Context, want []sink.TextIndex, fields []string, rows [][]any,
+// result (fields, rows) does not list. An index counts as there only when
+// its name, label and properties are want's: a same-named index on
+// another label or other properties is an error naming both (text_search
+// would search the wrong nodes, and CREATE TEXT INDEX of a taken name does
+// nothing; docs/memgraph-text-search.md). Memgraph has no CREATE TEXT
+// INDEX IF NOT EXISTS; from 3.6 a duplicate name is a notification, so
+// after creating, the listing is read again and each created index must be
+// in it as asked. On a server without text search (Memgraph before 3.6,
+// ServerInfo.TextSearch) nothing is created: lexical search comes from
+// kgsync's state (docs/memgraph-support.md).
+func (s *Sink) ensureText(ctx context.Context, info ServerInfo, want []sink.TextIndex, fields []string, rows [][]any,
 	run func(sink.Statement) ([]string, [][]any, error),
 ) error {
 	if len(want) == 0 {
+		return nil
+	}
+	if !info.TextSearch {
+		s.logger.InfoContext(ctx, "no text indexes: the server has no text search; lexical search comes from kgsync's state",
+			slog.String("version", info.Version), slog.Int("text_indexes", len(want)))
 		return nil
 	}
 	have, err := s.d.ParseTextIndexes(fields, rows)
 	if err != nil {
 		return fmt.Errorf("memgraph ensure: %w", err)
 	}
-	names := map[string]bool{}
-	for _, ti := range have {
-		names[ti.Name] = true
-	}
+	var created []sink.TextIndex
 	for _, ti := range want {
-		if names[ti.Name] {
+		present, err := textIndexListed(have, ti)
+		if err != nil {
+			return err
+		}
+		if present {
 			continue
 		}
 		st, err := s.d.CreateTextIndex(ti)
@@ -451,14 +511,54 @@ func (s *Sink) ensureText(ctx context.Context, want []sink.TextIndex, fields []s
 			return fmt.Errorf("memgraph ensure: %w", err)
 		}
 		if _, _, err := run(st); err != nil {
-			if strings.Contains(err.Error(), "already exists") {
-				continue
-			}
 			return err
 		}
+		created = append(created, ti)
 		s.logger.InfoContext(ctx, "created text index", slog.String("index", ti.Name), slog.String("label", ti.Label))
 	}
+	if len(created) == 0 {
+		return nil
+	}
+	fields, rows, err = run(s.d.ShowIndexes())
+	if err != nil {
+		return err
+	}
+	if have, err = s.d.ParseTextIndexes(fields, rows); err != nil {
+		return fmt.Errorf("memgraph ensure: %w", err)
+	}
+	for _, ti := range created {
+		present, err := textIndexListed(have, ti)
+		if err != nil {
+			return err
+		}
+		if !present {
+			return fmt.Errorf("memgraph ensure: text index %q on %s was created but %s does not list it",
+				ti.Name, describeText(ti), s.d.ShowIndexes().Query)
+		}
+	}
 	return nil
+}
+
+// textIndexListed reports whether have lists ti (name, label and
+// properties); a listed index of ti's name on another label or other
+// properties is an error naming both.
+func textIndexListed(have []sink.TextIndex, ti sink.TextIndex) (bool, error) {
+	for _, h := range have {
+		if h.Name != ti.Name {
+			continue
+		}
+		if h.Label == ti.Label && slices.Equal(h.Properties, ti.Properties) {
+			return true, nil
+		}
+		return false, fmt.Errorf("memgraph ensure: text index %q exists on %s, kgsync needs it on %s; drop it (DROP TEXT INDEX %s) and sync again",
+			ti.Name, describeText(h), describeText(ti), sink.QuoteName(ti.Name))
+	}
+	return false, nil
+}
+
+// describeText is ":Label(p1, p2)".
+func describeText(ti sink.TextIndex) string {
+	return ":" + ti.Label + "(" + strings.Join(ti.Properties, ", ") + ")"
 }
 
 // removeProperty repeats the batched REMOVE until it reports 0 nodes.
@@ -801,12 +901,26 @@ const maxTextFetch = 1 << 16
 // again (at most maxTextFetch): the top limit is the pipeline's own top
 // limit however many nodes other pipelines share the index with. On a
 // server that refuses the config-map limit (Memgraph 3.6–3.10 took it as
-// a positional argument) the query is retried once in the older form.
+// a positional argument) the query is retried once in the older form; a
+// server whose version Server read gets its form at once. On a Memgraph
+// without text search (before 3.6, ServerInfo.TextSearch) it is an error
+// before any query: the caller searches kgsync's state instead.
 func (s *Sink) TextSearch(ctx context.Context, index, property string, terms []string, limit int) ([]Hit, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("text search %q: limit = %d, want >= 1", index, limit)
 	}
 	positional := false
+	s.mu.Lock()
+	server := s.server
+	s.mu.Unlock()
+	if server != nil && s.d.Name() == "memgraph" {
+		if !server.TextSearch {
+			return nil, fmt.Errorf("text search %q: Memgraph %s has no text search (kgsync creates text indexes on 3.6 or later); "+
+				"lexical search comes from kgsync's state (docs/memgraph-support.md)", index, server.Version)
+		}
+		// 3.6–3.10 take the limit as a positional argument.
+		positional = server.Features.TextIndexes && !server.Features.TextLimitInConfig
+	}
 	for ask := min(2*limit, maxTextFetch); ; ask = min(4*ask, maxTextFetch) {
 		st, err := s.d.TextSearch(index, property, s.cfg.Pipeline, terms, ask)
 		if err != nil {

@@ -489,31 +489,46 @@ func TestBackoff(t *testing.T) {
 
 func TestEnsureTextIndexes(t *testing.T) {
 	t.Parallel()
-	tb := setup(t, nil)
+	srv, sc, s := emulated(t, bolttest.Memgraph{Version: "3.12.0"}, "docs", nil)
 	sch := sink.Schema{TextIndexes: []sink.TextIndex{
 		{Name: "chunk_lex", Label: "Chunk", Properties: []string{"lex"}},
 		{Name: "term_lex", Label: "Term", Properties: []string{"lex"}},
 	}}
-	// chunk_lex is listed; term_lex is not, and its CREATE fails as an
-	// experimental (pre-3.6) text search fails on a duplicate name: taken
-	// as present.
-	tb.schema.indexes = [][]any{{"label_text (name: chunk_lex)", "Chunk", []any{"lex"}, int64(3)}}
-	tb.srv.FailNext(1, func(text string) bool { return strings.HasPrefix(text, "CREATE TEXT INDEX `term_lex`") },
-		bolttest.Failure{Code: bolttest.CodeClient, Message: "Text index term_lex already exists at path: /var/lib/memgraph/text_index/term_lex."})
-	st, err := tb.sink.Ensure(t.Context(), sch)
+	// chunk_lex is listed as asked; term_lex is created, auto-commit.
+	sc.AddTextIndex("chunk_lex", "Chunk", "lex")
+	_, err := s.Server(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, 2, st.Statements)
-	require.Equal(t, []string{"SHOW INDEX INFO", "CREATE TEXT INDEX `term_lex` ON :`Term`(`lex`)"}, texts(tb.srv.Queries()))
-	require.Zero(t, tb.srv.Queries()[1].Tx, "text index DDL is auto-commit only")
+	srv.Reset()
+	st, err := s.Ensure(t.Context(), sch)
+	require.NoError(t, err)
+	require.Equal(t, 3, st.Statements)
+	require.Equal(t, []string{"SHOW INDEX INFO", "CREATE TEXT INDEX `term_lex` ON :`Term`(`lex`)", "SHOW INDEX INFO"}, texts(srv.Queries()))
+	require.Zero(t, srv.Queries()[1].Tx, "text index DDL is auto-commit only")
+	require.Equal(t, []string{"chunk_lex", "term_lex"}, sc.TextIndexes())
 
-	// Any other failure (analytical mode) is an error naming the index.
-	tb.srv.Reset()
-	tb.schema.indexes = nil
-	tb.srv.FailNext(1, func(text string) bool { return strings.HasPrefix(text, "CREATE TEXT INDEX") },
-		bolttest.Failure{Code: bolttest.CodeClient, Message: "Text index is not supported in analytical storage mode."})
-	_, err = tb.sink.Ensure(t.Context(), sch)
+	// Any failure (analytical mode) is an error naming the index.
+	_, _, s = emulated(t, bolttest.Memgraph{Version: "3.12.0", Analytical: true}, "docs", nil)
+	_, err = s.Ensure(t.Context(), sch)
 	require.ErrorContains(t, err, `create text index "chunk_lex"`)
 	require.ErrorContains(t, err, "analytical")
+}
+
+// TestTextIndexMatchedByLabelAndProperties: a text index is there only
+// when its name, label and properties are the ones kgsync needs; a
+// same-named index elsewhere (by hand, an older layout) is reported, not
+// taken: CREATE TEXT INDEX of its name would only be a notification, and
+// lexical search would query the wrong nodes.
+func TestTextIndexMatchedByLabelAndProperties(t *testing.T) {
+	t.Parallel()
+	sch := sink.Schema{TextIndexes: []sink.TextIndex{{Name: "chunk_lex", Label: "Chunk", Properties: []string{"lex"}}}}
+	for _, other := range []struct{ label, prop string }{{"Document", "lex"}, {"Chunk", "text"}} {
+		_, sc, s := emulated(t, bolttest.Memgraph{}, "docs", nil)
+		sc.AddTextIndex("chunk_lex", other.label, other.prop)
+		_, err := s.Ensure(t.Context(), sch)
+		require.ErrorContains(t, err, `text index "chunk_lex" exists on :`+other.label+"("+other.prop+")")
+		require.ErrorContains(t, err, "needs it on :Chunk(lex)")
+		require.ErrorContains(t, err, "DROP TEXT INDEX `chunk_lex`")
+	}
 }
 
 // sharedTextIndex answers text_search.search as Memgraph would for one

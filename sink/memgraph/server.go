@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j"
 
@@ -16,8 +17,9 @@ import (
 )
 
 // MinVersion is the oldest Memgraph kgsync writes to: SHOW VECTOR INDEX
-// INFO, which Ensure reads, came in 3.1 (docs/memgraph.md §0). Text
-// indexes need 3.6 (or --experimental-enabled=text-search on 2.15.1–3.5).
+// INFO, which Ensure reads, came in 3.1 (docs/memgraph.md §0). What kgsync
+// does on each later version is sink.MemgraphRanges: text indexes from 3.6
+// (before, lexical search comes from kgsync's own lexical index in state).
 const MinVersion = "3.1"
 
 // FlagEdgeProperties is the Memgraph flag without which edges carry no
@@ -33,22 +35,41 @@ type ServerInfo struct {
 	// EdgeProperties reports whether the server stores edge properties:
 	// Memgraph only with FlagEdgeProperties; Neo4j always.
 	EdgeProperties bool
+	// Features is the version's row of the supported-version table
+	// (sink.MemgraphFeatures; zero for Neo4j and for a version it cannot
+	// read).
+	Features sink.MemgraphRange
+	// TextSearch reports whether kgsync creates and queries text indexes
+	// on the server: Memgraph 3.6 or later (Features.TextIndexes), Neo4j
+	// always. Without it lexical search comes from kgsync's state.
+	TextSearch bool
 }
 
 // probeQuery creates an edge with a property inside a transaction that is
 // rolled back: it fails with "Can't set property because properties on
 // edges are disabled." when the server stores none (Memgraph
-// src/query/common.hpp; docs/memgraph.md §12), and leaves nothing behind.
-const probeQuery = "CREATE (a:`kgsync_probe`)-[e:`kgsync_probe`]->(b:`kgsync_probe`) SET e.`probe` = true"
+// src/query/common.hpp; docs/memgraph.md §12). In IN_MEMORY_ANALYTICAL
+// storage a rollback undoes nothing, so the query deletes its own nodes
+// when it succeeds, and probeCleanup removes what a failed probe left.
+const probeQuery = "CREATE (a:`kgsync_probe`)-[e:`kgsync_probe`]->(b:`kgsync_probe`) SET e.`probe` = true DETACH DELETE a, b"
+
+// probeCleanup deletes the nodes of a failed probe (auto-commit); in
+// transactional storage there are none.
+const probeCleanup = "MATCH (n:`kgsync_probe`) DETACH DELETE n"
+
+// ServerTTL is how long Server keeps its answer: a server restarted with
+// other flags or upgraded is seen again within it.
+const ServerTTL = 30 * time.Second
 
 // Server asks the server for its version (SHOW VERSION, auto-commit) and
 // probes whether it stores edge properties (probeQuery in a transaction
-// that is rolled back). The answer is kept once known, so it costs two
-// round trips per Sink. Errors: the server is unreachable, refuses writes
-// (a replica), or answers in an unknown form.
+// that is rolled back). The answer is kept for ServerTTL (ForgetServer
+// drops it sooner), so it costs two round trips per Sink and TTL. Errors:
+// the server is unreachable, refuses writes (a replica), or answers in an
+// unknown form.
 func (s *Sink) Server(ctx context.Context) (ServerInfo, error) {
 	s.mu.Lock()
-	if s.server != nil {
+	if s.server != nil && time.Since(s.serverAt) < ServerTTL {
 		info := *s.server
 		s.mu.Unlock()
 		return info, nil
@@ -62,16 +83,29 @@ func (s *Sink) Server(ctx context.Context) (ServerInfo, error) {
 	if err != nil {
 		return ServerInfo{}, fmt.Errorf("memgraph sink: %w", err)
 	}
-	info := ServerInfo{Version: v, EdgeProperties: true}
+	info := ServerInfo{Version: v, EdgeProperties: true, TextSearch: true}
 	if s.d.Name() == "memgraph" {
+		f, err := sink.MemgraphFeatures(v)
+		// A version in another scheme (a custom build) is tried like the
+		// newest.
+		info.Features, info.TextSearch = f, err != nil || f.TextIndexes
 		if info.EdgeProperties, err = s.probeEdgeProperties(ctx); err != nil {
 			return ServerInfo{}, fmt.Errorf("memgraph sink: probe edge properties: %w", err)
 		}
 	}
 	s.mu.Lock()
-	s.server = &info
+	s.server, s.serverAt = &info, time.Now()
 	s.mu.Unlock()
 	return info, nil
+}
+
+// ForgetServer drops the answer Server keeps, so that the next Server,
+// Check or Ensure asks the server again (a readiness check that must see
+// a restart with the flag its message asked for).
+func (s *Sink) ForgetServer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.server = nil
 }
 
 func (s *Sink) probeEdgeProperties(ctx context.Context) (bool, error) {
@@ -100,7 +134,15 @@ func (s *Sink) probeEdgeProperties(ctx context.Context) (bool, error) {
 		}
 		return tx.Rollback(ctx)
 	})
-	return ok, err
+	if err != nil || ok {
+		return ok, err
+	}
+	// The failed SET came after the CREATE of two nodes, which analytical
+	// storage keeps.
+	if _, _, _, err := s.runAuto(ctx, sink.Statement{Query: probeCleanup, Kind: sink.KindProbe, Target: "kgsync_probe"}); err != nil {
+		return false, fmt.Errorf("remove the probe's nodes: %w", err)
+	}
+	return ok, nil
 }
 
 // Check verifies that the server can hold schema: Memgraph MinVersion or
