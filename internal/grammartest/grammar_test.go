@@ -1,3 +1,5 @@
+//go:build grammar
+
 package grammartest
 
 import (
