@@ -176,6 +176,11 @@ type SearchOutput struct {
 	// Declined reports that nothing relevant was found; Reason says why.
 	Declined bool   `json:"declined,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Confidence is "high", or "low" when the relevance floor finds the
+	// hits weak (Reason then says why, Missing lists the query's content
+	// words none of the best hits has); empty when declined.
+	Confidence string   `json:"confidence,omitempty"`
+	Missing    []string `json:"missing,omitempty"`
 	// Terms are defined terms the query names; Addresses the addresses it
 	// names, with the nodes they resolve to.
 	Terms         []string       `json:"terms,omitempty"`
@@ -267,6 +272,7 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 		hits, out.ContextTokens = c.Hits, c.Tokens
 	}
 	out.Declined, out.Reason, out.Terms, out.Warnings = res.Declined, res.Reason, res.Terms, res.Warnings
+	out.Confidence, out.Missing = res.Confidence, res.Missing
 	for _, a := range res.Addresses {
 		out.Addresses = append(out.Addresses, AddressFound{Text: a.Text, Nodes: a.Nodes})
 	}

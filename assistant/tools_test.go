@@ -187,6 +187,28 @@ func TestSearchTool(t *testing.T) {
 	call(t, cs, "search", map[string]any{"pipeline": "docs", "query": "What should the by parameter contain in its default configuration?", "expand": true}, &out)
 	require.NotEmpty(t, out.Hits)
 	require.Positive(t, out.ContextTokens)
+	require.Equal(t, "high", out.Confidence)
+}
+
+// TestSearchToolConfidence: the three answers of the relevance floor
+// (docs/retrieval.md) reach the assistant as they reach kgsync search: a
+// weak answer says confidence "low" and what it misses, a declined one
+// has no hits and no confidence.
+func TestSearchToolConfidence(t *testing.T) {
+	_, cs := serve(t)
+	var out assistant.SearchOutput
+	call(t, cs, "search", map[string]any{"pipeline": "docs", "k": 1,
+		"query": "How long may a proxy keep an obfuscated identifier for the same client?"}, &out)
+	require.False(t, out.Declined)
+	require.NotEmpty(t, out.Hits)
+	require.Equal(t, "low", out.Confidence)
+	require.Contains(t, out.Reason, "asks for a quantity")
+	require.Contains(t, out.Missing, "long")
+	call(t, cs, "search", map[string]any{"pipeline": "docs", "query": "How do I bake sourdough bread?"}, &out)
+	require.True(t, out.Declined)
+	require.Empty(t, out.Hits)
+	require.Empty(t, out.Confidence)
+	require.Contains(t, out.Reason, "missing: bake, sourdough, bread")
 }
 
 func TestLookupTermNeighbors(t *testing.T) {
