@@ -166,6 +166,20 @@ func TestRowsToolRefusesUnknownNames(t *testing.T) {
 	require.Contains(t, msg, `filters[0]: op "like"`)
 	msg = callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "guide", "limit": 501})
 	require.Contains(t, msg, "limit 501")
+	// A misspelt attribute is refused, naming it, not answered "0 rows".
+	msg = callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "cn_code", "filters": []map[string]any{{"attribute": "levle", "value": 2}}})
+	require.Contains(t, msg, `filters[0]: anchor cn_code has no attribute "levle"; its attributes: id, code, description, level`)
+	msg = callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "cn_code", "filters": []map[string]any{{"attribute": "code", "value": "0701"}},
+		"follow": []map[string]any{{"link": "REQUIRES_GUIDE", "filters": []map[string]any{{"attribute": "name", "value": "x"}}}}})
+	require.Contains(t, msg, `follow[0].filters[0]: anchor guide has no attribute "name"`)
+	msg = callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "cn_code", "order_by": "levle"})
+	require.Contains(t, msg, `order_by: anchor cn_code has no attribute "levle"`)
+	msg = callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "faq", "group_by": "sources", "count_only": true})
+	require.Contains(t, msg, `group_by: anchor faq has no attribute "sources"`)
+	msg = callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "guide", "fields": []string{"titel"}})
+	require.Contains(t, msg, `fields: anchor guide has no attribute "titel"`)
+	// id and every attribute a row holds still filter.
+	require.Empty(t, callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "faq", "filters": []map[string]any{{"attribute": "city", "op": "missing"}, {"attribute": "id", "value": "faq:1"}}}))
 }
 
 func TestSearchTool(t *testing.T) {
