@@ -435,5 +435,11 @@ func (s *Server) toolRows(ctx context.Context, _ *mcp.CallToolRequest, in RowsIn
 		out = pl.runState(t)
 	}
 	out.Pipeline = p.Name
+	// The query filters on $pipeline: give it, so cypher and params run
+	// as they are.
+	if out.Params == nil {
+		out.Params = map[string]any{}
+	}
+	out.Params["pipeline"] = p.Name
 	return nil, out, err
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -153,6 +154,26 @@ func TestRowsToolCountsAndLists(t *testing.T) {
 	// harmonized-system.csv: 97 chapters, 1229 headings, 5613 subheadings
 	// and the TOTAL row at level 5; most first.
 	require.Equal(t, []assistant.Group{{Value: 6.0, Count: 5613}, {Value: 4.0, Count: 1229}, {Value: 2.0, Count: 97}, {Value: 5.0, Count: 1}}, out.Groups)
+}
+
+// TestRowsCypherHasItsParams: the cypher and params every rows answer
+// carries run as they are on the graph (tool cypher, mgconsole): each
+// $parameter of the query is in params, $pipeline included.
+func TestRowsCypherHasItsParams(t *testing.T) {
+	_, cs := serve(t)
+	paramRe := regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
+	for _, args := range []map[string]any{
+		{"pipeline": "tables", "anchor": "cn_code", "filters": []map[string]any{{"attribute": "code", "value": "0701"}}, "follow": []map[string]any{{"link": "REQUIRES_GUIDE"}}},
+		{"pipeline": "tables", "anchor": "guide", "filters": []map[string]any{{"attribute": "title", "value": "Ceramics"}}, "follow": []map[string]any{{"link": "REQUIRES_GUIDE", "direction": "in"}}, "count_only": true},
+		{"pipeline": "tables", "anchor": "faq", "count_only": true},
+	} {
+		var out assistant.RowsOutput
+		call(t, cs, "rows", args, &out)
+		require.Equal(t, "tables", out.Params["pipeline"], out.Cypher)
+		for _, m := range paramRe.FindAllStringSubmatch(out.Cypher, -1) {
+			require.Contains(t, out.Params, m[1], out.Cypher)
+		}
+	}
 }
 
 func TestRowsToolRefusesUnknownNames(t *testing.T) {
