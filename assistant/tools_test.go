@@ -261,7 +261,31 @@ func TestLookupTermNeighbors(t *testing.T) {
 	for _, e := range nb.Edges {
 		types[e.Type] = true
 	}
-	require.True(t, types["PARENT_OF"], "%+v", nb.Edges)
+	// Edge types are the graph's, so a cypher query can follow them:
+	// structure is (child)-[:PART_OF]->(parent).
+	require.Contains(t, nb.Edges, assistant.Neighbor{Type: "PART_OF", Direction: "out", ID: "docs:rfc7239.txt › 5", Label: "Section", Text: "5. Parameters"})
+	require.False(t, types["PARENT_OF"], "%+v", nb.Edges)
+
+	// A row's long attribute is chunked: (:Chunk)-[:PART_OF]->(row), and
+	// the chunk covers no element node of the graph.
+	var sr assistant.SearchOutput
+	call(t, cs, "search", map[string]any{"pipeline": "tables", "query": "supportive care of complications for hospitalized patients", "anchor": "faq", "attribute": "answer"}, &sr)
+	var chunk *assistant.SearchHit
+	for i, h := range sr.Hits {
+		if h.Label == "Chunk" {
+			chunk = &sr.Hits[i]
+			break
+		}
+	}
+	require.NotNil(t, chunk, "%+v", sr.Hits)
+	call(t, cs, "neighbors", map[string]any{"pipeline": "tables", "id": chunk.Node}, &nb)
+	found := false
+	for _, e := range nb.Edges {
+		found = found || e.Type == "PART_OF" && e.Direction == "in" && e.ID == chunk.ID && e.Label == "Chunk"
+	}
+	require.True(t, found, "%s: %+v", chunk.Node, nb.Edges)
+	call(t, cs, "neighbors", map[string]any{"pipeline": "tables", "id": chunk.ID}, &nb)
+	require.Equal(t, []assistant.Neighbor{{Type: "PART_OF", Direction: "out", ID: chunk.Node, Label: "faq", Text: nb.Edges[0].Text}}, nb.Edges)
 
 	call(t, cs, "neighbors", map[string]any{"pipeline": "tables", "id": "hs_code:0701"}, &nb)
 	var guide *assistant.Neighbor
