@@ -96,8 +96,8 @@ type TextIndex struct {
 	Property string `json:"property"`
 }
 
-const documentGraph = "Documents are (:Document {id, title}) with a tree of (:Section {id, address, title}) and (:Element {id, kind, address, text}) nodes; " +
-	"(:Chunk {id, text, address, embedding}) nodes are the search units: (:Chunk)-[:PART_OF]->(:Document), -[:IN_SECTION]->(:Section), -[:NEXT]->(:Chunk); " +
+const documentGraph = "Documents are (:Document {id, title}) with a tree of (:Section {id, address, title}) and (:Element {id, kind, address, text}) nodes, each -[:PART_OF]-> its parent; " +
+	"(:Chunk {id, text, address, embedding}) nodes are the search units: (:Chunk)-[:PART_OF]->(:Document), -[:IN_SECTION]->(:Section), -[:COVERS]->(:Element), -[:NEXT]->(:Chunk); " +
 	"(:Term {id, name, definition}) are defined terms; CROSS_REF edges join elements that cite each other and MANDATORY edges join elements always read together. " +
 	"Element ids are the document id and the address path joined by \" › \"."
 
