@@ -186,7 +186,10 @@ type SearchOutput struct {
 	Terms         []string       `json:"terms,omitempty"`
 	Addresses     []AddressFound `json:"addresses,omitempty"`
 	ContextTokens int            `json:"context_tokens,omitempty"`
-	Warnings      []string       `json:"warnings,omitempty"`
+	// Omitted is what expand left out for lack of budget (at most 10),
+	// by priority: hits that did not fit, then context a hit needed.
+	Omitted  []Omitted `json:"omitted,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
 }
 
 // AddressFound is an address the query names.
@@ -212,6 +215,14 @@ type SearchHit struct {
 	Element    string      `json:"element,omitempty"`
 	Text       string      `json:"text"`
 	Expansions []Expansion `json:"expansions,omitempty"`
+}
+
+// Omitted is a hit or context left out of an expanded answer: the node's
+// id, what it was ("hit 4", "defines \"Program\"") and its size in tokens.
+type Omitted struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+	Tokens int    `json:"tokens"`
 }
 
 // Expansion is context added to a hit, with why.
@@ -265,11 +276,16 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 		if budget <= 0 {
 			budget = p.Search.Budget
 		}
-		c, err := v.srch.Expand(ctx, hits, budget)
+		// ExpandResult, as kgsync search --expand: the definitions of the
+		// terms the question names come with the hits.
+		c, err := v.srch.ExpandResult(ctx, res, budget)
 		if err != nil {
 			return nil, out, err
 		}
 		hits, out.ContextTokens = c.Hits, c.Tokens
+		for _, o := range c.Omitted {
+			out.Omitted = append(out.Omitted, Omitted{ID: o.ID, Reason: o.Reason, Tokens: o.Tokens})
+		}
 	}
 	out.Declined, out.Reason, out.Terms, out.Warnings = res.Declined, res.Reason, res.Terms, res.Warnings
 	out.Confidence, out.Missing = res.Confidence, res.Missing

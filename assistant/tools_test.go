@@ -246,6 +246,30 @@ func TestSearchToolConfidence(t *testing.T) {
 	require.Contains(t, out.Reason, "missing: bake, sourdough, bread")
 }
 
+// TestSearchToolExpandAsCLI: expand builds the context as kgsync search
+// --expand does: the definition of a term the question names comes with
+// the hits, and what a small budget left out is listed.
+func TestSearchToolExpandAsCLI(t *testing.T) {
+	_, cs := serve(t)
+	var out assistant.SearchOutput
+	call(t, cs, "search", map[string]any{"pipeline": "docs", "k": 2, "expand": true, "query": "How must Known Vulnerabilities be handled?"}, &out)
+	var reasons []string
+	for _, h := range out.Hits {
+		for _, x := range h.Expansions {
+			reasons = append(reasons, x.Reason)
+		}
+	}
+	require.Contains(t, reasons, `defines "Known Vulnerability", which the question names`)
+	call(t, cs, "search", map[string]any{"pipeline": "docs", "k": 3, "expand": true, "budget": 1200, "query": `What should the "by" parameter contain by default?`}, &out)
+	require.LessOrEqual(t, out.ContextTokens, 1200)
+	require.NotEmpty(t, out.Omitted)
+	for _, o := range out.Omitted {
+		require.NotEmpty(t, o.ID)
+		require.NotEmpty(t, o.Reason)
+		require.Positive(t, o.Tokens)
+	}
+}
+
 func TestLookupTermNeighbors(t *testing.T) {
 	_, cs := serve(t)
 	var lk assistant.LookupOutput
