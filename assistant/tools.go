@@ -165,7 +165,7 @@ type SearchInput struct {
 	Attribute string `json:"attribute,omitempty" jsonschema:"with anchor: search only this embeddable attribute (e.g. question)"`
 	K         int    `json:"k,omitempty" jsonschema:"number of hits, 1-50 (default 5)"`
 	Expand    bool   `json:"expand,omitempty" jsonschema:"add the minimal sufficient context to the hits"`
-	Budget    int    `json:"budget,omitempty" jsonschema:"token budget of the expanded context (default 2500)"`
+	Budget    int    `json:"budget,omitempty" jsonschema:"with expand: token budget of the expanded context (default 2500)"`
 }
 
 // SearchOutput is the result of tool search.
@@ -248,6 +248,12 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 	}
 	if in.Attribute != "" && in.Anchor == "" {
 		return nil, out, fmt.Errorf("attribute %q needs its anchor", in.Attribute)
+	}
+	if in.Budget < 0 {
+		return nil, out, fmt.Errorf("budget %d: want a number of tokens > 0", in.Budget)
+	}
+	if in.Budget > 0 && !in.Expand {
+		return nil, out, fmt.Errorf("budget %d bounds the expanded context: set expand true, or leave budget out", in.Budget)
 	}
 	v, err := s.viewOf(ctx, p)
 	if err != nil {

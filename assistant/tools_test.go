@@ -217,6 +217,11 @@ func TestSearchTool(t *testing.T) {
 	require.Contains(t, msg, `attribute "code" of anchor cn_code is not embeddable; searchable: description`)
 	msg = callErr(t, cs, "search", map[string]any{"pipeline": "tables", "query": "horses", "anchor": "hs_code"})
 	require.Contains(t, msg, `anchor "hs_code" has nothing to search`)
+	// A budget without expand would be silently ignored.
+	msg = callErr(t, cs, "search", map[string]any{"pipeline": "docs", "query": "forwarded header", "budget": 800})
+	require.Equal(t, "budget 800 bounds the expanded context: set expand true, or leave budget out", msg)
+	msg = callErr(t, cs, "search", map[string]any{"pipeline": "docs", "query": "forwarded header", "budget": -1, "expand": true})
+	require.Contains(t, msg, "budget -1")
 	call(t, cs, "search", map[string]any{"pipeline": "tables", "query": "masks", "anchor": "faq", "attribute": "answer"}, &out)
 	require.NotEmpty(t, out.Hits)
 	call(t, cs, "search", map[string]any{"pipeline": "docs", "query": "What should the by parameter contain in its default configuration?", "expand": true}, &out)
