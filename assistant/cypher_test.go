@@ -204,3 +204,42 @@ func TestCypherReads(t *testing.T) {
 		require.False(t, q.Committed, q.Text)
 	}
 }
+
+// TestCypherRefusedOnOtherSink: with one pipeline on Memgraph and one on
+// CYPHERL files, cypher is listed, and a call for the CYPHERL pipeline is
+// refused naming it and the tools that answer instead; nothing reaches
+// the Memgraph.
+func TestCypherRefusedOnOtherSink(t *testing.T) {
+	ctx := context.Background()
+	_, store, ps, err := build(ctx, quickstart(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	srv := bolttest.Start(t)
+	for _, p := range ps {
+		if p.Name == "tables" {
+			_ = p.Sink.Close(ctx)
+			g, err := memgraph.New(ctx, memgraph.Config{URI: srv.URI(), Pipeline: p.Name}, nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = g.Close(ctx) })
+			p.Sink = g
+		} else {
+			t.Cleanup(func() { _ = p.Sink.Close(ctx) })
+		}
+	}
+	a, err := assistant.New(assistant.Options{Pipelines: ps})
+	require.NoError(t, err)
+	cs := connect(t, a)
+	tools, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	require.Contains(t, names, "cypher")
+	before := len(srv.Queries())
+	msg := callErr(t, cs, "cypher", map[string]any{"pipeline": "docs", "query": "MATCH (n) RETURN n.id LIMIT 1"})
+	require.Equal(t, "refused: pipeline docs's sink is not Memgraph; use rows, search or neighbors", msg)
+	require.Len(t, srv.Queries(), before)
+	msg = callErr(t, cs, "cypher", map[string]any{"query": "MATCH (n) RETURN n.id LIMIT 1"})
+	require.Contains(t, msg, `name one in "pipeline" (docs, tables)`)
+}

@@ -34,9 +34,10 @@ type NeighborsOutput struct {
 
 // Neighbor is one edge of the node.
 type Neighbor struct {
-	// Type is the edge type (PARENT_OF for document structure, CROSS_REF,
-	// MANDATORY, COVERS for a chunk and its elements, or the link's name);
-	// Direction "out" from the node or "in" to it.
+	// Type is the edge type as the graph has it: PART_OF from an element
+	// or section to its parent and from a chunk to its document or row,
+	// CROSS_REF, MANDATORY, COVERS from a chunk to its elements, or the
+	// link's name; Direction "out" from the node or "in" to it.
 	Type      string         `json:"type"`
 	Direction string         `json:"direction"`
 	ID        string         `json:"id"`
@@ -104,12 +105,11 @@ func (s *Server) neighborsState(ctx context.Context, p *pipeline.Pipeline, out *
 	if err != nil {
 		return err
 	}
-	for _, rows := range t.byAnchor {
-		i, ok := slices.BinarySearchFunc(rows, out.ID, func(r *srow, id string) int { return strings.Compare(r.id, id) })
-		if !ok {
-			continue
-		}
-		r := rows[i]
+	c, err := v.corpus.Corpus(ctx)
+	if err != nil {
+		return err
+	}
+	if r := t.row(out.ID); r != nil {
 		out.Label = r.anchor
 		for _, e := range r.out {
 			out.Edges = append(out.Edges, Neighbor{Type: e.typ, Direction: "out", ID: e.to.id, Label: e.to.anchor, Props: e.props, Text: rowPreview(e.to)})
@@ -117,11 +117,13 @@ func (s *Server) neighborsState(ctx context.Context, p *pipeline.Pipeline, out *
 		for _, e := range r.in {
 			out.Edges = append(out.Edges, Neighbor{Type: e.typ, Direction: "in", ID: e.from.id, Label: e.from.anchor, Props: e.props, Text: rowPreview(e.from)})
 		}
+		// The chunks of a long attribute are (:Chunk)-[:PART_OF]->(row).
+		for _, u := range c.Units {
+			if u.Label == retrieval.LabelChunk && u.Node == r.id {
+				out.Edges = append(out.Edges, Neighbor{Type: pipeline.RelPartOf, Direction: "in", ID: u.ID, Label: u.Label, Text: preview(u.Text)})
+			}
+		}
 		return nil
-	}
-	c, err := v.corpus.Corpus(ctx)
-	if err != nil {
-		return err
 	}
 	label := map[string]string{}
 	textOf := map[string]string{}
@@ -140,12 +142,13 @@ func (s *Server) neighborsState(ctx context.Context, p *pipeline.Pipeline, out *
 			out.Label = d.Label
 		}
 		for _, n := range d.Nodes {
+			// The graph writes structure as (child)-[:PART_OF]->(parent).
 			if n.ID == out.ID {
 				out.Label = n.Label
-				add("PARENT_OF", "in", n.Parent, "")
+				add(pipeline.RelPartOf, "out", n.Parent, "")
 			}
 			if n.Parent == out.ID {
-				add("PARENT_OF", "out", n.ID, "")
+				add(pipeline.RelPartOf, "in", n.ID, "")
 			}
 		}
 		for _, e := range d.Refs {
@@ -171,10 +174,18 @@ func (s *Server) neighborsState(ctx context.Context, p *pipeline.Pipeline, out *
 		}
 		if u.ID == out.ID {
 			out.Label = u.Label
+			// A row's chunk covers no element node: the elements of a
+			// row's attribute are not written to the graph.
 			for _, el := range u.Elements {
-				add("COVERS", "out", el, "")
+				if label[el] != "" {
+					add("COVERS", "out", el, "")
+				}
 			}
-			add("PART_OF", "out", u.Node, "")
+			if r := t.row(u.Node); r != nil {
+				out.Edges = append(out.Edges, Neighbor{Type: pipeline.RelPartOf, Direction: "out", ID: r.id, Label: r.anchor, Text: rowPreview(r)})
+			} else {
+				add(pipeline.RelPartOf, "out", u.Node, "")
+			}
 		} else if slices.Contains(u.Elements, out.ID) {
 			label[u.ID] = u.Label
 			add("COVERS", "in", u.ID, u.Text)
@@ -182,6 +193,16 @@ func (s *Server) neighborsState(ctx context.Context, p *pipeline.Pipeline, out *
 	}
 	if out.Label == "" {
 		return fmt.Errorf("no node with id %q in pipeline %s: use an id that search, lookup, rows or term returned", out.ID, p.Name)
+	}
+	return nil
+}
+
+// row is the row with node id id, whatever its anchor; nil when none.
+func (t *table) row(id string) *srow {
+	for _, rows := range t.byAnchor {
+		if i, ok := slices.BinarySearchFunc(rows, id, func(r *srow, id string) int { return strings.Compare(r.id, id) }); ok {
+			return rows[i]
+		}
 	}
 	return nil
 }

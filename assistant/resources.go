@@ -33,6 +33,8 @@ const defaultPlaybook = `# Playbook: answering from the kgsync graph
 3. Answer only from what the tools returned, and cite ids: row ids
    (hs_code:0701), chunk and element ids (docs:rfc7239.txt › 5 › 5.1).
 4. When search declines, say nothing relevant was found rather than guess.
+   When it answers with confidence "low", use the hits but say what they
+   do not state (its reason and missing words).
 `
 
 func (s *Server) addResources() {

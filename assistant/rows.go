@@ -330,6 +330,19 @@ func planRows(in RowsInput, t *table) (*plan, error) {
 			return nil, err
 		}
 	}
+	// has refuses an attribute no row of anchor holds: a misspelt name
+	// would otherwise match nothing and read as "no such rows".
+	has := func(anchor, attr, where string) error {
+		if attr == "id" || slices.Contains(t.attrs[anchor], attr) {
+			return nil
+		}
+		return fmt.Errorf("%s: anchor %s has no attribute %q; its attributes: id, %s", where, anchor, attr, strings.Join(t.attrs[anchor], ", "))
+	}
+	for i, f := range in.Filters {
+		if err := has(in.Anchor, f.Attribute, fmt.Sprintf("filters[%d]", i)); err != nil {
+			return nil, err
+		}
+	}
 	pl := &plan{in: in, anchors: []string{in.Anchor}}
 	hop := func(from string, h *Hop, where string) (string, error) {
 		if h.Direction == "" {
@@ -367,6 +380,11 @@ func planRows(in RowsInput, t *table) (*plan, error) {
 		if len(to) != 1 {
 			return "", fmt.Errorf("%s: anchor %s has no link %q direction %s; its links: %s", where, from, h.Link, h.Direction, strings.Join(have, ", "))
 		}
+		for i, f := range h.Filters {
+			if err := has(to[0], f.Attribute, fmt.Sprintf("%s.filters[%d]", where, i)); err != nil {
+				return "", err
+			}
+		}
 		return to[0], nil
 	}
 	for i := range pl.in.LinkedTo {
@@ -392,11 +410,17 @@ func planRows(in RowsInput, t *table) (*plan, error) {
 		if err := sink.ValidName(f); err != nil {
 			return nil, fmt.Errorf("fields: %w", err)
 		}
+		if err := has(end, f, "fields"); err != nil {
+			return nil, err
+		}
 	}
-	for _, a := range []string{in.OrderBy, in.GroupBy} {
-		if a != "" {
-			if err := sink.ValidName(a); err != nil {
-				return nil, fmt.Errorf("order_by/group_by: %w", err)
+	for _, a := range []struct{ name, where string }{{in.OrderBy, "order_by"}, {in.GroupBy, "group_by"}} {
+		if a.name != "" {
+			if err := sink.ValidName(a.name); err != nil {
+				return nil, fmt.Errorf("%s: %w", a.where, err)
+			}
+			if err := has(end, a.name, a.where); err != nil {
+				return nil, err
 			}
 		}
 	}

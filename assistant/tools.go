@@ -96,8 +96,8 @@ type TextIndex struct {
 	Property string `json:"property"`
 }
 
-const documentGraph = "Documents are (:Document {id, title}) with a tree of (:Section {id, address, title}) and (:Element {id, kind, address, text}) nodes; " +
-	"(:Chunk {id, text, address, embedding}) nodes are the search units: (:Chunk)-[:PART_OF]->(:Document), -[:IN_SECTION]->(:Section), -[:NEXT]->(:Chunk); " +
+const documentGraph = "Documents are (:Document {id, title}) with a tree of (:Section {id, address, title}) and (:Element {id, kind, address, text}) nodes, each -[:PART_OF]-> its parent; " +
+	"(:Chunk {id, text, address, embedding}) nodes are the search units: (:Chunk)-[:PART_OF]->(:Document), -[:IN_SECTION]->(:Section), -[:COVERS]->(:Element), -[:NEXT]->(:Chunk); " +
 	"(:Term {id, name, definition}) are defined terms; CROSS_REF edges join elements that cite each other and MANDATORY edges join elements always read together. " +
 	"Element ids are the document id and the address path joined by \" › \"."
 
@@ -165,7 +165,7 @@ type SearchInput struct {
 	Attribute string `json:"attribute,omitempty" jsonschema:"with anchor: search only this embeddable attribute (e.g. question)"`
 	K         int    `json:"k,omitempty" jsonschema:"number of hits, 1-50 (default 5)"`
 	Expand    bool   `json:"expand,omitempty" jsonschema:"add the minimal sufficient context to the hits"`
-	Budget    int    `json:"budget,omitempty" jsonschema:"token budget of the expanded context (default 2500)"`
+	Budget    int    `json:"budget,omitempty" jsonschema:"with expand: token budget of the expanded context (default 2500)"`
 }
 
 // SearchOutput is the result of tool search.
@@ -176,12 +176,20 @@ type SearchOutput struct {
 	// Declined reports that nothing relevant was found; Reason says why.
 	Declined bool   `json:"declined,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Confidence is "high", or "low" when the relevance floor finds the
+	// hits weak (Reason then says why, Missing lists the query's content
+	// words none of the best hits has); empty when declined.
+	Confidence string   `json:"confidence,omitempty"`
+	Missing    []string `json:"missing,omitempty"`
 	// Terms are defined terms the query names; Addresses the addresses it
 	// names, with the nodes they resolve to.
 	Terms         []string       `json:"terms,omitempty"`
 	Addresses     []AddressFound `json:"addresses,omitempty"`
 	ContextTokens int            `json:"context_tokens,omitempty"`
-	Warnings      []string       `json:"warnings,omitempty"`
+	// Omitted is what expand left out for lack of budget (at most 10),
+	// by priority: hits that did not fit, then context a hit needed.
+	Omitted  []Omitted `json:"omitted,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
 }
 
 // AddressFound is an address the query names.
@@ -209,6 +217,14 @@ type SearchHit struct {
 	Expansions []Expansion `json:"expansions,omitempty"`
 }
 
+// Omitted is a hit or context left out of an expanded answer: the node's
+// id, what it was ("hit 4", "defines \"Program\"") and its size in tokens.
+type Omitted struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+	Tokens int    `json:"tokens"`
+}
+
 // Expansion is context added to a hit, with why.
 type Expansion struct {
 	ID     string `json:"id"`
@@ -232,6 +248,12 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 	}
 	if in.Attribute != "" && in.Anchor == "" {
 		return nil, out, fmt.Errorf("attribute %q needs its anchor", in.Attribute)
+	}
+	if in.Budget < 0 {
+		return nil, out, fmt.Errorf("budget %d: want a number of tokens > 0", in.Budget)
+	}
+	if in.Budget > 0 && !in.Expand {
+		return nil, out, fmt.Errorf("budget %d bounds the expanded context: set expand true, or leave budget out", in.Budget)
 	}
 	v, err := s.viewOf(ctx, p)
 	if err != nil {
@@ -260,13 +282,19 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 		if budget <= 0 {
 			budget = p.Search.Budget
 		}
-		c, err := v.srch.Expand(ctx, hits, budget)
+		// ExpandResult, as kgsync search --expand: the definitions of the
+		// terms the question names come with the hits.
+		c, err := v.srch.ExpandResult(ctx, res, budget)
 		if err != nil {
 			return nil, out, err
 		}
 		hits, out.ContextTokens = c.Hits, c.Tokens
+		for _, o := range c.Omitted {
+			out.Omitted = append(out.Omitted, Omitted{ID: o.ID, Reason: o.Reason, Tokens: o.Tokens})
+		}
 	}
 	out.Declined, out.Reason, out.Terms, out.Warnings = res.Declined, res.Reason, res.Terms, res.Warnings
+	out.Confidence, out.Missing = res.Confidence, res.Missing
 	for _, a := range res.Addresses {
 		out.Addresses = append(out.Addresses, AddressFound{Text: a.Text, Nodes: a.Nodes})
 	}
@@ -429,5 +457,11 @@ func (s *Server) toolRows(ctx context.Context, _ *mcp.CallToolRequest, in RowsIn
 		out = pl.runState(t)
 	}
 	out.Pipeline = p.Name
+	// The query filters on $pipeline: give it, so cypher and params run
+	// as they are.
+	if out.Params == nil {
+		out.Params = map[string]any{}
+	}
+	out.Params["pipeline"] = p.Name
 	return nil, out, err
 }

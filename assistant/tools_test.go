@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -155,6 +156,26 @@ func TestRowsToolCountsAndLists(t *testing.T) {
 	require.Equal(t, []assistant.Group{{Value: 6.0, Count: 5613}, {Value: 4.0, Count: 1229}, {Value: 2.0, Count: 97}, {Value: 5.0, Count: 1}}, out.Groups)
 }
 
+// TestRowsCypherHasItsParams: the cypher and params every rows answer
+// carries run as they are on the graph (tool cypher, mgconsole): each
+// $parameter of the query is in params, $pipeline included.
+func TestRowsCypherHasItsParams(t *testing.T) {
+	_, cs := serve(t)
+	paramRe := regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
+	for _, args := range []map[string]any{
+		{"pipeline": "tables", "anchor": "cn_code", "filters": []map[string]any{{"attribute": "code", "value": "0701"}}, "follow": []map[string]any{{"link": "REQUIRES_GUIDE"}}},
+		{"pipeline": "tables", "anchor": "guide", "filters": []map[string]any{{"attribute": "title", "value": "Ceramics"}}, "follow": []map[string]any{{"link": "REQUIRES_GUIDE", "direction": "in"}}, "count_only": true},
+		{"pipeline": "tables", "anchor": "faq", "count_only": true},
+	} {
+		var out assistant.RowsOutput
+		call(t, cs, "rows", args, &out)
+		require.Equal(t, "tables", out.Params["pipeline"], out.Cypher)
+		for _, m := range paramRe.FindAllStringSubmatch(out.Cypher, -1) {
+			require.Contains(t, out.Params, m[1], out.Cypher)
+		}
+	}
+}
+
 func TestRowsToolRefusesUnknownNames(t *testing.T) {
 	_, cs := serve(t)
 	msg := callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "hs_code"})
@@ -166,6 +187,20 @@ func TestRowsToolRefusesUnknownNames(t *testing.T) {
 	require.Contains(t, msg, `filters[0]: op "like"`)
 	msg = callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "guide", "limit": 501})
 	require.Contains(t, msg, "limit 501")
+	// A misspelt attribute is refused, naming it, not answered "0 rows".
+	msg = callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "cn_code", "filters": []map[string]any{{"attribute": "levle", "value": 2}}})
+	require.Contains(t, msg, `filters[0]: anchor cn_code has no attribute "levle"; its attributes: id, code, description, level`)
+	msg = callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "cn_code", "filters": []map[string]any{{"attribute": "code", "value": "0701"}},
+		"follow": []map[string]any{{"link": "REQUIRES_GUIDE", "filters": []map[string]any{{"attribute": "name", "value": "x"}}}}})
+	require.Contains(t, msg, `follow[0].filters[0]: anchor guide has no attribute "name"`)
+	msg = callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "cn_code", "order_by": "levle"})
+	require.Contains(t, msg, `order_by: anchor cn_code has no attribute "levle"`)
+	msg = callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "faq", "group_by": "sources", "count_only": true})
+	require.Contains(t, msg, `group_by: anchor faq has no attribute "sources"`)
+	msg = callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "guide", "fields": []string{"titel"}})
+	require.Contains(t, msg, `fields: anchor guide has no attribute "titel"`)
+	// id and every attribute a row holds still filter.
+	require.Empty(t, callErr(t, cs, "rows", map[string]any{"pipeline": "tables", "anchor": "faq", "filters": []map[string]any{{"attribute": "city", "op": "missing"}, {"attribute": "id", "value": "faq:1"}}}))
 }
 
 func TestSearchTool(t *testing.T) {
@@ -182,11 +217,62 @@ func TestSearchTool(t *testing.T) {
 	require.Contains(t, msg, `attribute "code" of anchor cn_code is not embeddable; searchable: description`)
 	msg = callErr(t, cs, "search", map[string]any{"pipeline": "tables", "query": "horses", "anchor": "hs_code"})
 	require.Contains(t, msg, `anchor "hs_code" has nothing to search`)
+	// A budget without expand would be silently ignored.
+	msg = callErr(t, cs, "search", map[string]any{"pipeline": "docs", "query": "forwarded header", "budget": 800})
+	require.Equal(t, "budget 800 bounds the expanded context: set expand true, or leave budget out", msg)
+	msg = callErr(t, cs, "search", map[string]any{"pipeline": "docs", "query": "forwarded header", "budget": -1, "expand": true})
+	require.Contains(t, msg, "budget -1")
 	call(t, cs, "search", map[string]any{"pipeline": "tables", "query": "masks", "anchor": "faq", "attribute": "answer"}, &out)
 	require.NotEmpty(t, out.Hits)
 	call(t, cs, "search", map[string]any{"pipeline": "docs", "query": "What should the by parameter contain in its default configuration?", "expand": true}, &out)
 	require.NotEmpty(t, out.Hits)
 	require.Positive(t, out.ContextTokens)
+	require.Equal(t, "high", out.Confidence)
+}
+
+// TestSearchToolConfidence: the three answers of the relevance floor
+// (docs/retrieval.md) reach the assistant as they reach kgsync search: a
+// weak answer says confidence "low" and what it misses, a declined one
+// has no hits and no confidence.
+func TestSearchToolConfidence(t *testing.T) {
+	_, cs := serve(t)
+	var out assistant.SearchOutput
+	call(t, cs, "search", map[string]any{"pipeline": "docs", "k": 1,
+		"query": "How long may a proxy keep an obfuscated identifier for the same client?"}, &out)
+	require.False(t, out.Declined)
+	require.NotEmpty(t, out.Hits)
+	require.Equal(t, "low", out.Confidence)
+	require.Contains(t, out.Reason, "asks for a quantity")
+	require.Contains(t, out.Missing, "long")
+	call(t, cs, "search", map[string]any{"pipeline": "docs", "query": "How do I bake sourdough bread?"}, &out)
+	require.True(t, out.Declined)
+	require.Empty(t, out.Hits)
+	require.Empty(t, out.Confidence)
+	require.Contains(t, out.Reason, "missing: bake, sourdough, bread")
+}
+
+// TestSearchToolExpandAsCLI: expand builds the context as kgsync search
+// --expand does: the definition of a term the question names comes with
+// the hits, and what a small budget left out is listed.
+func TestSearchToolExpandAsCLI(t *testing.T) {
+	_, cs := serve(t)
+	var out assistant.SearchOutput
+	call(t, cs, "search", map[string]any{"pipeline": "docs", "k": 2, "expand": true, "query": "How must Known Vulnerabilities be handled?"}, &out)
+	var reasons []string
+	for _, h := range out.Hits {
+		for _, x := range h.Expansions {
+			reasons = append(reasons, x.Reason)
+		}
+	}
+	require.Contains(t, reasons, `defines "Known Vulnerability", which the question names`)
+	call(t, cs, "search", map[string]any{"pipeline": "docs", "k": 3, "expand": true, "budget": 1200, "query": `What should the "by" parameter contain by default?`}, &out)
+	require.LessOrEqual(t, out.ContextTokens, 1200)
+	require.NotEmpty(t, out.Omitted)
+	for _, o := range out.Omitted {
+		require.NotEmpty(t, o.ID)
+		require.NotEmpty(t, o.Reason)
+		require.Positive(t, o.Tokens)
+	}
 }
 
 func TestLookupTermNeighbors(t *testing.T) {
@@ -204,7 +290,31 @@ func TestLookupTermNeighbors(t *testing.T) {
 	for _, e := range nb.Edges {
 		types[e.Type] = true
 	}
-	require.True(t, types["PARENT_OF"], "%+v", nb.Edges)
+	// Edge types are the graph's, so a cypher query can follow them:
+	// structure is (child)-[:PART_OF]->(parent).
+	require.Contains(t, nb.Edges, assistant.Neighbor{Type: "PART_OF", Direction: "out", ID: "docs:rfc7239.txt › 5", Label: "Section", Text: "5. Parameters"})
+	require.False(t, types["PARENT_OF"], "%+v", nb.Edges)
+
+	// A row's long attribute is chunked: (:Chunk)-[:PART_OF]->(row), and
+	// the chunk covers no element node of the graph.
+	var sr assistant.SearchOutput
+	call(t, cs, "search", map[string]any{"pipeline": "tables", "query": "supportive care of complications for hospitalized patients", "anchor": "faq", "attribute": "answer"}, &sr)
+	var chunk *assistant.SearchHit
+	for i, h := range sr.Hits {
+		if h.Label == "Chunk" {
+			chunk = &sr.Hits[i]
+			break
+		}
+	}
+	require.NotNil(t, chunk, "%+v", sr.Hits)
+	call(t, cs, "neighbors", map[string]any{"pipeline": "tables", "id": chunk.Node}, &nb)
+	found := false
+	for _, e := range nb.Edges {
+		found = found || e.Type == "PART_OF" && e.Direction == "in" && e.ID == chunk.ID && e.Label == "Chunk"
+	}
+	require.True(t, found, "%s: %+v", chunk.Node, nb.Edges)
+	call(t, cs, "neighbors", map[string]any{"pipeline": "tables", "id": chunk.ID}, &nb)
+	require.Equal(t, []assistant.Neighbor{{Type: "PART_OF", Direction: "out", ID: chunk.Node, Label: "faq", Text: nb.Edges[0].Text}}, nb.Edges)
 
 	call(t, cs, "neighbors", map[string]any{"pipeline": "tables", "id": "hs_code:0701"}, &nb)
 	var guide *assistant.Neighbor

@@ -622,3 +622,24 @@ func TestAssistantPlaybookResolved(t *testing.T) {
 	_, err = config.Parse([]byte("assistant: {play_book: x}\n"), "")
 	require.ErrorContains(t, err, `unknown key "play_book" in assistant`)
 }
+
+// TestCheckPathsPlaybook: validate reports an assistant.playbook file that
+// is not there, with its line, before an assistant asks for the prompt.
+func TestCheckPathsPlaybook(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "corpus"), 0o755))
+	yaml := "pipelines:\n  - name: docs\n    sources:\n      - files: {root: corpus}\nassistant:\n  playbook: playbook.md\n"
+	c, err := config.Parse([]byte(yaml), dir)
+	require.NoError(t, err)
+	errs := config.CheckPaths(c)
+	require.Len(t, errs, 1)
+	require.Contains(t, errs[0].Error(), "6: assistant.playbook: "+filepath.Join(dir, "playbook.md")+": no such file or directory")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "playbook.md"), []byte("# Playbook\n"), 0o644))
+	require.Empty(t, config.CheckPaths(c))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "dir.md"), 0o755))
+	c, err = config.Parse([]byte("assistant: {playbook: dir.md}\n"), dir)
+	require.NoError(t, err)
+	errs = config.CheckPaths(c)
+	require.Len(t, errs, 1)
+	require.Contains(t, errs[0].Error(), "is a directory, not a file")
+}

@@ -12,11 +12,19 @@ func (c *Config) Position(path string) string { return c.src.atPath(path) }
 
 // CheckPaths reports, for `kgsync validate`, the paths a Config names that
 // are not there: a files source's root that does not exist or is not a
-// directory, and a CSV table's file that does not exist or is not a file.
-// Each error starts with the file and line and the key path. Load does not
-// run it: a root may be mounted only where the daemon runs.
+// directory, a CSV table's file that does not exist or is not a file, and
+// an assistant.playbook file that is not there. Each error starts with the
+// file and line and the key path. Load does not run it: a root may be
+// mounted only where the daemon runs.
 func CheckPaths(c *Config) []error {
 	ck := &checker{src: c.src}
+	if pb := c.Assistant.Playbook; pb != "" {
+		if info, err := os.Stat(pb); err != nil {
+			ck.add("assistant.playbook", "%s: %v", pb, unwrapPathError(err))
+		} else if info.IsDir() {
+			ck.add("assistant.playbook", "%s is a directory, not a file", pb)
+		}
+	}
 	for i := range c.Pipelines {
 		p := &c.Pipelines[i]
 		for j, s := range p.Sources {

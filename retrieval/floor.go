@@ -132,6 +132,10 @@ type Evidence struct {
 	// TermShare is the largest share of the query's weight of words that
 	// the name of one defined term it names holds.
 	TermShare float64 `json:"term_share,omitempty"`
+	// NoWords says the query has no content word (only short or common
+	// words, "x", "what is it"): Coverage and Window are 1 for want of
+	// anything to measure, and the hits rest on similarity alone.
+	NoWords bool `json:"no_words,omitempty"`
 }
 
 // agreeRank is the rank within which a retriever agrees on the best hit.
@@ -187,6 +191,8 @@ func (f Floor) judge(e Evidence) Verdict {
 			100*e.QuantityWindow, 100*e.Window)
 	case vouch(cosineOf(c, false)):
 		return high
+	case e.NoWords:
+		why = "the query has no content word (only short or common words) to check the hits against: they rest on similarity alone"
 	case e.Coverage < f.MinCoverage:
 		why = fmt.Sprintf("the best hits hold %.0f%% of the query's weight of words (min_coverage %.0f%%)", 100*e.Coverage, 100*f.MinCoverage)
 	case st < minEv:
@@ -241,7 +247,7 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 		}
 	}
 	if len(words) == 0 {
-		e.Coverage, e.Window = 1, 1
+		e.Coverage, e.Window, e.NoWords = 1, 1, true
 		return e, nil, nil
 	}
 	st, _, err := s.Store.LexicalSearch(ctx, s.Pipeline, state.LexicalChunk, lexicalTerms(words))

@@ -225,6 +225,25 @@ func TestFloorDeclines(t *testing.T) {
 	require.GreaterOrEqual(t, res.Evidence.Coverage, 0.9)
 }
 
+// TestFloorQueryWithoutWords: a query with no content word has nothing
+// the floor can check its hits against; they are answered, marked low,
+// not with high confidence.
+func TestFloorQueryWithoutWords(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	for _, q := range []string{"x", "what is it", "how to"} {
+		res := search(t, s, q, retrieval.Options{K: 3})
+		require.False(t, res.Declined, q)
+		require.NotEmpty(t, res.Hits, q)
+		require.True(t, res.Evidence.NoWords, q)
+		require.Equal(t, retrieval.ConfidenceLow, res.Confidence, q)
+		require.Contains(t, res.Reason, "no content word", q)
+	}
+	// An address alone still routes with high confidence.
+	res := search(t, s, "6.3", retrieval.Options{K: 3})
+	require.Equal(t, retrieval.ConfidenceHigh, res.Confidence, "%+v", res.Evidence)
+}
+
 func TestExpandWithinBudget(t *testing.T) {
 	t.Parallel()
 	s := synced(t).p.Searcher()
