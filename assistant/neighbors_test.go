@@ -1,0 +1,102 @@
+package assistant_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kgsync/kgsync/assistant"
+	"github.com/kgsync/kgsync/internal/crashtest"
+)
+
+// TestNeighborsStateIsTheGraph replays the CYPHERL files the quick start
+// wrote into an in-memory graph and checks that neighbors from state gives,
+// for every node of the docs pipeline (documents, sections, elements,
+// chunks, terms) and for a sample of the tables pipeline's rows and
+// chunks, the edges the graph holds: the same types, directions and other
+// ends.
+func TestNeighborsStateIsTheGraph(t *testing.T) {
+	_, cs := serve(t)
+	dir := filepath.Dir(quickstart(t))
+	for _, name := range []string{"docs", "tables"} {
+		t.Run(name, func(t *testing.T) {
+			g, _, err := crashtest.ReplayDir(filepath.Join(dir, ".kgsync", "cypherl", name))
+			require.NoError(t, err)
+			want := map[string][]string{}
+			labels := map[string]map[string]bool{}
+			for e := range g.Edges {
+				require.Equal(t, name, e.From.Pipeline)
+				want[e.From.ID] = append(want[e.From.ID], fmt.Sprintf("%s out %s", e.Type, e.To.ID))
+				want[e.To.ID] = append(want[e.To.ID], fmt.Sprintf("%s in %s", e.Type, e.From.ID))
+			}
+			var ids []string
+			for n := range g.Nodes {
+				if n.Pipeline != name || n.ID == "" {
+					continue
+				}
+				if labels[n.Label] == nil {
+					labels[n.Label] = map[string]bool{}
+				}
+				labels[n.Label][n.ID] = true
+				ids = append(ids, n.ID)
+			}
+			sort.Strings(ids)
+			ids = slices.Compact(ids)
+			if name == "docs" {
+				for _, l := range []string{"Document", "Section", "Element", "Chunk", "Term"} {
+					require.NotEmpty(t, labels[l], "the quick start's docs have no %s", l)
+				}
+			} else {
+				// Every row of the five tables is too many calls: every
+				// 40th node, and rows with links and chunks by name.
+				var sample []string
+				for i, id := range ids {
+					if i%40 == 0 {
+						sample = append(sample, id)
+					}
+				}
+				ids = append(sample, "hs_code:0701", "hs_code:07", "guide:24")
+				for id := range labels["Chunk"] {
+					ids = append(ids, id)
+					break
+				}
+			}
+			checked := map[string]int{}
+			for _, id := range ids {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "neighbors",
+					Arguments: map[string]any{"pipeline": name, "id": id, "limit": 200}})
+				require.NoError(t, err)
+				require.False(t, res.IsError, "%s: %s", id, toolText(res))
+				var out assistant.NeighborsOutput
+				decode(t, res, &out)
+				require.Equal(t, "state", out.From)
+				w := want[id]
+				require.Equal(t, len(w), out.Total, "%s: edges on the graph %v, from state %v", id, w, out.Edges)
+				if out.Total > len(out.Edges) {
+					continue
+				}
+				var got []string
+				for _, e := range out.Edges {
+					got = append(got, fmt.Sprintf("%s %s %s", e.Type, e.Direction, e.ID))
+				}
+				require.ElementsMatch(t, w, got, "%s (%s)", id, out.Label)
+				checked[out.Label]++
+			}
+			t.Logf("%s: nodes checked by label %v", name, checked)
+		})
+	}
+}
+
+func decode(t *testing.T, res *mcp.CallToolResult, out any) {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, out))
+}
