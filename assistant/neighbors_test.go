@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,7 +25,7 @@ import (
 // for every node of the docs pipeline (documents, sections, elements,
 // chunks, terms) and for a sample of the tables pipeline's rows and
 // chunks, the edges the graph holds: the same types, directions and other
-// ends.
+// ends and the same public properties.
 func TestNeighborsStateIsTheGraph(t *testing.T) {
 	_, cs := serve(t)
 	dir := filepath.Dir(quickstart(t))
@@ -76,10 +77,16 @@ func compareNeighbors(t *testing.T, cs *mcp.ClientSession, dir, name string) map
 	require.NoError(t, err)
 	want := map[string][]string{}
 	labels := map[string]map[string]bool{}
-	for e := range g.Edges {
+	for e, props := range g.Edges {
 		require.Equal(t, name, e.From.Pipeline)
-		want[e.From.ID] = append(want[e.From.ID], fmt.Sprintf("%s out %s", e.Type, e.To.ID))
-		want[e.To.ID] = append(want[e.To.ID], fmt.Sprintf("%s in %s", e.Type, e.From.ID))
+		public := map[string]any{}
+		for k, v := range props {
+			if !strings.HasPrefix(k, "_") {
+				public[k] = v
+			}
+		}
+		want[e.From.ID] = append(want[e.From.ID], fmt.Sprintf("%s out %s %s", e.Type, e.To.ID, propText(t, public)))
+		want[e.To.ID] = append(want[e.To.ID], fmt.Sprintf("%s in %s %s", e.Type, e.From.ID, propText(t, public)))
 	}
 	var ids []string
 	for n := range g.Nodes {
@@ -130,7 +137,7 @@ func compareNeighbors(t *testing.T, cs *mcp.ClientSession, dir, name string) map
 		}
 		var got []string
 		for _, e := range out.Edges {
-			got = append(got, fmt.Sprintf("%s %s %s", e.Type, e.Direction, e.ID))
+			got = append(got, fmt.Sprintf("%s %s %s %s", e.Type, e.Direction, e.ID, propText(t, e.Props)))
 			types[e.Type]++
 		}
 		require.ElementsMatch(t, w, got, "%s (%s)", id, out.Label)
@@ -138,6 +145,17 @@ func compareNeighbors(t *testing.T, cs *mcp.ClientSession, dir, name string) map
 	}
 	t.Logf("%s: nodes checked by label %v, edge ends by type %v", name, checked, types)
 	return types
+}
+
+// propText is an edge's public properties as sorted JSON; {} for none.
+func propText(t *testing.T, props map[string]any) string {
+	t.Helper()
+	if props == nil {
+		props = map[string]any{}
+	}
+	b, err := json.Marshal(props)
+	require.NoError(t, err)
+	return string(b)
 }
 
 func decode(t *testing.T, res *mcp.CallToolResult, out any) {
