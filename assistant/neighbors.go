@@ -36,8 +36,10 @@ type NeighborsOutput struct {
 type Neighbor struct {
 	// Type is the edge type as the graph has it: PART_OF from an element
 	// or section to its parent and from a chunk to its document or row,
-	// CROSS_REF, MANDATORY, COVERS from a chunk to its elements, or the
-	// link's name; Direction "out" from the node or "in" to it.
+	// IN_SECTION from a chunk to its section, NEXT from a chunk to the one
+	// after it, COVERS from a chunk to its elements, DEFINED_IN from a term
+	// to its defining node, CROSS_REF, MANDATORY, or the link's name;
+	// Direction "out" from the node or "in" to it.
 	Type      string         `json:"type"`
 	Direction string         `json:"direction"`
 	ID        string         `json:"id"`
@@ -133,40 +135,57 @@ func (s *Server) neighborsState(ctx context.Context, p *pipeline.Pipeline, out *
 			label[n.ID] = n.Label
 			textOf[n.ID] = cmp.Or(n.Title, n.Text)
 		}
+		for _, tm := range d.Terms {
+			label[tm.ID] = pipeline.LabelTerm
+			textOf[tm.ID] = tm.Name + ": " + tm.Definition
+		}
 	}
-	add := func(typ, dir, id, text string) {
-		out.Edges = append(out.Edges, Neighbor{Type: typ, Direction: dir, ID: id, Label: label[id], Text: preview(cmp.Or(text, textOf[id]))})
+	for _, u := range c.Units {
+		if u.Label == retrieval.LabelChunk {
+			label[u.ID], textOf[u.ID] = u.Label, u.Text
+		}
 	}
+	add := func(typ, dir, id string, props map[string]any) {
+		out.Edges = append(out.Edges, Neighbor{Type: typ, Direction: dir, ID: id, Label: label[id], Props: props, Text: preview(textOf[id])})
+	}
+	// edge adds the edge from→to of type typ when the node is one of its
+	// ends, in the direction the graph holds it.
+	edge := func(typ, from, to string, props map[string]any) {
+		if from == out.ID {
+			add(typ, "out", to, props)
+		}
+		if to == out.ID {
+			add(typ, "in", from, props)
+		}
+	}
+	// The edges below are those pipeline.docGraphOps, coversOps and the
+	// chunk writer write: (child)-[:PART_OF]->(parent) between sections,
+	// elements and their document, (:Term)-[:DEFINED_IN]->(defining node),
+	// CROSS_REF and MANDATORY between nodes, and from each chunk PART_OF
+	// its document or row, IN_SECTION its section, COVERS its elements and
+	// NEXT the chunk after it.
 	for _, d := range c.Documents {
 		if d.ID == out.ID {
 			out.Label = d.Label
 		}
 		for _, n := range d.Nodes {
-			// The graph writes structure as (child)-[:PART_OF]->(parent).
 			if n.ID == out.ID {
 				out.Label = n.Label
-				add(pipeline.RelPartOf, "out", n.Parent, "")
 			}
-			if n.Parent == out.ID {
-				add(pipeline.RelPartOf, "in", n.ID, "")
+			edge(pipeline.RelPartOf, n.ID, n.Parent, nil)
+		}
+		for _, tm := range d.Terms {
+			if tm.ID == out.ID {
+				out.Label = pipeline.LabelTerm
 			}
+			edge(pipeline.RelDefinedIn, tm.ID, tm.DefinedIn, nil)
 		}
 		for _, e := range d.Refs {
-			if e.From == out.ID {
-				add("CROSS_REF", "out", e.To, "")
-			}
-			if e.To == out.ID {
-				add("CROSS_REF", "in", e.From, "")
-			}
+			edge(pipeline.RelCrossRef, e.From, e.To, map[string]any{"text": e.Text})
 		}
 	}
 	for _, e := range c.Mandatory {
-		if e.From == out.ID {
-			add("MANDATORY", "out", e.To, "")
-		}
-		if e.To == out.ID {
-			add("MANDATORY", "in", e.From, "")
-		}
+		edge(pipeline.RelMandatory, e.From, e.To, map[string]any{"note": e.Text})
 	}
 	for _, u := range c.Units {
 		if u.Label != retrieval.LabelChunk {
@@ -174,21 +193,27 @@ func (s *Server) neighborsState(ctx context.Context, p *pipeline.Pipeline, out *
 		}
 		if u.ID == out.ID {
 			out.Label = u.Label
-			// A row's chunk covers no element node: the elements of a
-			// row's attribute are not written to the graph.
-			for _, el := range u.Elements {
-				if label[el] != "" {
-					add("COVERS", "out", el, "")
-				}
-			}
 			if r := t.row(u.Node); r != nil {
+				// A row's chunk: its other end is the row.
 				out.Edges = append(out.Edges, Neighbor{Type: pipeline.RelPartOf, Direction: "out", ID: r.id, Label: r.anchor, Text: rowPreview(r)})
 			} else {
-				add(pipeline.RelPartOf, "out", u.Node, "")
+				add(pipeline.RelPartOf, "out", u.Node, nil)
 			}
-		} else if slices.Contains(u.Elements, out.ID) {
-			label[u.ID] = u.Label
-			add("COVERS", "in", u.ID, u.Text)
+		} else if u.Node == out.ID {
+			add(pipeline.RelPartOf, "in", u.ID, nil)
+		}
+		if label[u.Parent] == pipeline.LabelSection {
+			edge(pipeline.RelInSection, u.ID, u.Parent, nil)
+		}
+		if u.Next != "" {
+			edge(pipeline.RelNext, u.ID, u.Next, nil)
+		}
+		// Chunks cover elements only: the elements of a row's attribute
+		// are not written to the graph, and a section is not covered.
+		for _, el := range u.Elements {
+			if label[el] == pipeline.LabelElement {
+				edge(pipeline.RelCovers, u.ID, el, nil)
+			}
 		}
 	}
 	if out.Label == "" {

@@ -28,8 +28,8 @@ const (
 		"Restrict to one anchor and attribute (e.g. anchor=faq attribute=question) to cut noise, as vts does. expand=true adds the minimal sufficient context (the rest of the clause, MANDATORY neighbours, referenced sections, term definitions) within a token budget. " +
 		"Not for counting or listing everything: use rows for how many / show all."
 	descLookup = "Fetch document elements by their address as the document numbers them: \"6.2.2\", \"Table 7.1\", \"Article 7(3)\", \"RFC 7239 5.1\". Returns each matching element's id, document and text. Use when the question names a section, clause, article or table."
-	descTerm   = "Definitions of a term the documents define (e.g. \"proxy\", \"obfuscated identifier\"): the term, its definition and the element that defines it, with ids to cite. Exact name first, then names containing the text."
-	descNeigh  = "The edges of one node (by id, from search, lookup, rows or term): document structure (parent section, children), cross-references (CROSS_REF) and MANDATORY companions of a document element, the chunks covering it, and a table row's links with their properties (e.g. REQUIRES_GUIDE with fqcc). Use to follow references or to see what a row links to."
+	descTerm   = "Definitions of a term the documents define (e.g. \"proxy\", \"obfuscated identifier\"): the term, its definition and the element that defines it, with ids to cite. Exact name first, then names containing the text. With no match, nearest lists the nearest defined term names and hint says what to try (another name, or search)."
+	descNeigh  = "The edges of one node (by id, from search, lookup, rows or term): document structure (parent section, children), cross-references (CROSS_REF) and MANDATORY companions of a document element, the chunks covering it (COVERS), a chunk's section (IN_SECTION) and next chunk (NEXT), a term's defining element (DEFINED_IN), and a table row's links with their properties (e.g. REQUIRES_GUIDE with fqcc). Use to follow references or to see what a row links to."
 	descRows   = "Exact structured queries over the data model's tables: filter an anchor's rows by attribute values, keep rows linked to given nodes, follow links to related rows, count (how many), group counts by an attribute, and list rows completely with the total stated, a page at a time (limit/offset; complete=true when the page holds every match). " +
 		"Use for how many, show all, which X require Y, lists and filters: the answer is exact, not a top-k sample. Examples: chapters of section I: anchor=cn_code filters=[{attribute:level,value:2}] linked_to=[{link:IN_HS_SECTION,filters:[{attribute:id,value:\"hs_section:I\"}]}]; " +
 		"guides for heading 0701: anchor=cn_code filters=[{attribute:code,value:\"0701\"}] follow=[{link:REQUIRES_GUIDE}]. Each row carries its id and source record; cite them."
@@ -360,6 +360,12 @@ type TermOutput struct {
 	Pipeline    string       `json:"pipeline"`
 	Term        string       `json:"term"`
 	Definitions []Definition `json:"definitions"`
+	// Nearest are, when no defined term matches, the names of up to
+	// maxNearest defined terms nearest to it (edit distance, shared
+	// prefix, a name the term contains), nearest first.
+	Nearest []string `json:"nearest,omitempty"`
+	// Hint says, when no defined term matches, what to try instead.
+	Hint string `json:"hint,omitempty"`
 }
 
 // Definition is one definition of a term.
@@ -415,6 +421,9 @@ func (s *Server) toolTerm(ctx context.Context, _ *mcp.CallToolRequest, in TermIn
 		return strings.Compare(a.ID, b.ID)
 	})
 	out.Definitions = out.Definitions[:min(len(out.Definitions), maxDefinitions)]
+	if len(out.Definitions) == 0 {
+		out.Nearest, out.Hint = termHint(c, p.Name, strings.TrimSpace(in.Term))
+	}
 	return nil, out, nil
 }
 

@@ -176,6 +176,7 @@ func addCorpusPage(c *retrieval.Corpus, source string, sp storedPage, intern fun
 			}
 			u.Address, _ = props["address"].(string)
 			u.Parent, _ = props["parent"].(string)
+			u.Next, _ = props["next"].(string)
 			if list, ok := props["elements"].([]any); ok {
 				for _, e := range list {
 					if s, ok := e.(string); ok {

@@ -120,6 +120,9 @@ type Unit struct {
 	Parent string
 	// Elements are the ids of the leaf elements a chunk covers.
 	Elements []string
+	// Next is the id of the chunk that follows a chunk (its NEXT edge),
+	// "" for the last one and for attributes.
+	Next string
 	// TextHash keys the embedding cache (diff.TextHash of Text).
 	TextHash uint64
 	// Tokens is a chunk's token count (0 for attributes: count Text).
