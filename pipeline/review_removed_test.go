@@ -137,3 +137,55 @@ func TestReviewRemovedParagraphKeepsItsRow(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewMissingRowAfterRenumbering: the last paragraph, corrected, is
+// removed (no other paragraph takes its id then); later one is inserted
+// first and the others are renumbered onto the removed one's id. The row
+// kept missing must not collide with them.
+func TestReviewMissingRowAfterRenumbering(t *testing.T) {
+	t.Parallel()
+	rg := newReviewRig(t, 128)
+	doc := func(paras ...string) string {
+		return "# Mini\n\n## Rules\n\n" + strings.Join(paras, "\n\n") + "\n"
+	}
+	const (
+		alpha = "Alpha paragraph about apples."
+		bravo = "Bravo paragraph about bananas."
+		cedar = "Cedar paragraph about cherries."
+		delta = "Delta paragraph inserted first, about dates."
+	)
+	rg.write(t, "mini.md", doc(alpha, bravo, cedar))
+	run := rg.sync(t)
+	require.Empty(t, run.Warnings)
+	id, row := rg.rowOf(t, "Cedar")
+	cedarElem := row["element"].(string)
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{id: {"corrected_text": "Cedar, as the expert wrote it."}})
+	run = rg.sync(t)
+	require.Empty(t, run.Warnings)
+
+	rg.write(t, "mini.md", doc(alpha, bravo))
+	run = rg.sync(t)
+	require.Empty(t, run.Warnings)
+	require.Equal(t, review.StatusMissing, rg.srv.Table("Elements")[id]["status"])
+
+	// A paragraph inserted first: Bravo becomes p3, the removed Cedar's id.
+	rg.write(t, "mini.md", doc(delta, alpha, bravo))
+	run = rg.sync(t)
+	require.Empty(t, run.Warnings, "the review state commits")
+	_, brow := rg.rowOf(t, "Bravo")
+	require.Equal(t, cedarElem, brow["element"])
+	require.Equal(t, review.StatusCurrent, brow["status"])
+	row = rg.srv.Table("Elements")[id]
+	require.Equal(t, review.StatusMissing, row["status"], "the inserted paragraph does not take the removed one's input")
+	require.Equal(t, true, row["needs_review"])
+	require.Empty(t, rg.elementsWith("as the expert wrote it"))
+	_, drow := rg.rowOf(t, "Delta")
+	require.Equal(t, false, drow["needs_review"])
+	require.Empty(t, drow["corrected_text"])
+	sum, err := review.Summarize(t.Context(), rg.store, "docs")
+	require.NoError(t, err)
+	require.Zero(t, sum.Pending)
+	run = rg.sync(t)
+	require.Empty(t, run.Warnings)
+	require.Zero(t, run.Counts.RecordsChanged)
+}
