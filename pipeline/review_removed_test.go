@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -188,4 +189,55 @@ func TestReviewMissingRowAfterRenumbering(t *testing.T) {
 	run = rg.sync(t)
 	require.Empty(t, run.Warnings)
 	require.Zero(t, run.Counts.RecordsChanged)
+}
+
+// TestReviewRemovedParagraphAfterLostPublish: the publish of a removal
+// reaches Grist but its answers are lost, so state keeps the rows as they
+// were (as a commit refused after the write left them): the next run
+// reconciles and commits, the neighbour's link is in the graph again.
+func TestReviewRemovedParagraphAfterLostPublish(t *testing.T) {
+	t.Parallel()
+	rg := newReviewRig(t, 128)
+	const (
+		alpha = "Alpha paragraph about apples."
+		bravo = "Bravo paragraph about bananas."
+	)
+	rg.write(t, "mini.md", "# Mini\n\n## Rules\n\n"+alpha+"\n\n"+bravo+"\n")
+	rg.write(t, "other.md", "# Other\n\nThe incident form goes with every report.\n")
+	rg.sync(t)
+	id, row := rg.rowOf(t, "Alpha")
+	alphaElem := row["element"].(string)
+	bravoID, _ := rg.rowOf(t, "Bravo")
+	formID, _ := rg.rowOf(t, "The incident form")
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{
+		id:      {"corrected_text": "Alpha, as the expert wrote it."},
+		bravoID: {"mandatory_with": []any{"L", formID}},
+	})
+	run := rg.sync(t)
+	require.Empty(t, run.Warnings)
+
+	rg.write(t, "mini.md", "# Mini\n\n## Rules\n\n"+bravo+"\n")
+	rg.srv.SetLoseAnswer(func(r *http.Request) bool {
+		return r.Method == "PATCH" && strings.HasSuffix(r.URL.Path, "/Elements/records")
+	})
+	run = rg.sync(t)
+	require.NotEmpty(t, run.Warnings, "the lost answers are a warning")
+	rg.srv.SetLoseAnswer(nil)
+
+	run = rg.sync(t)
+	require.Empty(t, run.Warnings)
+	require.Equal(t, review.StatusMissing, rg.srv.Table("Elements")[id]["status"])
+	require.Equal(t, alphaElem, rg.srv.Table("Elements")[bravoID]["element"])
+	mand := rg.mandatoryEdges()
+	require.Len(t, mand, 1)
+	require.Equal(t, alphaElem, mand[0].From.ID)
+	sum, err := review.Summarize(t.Context(), rg.store, "docs")
+	require.NoError(t, err)
+	require.Zero(t, sum.Pending)
+	require.Len(t, sum.NeedsReview, 1)
+	run = rg.sync(t)
+	require.Empty(t, run.Warnings)
+	require.Zero(t, run.Counts.RecordsChanged)
+	// mini, rules, the missing Alpha, Bravo; other and its form.
+	require.Equal(t, 6, rg.srv.RowCount("Elements"), "no duplicate rows")
 }
