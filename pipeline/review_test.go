@@ -199,6 +199,7 @@ func TestReviewLoop(t *testing.T) {
 	require.Equal(t, 300+3, rg.srv.RowCount("Elements"), "300 elements, and the annex's two sections and paragraph")
 	require.Zero(t, rg.srv.Responses(413))
 	rg.step(t, "first run (publish 303 rows)", run)
+	require.Empty(t, run.Warnings)
 
 	// 2. A correction of one element re-embeds only the chunk or two that
 	// hold it.
@@ -217,6 +218,7 @@ func TestReviewLoop(t *testing.T) {
 	require.Positive(t, run.Counts.ChunksEmbedded)
 	require.Equal(t, 1, run.Counts.ReviewExpertChanges)
 	rg.step(t, "one correction", run)
+	require.Empty(t, run.Warnings)
 	require.NotEmpty(t, rg.chunkWith("ten years"))
 	require.Empty(t, rg.chunkWith("shall keep records 7 for inspection by the authority, and report incidents concerning item 9-7"))
 	chunk, _ := rg.graph.Node("Chunk", rg.chunkOf(t, row["element"].(string)))
@@ -237,6 +239,7 @@ func TestReviewLoop(t *testing.T) {
 	// A run with nothing changed writes nothing and embeds nothing.
 	run = rg.sync(t)
 	rg.step(t, "no change", run)
+	require.Empty(t, run.Warnings)
 	// When the correction moved a chunk boundary, the run patched the
 	// chunk column of the elements that changed chunk, and this run reads
 	// those rows back once (/sql): /compare cannot tell them from an
@@ -259,6 +262,7 @@ func TestReviewLoop(t *testing.T) {
 	}))
 	run = rg.sync(t)
 	rg.step(t, "edit elsewhere in the file", run)
+	require.Empty(t, run.Warnings)
 	require.Equal(t, 1, run.Counts.RecordsChanged)
 	require.NotEmpty(t, rg.chunkWith("ten years"))
 	require.LessOrEqual(t, run.Counts.ChunksEmbedded, 2)
@@ -269,6 +273,7 @@ func TestReviewLoop(t *testing.T) {
 	rg.configure(t, 256)
 	run = rg.sync(t)
 	rg.step(t, "max_tokens 128 → 256", run)
+	require.Empty(t, run.Warnings)
 	require.Equal(t, 2, run.Counts.RecordsChanged)
 	require.NotEmpty(t, rg.chunkWith("ten years"))
 	require.Empty(t, rg.chunkWith("shall keep records 7 for inspection by the authority, and report incidents concerning item 9-7"))
@@ -290,6 +295,7 @@ func TestReviewLoop(t *testing.T) {
 	}))
 	run = rg.sync(t)
 	rg.step(t, "conflict", run)
+	require.Empty(t, run.Warnings)
 	require.Equal(t, 1, run.Counts.ReviewConflicts)
 	rowID, row = rg.rowOf(t, "Paragraph 7 of article 9:")
 	require.Equal(t, true, row["needs_review"])
@@ -309,6 +315,7 @@ func TestReviewLoop(t *testing.T) {
 	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{rowID: {"needs_review": false}})
 	run = rg.sync(t)
 	rg.step(t, "conflict resolved", run)
+	require.Empty(t, run.Warnings)
 	el, _ = rg.graph.Node("Element", row["element"].(string))
 	require.Nil(t, el["review"])
 	_, row = rg.rowOf(t, "Paragraph 7 of article 9:")
@@ -323,6 +330,7 @@ func TestReviewLoop(t *testing.T) {
 	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{exID: {"exclude": true}})
 	run = rg.sync(t)
 	rg.step(t, "exclude", run)
+	require.Empty(t, run.Warnings)
 	_, ok = rg.graph.Node("Element", exRow["element"].(string))
 	require.False(t, ok)
 	require.Empty(t, rg.chunkWith("Paragraph 2 of article 4:"))
@@ -334,6 +342,7 @@ func TestReviewLoop(t *testing.T) {
 	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{rowID: {"mandatory_with": []any{"L", formID}, "note": "the form goes with the log"}})
 	run = rg.sync(t)
 	rg.step(t, "mandatory_with", run)
+	require.Empty(t, run.Warnings)
 	var mand []graphtest.Edge
 	for _, e := range rg.graph.Edges() {
 		if e.Type == "MANDATORY" {
@@ -356,6 +365,7 @@ func TestReviewLoop(t *testing.T) {
 	}))
 	run = rg.sync(t)
 	rg.step(t, "corrected element removed", run)
+	require.Empty(t, run.Warnings)
 	_, row = rg.rowOf(t, "Paragraph 7 of article 9:")
 	require.Equal(t, review.StatusMissing, row["status"])
 	require.Equal(t, true, row["needs_review"])
@@ -368,6 +378,7 @@ func TestReviewLoop(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(rg.root, "annex.md")))
 	run = rg.sync(t)
 	rg.step(t, "document deleted", run)
+	require.Empty(t, run.Warnings)
 	require.Equal(t, 1, run.Counts.RecordsDeleted)
 	_, formRow = rg.rowOf(t, "The incident form")
 	require.Equal(t, review.StatusDeleted, formRow["status"])

@@ -11,7 +11,9 @@ import (
 // document has, plus those it lost that still carry expert input.
 type ReviewElement struct {
 	// Doc is the document's node id ("docs:rules/mdr.md"); Element the
-	// element's node id (its address path under Doc).
+	// element's node id (its address path under Doc), or for a row kept
+	// after its element left the document a key no element has (pipeline/
+	// review: "<id> #missing"), since another element may hold its id now.
 	Doc, Element string
 	// RowID is the element's row in the review's Elements table, 0 while it
 	// has none.

@@ -46,6 +46,10 @@ type data struct {
 	// Status is "" while the element is in its document, StatusMissing
 	// once it left it, StatusDeleted once its document was deleted.
 	Status string `json:"status,omitempty"`
+	// Of is, for a row kept missing, the id its element had: state keys
+	// the row apart (missingKey), since a present element (a neighbour
+	// that moved up into an ordinal id, p1) may hold that id now.
+	Of string `json:"of,omitempty"`
 	// Push says the expert's cells must be written to Grist (kgsync moved
 	// an edit of parsed_text to corrected_text, or restores rows lost in
 	// Grist).
@@ -67,6 +71,27 @@ func (d *data) expert() bool {
 type elem struct {
 	state.ReviewElement
 	d data
+}
+
+// id is the element id the row was published for: its state key, or for
+// a missing row the id its element had (data.Of).
+func (e *elem) id() string {
+	if e.d.Of != "" {
+		return e.d.Of
+	}
+	return e.Element
+}
+
+// missingKey returns the state key of a row kept missing for element id:
+// "<id> #missing" (or "#missing-2"…: the first not in used), never an
+// element id, so that the row and the element that takes its id (the
+// next paragraph, once an ordinal p1 is removed) are two entries.
+func missingKey(id string, used map[string]bool) string {
+	k := id + " #missing"
+	for n := 2; used[k]; n++ {
+		k = fmt.Sprintf("%s #missing-%d", id, n)
+	}
+	return k
 }
 
 func decodeElem(e state.ReviewElement) (elem, error) {

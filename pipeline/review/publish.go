@@ -204,6 +204,7 @@ func (r *Review) elementRows(a *Applied, docRow int64, pl *plan) {
 			pl.commit.DeleteElements = append(pl.commit.DeleteElements, state.ReviewRef{Doc: e.Doc, Element: e.Element})
 			e.Element = p.ID
 		}
+		e.d.Of = ""
 		wasMissing := e.d.Status != ""
 		e.d.Status, e.d.Kind, e.d.Pos, e.d.Parent, e.d.Parsed = "", p.Kind, p.Pos, p.Parent, p.Hash
 		e.d.Address = p.Citation
@@ -252,6 +253,18 @@ func (r *Review) elementRows(a *Applied, docRow int64, pl *plan) {
 		e.d.Pub, e.d.Reason, e.d.Flag, e.d.Push = h, reason, flag, false
 		pl.commit.Elements = append(pl.commit.Elements, e.encode())
 	}
+	// Keys a missing row must not take: the elements' ids and the stored
+	// rows' keys.
+	used := map[string]bool{}
+	for _, as := range a.elements {
+		used[as.p.ID] = true
+	}
+	for k := range a.stored {
+		used[k] = true
+	}
+	for _, e := range a.gone {
+		used[e.Element] = true
+	}
 	for _, e := range a.gone {
 		if !r.sticky(e) {
 			if e.RowID != 0 {
@@ -259,6 +272,13 @@ func (r *Review) elementRows(a *Applied, docRow int64, pl *plan) {
 			}
 			pl.commit.DeleteElements = append(pl.commit.DeleteElements, state.ReviewRef{Doc: e.Doc, Element: e.Element})
 			continue
+		}
+		if e.d.Of == "" {
+			// Keyed apart from the element that may take its id.
+			pl.commit.DeleteElements = append(pl.commit.DeleteElements, state.ReviewRef{Doc: e.Doc, Element: e.Element})
+			e.d.Of = e.Element
+			e.Element = missingKey(e.Element, used)
+			used[e.Element] = true
 		}
 		r.keepGone(e, StatusMissing, fmt.Sprintf(reasonMissing, e.d.Address), docRow, pl)
 		a.Missing++
@@ -279,7 +299,7 @@ func (r *Review) keepGone(e *elem, status, reason string, docRow int64, pl *plan
 	h := cellsHash(cells)
 	switch {
 	case e.RowID == 0:
-		cells[ColElement], cells[ColDoc], cells[ColKind], cells[ColAddress] = e.Element, docRow, e.d.Kind, e.d.Address
+		cells[ColElement], cells[ColDoc], cells[ColKind], cells[ColAddress] = e.id(), docRow, e.d.Kind, e.d.Address
 		cells[ColParsedText], cells[ColCorrectedFrom], cells[ColNeedsReview] = e.d.BaseText, e.d.BaseText, true
 		expertCells(&e.d, cells)
 		pl.adds = append(pl.adds, rowWrite{e: e, cells: cells})

@@ -241,9 +241,6 @@ func (r *Review) load(ctx context.Context) error {
 		for _, t := range e.d.With {
 			targeted[t] = true
 		}
-		if e.d.Status != "" {
-			continue
-		}
 		b, _ := json.Marshal([]any{e.d.Corrected, e.d.Exclude, e.d.With, e.d.Note, e.d.By, e.d.At, e.d.Base})
 		byDoc[e.Doc] = append(byDoc[e.Doc], string(b))
 	}
@@ -275,7 +272,8 @@ func (r *Review) load(ctx context.Context) error {
 // Mark is a hash of the expert input on document docID (0 when none): the
 // pipeline folds it into the document record's hash, so that a change of
 // the experts' columns reprocesses the document although its file did not
-// change, and only then.
+// change, and only then. Rows kept missing count too: an element that
+// leaves the document or comes back does not change it (the file did).
 func (r *Review) Mark(docID string) uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -426,7 +424,7 @@ func Summarize(ctx context.Context, st state.ReviewStore, pipeline string) (Summ
 			if status == "" {
 				status = StatusCurrent
 			}
-			s.NeedsReview = append(s.NeedsReview, Flagged{Document: e.Doc, Element: e.Element, Row: e.RowID, Status: status,
+			s.NeedsReview = append(s.NeedsReview, Flagged{Document: e.Doc, Element: e.id(), Row: e.RowID, Status: status,
 				Reason: e.d.Reason, Corrected: e.d.Corrected, Then: e.d.BaseText})
 		}
 	}
