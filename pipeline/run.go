@@ -714,7 +714,7 @@ func (r *runner) deleteStored(ctx context.Context, source string, keys []string)
 // with it unless the new key is stored too (the intent of an interrupted
 // move).
 func (r *runner) classify(source string, rec sources.Record, m, fm match) (item, error) {
-	h, err := recordHash(rec)
+	h, err := recordHash(r.p.Model.listed(rec))
 	if err != nil {
 		return item{}, fmt.Errorf("record %q: hash: %w", rec.Key, err)
 	}
