@@ -263,19 +263,75 @@ type prepared struct {
 	// rendered is b rendered by the sink ahead of its write (renderer;
 	// see batchWriter.submit), or nil: the writer renders it.
 	rendered *cypherl.Rendered
+	// size is what the batch holds, in bytes (preparedBytes): the
+	// writer bounds the batches in flight by it (maxWriterBytes).
+	size int
+}
+
+// preparedBytes measures a prepared batch for the writer's bound: the
+// JSON properties of its records and chunks as committed to state and the
+// float32 vectors it writes. Its graph operations, rendered statements and
+// intent are in proportion to them.
+func preparedBytes(c *state.Commit, vectors map[uint64][]float32) int {
+	n := 0
+	for _, rec := range c.Records {
+		n += len(rec.Props)
+	}
+	for _, chunks := range c.ReplaceChunks {
+		for _, ch := range chunks {
+			n += len(ch.Props)
+		}
+	}
+	for _, v := range vectors {
+		n += 4 * len(v)
+	}
+	return n
+}
+
+// maxBatchChunkBytes ends a batch once the chunks its records map to (and
+// the stored chunks they replace) hold this many bytes of text (see
+// prepareBatch). A variable so that tests can lower it.
+var maxBatchChunkBytes = 16 << 20
+
+// outputChunkBytes is the text a mapped record's chunks hold, and its
+// stored chunks' properties.
+func outputChunkBytes(out *recordOutput) int {
+	n := 0
+	for _, c := range out.chunks {
+		n += len(c.Text) + len(c.Context) + len(c.Address)
+	}
+	for _, c := range out.oldChunks {
+		n += len(c.Props)
+	}
+	return n
 }
 
 // prepareBatch loads the stored version of a batch's records, maps, chunks
 // and embeds them, and builds the graph operations and the state commit.
-func (r *runner) prepareBatch(ctx context.Context, source string, items []item, cursor string) (*prepared, error) {
+//
+// A batch is cut by the documents it reads (maxBatchDocumentBytes); what
+// they become is bounded too: once the chunks mapped (and the stored ones
+// they replace) hold maxBatchChunkBytes, the batch ends there and rest are
+// the items left for the next one, which alone carries cursor (a chunking
+// change makes more and larger chunks of the same documents than a first
+// sync does).
+func (r *runner) prepareBatch(ctx context.Context, source string, items []item, cursor string) (_ *prepared, rest []item, _ error) {
 	if err := r.loadStored(ctx, source, items); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	outs := make([]*recordOutput, 0, len(items))
-	for _, it := range items {
+	chunkBytes := 0
+	for i, it := range items {
+		if chunkBytes >= maxBatchChunkBytes {
+			items, rest, cursor = items[:i], items[i:], ""
+			break
+		}
 		out, err := r.mapRecord(ctx, it)
+		if out != nil {
+			chunkBytes += outputChunkBytes(out)
+		}
 		if err != nil && ctx.Err() != nil {
-			return nil, err // stopping: not this record's fault
+			return nil, nil, err // stopping: not this record's fault
 		}
 		if err != nil {
 			// A record that cannot be parsed is quarantined and kept as it
@@ -299,7 +355,7 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	if len(outs) == 0 {
 		// Nothing could be mapped (a document that fails to parse is kept
 		// as it is): no sink call, only the cursor moves on.
-		return &prepared{b: &sink.Batch{}, commit: state.Commit{Pipeline: r.p.Name, Cursors: cursors}}, nil
+		return &prepared{b: &sink.Batch{}, commit: state.Commit{Pipeline: r.p.Name, Cursors: cursors}}, rest, nil
 	}
 	anchors := []string{}
 	for _, o := range outs {
@@ -326,18 +382,19 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	}
 	vectors, outs, err := r.embedIsolated(ctx, source, outs, cache)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(outs) == 0 {
-		return &prepared{b: &sink.Batch{}, commit: state.Commit{Pipeline: r.p.Name, Cursors: cursors}, puts: held.heldPuts()}, nil
+		return &prepared{b: &sink.Batch{}, commit: state.Commit{Pipeline: r.p.Name, Cursors: cursors}, puts: held.heldPuts()}, rest, nil
 	}
 	b, commit := r.buildBatch(source, outs, vectors)
 	commit.Cursors = cursors
 	r.markLinksPending(&commit)
 	if err := r.prepareReview(ctx, outs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs, puts: held.heldPuts()}, nil
+	return &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs, puts: held.heldPuts(),
+		size: preparedBytes(&commit, vectors)}, rest, nil
 }
 
 // unprocessed takes a record that will not be written out of the run's

@@ -315,6 +315,41 @@ func (m *Model) apply(rec sources.Record) (mapped, error) {
 	return out, nil
 }
 
+// listed returns rec as far as the model maps it: for an anchor with
+// only_listed, without the columns and links the anchor does not list
+// (apply drops them), so that a change to an unlisted column, or to a key
+// that only an unlisted Ref column names, is no change of the record.
+// Other records are returned as they are.
+func (m *Model) listed(rec sources.Record) sources.Record {
+	if m == nil {
+		return rec
+	}
+	am, ok := m.byTable[rec.Anchor]
+	if !ok || !am.cfg.OnlyListed {
+		return rec
+	}
+	if _, lt := m.linkTables[rec.Anchor]; lt {
+		return rec
+	}
+	if _, mt := m.mandatory[rec.Anchor]; mt {
+		return rec
+	}
+	attrs := make(map[string]any, len(am.attrByColumn))
+	for col, v := range rec.Attributes {
+		if _, ok := am.attrByColumn[col]; ok {
+			attrs[col] = v
+		}
+	}
+	var links []sources.Link
+	for _, l := range rec.Links {
+		if _, ok := am.linkByColumn[strings.ToLower(l.Type)]; ok {
+			links = append(links, l)
+		}
+	}
+	rec.Attributes, rec.Links = attrs, links
+	return rec
+}
+
 // applyLinkTable maps a link-table row to one edge, keyed by the row's key so
 // that rows linking the same pair stay distinct edges.
 func (m *Model) applyLinkTable(lt *config.LinkTable, rec sources.Record) (mapped, error) {

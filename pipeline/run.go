@@ -286,11 +286,16 @@ func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing
 	// submit prepares a batch and hands it to the writer, which writes it
 	// while the next batch is read and prepared.
 	submit := func(items []item, cursor string) error {
-		p, err := r.prepareBatch(ctx, name, items, cursor)
-		if err != nil {
-			return errors.Join(err, w.wait())
+		for {
+			p, rest, err := r.prepareBatch(ctx, name, items, cursor)
+			if err != nil {
+				return errors.Join(err, w.wait())
+			}
+			if err := w.submit(p); err != nil || len(rest) == 0 {
+				return err
+			}
+			items = rest
 		}
-		return w.submit(p)
 	}
 	writeHeld := func() error {
 		batches := h.batches
@@ -714,7 +719,7 @@ func (r *runner) deleteStored(ctx context.Context, source string, keys []string)
 // with it unless the new key is stored too (the intent of an interrupted
 // move).
 func (r *runner) classify(source string, rec sources.Record, m, fm match) (item, error) {
-	h, err := recordHash(rec)
+	h, err := recordHash(r.p.Model.listed(rec))
 	if err != nil {
 		return item{}, fmt.Errorf("record %q: hash: %w", rec.Key, err)
 	}

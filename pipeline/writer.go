@@ -16,6 +16,15 @@ import (
 // other way round).
 const writerDepth = 3
 
+// maxWriterBytes bounds the batches the writer holds in bytes
+// (prepared.size) as well: a batch is handed over while those in flight
+// hold less, and one batch always can be. A first sync's batches stay
+// within it writerDepth at a time; a chunking change, whose batches are
+// cut by the chunks they write (maxBatchChunkBytes) and come more often,
+// has fewer in flight instead of holding more. A variable so that tests
+// can lower it.
+var maxWriterBytes = 96 << 20
+
 // batchWriter writes prepared batches in two goroutines of its own while
 // the run reads, hashes, maps and embeds the next ones. The state stage
 // stores a batch's new vectors in the embedding cache and commits its new
@@ -41,6 +50,7 @@ type batchWriter struct {
 	r        *runner
 	ctx      context.Context
 	inflight []*prepared // handed over, oldest first
+	bytes    int         // prepared.size of the batches in flight
 	jobs     chan *prepared
 	results  chan writeResult
 	err      error // the first failed write; later submits return it
@@ -221,7 +231,7 @@ func (w *batchWriter) submit(p *prepared) error {
 			return err
 		}
 	}
-	for len(w.inflight) >= writerDepth {
+	for len(w.inflight) >= writerDepth || (len(w.inflight) > 0 && w.bytes+p.size > maxWriterBytes) {
 		w.waitOne()
 	}
 	if w.err != nil {
@@ -229,6 +239,7 @@ func (w *batchWriter) submit(p *prepared) error {
 	}
 	w.jobs <- p
 	w.inflight = append(w.inflight, p)
+	w.bytes += p.size
 	return nil
 }
 
@@ -266,6 +277,7 @@ func (w *batchWriter) done(res writeResult) {
 	p := w.inflight[0]
 	w.inflight[0] = nil
 	w.inflight = w.inflight[1:]
+	w.bytes -= p.size
 	w.r.addSinkStats(res.st)
 	if res.err != nil && w.err == nil {
 		w.err = res.err
