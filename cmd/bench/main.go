@@ -241,8 +241,7 @@ func readCorpus(dir, name string) ([]byte, error) {
 	if name != headingless {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if os.IsNotExist(err) {
-			// A document new to the corpus is in the repository's copy
-			// first.
+			// A document new to the corpus waits in testdata/corpus-new.
 			if p, ok := corpus.RepoCopy(name); ok {
 				return os.ReadFile(p)
 			}

@@ -81,8 +81,9 @@ func GristSample(t testing.TB, rel string) string {
 }
 
 // DocPath returns the path of docs/<name>: in the shared data directory
-// when it holds the file, else in the repository's copy (testdata/shared),
-// which receives a new corpus document first.
+// when it holds the file, else among the repository's documents waiting
+// for the shared corpus (testdata/corpus-new; testdata/shared stays an
+// exact copy of the shared corpus).
 func DocPath(t testing.TB, name string) string {
 	t.Helper()
 	p := filepath.Join(Docs(t), name)
@@ -95,14 +96,15 @@ func DocPath(t testing.TB, name string) string {
 	return p
 }
 
-// RepoCopy returns the path of docs/<name> in the repository's copy of
-// the corpus (testdata/shared/corpus/docs) when the file is there.
+// RepoCopy returns the path of docs/<name> among the repository's
+// documents waiting for the shared corpus (testdata/corpus-new/docs, listed
+// in its MANIFEST.md) when the file is there.
 func RepoCopy(name string) (string, bool) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", false
 	}
-	p := filepath.Join(root, "testdata", "shared", "corpus", "docs", name)
+	p := filepath.Join(root, "testdata", "corpus-new", "docs", name)
 	if _, err := os.Stat(p); err != nil {
 		return "", false
 	}
