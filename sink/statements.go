@@ -91,23 +91,17 @@ func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 	// One stage per kind, in the order Write applies them; each checks
 	// its rows, groups them and appends the groups' statements to s.out.
 	s := &statements{d: d, o: o}
-	if err := s.deleteNodes(b.DeleteNodes); err != nil {
-		return nil, err
-	}
-	if err := s.deleteEdges(b.DeleteEdges); err != nil {
-		return nil, err
-	}
-	if err := s.upsertNodes(b.NodeUpserts); err != nil {
-		return nil, err
-	}
-	if err := s.upsertEdges(b.EdgeUpserts); err != nil {
-		return nil, err
-	}
-	if err := s.pruneEdges(b.EdgePrunes); err != nil {
-		return nil, err
-	}
-	if err := s.deleteOrphans(b.DeleteOrphans); err != nil {
-		return nil, err
+	for _, stage := range [...]func(*statements, *Batch) error{
+		(*statements).deleteNodes,
+		(*statements).deleteEdges,
+		(*statements).upsertNodes,
+		(*statements).upsertEdges,
+		(*statements).pruneEdges,
+		(*statements).deleteOrphans,
+	} {
+		if err := stage(s, b); err != nil {
+			return nil, err
+		}
 	}
 	return s.out, nil
 }
@@ -144,9 +138,9 @@ func nodePattern(v, label, id string) string {
 }
 
 // deleteNodes emits DeleteNodes, a group per label.
-func (s *statements) deleteNodes(refs []NodeRef) error {
+func (s *statements) deleteNodes(b *Batch) error {
 	deletes := map[string][]any{}
-	for i, n := range refs {
+	for i, n := range b.DeleteNodes {
 		if err := checkRef(n); err != nil {
 			return fmt.Errorf("%s: row %d: %w", KindDeleteNodes, i, err)
 		}
@@ -159,9 +153,9 @@ func (s *statements) deleteNodes(refs []NodeRef) error {
 }
 
 // deleteEdges emits DeleteEdges, a group per pattern (keyed apart).
-func (s *statements) deleteEdges(refs []EdgeRef) error {
+func (s *statements) deleteEdges(b *Batch) error {
 	edgeDeletes := map[edgeGroup][]any{}
-	for i, e := range refs {
+	for i, e := range b.DeleteEdges {
 		g := edgeGroup{from: e.From.Label, typ: e.Type, to: e.To.Label, keyed: e.Key != ""}
 		if err := checkEdge(g, e.From.ID, e.To.ID); err != nil {
 			return fmt.Errorf("%s: row %d: %w", KindDeleteEdges, i, err)
@@ -184,10 +178,10 @@ func (s *statements) deleteEdges(refs []EdgeRef) error {
 // the batch upserts in full, or of one an earlier placeholder creates, is
 // left out: it would create nothing (every node upsert runs before the
 // edges that need the node).
-func (s *statements) upsertNodes(upserts []NodeUpsert) error {
+func (s *statements) upsertNodes(b *Batch) error {
 	nodes, placeholders := map[string][]any{}, map[string][]any{}
-	needed := neededPlaceholders(upserts)
-	for i, n := range upserts {
+	needed := neededPlaceholders(b.NodeUpserts)
+	for i, n := range b.NodeUpserts {
 		if err := checkRef(NodeRef{Label: n.Label, ID: n.ID}); err != nil {
 			return fmt.Errorf("%s: row %d: %w", KindUpsertNodes, i, err)
 		}
@@ -219,9 +213,9 @@ func (s *statements) upsertNodes(upserts []NodeUpsert) error {
 
 // upsertEdges emits EdgeUpserts: a group per pattern, and apart the edges
 // with properties (only those SET e +=; see Statements).
-func (s *statements) upsertEdges(upserts []EdgeUpsert) error {
+func (s *statements) upsertEdges(b *Batch) error {
 	edges := map[edgeGroup][]any{}
-	for i, e := range upserts {
+	for i, e := range b.EdgeUpserts {
 		g := edgeGroup{from: e.From.Label, typ: e.Type, to: e.To.Label, keyed: e.Key != ""}
 		if err := checkEdge(g, e.From.ID, e.To.ID); err != nil {
 			return fmt.Errorf("%s: row %d: %w", KindUpsertEdges, i, err)
@@ -253,9 +247,9 @@ func (s *statements) upsertEdges(upserts []EdgeUpsert) error {
 
 // pruneEdges emits EdgePrunes, a group per (from label, type, to label).
 // keep is never nil (see Statements); without o.Inline it is a copy.
-func (s *statements) pruneEdges(prunes []EdgePrune) error {
+func (s *statements) pruneEdges(b *Batch) error {
 	groups := map[edgeGroup][]any{}
-	for i, p := range prunes {
+	for i, p := range b.EdgePrunes {
 		g := edgeGroup{from: p.From.Label, typ: p.Type, to: p.ToLabel}
 		if err := checkEdge(g, p.From.ID, "-"); err != nil {
 			return fmt.Errorf("%s: row %d: %w", KindPruneEdges, i, err)
@@ -276,9 +270,9 @@ func (s *statements) pruneEdges(prunes []EdgePrune) error {
 
 // deleteOrphans emits DeleteOrphans: placeholders no edge points to, a
 // group per label.
-func (s *statements) deleteOrphans(refs []NodeRef) error {
+func (s *statements) deleteOrphans(b *Batch) error {
 	orphans := map[string][]any{}
-	for i, n := range refs {
+	for i, n := range b.DeleteOrphans {
 		if err := checkRef(n); err != nil {
 			return fmt.Errorf("%s: row %d: %w", KindDeleteOrphans, i, err)
 		}
