@@ -90,18 +90,25 @@ func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 	}
 	// One stage per kind, in the order Write applies them; each checks
 	// its rows, groups them and appends the groups' statements to s.out.
-	s := &statements{d: d, o: o}
-	for _, stage := range [...]func(*statements, *Batch) error{
-		(*statements).deleteNodes,
-		(*statements).deleteEdges,
-		(*statements).upsertNodes,
-		(*statements).upsertEdges,
-		(*statements).pruneEdges,
-		(*statements).deleteOrphans,
-	} {
-		if err := stage(s, b); err != nil {
-			return nil, err
-		}
+	s := statements{d: d, o: o}
+	err := s.deleteNodes(b)
+	if err == nil {
+		err = s.deleteEdges(b)
+	}
+	if err == nil {
+		err = s.upsertNodes(b)
+	}
+	if err == nil {
+		err = s.upsertEdges(b)
+	}
+	if err == nil {
+		err = s.pruneEdges(b)
+	}
+	if err == nil {
+		err = s.deleteOrphans(b)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return s.out, nil
 }
