@@ -103,6 +103,25 @@ type VectorIndex struct {
 	Capacity int
 }
 
+// WithDefaults is vi as a sink's Ensure records and creates it: a zero
+// Capacity becomes capacity, an empty Metric "cos".
+func (vi VectorIndex) WithDefaults(capacity int) VectorIndex {
+	if vi.Capacity == 0 {
+		vi.Capacity = capacity
+	}
+	if vi.Metric == "" {
+		vi.Metric = "cos"
+	}
+	return vi
+}
+
+// Displaces reports whether vi takes old's place in a graph: the same
+// name, or the same label and property (Memgraph keeps one vector index
+// per name and per label and property; docs/memgraph.md §4).
+func (vi VectorIndex) Displaces(old VectorIndex) bool {
+	return old.Name == vi.Name || old.Label == vi.Label && old.Property == vi.Property
+}
+
 // Batch is one group of graph operations written in one transaction.
 type Batch struct {
 	// DeleteNodes are DETACH DELETEd.

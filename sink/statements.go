@@ -88,44 +88,84 @@ func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 	if err := ValidName(o.Pipeline); err != nil {
 		return nil, fmt.Errorf("statements: pipeline: %w", err)
 	}
-	var out []Statement
-	emit := func(kind, target, query string, rows []any) {
-		n := o.RowsPerStatement
-		if n <= 0 {
-			n = len(rows)
-		}
-		for start := 0; start < len(rows); start += n {
-			end := min(start+n, len(rows))
-			out = append(out, Statement{
-				Query:  query,
-				Params: map[string]any{"rows": rows[start:end:end], "pipeline": o.Pipeline},
-				Kind:   kind,
-				Target: target,
-			})
-		}
+	// One stage per kind, in the order Write applies them; each checks
+	// its rows, groups them and appends the groups' statements to s.out.
+	s := statements{d: d, o: o}
+	err := s.deleteNodes(b)
+	if err == nil {
+		err = s.deleteEdges(b)
 	}
-	node := func(v, label, id string) string {
-		return "(" + v + ":" + QuoteName(label) + " {id: row." + id + ", " + PropPipeline + ": $pipeline})"
+	if err == nil {
+		err = s.upsertNodes(b)
 	}
+	if err == nil {
+		err = s.upsertEdges(b)
+	}
+	if err == nil {
+		err = s.pruneEdges(b)
+	}
+	if err == nil {
+		err = s.deleteOrphans(b)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.out, nil
+}
 
-	// DeleteNodes.
+// statements collects the statements of one Statements call.
+type statements struct {
+	d   Dialect
+	o   Options
+	out []Statement
+}
+
+// emit appends the statements of one group: its rows in batch order, at
+// most o.RowsPerStatement in each.
+func (s *statements) emit(kind, target, query string, rows []any) {
+	n := s.o.RowsPerStatement
+	if n <= 0 {
+		n = len(rows)
+	}
+	for start := 0; start < len(rows); start += n {
+		end := min(start+n, len(rows))
+		s.out = append(s.out, Statement{
+			Query:  query,
+			Params: map[string]any{"rows": rows[start:end:end], "pipeline": s.o.Pipeline},
+			Kind:   kind,
+			Target: target,
+		})
+	}
+}
+
+// nodePattern is the node v of label matched by the row's id field and
+// $pipeline: (v:`L` {id: row.<id>, _pipeline: $pipeline}).
+func nodePattern(v, label, id string) string {
+	return "(" + v + ":" + QuoteName(label) + " {id: row." + id + ", " + PropPipeline + ": $pipeline})"
+}
+
+// deleteNodes emits DeleteNodes, a group per label.
+func (s *statements) deleteNodes(b *Batch) error {
 	deletes := map[string][]any{}
 	for i, n := range b.DeleteNodes {
 		if err := checkRef(n); err != nil {
-			return nil, fmt.Errorf("%s: row %d: %w", KindDeleteNodes, i, err)
+			return fmt.Errorf("%s: row %d: %w", KindDeleteNodes, i, err)
 		}
 		deletes[n.Label] = append(deletes[n.Label], map[string]any{"id": n.ID})
 	}
 	for _, l := range sortedKeys(deletes) {
-		emit(KindDeleteNodes, l, "UNWIND $rows AS row MATCH "+node("n", l, "id")+" DETACH DELETE n", deletes[l])
+		s.emit(KindDeleteNodes, l, "UNWIND $rows AS row MATCH "+nodePattern("n", l, "id")+" DETACH DELETE n", deletes[l])
 	}
+	return nil
+}
 
-	// DeleteEdges.
+// deleteEdges emits DeleteEdges, a group per pattern (keyed apart).
+func (s *statements) deleteEdges(b *Batch) error {
 	edgeDeletes := map[edgeGroup][]any{}
 	for i, e := range b.DeleteEdges {
 		g := edgeGroup{from: e.From.Label, typ: e.Type, to: e.To.Label, keyed: e.Key != ""}
 		if err := checkEdge(g, e.From.ID, e.To.ID); err != nil {
-			return nil, fmt.Errorf("%s: row %d: %w", KindDeleteEdges, i, err)
+			return fmt.Errorf("%s: row %d: %w", KindDeleteEdges, i, err)
 		}
 		row := map[string]any{"from": e.From.ID, "to": e.To.ID}
 		if g.keyed {
@@ -134,30 +174,33 @@ func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 		edgeDeletes[g] = append(edgeDeletes[g], row)
 	}
 	for _, g := range sortedEdgeGroups(edgeDeletes) {
-		emit(KindDeleteEdges, g.String(), "UNWIND $rows AS row MATCH "+node("a", g.from, "from")+"-[e:"+
-			QuoteName(g.typ)+g.keyPattern()+"]->"+node("b", g.to, "to")+" DELETE e", edgeDeletes[g])
+		s.emit(KindDeleteEdges, g.String(), "UNWIND $rows AS row MATCH "+nodePattern("a", g.from, "from")+"-[e:"+
+			QuoteName(g.typ)+g.keyPattern()+"]->"+nodePattern("b", g.to, "to")+" DELETE e", edgeDeletes[g])
 	}
+	return nil
+}
 
-	// NodeUpserts; create-only placeholders first, so that a record's own
-	// upsert in the same batch wins. A placeholder of a node the batch
-	// upserts in full, or of one an earlier placeholder creates, is left
-	// out: it would create nothing (every node upsert runs before the
-	// edges that need the node).
+// upsertNodes emits NodeUpserts; create-only placeholders first, so that
+// a record's own upsert in the same batch wins. A placeholder of a node
+// the batch upserts in full, or of one an earlier placeholder creates, is
+// left out: it would create nothing (every node upsert runs before the
+// edges that need the node).
+func (s *statements) upsertNodes(b *Batch) error {
 	nodes, placeholders := map[string][]any{}, map[string][]any{}
 	needed := neededPlaceholders(b.NodeUpserts)
 	for i, n := range b.NodeUpserts {
 		if err := checkRef(NodeRef{Label: n.Label, ID: n.ID}); err != nil {
-			return nil, fmt.Errorf("%s: row %d: %w", KindUpsertNodes, i, err)
+			return fmt.Errorf("%s: row %d: %w", KindUpsertNodes, i, err)
 		}
 		if n.CreateOnly && needed != nil && !needed[i] {
 			continue
 		}
 		if err := CheckNodeProps(n.ID, n.Props); err != nil {
-			return nil, fmt.Errorf("%s %q: row %d (id %q): %w", KindUpsertNodes, n.Label, i, n.ID, err)
+			return fmt.Errorf("%s %q: row %d (id %q): %w", KindUpsertNodes, n.Label, i, n.ID, err)
 		}
-		props, err := o.props(d, n.Props)
+		props, err := s.o.props(s.d, n.Props)
 		if err != nil {
-			return nil, fmt.Errorf("%s %q: row %d (id %q): %w", KindUpsertNodes, n.Label, i, n.ID, err)
+			return fmt.Errorf("%s %q: row %d (id %q): %w", KindUpsertNodes, n.Label, i, n.ID, err)
 		}
 		row := map[string]any{"id": n.ID, "props": props}
 		if n.CreateOnly {
@@ -167,22 +210,26 @@ func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 		}
 	}
 	for _, l := range sortedKeys(placeholders) {
-		emit(KindUpsertNodes, l, "UNWIND $rows AS row MERGE "+node("n", l, "id")+" ON CREATE SET n += row.props", placeholders[l])
+		s.emit(KindUpsertNodes, l, "UNWIND $rows AS row MERGE "+nodePattern("n", l, "id")+" ON CREATE SET n += row.props", placeholders[l])
 	}
 	for _, l := range sortedKeys(nodes) {
-		emit(KindUpsertNodes, l, "UNWIND $rows AS row MERGE "+node("n", l, "id")+" SET n += row.props", nodes[l])
+		s.emit(KindUpsertNodes, l, "UNWIND $rows AS row MERGE "+nodePattern("n", l, "id")+" SET n += row.props", nodes[l])
 	}
+	return nil
+}
 
-	// EdgeUpserts: a group per pattern, and apart the edges with properties.
+// upsertEdges emits EdgeUpserts: a group per pattern, and apart the edges
+// with properties (only those SET e +=; see Statements).
+func (s *statements) upsertEdges(b *Batch) error {
 	edges := map[edgeGroup][]any{}
 	for i, e := range b.EdgeUpserts {
 		g := edgeGroup{from: e.From.Label, typ: e.Type, to: e.To.Label, keyed: e.Key != ""}
 		if err := checkEdge(g, e.From.ID, e.To.ID); err != nil {
-			return nil, fmt.Errorf("%s: row %d: %w", KindUpsertEdges, i, err)
+			return fmt.Errorf("%s: row %d: %w", KindUpsertEdges, i, err)
 		}
-		props, err := o.props(d, e.Props)
+		props, err := s.o.props(s.d, e.Props)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: row %d (%q->%q): %w", KindUpsertEdges, g, i, e.From.ID, e.To.ID, err)
+			return fmt.Errorf("%s %s: row %d (%q->%q): %w", KindUpsertEdges, g, i, e.From.ID, e.To.ID, err)
 		}
 		row := map[string]any{"from": e.From.ID, "to": e.To.ID}
 		if len(props) > 0 {
@@ -195,38 +242,46 @@ func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 		edges[g] = append(edges[g], row)
 	}
 	for _, g := range sortedEdgeGroups(edges) {
-		q := "UNWIND $rows AS row MATCH " + node("a", g.from, "from") + ", " + node("b", g.to, "to") +
+		q := "UNWIND $rows AS row MATCH " + nodePattern("a", g.from, "from") + ", " + nodePattern("b", g.to, "to") +
 			" MERGE (a)-[e:" + QuoteName(g.typ) + g.keyPattern() + "]->(b)"
 		if g.props {
 			q += " SET e += row.props"
 		}
-		emit(KindUpsertEdges, g.String(), q, edges[g])
+		s.emit(KindUpsertEdges, g.String(), q, edges[g])
 	}
+	return nil
+}
 
-	// EdgePrunes.
-	prunes := map[edgeGroup][]any{}
+// pruneEdges emits EdgePrunes, a group per (from label, type, to label).
+// keep is never nil (see Statements); without o.Inline it is a copy.
+func (s *statements) pruneEdges(b *Batch) error {
+	groups := map[edgeGroup][]any{}
 	for i, p := range b.EdgePrunes {
 		g := edgeGroup{from: p.From.Label, typ: p.Type, to: p.ToLabel}
 		if err := checkEdge(g, p.From.ID, "-"); err != nil {
-			return nil, fmt.Errorf("%s: row %d: %w", KindPruneEdges, i, err)
+			return fmt.Errorf("%s: row %d: %w", KindPruneEdges, i, err)
 		}
 		keep := p.Keep
-		if !o.Inline || keep == nil {
+		if !s.o.Inline || keep == nil {
 			keep = make([]string, len(p.Keep))
 			copy(keep, p.Keep)
 		}
-		prunes[g] = append(prunes[g], map[string]any{"from": p.From.ID, "keep": keep})
+		groups[g] = append(groups[g], map[string]any{"from": p.From.ID, "keep": keep})
 	}
-	for _, g := range sortedEdgeGroups(prunes) {
-		emit(KindPruneEdges, g.String(), "UNWIND $rows AS row MATCH "+node("a", g.from, "from")+"-[e:"+
-			QuoteName(g.typ)+"]->(b:"+QuoteName(g.to)+") WHERE NOT b.id IN row.keep DELETE e", prunes[g])
+	for _, g := range sortedEdgeGroups(groups) {
+		s.emit(KindPruneEdges, g.String(), "UNWIND $rows AS row MATCH "+nodePattern("a", g.from, "from")+"-[e:"+
+			QuoteName(g.typ)+"]->(b:"+QuoteName(g.to)+") WHERE NOT b.id IN row.keep DELETE e", groups[g])
 	}
+	return nil
+}
 
-	// DeleteOrphans: placeholders no edge points to.
+// deleteOrphans emits DeleteOrphans: placeholders no edge points to, a
+// group per label.
+func (s *statements) deleteOrphans(b *Batch) error {
 	orphans := map[string][]any{}
 	for i, n := range b.DeleteOrphans {
 		if err := checkRef(n); err != nil {
-			return nil, fmt.Errorf("%s: row %d: %w", KindDeleteOrphans, i, err)
+			return fmt.Errorf("%s: row %d: %w", KindDeleteOrphans, i, err)
 		}
 		orphans[n.Label] = append(orphans[n.Label], map[string]any{"id": n.ID})
 	}
@@ -234,13 +289,13 @@ func Statements(d Dialect, b *Batch, o Options) ([]Statement, error) {
 	// bare pattern predicates came later); Neo4j 5 removed exists() on
 	// patterns and takes the bare predicate.
 	noEdges := "NOT exists((n)--())"
-	if d.Name() == "neo4j" {
+	if s.d.Name() == "neo4j" {
 		noEdges = "NOT (n)--()"
 	}
 	for _, l := range sortedKeys(orphans) {
-		emit(KindDeleteOrphans, l, "UNWIND $rows AS row MATCH "+node("n", l, "id")+" WHERE n._placeholder = true AND "+noEdges+" DETACH DELETE n", orphans[l])
+		s.emit(KindDeleteOrphans, l, "UNWIND $rows AS row MATCH "+nodePattern("n", l, "id")+" WHERE n._placeholder = true AND "+noEdges+" DETACH DELETE n", orphans[l])
 	}
-	return out, nil
+	return nil
 }
 
 type edgeGroup struct {

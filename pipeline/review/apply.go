@@ -325,124 +325,173 @@ const minSimilarity = 0.5
 // whose text changed (a conflict too). Rows no element took are gone (kept
 // and marked when sticky).
 func match(elements []parsed, stored []*elem, sticky func(*elem) bool) ([]assignment, []*elem) {
-	out := make([]assignment, len(elements))
-	byID := map[string]int{}
+	m := newMatcher(elements, stored, sticky)
+	m.sameID(m.stick) // 1, sticky rows first
+	m.sameID(m.others)
+	m.sameText(m.stick) // 2
+	m.sameText(m.others)
+	m.sameIDChanged() // 3
+	m.ownID()
+	m.samePlace() // 4
+	return m.out, m.gone()
+}
+
+// matcher holds one match: the parsed elements, the stored rows, and what
+// the passes claimed so far. Invariant (claim is the only writer): an
+// element is claimed by at most one row and a row claims at most one
+// element; taken[si] exactly when some out[pi].row is stored[si]. Each
+// pass only claims what is still free, so an earlier pass always wins.
+type matcher struct {
+	elements []parsed
+	stored   []*elem
+	sticky   func(*elem) bool
+	out      []assignment
+	byID     map[string]int   // element id → index in elements
+	byHash   map[uint64][]int // text hash → indexes in elements
+	taken    []bool           // by index in stored
+	// stick and others are the indexes in stored of the sticky rows and
+	// of the rest, in stored order.
+	stick, others []int
+	// at is the element a matched row went to, for the passes that place
+	// a row between its siblings (3 and 4).
+	at map[*elem]int
+}
+
+func newMatcher(elements []parsed, stored []*elem, sticky func(*elem) bool) *matcher {
+	m := &matcher{
+		elements: elements, stored: stored, sticky: sticky,
+		out: make([]assignment, len(elements)), byID: map[string]int{}, byHash: map[uint64][]int{},
+		taken: make([]bool, len(stored)), at: map[*elem]int{},
+	}
 	for i, p := range elements {
-		out[i].p = p
-		byID[p.ID] = i
+		m.out[i].p = p
+		m.byID[p.ID] = i
 	}
-	taken := make([]bool, len(stored))
-	claim := func(si, pi int, conflict bool) {
-		taken[si] = true
-		out[pi].row = stored[si]
-		out[pi].conflict = conflict
-	}
-	base := func(e *elem) uint64 {
-		if e.d.Base != 0 {
-			return e.d.Base
-		}
-		return e.d.Parsed
-	}
-	var stick []int
 	for si, e := range stored {
 		if sticky(e) {
-			stick = append(stick, si)
+			m.stick = append(m.stick, si)
 		}
 	}
-	var others []int
 	for si, e := range stored {
 		if !sticky(e) {
-			others = append(others, si)
+			m.others = append(m.others, si)
 		}
 	}
-	// 1. Same id, same text: sticky rows, then the others.
-	sameID := func(rows []int) {
-		for _, si := range rows {
-			if pi, ok := byID[stored[si].Element]; ok && out[pi].row == nil && elements[pi].Hash == base(stored[si]) {
-				claim(si, pi, false)
-			}
-		}
-	}
-	sameID(stick)
-	sameID(others)
-	// 2. Same text elsewhere: sticky rows, then the others, so that an
-	// element renamed by a removal or insertion before it (ordinal ids:
-	// p1, p2) is found by its text before a row takes it by id.
-	byHash := map[uint64][]int{}
 	for pi, p := range elements {
-		byHash[p.Hash] = append(byHash[p.Hash], pi)
+		m.byHash[p.Hash] = append(m.byHash[p.Hash], pi)
 	}
-	sameText := func(rows []int) {
-		for _, si := range rows {
-			if taken[si] {
-				continue
+	return m
+}
+
+// claim gives element pi to stored row si.
+func (m *matcher) claim(si, pi int, conflict bool) {
+	m.taken[si] = true
+	m.out[pi].row = m.stored[si]
+	m.out[pi].conflict = conflict
+}
+
+// inputBase is the hash of the text a row's input was given against:
+// Base, or the parsed text's when the row has none.
+func inputBase(e *elem) uint64 {
+	if e.d.Base != 0 {
+		return e.d.Base
+	}
+	return e.d.Parsed
+}
+
+// sameID is pass 1 for rows: the same element id with the same text.
+func (m *matcher) sameID(rows []int) {
+	for _, si := range rows {
+		if pi, ok := m.byID[m.stored[si].Element]; ok && m.out[pi].row == nil && m.elements[pi].Hash == inputBase(m.stored[si]) {
+			m.claim(si, pi, false)
+		}
+	}
+}
+
+// sameText is pass 2 for rows: the same text elsewhere, so that an element
+// renamed by a removal or insertion before it (ordinal ids: p1, p2) is
+// found by its text before a row takes it by id.
+func (m *matcher) sameText(rows []int) {
+	for _, si := range rows {
+		if m.taken[si] {
+			continue
+		}
+		for _, pi := range m.byHash[inputBase(m.stored[si])] {
+			if m.out[pi].row == nil && m.elements[pi].Text != "" {
+				m.claim(si, pi, false)
+				break
 			}
-			for _, pi := range byHash[base(stored[si])] {
-				if out[pi].row == nil && elements[pi].Text != "" {
-					claim(si, pi, false)
-					break
-				}
-			}
 		}
 	}
-	sameText(stick)
-	sameText(others)
-	// 3. Same id, another text, when the element stands where the row's
-	// stood (between the elements its stored siblings went to), is alike,
-	// or the row had no siblings: an id is a position, and the element
-	// holding it now may be a neighbour that moved up.
-	at := map[*elem]int{}
-	for pi := range out {
-		if out[pi].row != nil {
-			at[out[pi].row] = pi
+}
+
+// markAt records in at where every matched row went.
+func (m *matcher) markAt() {
+	for pi := range m.out {
+		if m.out[pi].row != nil {
+			m.at[m.out[pi].row] = pi
 		}
 	}
-	for _, si := range stick {
-		if taken[si] {
+}
+
+// sameIDChanged is pass 3, for sticky rows: the same id with another text,
+// when the element stands where the row's stood (between the elements its
+// stored siblings went to), is alike, or the row had no siblings: an id is
+// a position, and the element holding it now may be a neighbour that
+// moved up.
+func (m *matcher) sameIDChanged() {
+	m.markAt()
+	for _, si := range m.stick {
+		if m.taken[si] {
 			continue
 		}
-		e := stored[si]
-		pi, ok := byID[e.Element]
-		if !ok || out[pi].row != nil {
+		e := m.stored[si]
+		pi, ok := m.byID[e.Element]
+		if !ok || m.out[pi].row != nil {
 			continue
 		}
-		lo, hi, bounded, alone := bounds(e, stored, at, elements)
-		inPlace := bounded && elements[pi].Pos > lo && elements[pi].Pos < hi
-		if inPlace || alone || similarity(e.d.BaseText, elements[pi].Text) >= minSimilarity {
-			claim(si, pi, e.d.Corrected != "")
-			at[e] = pi
+		lo, hi, bounded, alone := bounds(e, m.stored, m.at, m.elements)
+		inPlace := bounded && m.elements[pi].Pos > lo && m.elements[pi].Pos < hi
+		if inPlace || alone || similarity(e.d.BaseText, m.elements[pi].Text) >= minSimilarity {
+			m.claim(si, pi, e.d.Corrected != "")
+			m.at[e] = pi
 		}
 	}
-	// Other rows: their own element.
-	for si, e := range stored {
-		if taken[si] || sticky(e) {
+}
+
+// ownID gives the rows that are not sticky their own element, whatever its
+// text.
+func (m *matcher) ownID() {
+	for si, e := range m.stored {
+		if m.taken[si] || m.sticky(e) {
 			continue
 		}
-		if pi, ok := byID[e.Element]; ok && out[pi].row == nil {
-			claim(si, pi, false)
+		if pi, ok := m.byID[e.Element]; ok && m.out[pi].row == nil {
+			m.claim(si, pi, false)
 		}
 	}
-	// 4. The changed element in the place the row's element had: between
-	// the elements its stored neighbours went to, or else a like one
-	// under the same parent.
+}
+
+// samePlace is pass 4, for sticky rows still unmatched: the changed element
+// of the row's kind in the place the row's element had (between the
+// elements its stored neighbours went to), or else the most alike under
+// the same parent; the place outweighs the words. An element that is
+// another row's id is left to that row.
+func (m *matcher) samePlace() {
 	rowOf := map[string]bool{}
-	for _, e := range stored {
+	for _, e := range m.stored {
 		rowOf[e.Element] = true
 	}
-	for pi := range out {
-		if out[pi].row != nil {
-			at[out[pi].row] = pi
-		}
-	}
-	for _, si := range stick {
-		e := stored[si]
-		if taken[si] {
+	m.markAt()
+	for _, si := range m.stick {
+		e := m.stored[si]
+		if m.taken[si] {
 			continue
 		}
-		lo, hi, bounded, _ := bounds(e, stored, at, elements)
+		lo, hi, bounded, _ := bounds(e, m.stored, m.at, m.elements)
 		best, bestSim := -1, -1.0
-		for pi, p := range elements {
-			if out[pi].row != nil || p.Parent != e.d.Parent || p.Kind != e.d.Kind || (rowOf[p.ID] && p.ID != e.Element) {
+		for pi, p := range m.elements {
+			if m.out[pi].row != nil || p.Parent != e.d.Parent || p.Kind != e.d.Kind || (rowOf[p.ID] && p.ID != e.Element) {
 				continue
 			}
 			sim := similarity(e.d.BaseText, p.Text)
@@ -458,17 +507,21 @@ func match(elements []parsed, stored []*elem, sticky func(*elem) bool) ([]assign
 			}
 		}
 		if best >= 0 {
-			claim(si, best, e.d.Corrected != "")
-			at[e] = best
+			m.claim(si, best, e.d.Corrected != "")
+			m.at[e] = best
 		}
 	}
+}
+
+// gone are the rows no element took.
+func (m *matcher) gone() []*elem {
 	var gone []*elem
-	for si, e := range stored {
-		if !taken[si] {
+	for si, e := range m.stored {
+		if !m.taken[si] {
 			gone = append(gone, e)
 		}
 	}
-	return out, gone
+	return gone
 }
 
 // bounds returns where a stored row's element stood among the parsed

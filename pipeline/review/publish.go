@@ -190,69 +190,86 @@ type plan struct {
 	commit  state.ReviewCommit
 }
 
-// elementRows plans the Elements rows of a (its Documents row is docRow).
+// elementRows plans the Elements rows of a (its Documents row is docRow):
+// a row per parsed element (elementRow), the rows no element took
+// (goneRows), and the deletion of the duplicates reconcile found.
 func (r *Review) elementRows(a *Applied, docRow int64, pl *plan) {
-	conflict := func(e *elem, p parsed) bool {
-		return e.d.Corrected != "" && e.d.Base != 0 && e.d.Base != p.Hash
-	}
 	for _, as := range a.elements {
-		p, e := as.p, as.row
-		if e == nil {
-			e = &elem{ReviewElement: state.ReviewElement{Doc: a.DocID, Element: p.ID}}
-		}
-		if e.Element != p.ID {
-			pl.commit.DeleteElements = append(pl.commit.DeleteElements, state.ReviewRef{Doc: e.Doc, Element: e.Element})
-			e.Element = p.ID
-		}
-		e.d.Of = ""
-		wasMissing := e.d.Status != ""
-		e.d.Status, e.d.Kind, e.d.Pos, e.d.Parent, e.d.Parsed = "", p.Kind, p.Pos, p.Parent, p.Hash
-		e.d.Address = p.Citation
-		if e.d.Address == "" {
-			e.d.Address = strings.TrimPrefix(p.ID, a.DocID+chunker.PathSep)
-		}
-		if e.d.expert() && e.d.BaseText == "" && e.d.Base == p.Hash {
-			e.d.BaseText = p.Text
-		}
-		c := conflict(e, p)
-		reason, from := "", ""
-		if c {
-			reason, from = reasonConflict, e.d.BaseText
-		}
-		chunks := strings.Join(a.chunks[p.ID], " ")
-		cells := map[string]any{
-			ColElement: p.ID, ColDoc: docRow, ColKind: p.Kind, ColAddress: e.d.Address, ColHeadingPath: p.Heading,
-			ColOrder: p.Order, ColParsedText: p.Text, ColChunk: chunks, ColElementStatus: StatusCurrent,
-			ColReviewReason: reason, ColCorrectedFrom: from,
-		}
-		h := cellsHash(cells)
-		flag := e.d.Flag
-		switch {
-		case c && !e.d.Flag:
-			flag = true
-			r.mu.Lock()
-			r.stats.Conflicts++
-			r.mu.Unlock()
-		case !c && e.d.Flag && (e.d.Reason != "" || wasMissing):
-			flag = false
-		}
-		if e.d.Push {
-			expertCells(&e.d, cells)
-		}
-		switch {
-		case e.RowID == 0:
-			cells[ColNeedsReview] = flag
-			expertCells(&e.d, cells) // empty unless kept input
-			pl.adds = append(pl.adds, rowWrite{e: e, cells: cells})
-		case h != e.d.Pub || e.d.Push:
-			pl.patches = append(pl.patches, grist.Row{ID: e.RowID, Fields: cells})
-		}
-		if e.RowID != 0 && flag != e.d.Flag {
-			pl.patches = append(pl.patches, grist.Row{ID: e.RowID, Fields: map[string]any{ColNeedsReview: flag}})
-		}
-		e.d.Pub, e.d.Reason, e.d.Flag, e.d.Push = h, reason, flag, false
-		pl.commit.Elements = append(pl.commit.Elements, e.encode())
+		r.elementRow(a, as, docRow, pl)
 	}
+	r.goneRows(a, docRow, pl)
+	pl.deletes = append(pl.deletes, a.dups...)
+}
+
+// elementRow plans the row of one parsed element and the row (stored or
+// new) assigned to it: the row takes the element's id, place and hash; its
+// cells are written when their hash (Pub) changed or kgsync writes the
+// expert's columns on their behalf (Push), and needs_review is set when a
+// correction's parsed text changed (a conflict) and cleared when kgsync
+// had set it and the conflict is gone.
+func (r *Review) elementRow(a *Applied, as assignment, docRow int64, pl *plan) {
+	p, e := as.p, as.row
+	if e == nil {
+		e = &elem{ReviewElement: state.ReviewElement{Doc: a.DocID, Element: p.ID}}
+	}
+	if e.Element != p.ID {
+		pl.commit.DeleteElements = append(pl.commit.DeleteElements, state.ReviewRef{Doc: e.Doc, Element: e.Element})
+		e.Element = p.ID
+	}
+	e.d.Of = ""
+	wasMissing := e.d.Status != ""
+	e.d.Status, e.d.Kind, e.d.Pos, e.d.Parent, e.d.Parsed = "", p.Kind, p.Pos, p.Parent, p.Hash
+	e.d.Address = p.Citation
+	if e.d.Address == "" {
+		e.d.Address = strings.TrimPrefix(p.ID, a.DocID+chunker.PathSep)
+	}
+	if e.d.expert() && e.d.BaseText == "" && e.d.Base == p.Hash {
+		e.d.BaseText = p.Text
+	}
+	c := e.d.Corrected != "" && e.d.Base != 0 && e.d.Base != p.Hash
+	reason, from := "", ""
+	if c {
+		reason, from = reasonConflict, e.d.BaseText
+	}
+	chunks := strings.Join(a.chunks[p.ID], " ")
+	cells := map[string]any{
+		ColElement: p.ID, ColDoc: docRow, ColKind: p.Kind, ColAddress: e.d.Address, ColHeadingPath: p.Heading,
+		ColOrder: p.Order, ColParsedText: p.Text, ColChunk: chunks, ColElementStatus: StatusCurrent,
+		ColReviewReason: reason, ColCorrectedFrom: from,
+	}
+	h := cellsHash(cells)
+	flag := e.d.Flag
+	switch {
+	case c && !e.d.Flag:
+		flag = true
+		r.mu.Lock()
+		r.stats.Conflicts++
+		r.mu.Unlock()
+	case !c && e.d.Flag && (e.d.Reason != "" || wasMissing):
+		flag = false
+	}
+	if e.d.Push {
+		expertCells(&e.d, cells)
+	}
+	switch {
+	case e.RowID == 0:
+		cells[ColNeedsReview] = flag
+		expertCells(&e.d, cells) // empty unless kept input
+		pl.adds = append(pl.adds, rowWrite{e: e, cells: cells})
+	case h != e.d.Pub || e.d.Push:
+		pl.patches = append(pl.patches, grist.Row{ID: e.RowID, Fields: cells})
+	}
+	if e.RowID != 0 && flag != e.d.Flag {
+		pl.patches = append(pl.patches, grist.Row{ID: e.RowID, Fields: map[string]any{ColNeedsReview: flag}})
+	}
+	e.d.Pub, e.d.Reason, e.d.Flag, e.d.Push = h, reason, flag, false
+	pl.commit.Elements = append(pl.commit.Elements, e.encode())
+}
+
+// goneRows plans the rows of a that no element took: deleted without
+// expert input (deleteRow), kept and marked missing with it, under a key of
+// their own so that the element that took their id keeps it.
+func (r *Review) goneRows(a *Applied, docRow int64, pl *plan) {
 	// Keys a missing row must not take: the elements' ids and the stored
 	// rows' keys.
 	used := map[string]bool{}
@@ -267,10 +284,7 @@ func (r *Review) elementRows(a *Applied, docRow int64, pl *plan) {
 	}
 	for _, e := range a.gone {
 		if !r.sticky(e) {
-			if e.RowID != 0 {
-				pl.deletes = append(pl.deletes, e.RowID)
-			}
-			pl.commit.DeleteElements = append(pl.commit.DeleteElements, state.ReviewRef{Doc: e.Doc, Element: e.Element})
+			pl.deleteRow(e)
 			continue
 		}
 		if e.d.Of == "" {
@@ -283,7 +297,15 @@ func (r *Review) elementRows(a *Applied, docRow int64, pl *plan) {
 		r.keepGone(e, StatusMissing, fmt.Sprintf(reasonMissing, e.d.Address), docRow, pl)
 		a.Missing++
 	}
-	pl.deletes = append(pl.deletes, a.dups...)
+}
+
+// deleteRow plans the deletion of a row without expert input whose element
+// is gone: its Grist row, if it has one, and its state.
+func (pl *plan) deleteRow(e *elem) {
+	if e.RowID != 0 {
+		pl.deletes = append(pl.deletes, e.RowID)
+	}
+	pl.commit.DeleteElements = append(pl.commit.DeleteElements, state.ReviewRef{Doc: e.Doc, Element: e.Element})
 }
 
 // keepGone plans the row of an element with expert input that is no
@@ -443,83 +465,26 @@ func (r *Review) Publish(ctx context.Context, batch []*Applied) error {
 	return fmt.Errorf("review: publish to Grist: %w", err)
 }
 
+// publish is Publish's work, in stages: the write-ahead (writeAhead), the
+// Documents rows (publishDocuments; elements refer to them), the Elements
+// rows planned (elementRows) and written (writeElementRows), then the
+// review state committed with the documents no longer pending.
 func (r *Review) publish(ctx context.Context, batch []*Applied) error {
 	if err := r.ensure(ctx); err != nil {
 		return err
 	}
 	now := float64(r.cfg.Now().UnixMilli()) / 1000
-	// Documents rows first: elements refer to them.
-	var newDocs []map[string]any
-	var newAt []*Applied
-	var docPatches []grist.Row
-	for _, a := range batch {
-		cells := r.docCells(a, now)
-		if a.doc.RowID == 0 {
-			newDocs = append(newDocs, cells)
-			newAt = append(newAt, a)
-		} else {
-			docPatches = append(docPatches, grist.Row{ID: a.doc.RowID, Fields: cells})
-		}
-	}
-	pl := &plan{commit: state.ReviewCommit{Pipeline: r.cfg.Pipeline}}
-	// Write ahead: a batch that adds or deletes rows is pending until its
-	// state is committed, so that a crash in between reconciles.
-	ahead := state.ReviewCommit{Pipeline: r.cfg.Pipeline}
-	for _, a := range batch {
-		if !a.doc.Pending {
-			d := *a.doc
-			d.Pending = true
-			ahead.Documents = append(ahead.Documents, d)
-		}
-	}
-	if len(ahead.Documents) > 0 {
-		if err := r.cfg.Store.ReviewCommit(ctx, ahead); err != nil {
-			return err
-		}
-	}
-	if len(newDocs) > 0 {
-		ids, err := r.w.AddRecords(ctx, r.cfg.DocumentsTable, newDocs)
-		for i, id := range ids {
-			newAt[i].doc.RowID = id
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := r.w.UpdateRecords(ctx, r.cfg.DocumentsTable, docPatches); err != nil {
+	if err := r.writeAhead(ctx, batch); err != nil {
 		return err
 	}
+	if err := r.publishDocuments(ctx, batch, now); err != nil {
+		return err
+	}
+	pl := &plan{commit: state.ReviewCommit{Pipeline: r.cfg.Pipeline}}
 	for _, a := range batch {
 		r.elementRows(a, a.doc.RowID, pl)
 	}
-	if len(pl.adds) > 0 {
-		rows := make([]map[string]any, len(pl.adds))
-		for i, w := range pl.adds {
-			rows[i] = w.cells
-		}
-		ids, err := r.w.AddRecords(ctx, r.cfg.ElementsTable, rows)
-		for i, id := range ids {
-			pl.adds[i].e.RowID = id
-		}
-		if err != nil {
-			return err
-		}
-		// The commit holds the elements as planned: take their row ids.
-		byKey := map[state.ReviewRef]int64{}
-		for _, w := range pl.adds {
-			byKey[state.ReviewRef{Doc: w.e.Doc, Element: w.e.Element}] = w.e.RowID
-		}
-		for i, e := range pl.commit.Elements {
-			if id, ok := byKey[state.ReviewRef{Doc: e.Doc, Element: e.Element}]; ok {
-				pl.commit.Elements[i].RowID = id
-			}
-		}
-	}
-	if err := r.w.UpdateRecords(ctx, r.cfg.ElementsTable, pl.patches); err != nil {
-		return err
-	}
-	sort.Slice(pl.deletes, func(i, j int) bool { return pl.deletes[i] < pl.deletes[j] })
-	if err := r.w.DeleteRecords(ctx, r.cfg.ElementsTable, slices.Compact(pl.deletes)); err != nil {
+	if err := r.writeElementRows(ctx, pl); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -542,6 +507,95 @@ func (r *Review) publish(ctx context.Context, batch []*Applied) error {
 		delete(r.pending, a.DocID)
 	}
 	r.mu.Unlock()
+	return nil
+}
+
+// writeAhead marks the batch's documents pending in state before any row
+// is written: a batch that adds or deletes rows is pending until its state
+// is committed, so that a crash in between reconciles.
+func (r *Review) writeAhead(ctx context.Context, batch []*Applied) error {
+	ahead := state.ReviewCommit{Pipeline: r.cfg.Pipeline}
+	for _, a := range batch {
+		if !a.doc.Pending {
+			d := *a.doc
+			d.Pending = true
+			ahead.Documents = append(ahead.Documents, d)
+		}
+	}
+	if len(ahead.Documents) == 0 {
+		return nil
+	}
+	return r.cfg.Store.ReviewCommit(ctx, ahead)
+}
+
+// publishDocuments adds the Documents rows of the batch's new documents
+// (their row ids go to a.doc, also those added before an error) and
+// updates the others' (docCells at now).
+func (r *Review) publishDocuments(ctx context.Context, batch []*Applied, now float64) error {
+	var newDocs []map[string]any
+	var newAt []*Applied
+	var docPatches []grist.Row
+	for _, a := range batch {
+		cells := r.docCells(a, now)
+		if a.doc.RowID == 0 {
+			newDocs = append(newDocs, cells)
+			newAt = append(newAt, a)
+		} else {
+			docPatches = append(docPatches, grist.Row{ID: a.doc.RowID, Fields: cells})
+		}
+	}
+	if len(newDocs) > 0 {
+		ids, err := r.w.AddRecords(ctx, r.cfg.DocumentsTable, newDocs)
+		for i, id := range ids {
+			newAt[i].doc.RowID = id
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return r.w.UpdateRecords(ctx, r.cfg.DocumentsTable, docPatches)
+}
+
+// writeElementRows writes pl's Elements rows: the adds (addElementRows),
+// the patches, then the deletes (sorted, each once).
+func (r *Review) writeElementRows(ctx context.Context, pl *plan) error {
+	if err := r.addElementRows(ctx, pl); err != nil {
+		return err
+	}
+	if err := r.w.UpdateRecords(ctx, r.cfg.ElementsTable, pl.patches); err != nil {
+		return err
+	}
+	sort.Slice(pl.deletes, func(i, j int) bool { return pl.deletes[i] < pl.deletes[j] })
+	return r.w.DeleteRecords(ctx, r.cfg.ElementsTable, slices.Compact(pl.deletes))
+}
+
+// addElementRows adds pl's new Elements rows. Each row's id goes to its
+// elem (also those added before an error) and, once all are added, to the
+// element in pl.commit, which holds the elements as planned.
+func (r *Review) addElementRows(ctx context.Context, pl *plan) error {
+	if len(pl.adds) == 0 {
+		return nil
+	}
+	rows := make([]map[string]any, len(pl.adds))
+	for i, w := range pl.adds {
+		rows[i] = w.cells
+	}
+	ids, err := r.w.AddRecords(ctx, r.cfg.ElementsTable, rows)
+	for i, id := range ids {
+		pl.adds[i].e.RowID = id
+	}
+	if err != nil {
+		return err
+	}
+	byKey := map[state.ReviewRef]int64{}
+	for _, w := range pl.adds {
+		byKey[state.ReviewRef{Doc: w.e.Doc, Element: w.e.Element}] = w.e.RowID
+	}
+	for i, e := range pl.commit.Elements {
+		if id, ok := byKey[state.ReviewRef{Doc: e.Doc, Element: e.Element}]; ok {
+			pl.commit.Elements[i].RowID = id
+		}
+	}
 	return nil
 }
 
@@ -581,6 +635,8 @@ func (r *Review) Deleted(ctx context.Context, docIDs []string) error {
 	return fmt.Errorf("review: document deletion in Grist: %w", err)
 }
 
+// deleted is Deleted's work: the rows planned (planDeleted), the Elements
+// rows written, then the Documents rows, then the review state.
 func (r *Review) deleted(ctx context.Context, docIDs []string) error {
 	p := r.cfg.Pipeline
 	docs, err := r.cfg.Store.ReviewDocuments(ctx, p, docIDs)
@@ -598,21 +654,51 @@ func (r *Review) deleted(ctx context.Context, docIDs []string) error {
 		return err
 	}
 	pl := &plan{commit: state.ReviewCommit{Pipeline: p}}
-	var docDeletes []int64
-	var docPatches []grist.Row
+	docDeletes, docPatches, err := r.planDeleted(docIDs, docs, els, pl)
+	if err != nil {
+		return err
+	}
+	if err := r.addElementRows(ctx, pl); err != nil {
+		return err
+	}
+	if err := r.w.UpdateRecords(ctx, r.cfg.ElementsTable, pl.patches); err != nil {
+		return err
+	}
+	if err := r.w.DeleteRecords(ctx, r.cfg.ElementsTable, pl.deletes); err != nil {
+		return err
+	}
+	if err := r.w.UpdateRecords(ctx, r.cfg.DocumentsTable, docPatches); err != nil {
+		return err
+	}
+	if err := r.w.DeleteRecords(ctx, r.cfg.DocumentsTable, docDeletes); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.stats.RowsUpdated += len(pl.patches)
+	r.stats.RowsDeleted += len(pl.deletes)
+	r.mu.Unlock()
+	return r.cfg.Store.ReviewCommit(ctx, pl.commit)
+}
+
+// planDeleted plans, into pl, the rows of the deleted documents docIDs
+// (docs and els as state has them): rows without expert input go
+// (deleteRow), rows with it are kept and marked (keepGone). A document
+// that keeps rows has its Documents row marked deleted (docPatches) and
+// stays in state, no longer pending; one that keeps none leaves Grist
+// (docDeletes) and state.
+func (r *Review) planDeleted(docIDs []string, docs map[string]state.ReviewDocument, els map[string][]state.ReviewElement,
+	pl *plan,
+) (docDeletes []int64, docPatches []grist.Row, err error) {
 	for _, id := range docIDs {
 		d, hasDoc := docs[id]
 		kept := 0
 		for _, se := range els[id] {
 			e, err := decodeElem(se)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			if !r.sticky(&e) {
-				if e.RowID != 0 {
-					pl.deletes = append(pl.deletes, e.RowID)
-				}
-				pl.commit.DeleteElements = append(pl.commit.DeleteElements, state.ReviewRef{Doc: e.Doc, Element: e.Element})
+				pl.deleteRow(&e)
 				continue
 			}
 			kept++
@@ -635,40 +721,7 @@ func (r *Review) deleted(ctx context.Context, docIDs []string) error {
 			pl.commit.DeleteDocuments = append(pl.commit.DeleteDocuments, id)
 		}
 	}
-	if len(pl.adds) > 0 {
-		rows := make([]map[string]any, len(pl.adds))
-		for i, w := range pl.adds {
-			rows[i] = w.cells
-		}
-		ids, err := r.w.AddRecords(ctx, r.cfg.ElementsTable, rows)
-		if err != nil {
-			return err
-		}
-		for i, w := range pl.adds {
-			for j, e := range pl.commit.Elements {
-				if e.Doc == w.e.Doc && e.Element == w.e.Element {
-					pl.commit.Elements[j].RowID = ids[i]
-				}
-			}
-		}
-	}
-	if err := r.w.UpdateRecords(ctx, r.cfg.ElementsTable, pl.patches); err != nil {
-		return err
-	}
-	if err := r.w.DeleteRecords(ctx, r.cfg.ElementsTable, pl.deletes); err != nil {
-		return err
-	}
-	if err := r.w.UpdateRecords(ctx, r.cfg.DocumentsTable, docPatches); err != nil {
-		return err
-	}
-	if err := r.w.DeleteRecords(ctx, r.cfg.DocumentsTable, docDeletes); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.stats.RowsUpdated += len(pl.patches)
-	r.stats.RowsDeleted += len(pl.deletes)
-	r.mu.Unlock()
-	return r.cfg.Store.ReviewCommit(ctx, pl.commit)
+	return docDeletes, docPatches, nil
 }
 
 // retryDeleted finishes the deletions a failed or dead run left pending:

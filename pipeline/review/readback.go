@@ -201,21 +201,14 @@ func rowOf(key string) int64 {
 	return n
 }
 
+// takePage takes one page of the Elements listing into state, in one
+// commit: the rows listed (takeListed) and deleted (takeDeleted), and the
+// documents to publish again marked pending, those of rows state does not
+// know among them (pendUnknown). seen gets the row ids listed.
 func (r *Review) takePage(ctx context.Context, page *sources.Page, seen map[int64]bool) error {
-	var ids []int64
-	inputs := map[int64]input{}
-	for _, rec := range page.Records {
-		id := rec.Origin.ID
-		if id == 0 {
-			id = rowOf(rec.Key)
-		}
-		ids = append(ids, id)
-		inputs[id] = readInput(rec.Attributes)
+	ids, inputs, deleted := pageRows(page)
+	for _, id := range ids {
 		seen[id] = true
-	}
-	var deleted []int64
-	for _, k := range page.Deleted {
-		deleted = append(deleted, rowOf(k))
 	}
 	r.mu.Lock()
 	r.stats.RowsRead += len(ids)
@@ -226,13 +219,55 @@ func (r *Review) takePage(ctx context.Context, page *sources.Page, seen map[int6
 	}
 	c := state.ReviewCommit{Pipeline: r.cfg.Pipeline}
 	pendingDocs := map[string]bool{}
+	unknownDocRows, err := r.takeListed(ids, inputs, stored, &c, pendingDocs)
+	if err != nil {
+		return err
+	}
+	if err := takeDeleted(deleted, stored, &c, pendingDocs); err != nil {
+		return err
+	}
+	if err := r.pendUnknown(ctx, unknownDocRows, pendingDocs); err != nil {
+		return err
+	}
+	if err := r.setPending(ctx, &c, pendingDocs); err != nil {
+		return err
+	}
+	if len(c.Elements)+len(c.DeleteElements)+len(c.Documents) == 0 {
+		return nil
+	}
+	return r.cfg.Store.ReviewCommit(ctx, c)
+}
+
+// pageRows are a page's row ids in listing order with their inputs, and
+// the ids of the rows it reports deleted.
+func pageRows(page *sources.Page) (ids []int64, inputs map[int64]input, deleted []int64) {
+	inputs = map[int64]input{}
+	for _, rec := range page.Records {
+		id := rec.Origin.ID
+		if id == 0 {
+			id = rowOf(rec.Key)
+		}
+		ids = append(ids, id)
+		inputs[id] = readInput(rec.Attributes)
+	}
+	for _, k := range page.Deleted {
+		deleted = append(deleted, rowOf(k))
+	}
+	return ids, inputs, deleted
+}
+
+// takeListed takes the inputs of the listed rows state knows (stored)
+// into c; a row whose kgsync cells the expert changed (take's Push) marks
+// its document pending. It returns the Documents rows of the rows state
+// does not know: written by a publish whose answer was lost, or by hand;
+// their documents reconcile on their next publish.
+func (r *Review) takeListed(ids []int64, inputs map[int64]input, stored map[int64]state.ReviewElement,
+	c *state.ReviewCommit, pendingDocs map[string]bool,
+) (map[int64]bool, error) {
 	unknownDocRows := map[int64]bool{}
 	for _, id := range ids {
 		se, ok := stored[id]
 		if !ok {
-			// A row state does not know: written by a publish whose answer
-			// was lost, or by hand. Its document reconciles on its next
-			// publish.
 			if in := inputs[id]; in.DocRow != 0 {
 				unknownDocRows[in.DocRow] = true
 			}
@@ -240,7 +275,7 @@ func (r *Review) takePage(ctx context.Context, page *sources.Page, seen map[int6
 		}
 		e, err := decodeElem(se)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if take(&e, inputs[id]) {
 			r.mu.Lock()
@@ -252,6 +287,12 @@ func (r *Review) takePage(ctx context.Context, page *sources.Page, seen map[int6
 			}
 		}
 	}
+	return unknownDocRows, nil
+}
+
+// takeDeleted applies the expert's deletion of the rows deleted that state
+// knows (dropRow) to c and marks their documents pending.
+func takeDeleted(deleted []int64, stored map[int64]state.ReviewElement, c *state.ReviewCommit, pendingDocs map[string]bool) error {
 	for _, id := range deleted {
 		se, ok := stored[id]
 		if !ok {
@@ -269,24 +310,25 @@ func (r *Review) takePage(ctx context.Context, page *sources.Page, seen map[int6
 		}
 		pendingDocs[e.Doc] = true
 	}
-	if len(unknownDocRows) > 0 {
-		docs, err := r.cfg.Store.ReviewDocuments(ctx, r.cfg.Pipeline, nil)
-		if err != nil {
-			return err
-		}
-		for id, d := range docs {
-			if unknownDocRows[d.RowID] {
-				pendingDocs[id] = true
-			}
-		}
-	}
-	if err := r.setPending(ctx, &c, pendingDocs); err != nil {
-		return err
-	}
-	if len(c.Elements)+len(c.DeleteElements)+len(c.Documents) == 0 {
+	return nil
+}
+
+// pendUnknown marks pending the documents whose Documents rows are
+// unknownDocRows.
+func (r *Review) pendUnknown(ctx context.Context, unknownDocRows map[int64]bool, pendingDocs map[string]bool) error {
+	if len(unknownDocRows) == 0 {
 		return nil
 	}
-	return r.cfg.Store.ReviewCommit(ctx, c)
+	docs, err := r.cfg.Store.ReviewDocuments(ctx, r.cfg.Pipeline, nil)
+	if err != nil {
+		return err
+	}
+	for id, d := range docs {
+		if unknownDocRows[d.RowID] {
+			pendingDocs[id] = true
+		}
+	}
+	return nil
 }
 
 // dropRow applies an expert's deletion of e's row: its input goes; an

@@ -158,121 +158,176 @@ func Install(ctx context.Context, w *grist.Writer, documents, elements string) (
 	return out, nil
 }
 
+// installTable creates table id with the columns defs, or the columns it
+// lacks, and sets the trigger columns' dependencies (see Install). The
+// stages: create (a missing table, with every column), addMissing (the
+// columns an existing table lacks), setTriggers.
 func installTable(ctx context.Context, w *grist.Writer, tables []grist.TableInfo, id string, defs []colDef) ([]Change, error) {
-	var out []Change
+	exists, err := tableExists(tables, id)
+	if err != nil {
+		return nil, err
+	}
+	t := &tableInstall{w: w, id: id, defs: defs, exists: exists, added: map[string]bool{}}
+	if !exists {
+		if err := t.create(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.addMissing(ctx); err != nil {
+		return t.out, err
+	}
+	if err := t.setTriggers(ctx); err != nil {
+		return t.out, err
+	}
+	if exists && !slices.ContainsFunc(t.out, func(c Change) bool { return c.Table == id }) {
+		t.out = append(t.out, Change{Table: id, Action: "present"})
+	}
+	return t.out, nil
+}
+
+// tableExists reports whether tables has id; a table whose id differs
+// from id only in case is an error (Grist ids ignore case).
+func tableExists(tables []grist.TableInfo, id string) (bool, error) {
 	exists := false
 	for _, t := range tables {
 		if t.ID == id {
 			exists = true
 		} else if strings.EqualFold(t.ID, id) {
-			return nil, fmt.Errorf("review table %q: the document has %q, which Grist takes for the same table id (ids ignore case); configure that name", id, t.ID)
+			return false, fmt.Errorf("review table %q: the document has %q, which Grist takes for the same table id (ids ignore case); configure that name", id, t.ID)
 		}
 	}
-	// Every column is created as data (a trigger column with its formula
-	// and isFormula false); recalcDeps is set afterwards (see Install).
-	newCol := func(d colDef) grist.NewColumn {
-		f := map[string]any{"type": d.typ, "label": d.label}
-		if d.formula != "" {
-			f["isFormula"], f["formula"] = false, d.formula
-		}
-		return grist.NewColumn{ID: d.id, Fields: f}
+	return exists, nil
+}
+
+// tableInstall is one installTable: what it changed (out; a table created
+// now reports that alone, not its columns), the columns it added, and the
+// table's columns as Grist last listed them (byID).
+type tableInstall struct {
+	w      *grist.Writer
+	id     string
+	defs   []colDef
+	exists bool // the table was there before
+	byID   map[string]grist.ColumnInfo
+	added  map[string]bool
+	out    []Change
+}
+
+// newColumn is d as created: every column as data (a trigger column with
+// its formula and isFormula false); recalcDeps is set afterwards
+// (setTriggers, see Install).
+func newColumn(d colDef) grist.NewColumn {
+	f := map[string]any{"type": d.typ, "label": d.label}
+	if d.formula != "" {
+		f["isFormula"], f["formula"] = false, d.formula
 	}
-	if !exists {
-		var cols []grist.NewColumn
-		for _, d := range defs {
-			cols = append(cols, newCol(d))
-		}
-		got, err := w.AddTable(ctx, id, cols)
-		if err != nil {
-			return nil, fmt.Errorf("review table %q: %w", id, err)
-		}
-		if got != id {
-			return nil, fmt.Errorf("review table %q: Grist created it as %q", id, got)
-		}
-		out = append(out, Change{Table: id, Action: "created table"})
+	return grist.NewColumn{ID: d.id, Fields: f}
+}
+
+// create adds the table with every column of defs.
+func (t *tableInstall) create(ctx context.Context) error {
+	var cols []grist.NewColumn
+	for _, d := range t.defs {
+		cols = append(cols, newColumn(d))
 	}
-	have, err := w.Columns(ctx, id)
+	got, err := t.w.AddTable(ctx, t.id, cols)
 	if err != nil {
-		return out, fmt.Errorf("review table %q: %w", id, err)
+		return fmt.Errorf("review table %q: %w", t.id, err)
 	}
-	byID := map[string]grist.ColumnInfo{}
+	if got != t.id {
+		return fmt.Errorf("review table %q: Grist created it as %q", t.id, got)
+	}
+	t.out = append(t.out, Change{Table: t.id, Action: "created table"})
+	return nil
+}
+
+// addMissing reads the table's columns, adds those of defs it lacks and
+// reads them again. A column of another type is an error naming it (an
+// empty formula column of type Any, as Grist makes one, counts as none).
+func (t *tableInstall) addMissing(ctx context.Context) error {
+	have, err := t.w.Columns(ctx, t.id)
+	if err != nil {
+		return fmt.Errorf("review table %q: %w", t.id, err)
+	}
+	t.byID = map[string]grist.ColumnInfo{}
 	for _, c := range have {
-		byID[c.ID] = c
+		t.byID[c.ID] = c
 	}
 	var missing []grist.NewColumn
-	for _, d := range defs {
-		c, ok := byID[d.id]
+	for _, d := range t.defs {
+		c, ok := t.byID[d.id]
 		switch {
 		case !ok:
-			missing = append(missing, newCol(d))
+			missing = append(missing, newColumn(d))
 		case c.Type != d.typ && !(c.Type == "Any" && c.IsFormula && c.Formula == ""):
-			return out, fmt.Errorf("review table %q column %q: type %s, kgsync needs %s; rename or convert that column", id, d.id, c.Type, d.typ)
+			return fmt.Errorf("review table %q column %q: type %s, kgsync needs %s; rename or convert that column", t.id, d.id, c.Type, d.typ)
 		}
 	}
-	added := map[string]bool{}
-	if len(missing) > 0 {
-		ids, err := w.AddColumns(ctx, id, missing)
-		if err != nil {
-			return out, fmt.Errorf("review table %q: %w", id, err)
+	if len(missing) == 0 {
+		return nil
+	}
+	ids, err := t.w.AddColumns(ctx, t.id, missing)
+	if err != nil {
+		return fmt.Errorf("review table %q: %w", t.id, err)
+	}
+	for i, got := range ids {
+		if got != missing[i].ID {
+			return fmt.Errorf("review table %q: column %q was created as %q", t.id, missing[i].ID, got)
 		}
-		for i, got := range ids {
-			if got != missing[i].ID {
-				return out, fmt.Errorf("review table %q: column %q was created as %q", id, missing[i].ID, got)
-			}
-			added[got] = true
-			if exists {
-				out = append(out, Change{Table: id, Action: "added column", Column: got})
-			}
-		}
-		if have, err = w.Columns(ctx, id); err != nil {
-			return out, fmt.Errorf("review table %q: %w", id, err)
-		}
-		for _, c := range have {
-			byID[c.ID] = c
+		t.added[got] = true
+		if t.exists {
+			t.out = append(t.out, Change{Table: t.id, Action: "added column", Column: got})
 		}
 	}
-	// The trigger columns' recalcWhen and recalcDeps, on the columns just
-	// created, and on one created with kgsync's formula and no
-	// dependencies (an install cut short between the two steps): an
-	// expert's own trigger settings are left as they are.
+	if have, err = t.w.Columns(ctx, t.id); err != nil {
+		return fmt.Errorf("review table %q: %w", t.id, err)
+	}
+	for _, c := range have {
+		t.byID[c.ID] = c
+	}
+	return nil
+}
+
+// setTriggers sets the trigger columns' recalcWhen and recalcDeps in one
+// POST /apply, on the columns just created, and on one created with
+// kgsync's formula and no dependencies (an install cut short between the
+// two steps): an expert's own trigger settings are left as they are.
+func (t *tableInstall) setTriggers(ctx context.Context) error {
 	var actions [][]any
 	var set []string
-	for _, d := range defs {
+	for _, d := range t.defs {
 		if d.formula == "" {
 			continue
 		}
-		c, ok := byID[d.id]
+		c, ok := t.byID[d.id]
 		if !ok {
-			return out, fmt.Errorf("review table %q: column %q is missing", id, d.id)
+			return fmt.Errorf("review table %q: column %q is missing", t.id, d.id)
 		}
-		if !added[d.id] && !(len(c.RecalcDeps) == 0 && c.Formula == d.formula && !c.IsFormula) {
+		if !t.added[d.id] && !(len(c.RecalcDeps) == 0 && c.Formula == d.formula && !c.IsFormula) {
 			continue
 		}
 		deps := []any{"L"}
 		for _, dep := range d.deps {
-			dc, ok := byID[dep]
+			dc, ok := t.byID[dep]
 			if !ok {
-				return out, fmt.Errorf("review table %q: column %q is missing", id, dep)
+				return fmt.Errorf("review table %q: column %q is missing", t.id, dep)
 			}
 			deps = append(deps, dc.Ref)
 		}
 		actions = append(actions, []any{"UpdateRecord", "_grist_Tables_column", c.Ref, map[string]any{"recalcWhen": 0, "recalcDeps": deps}})
 		set = append(set, d.id)
 	}
-	if len(actions) > 0 {
-		if _, err := w.Apply(ctx, actions); err != nil {
-			return out, fmt.Errorf("review table %q: set the trigger columns' dependencies: %w", id, err)
-		}
-		if exists {
-			for _, c := range set {
-				if !added[c] {
-					out = append(out, Change{Table: id, Action: "set trigger", Column: c})
-				}
+	if len(actions) == 0 {
+		return nil
+	}
+	if _, err := t.w.Apply(ctx, actions); err != nil {
+		return fmt.Errorf("review table %q: set the trigger columns' dependencies: %w", t.id, err)
+	}
+	if t.exists {
+		for _, c := range set {
+			if !t.added[c] {
+				t.out = append(t.out, Change{Table: t.id, Action: "set trigger", Column: c})
 			}
 		}
 	}
-	if exists && !slices.ContainsFunc(out, func(c Change) bool { return c.Table == id }) {
-		out = append(out, Change{Table: id, Action: "present"})
-	}
-	return out, nil
+	return nil
 }

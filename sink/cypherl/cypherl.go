@@ -289,37 +289,75 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 	if s.closed {
 		return sink.Stats{}, errors.New("cypherl ensure: sink closed")
 	}
-	next := schemaRecord{
+	c := &schemaChange{next: schemaRecord{
 		Dialect:       s.d.Name(),
 		Indexes:       slices.Clone(s.schema.Indexes),
 		VectorIndexes: slices.Clone(s.schema.VectorIndexes),
 		TextIndexes:   slices.Clone(s.schema.TextIndexes),
+	}}
+	// The stages: label-property indexes, vector indexes (replaced, then
+	// the removed ones dropped), text indexes, all in c; then the files.
+	c.ensureIndexes(schema.Indexes)
+	if err := s.ensureVectors(c, schema.VectorIndexes); err != nil {
+		return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
 	}
-	var stream []sink.Statement // for the current numbered file
-	indexesChanged, vectorsChanged := false, false
-	for _, ix := range schema.Indexes {
-		if !slices.Contains(next.Indexes, ix) {
-			next.Indexes = append(next.Indexes, ix)
-			indexesChanged = true
+	if err := s.dropRemovedVectorIndexes(c, schema.VectorIndexes); err != nil {
+		return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+	}
+	c.ensureText(schema.TextIndexes)
+	return s.writeSchema(c)
+}
+
+// schemaChange is what one Ensure changes: the schema record it leaves
+// (next, starting as a copy of the recorded one), the statements for the
+// current numbered file (stream), and which schema files change.
+type schemaChange struct {
+	next           schemaRecord
+	stream         []sink.Statement
+	indexesChanged bool // IndexFile
+	vectorsChanged bool // VectorIndexFile (and IndexFile, which drops every vector index)
+}
+
+// ensureIndexes records the label-property indexes of want that are not
+// recorded yet; recorded ones are never dropped (IndexFile keeps every
+// index the pipeline ever needed).
+func (c *schemaChange) ensureIndexes(want []sink.Index) {
+	for _, ix := range want {
+		if !slices.Contains(c.next.Indexes, ix) {
+			c.next.Indexes = append(c.next.Indexes, ix)
+			c.indexesChanged = true
 		}
 	}
-	for _, vi := range schema.VectorIndexes {
-		if vi.Capacity == 0 {
-			vi.Capacity = sink.DefaultVectorCapacity
+}
+
+// ensureText records the text indexes of want whose names are not
+// recorded yet.
+func (c *schemaChange) ensureText(want []sink.TextIndex) {
+	for _, ti := range want {
+		if !slices.ContainsFunc(c.next.TextIndexes, func(r sink.TextIndex) bool { return r.Name == ti.Name }) {
+			c.next.TextIndexes = append(c.next.TextIndexes, ti)
+			c.indexesChanged = true
 		}
-		if vi.Metric == "" {
-			vi.Metric = "cos"
-		}
-		i := slices.IndexFunc(next.VectorIndexes, func(r sink.VectorIndex) bool { return r.Name == vi.Name })
-		if i >= 0 && next.VectorIndexes[i] == vi {
+	}
+}
+
+// ensureVectors records each vector index of want that is not recorded as
+// it is: the recorded index of that name, and any other on the same label
+// and property (the indexes it displaces), go with DROP VECTOR INDEX in the
+// stream, and their vectors too (of this pipeline's nodes) unless only
+// the metric changed, so that a replay never meets vectors of two
+// dimensions under one index.
+func (s *Sink) ensureVectors(c *schemaChange, want []sink.VectorIndex) error {
+	for _, vi := range want {
+		vi = vi.WithDefaults(sink.DefaultVectorCapacity)
+		i := slices.IndexFunc(c.next.VectorIndexes, func(r sink.VectorIndex) bool { return r.Name == vi.Name })
+		if i >= 0 && c.next.VectorIndexes[i] == vi {
 			continue
 		}
-		vectorsChanged = true
-		// The recorded index of that name, and any other on the same label
-		// and property, go: DROP, and their vectors when those no longer fit.
+		c.vectorsChanged = true
 		var stale []sink.VectorIndex
-		next.VectorIndexes = slices.DeleteFunc(next.VectorIndexes, func(r sink.VectorIndex) bool {
-			if r.Name == vi.Name || r.Label == vi.Label && r.Property == vi.Property {
+		c.next.VectorIndexes = slices.DeleteFunc(c.next.VectorIndexes, func(r sink.VectorIndex) bool {
+			if vi.Displaces(r) {
 				stale = append(stale, r)
 				return true
 			}
@@ -328,42 +366,52 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		for _, old := range stale {
 			drop, err := s.d.DropVectorIndex(old.Name)
 			if err != nil {
-				return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+				return err
 			}
-			stream = append(stream, drop)
+			c.stream = append(c.stream, drop)
 			if old.Label != vi.Label || old.Property != vi.Property || old.Dimension != vi.Dimension {
 				rm, err := s.d.RemoveVectorProperty(old.Label, old.Property, s.pipeline, 0, 0)
 				if err != nil {
-					return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+					return err
 				}
-				stream = append(stream, rm)
+				c.stream = append(c.stream, rm)
 			}
 		}
-		next.VectorIndexes = append(next.VectorIndexes, vi)
+		c.next.VectorIndexes = append(c.next.VectorIndexes, vi)
 	}
-	// A recorded vector index the schema no longer has (its attribute
-	// removed from the model or renamed) is dropped; the pipeline removes
-	// the attribute's vectors from its nodes.
-	kept := next.VectorIndexes[:0]
-	for _, r := range next.VectorIndexes {
-		if slices.ContainsFunc(schema.VectorIndexes, func(v sink.VectorIndex) bool { return v.Name == r.Name }) {
+	return nil
+}
+
+// dropRemovedVectorIndexes drops (in the stream) each recorded vector
+// index that want no longer has: its attribute was removed from the model
+// or renamed, and the pipeline removes the attribute's vectors from its
+// nodes.
+func (s *Sink) dropRemovedVectorIndexes(c *schemaChange, want []sink.VectorIndex) error {
+	kept := c.next.VectorIndexes[:0]
+	for _, r := range c.next.VectorIndexes {
+		if slices.ContainsFunc(want, func(v sink.VectorIndex) bool { return v.Name == r.Name }) {
 			kept = append(kept, r)
 			continue
 		}
 		drop, err := s.d.DropVectorIndex(r.Name)
 		if err != nil {
-			return sink.Stats{}, fmt.Errorf("cypherl ensure: %w", err)
+			return err
 		}
-		stream = append(stream, drop)
-		vectorsChanged = true
+		c.stream = append(c.stream, drop)
+		c.vectorsChanged = true
 	}
-	next.VectorIndexes = kept
-	for _, ti := range schema.TextIndexes {
-		if !slices.ContainsFunc(next.TextIndexes, func(r sink.TextIndex) bool { return r.Name == ti.Name }) {
-			next.TextIndexes = append(next.TextIndexes, ti)
-			indexesChanged = true
-		}
-	}
+	c.next.VectorIndexes = kept
+	return nil
+}
+
+// writeSchema writes c: the stream to the current numbered file (after
+// IndexFile's statements when ForgetSchema asked for them), synced first,
+// then IndexFile and VectorIndexFile when they change, then SchemaFile;
+// the invariant is that no record claims what is not on disk. Schema
+// files missing, of an older layout or written for another version are
+// rewritten whatever changed.
+func (s *Sink) writeSchema(c *schemaChange) (sink.Stats, error) {
+	next, stream := c.next, c.stream
 	if s.standalone {
 		head, err := s.indexFile(next)
 		if err != nil {
@@ -371,6 +419,7 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 		}
 		stream = append(head, stream...)
 	}
+	indexesChanged, vectorsChanged := c.indexesChanged, c.vectorsChanged
 	if len(next.Indexes)+len(next.VectorIndexes)+len(next.TextIndexes) > 0 &&
 		(!s.schemaFilesExist() || s.schema.Layout != schemaLayout || s.schema.MemgraphVersion != s.version) {
 		indexesChanged, vectorsChanged = true, true

@@ -234,46 +234,11 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 	if err != nil {
 		return stats, err
 	}
-
-	fields, rows, err := run(s.d.ShowIndexes())
+	// The stages: label-property indexes, text indexes (from the SHOW
+	// INDEX INFO listing the first stage read last), vector indexes.
+	fields, rows, err := s.ensureIndexes(ctx, schema.Indexes, run)
 	if err != nil {
 		return stats, err
-	}
-	have, err := s.d.ParseIndexes(fields, rows)
-	if err != nil {
-		return stats, fmt.Errorf("memgraph ensure: %w", err)
-	}
-	var created []sink.Index
-	for _, ix := range schema.Indexes {
-		if containsIndex(have, ix) {
-			continue
-		}
-		st, err := s.d.CreateIndex(ix)
-		if err != nil {
-			return stats, fmt.Errorf("memgraph ensure: %w", err)
-		}
-		if _, _, err := run(st); err != nil {
-			return stats, err
-		}
-		have = append(have, ix)
-		created = append(created, ix)
-		s.logger.InfoContext(ctx, "created index", slog.String("label", ix.Label), slog.String("property", ix.Property))
-	}
-	if len(created) > 0 {
-		fields, rows, err = run(s.d.ShowIndexes())
-		if err != nil {
-			return stats, err
-		}
-		listed, err := s.d.ParseIndexes(fields, rows)
-		if err != nil {
-			return stats, fmt.Errorf("memgraph ensure: %w", err)
-		}
-		for _, ix := range created {
-			if !containsIndex(listed, ix) {
-				return stats, fmt.Errorf("memgraph ensure: index on :%s(%s) was created but %s does not list it",
-					ix.Label, ix.Property, s.d.ShowIndexes().Query)
-			}
-		}
 	}
 	if err := s.ensureText(ctx, info, schema.TextIndexes, fields, rows, run); err != nil {
 		return stats, err
@@ -281,106 +246,194 @@ func (s *Sink) Ensure(ctx context.Context, schema sink.Schema) (sink.Stats, erro
 	if len(schema.VectorIndexes) == 0 {
 		return stats, nil
 	}
+	err = s.ensureVectors(ctx, schema, run, func() []neo4j.Notification { return notes })
+	return stats, err
+}
 
-	fields, rows, err = run(s.d.ShowVectorIndexes())
+// ensureIndexes creates the label-property indexes of want that SHOW
+// INDEX INFO does not list and confirms each in a second listing. It
+// returns the last listing read (fields, rows), which lists the text
+// indexes too.
+func (s *Sink) ensureIndexes(ctx context.Context, want []sink.Index, run func(sink.Statement) ([]string, [][]any, error),
+) ([]string, [][]any, error) {
+	fields, rows, err := run(s.d.ShowIndexes())
 	if err != nil {
-		return stats, err
+		return nil, nil, err
+	}
+	have, err := s.d.ParseIndexes(fields, rows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("memgraph ensure: %w", err)
+	}
+	var created []sink.Index
+	for _, ix := range want {
+		if containsIndex(have, ix) {
+			continue
+		}
+		st, err := s.d.CreateIndex(ix)
+		if err != nil {
+			return nil, nil, fmt.Errorf("memgraph ensure: %w", err)
+		}
+		if _, _, err := run(st); err != nil {
+			return nil, nil, err
+		}
+		have = append(have, ix)
+		created = append(created, ix)
+		s.logger.InfoContext(ctx, "created index", slog.String("label", ix.Label), slog.String("property", ix.Property))
+	}
+	if len(created) == 0 {
+		return fields, rows, nil
+	}
+	fields, rows, err = run(s.d.ShowIndexes())
+	if err != nil {
+		return nil, nil, err
+	}
+	listed, err := s.d.ParseIndexes(fields, rows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("memgraph ensure: %w", err)
+	}
+	for _, ix := range created {
+		if !containsIndex(listed, ix) {
+			return nil, nil, fmt.Errorf("memgraph ensure: index on :%s(%s) was created but %s does not list it",
+				ix.Label, ix.Property, s.d.ShowIndexes().Query)
+		}
+	}
+	return fields, rows, nil
+}
+
+// ensureVectors brings the vector indexes in line with schema (see
+// Ensure): each index kept, replaced or created (ensureVector), the
+// indexes the model no longer has dropped (dropRemovedVectorIndexes), and
+// the created ones confirmed in a second listing (confirmVectors). notes
+// returns the notifications of the last statement run.
+func (s *Sink) ensureVectors(ctx context.Context, schema sink.Schema, run func(sink.Statement) ([]string, [][]any, error),
+	notes func() []neo4j.Notification,
+) error {
+	fields, rows, err := run(s.d.ShowVectorIndexes())
+	if err != nil {
+		return err
 	}
 	existing, err := s.d.ParseVectorIndexes(fields, rows)
 	if err != nil {
-		return stats, fmt.Errorf("memgraph ensure: %w", err)
+		return fmt.Errorf("memgraph ensure: %w", err)
 	}
 	var made []sink.VectorIndex
 	for _, vi := range schema.VectorIndexes {
-		if vi.Capacity == 0 {
-			vi.Capacity = s.cfg.VectorCapacity
+		vi = vi.WithDefaults(s.cfg.VectorCapacity)
+		created, err := s.ensureVector(ctx, vi, existing, run, notes)
+		if err != nil {
+			return err
 		}
-		if vi.Metric == "" {
-			vi.Metric = "cos"
-		}
-		keep := false
-		var stale []sink.VectorIndex
-		for _, old := range existing {
-			switch {
-			case old.Name == vi.Name && old.Label == vi.Label && old.Property == vi.Property && old.Dimension == vi.Dimension &&
-				(old.Metric == "" || old.Metric == vi.Metric):
-				keep = true
-			case old.Name == vi.Name || old.Label == vi.Label && old.Property == vi.Property:
-				stale = append(stale, old)
-			}
-		}
-		if keep && len(stale) == 0 {
-			s.remember(vi)
-			continue
-		}
-		for _, old := range stale { // keep: another index on the same label and property
-			st, err := s.d.DropVectorIndex(old.Name)
-			if err != nil {
-				return stats, fmt.Errorf("memgraph ensure: %w", err)
-			}
-			if _, _, err := run(st); err != nil {
-				return stats, err
-			}
-			s.logger.InfoContext(ctx, "dropped vector index", slog.String("index", old.Name),
-				slog.Int("dimension", old.Dimension), slog.Int("want_dimension", vi.Dimension))
-			if old.Label != vi.Label || old.Property != vi.Property {
-				if err := s.removeProperty(ctx, old.Label, old.Property, 0, run); err != nil {
-					return stats, err
-				}
-			}
-		}
-		if !keep {
-			// This pipeline's vectors of another length go first (left by
-			// the old index, or by a dimension change whose index another
-			// pipeline already dropped): the new index would refuse them.
-			if err := s.removeProperty(ctx, vi.Label, vi.Property, vi.Dimension, run); err != nil {
-				return stats, err
-			}
-			others, err := s.foreignVectors(vi, run)
-			if err != nil {
-				return stats, err
-			}
-			if others != "" {
-				s.logger.WarnContext(ctx, "vector index not created: other pipelines' vectors under its label and property have another dimension; "+
-					"it is created when they change too", slog.String("index", vi.Name), slog.Int("dimension", vi.Dimension),
-					slog.String("others", others))
-				s.remember(vi)
-				continue
-			}
-			if err := s.createVectorIndex(ctx, vi, run, func() []neo4j.Notification { return notes }); err != nil {
-				return stats, err
-			}
+		if created {
 			made = append(made, vi)
-			s.logger.InfoContext(ctx, "created vector index", slog.String("index", vi.Name), slog.Int("dimension", vi.Dimension))
 		}
-		s.remember(vi)
 	}
 	if err := s.dropRemovedVectorIndexes(ctx, schema, existing, run); err != nil {
-		return stats, err
+		return err
 	}
-	if len(made) == 0 {
-		return stats, nil
+	return s.confirmVectors(made, run)
+}
+
+// ensureVector keeps vi when existing lists it as it is (listedAs) and
+// nothing else displaces it; otherwise it drops the indexes vi displaces
+// (and this pipeline's vectors under a label and property vi leaves),
+// removes this pipeline's vectors of another length, and creates vi
+// unless other pipelines' vectors of another length are there (then it
+// warns). It reports whether vi was created; vi is remembered for Write's
+// checks in every case but an error.
+func (s *Sink) ensureVector(ctx context.Context, vi sink.VectorIndex, existing []sink.VectorIndex,
+	run func(sink.Statement) ([]string, [][]any, error), notes func() []neo4j.Notification,
+) (bool, error) {
+	keep := false
+	var stale []sink.VectorIndex
+	for _, old := range existing {
+		switch {
+		case listedAs(old, vi):
+			keep = true
+		case vi.Displaces(old):
+			stale = append(stale, old)
+		}
 	}
-	fields, rows, err = run(s.d.ShowVectorIndexes())
+	for _, old := range stale { // keep: another index on the same label and property
+		st, err := s.d.DropVectorIndex(old.Name)
+		if err != nil {
+			return false, fmt.Errorf("memgraph ensure: %w", err)
+		}
+		if _, _, err := run(st); err != nil {
+			return false, err
+		}
+		s.logger.InfoContext(ctx, "dropped vector index", slog.String("index", old.Name),
+			slog.Int("dimension", old.Dimension), slog.Int("want_dimension", vi.Dimension))
+		if old.Label != vi.Label || old.Property != vi.Property {
+			if err := s.removeProperty(ctx, old.Label, old.Property, 0, run); err != nil {
+				return false, err
+			}
+		}
+	}
+	if keep {
+		s.remember(vi)
+		return false, nil
+	}
+	// This pipeline's vectors of another length go first (left by the old
+	// index, or by a dimension change whose index another pipeline
+	// already dropped): the new index would refuse them.
+	if err := s.removeProperty(ctx, vi.Label, vi.Property, vi.Dimension, run); err != nil {
+		return false, err
+	}
+	others, err := s.foreignVectors(vi, run)
 	if err != nil {
-		return stats, err
+		return false, err
+	}
+	if others != "" {
+		s.logger.WarnContext(ctx, "vector index not created: other pipelines' vectors under its label and property have another dimension; "+
+			"it is created when they change too", slog.String("index", vi.Name), slog.Int("dimension", vi.Dimension),
+			slog.String("others", others))
+		s.remember(vi)
+		return false, nil
+	}
+	if err := s.createVectorIndex(ctx, vi, run, notes); err != nil {
+		return false, err
+	}
+	s.logger.InfoContext(ctx, "created vector index", slog.String("index", vi.Name), slog.Int("dimension", vi.Dimension))
+	s.remember(vi)
+	return true, nil
+}
+
+// confirmVectors reads SHOW VECTOR INDEX INFO again after made were
+// created and returns an error naming the first that is not listed, or
+// listed on another label, property or dimension.
+func (s *Sink) confirmVectors(made []sink.VectorIndex, run func(sink.Statement) ([]string, [][]any, error)) error {
+	if len(made) == 0 {
+		return nil
+	}
+	fields, rows, err := run(s.d.ShowVectorIndexes())
+	if err != nil {
+		return err
 	}
 	listed, err := s.d.ParseVectorIndexes(fields, rows)
 	if err != nil {
-		return stats, fmt.Errorf("memgraph ensure: %w", err)
+		return fmt.Errorf("memgraph ensure: %w", err)
 	}
 	for _, vi := range made {
 		i := slices.IndexFunc(listed, func(l sink.VectorIndex) bool { return l.Name == vi.Name })
 		switch {
 		case i < 0:
-			return stats, fmt.Errorf("memgraph ensure: vector index %q was created but %s does not list it",
+			return fmt.Errorf("memgraph ensure: vector index %q was created but %s does not list it",
 				vi.Name, s.d.ShowVectorIndexes().Query)
 		case listed[i].Label != vi.Label || listed[i].Property != vi.Property || listed[i].Dimension != vi.Dimension:
-			return stats, fmt.Errorf("memgraph ensure: vector index %q is listed on :%s(%s) with dimension %d, want :%s(%s) with %d",
+			return fmt.Errorf("memgraph ensure: vector index %q is listed on :%s(%s) with dimension %d, want :%s(%s) with %d",
 				vi.Name, listed[i].Label, listed[i].Property, listed[i].Dimension, vi.Label, vi.Property, vi.Dimension)
 		}
 	}
-	return stats, nil
+	return nil
+}
+
+// listedAs reports whether l, as SHOW VECTOR INDEX INFO lists an index,
+// is vi: the same name, label, property and dimension, and the same
+// metric unless the listing has none (the metric column is optional,
+// sink.MemgraphDialect.ParseVectorIndexes).
+func listedAs(l, vi sink.VectorIndex) bool {
+	return l.Name == vi.Name && l.Label == vi.Label && l.Property == vi.Property && l.Dimension == vi.Dimension &&
+		(l.Metric == "" || l.Metric == vi.Metric)
 }
 
 // createVectorIndex runs CREATE VECTOR INDEX for vi and reads its outcome:
@@ -429,7 +482,7 @@ func (s *Sink) createVectorIndex(ctx context.Context, vi sink.VectorIndex, run f
 		if l.Name != vi.Name {
 			continue
 		}
-		if l.Label == vi.Label && l.Property == vi.Property && l.Dimension == vi.Dimension && (l.Metric == "" || l.Metric == vi.Metric) {
+		if listedAs(l, vi) {
 			s.logger.InfoContext(ctx, "vector index created by another client at the same time", slog.String("index", vi.Name))
 			return nil
 		}

@@ -28,9 +28,7 @@ func (s *Sink) dropRemovedVectorIndexes(ctx context.Context, schema sink.Schema,
 		labels[vi.Label] = true
 	}
 	for _, old := range existing {
-		if !labels[old.Label] || slices.ContainsFunc(schema.VectorIndexes, func(vi sink.VectorIndex) bool {
-			return vi.Name == old.Name || vi.Label == old.Label && vi.Property == old.Property
-		}) {
+		if !labels[old.Label] || slices.ContainsFunc(schema.VectorIndexes, func(vi sink.VectorIndex) bool { return vi.Displaces(old) }) {
 			continue
 		}
 		st, err := s.d.CountVectors(old.Label, old.Property, s.cfg.Pipeline)
