@@ -26,9 +26,10 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"math/big"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -93,90 +94,120 @@ func New(name string, cfg Config, logger *slog.Logger) (*Source, error) {
 		sem:      make(chan struct{}, max(cfg.Concurrency, 1)),
 		endpoint: cfg.Method + " " + cfg.URL,
 	}
-	var errs []error
+	c := &compiler{}
 	if err := cfg.validateStatic(); err != nil {
-		errs = append(errs, err)
+		c.errs = append(c.errs, err)
 	}
-	tmpl := func(field, text string, sample map[string]any) *template.Template {
-		if text == "" {
-			return nil
-		}
-		t, err := compileTemplate(field, text, sample)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return t
+	// Compiled in the order the fields are reported.
+	s.compileRequest(c)
+	s.compileListing(c)
+	s.compileMapper(c)
+	s.compileDetail(c)
+	if err := errors.Join(c.errs...); err != nil {
+		return nil, fmt.Errorf("http source %q: %w", name, err)
 	}
-	jq := func(field, expr string) *jqExpr {
-		if expr == "" {
-			return nil
-		}
-		e, err := compileJQ(field, expr)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return e
+	s.secrets = secretsOf(cfg.Auth)
+	s.client = s.newClient()
+	return s, nil
+}
+
+// compiler compiles a Config's templates and jq expressions, keeping
+// every error.
+type compiler struct {
+	errs []error
+}
+
+// tmpl compiles and trial-renders text against sample (nil for "").
+func (c *compiler) tmpl(field, text string, sample map[string]any) *template.Template {
+	if text == "" {
+		return nil
 	}
-	s.urlT = tmpl("url", cfg.URL, sampleData)
-	s.bodyT = tmpl("body", cfg.Body, sampleData)
-	names := make([]string, 0, len(cfg.Query))
-	for n := range cfg.Query {
-		names = append(names, n)
+	t, err := compileTemplate(field, text, sample)
+	if err != nil {
+		c.errs = append(c.errs, err)
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		s.queryT = append(s.queryT, queryParam{name: n, t: tmpl(fmt.Sprintf("query[%q]", n), cfg.Query[n], sampleData)})
+	return t
+}
+
+// jq compiles expr (nil for "").
+func (c *compiler) jq(field, expr string) *jqExpr {
+	if expr == "" {
+		return nil
 	}
-	s.records = jq("records", cfg.Records)
-	s.key = jq("key", cfg.Key)
-	s.next = jq("pagination.next", cfg.Pagination.Next)
-	s.total = jq("pagination.total", cfg.Pagination.Total)
-	s.hasMore = jq("pagination.has_more", cfg.Pagination.HasMore)
+	e, err := compileJQ(field, expr)
+	if err != nil {
+		c.errs = append(c.errs, err)
+	}
+	return e
+}
+
+// compileRequest compiles the templates of a page's request: URL, body
+// and query parameters (by name).
+func (s *Source) compileRequest(c *compiler) {
+	cfg := s.cfg
+	s.urlT = c.tmpl("url", cfg.URL, sampleData)
+	s.bodyT = c.tmpl("body", cfg.Body, sampleData)
+	for _, n := range slices.Sorted(maps.Keys(cfg.Query)) {
+		s.queryT = append(s.queryT, queryParam{name: n, t: c.tmpl(fmt.Sprintf("query[%q]", n), cfg.Query[n], sampleData)})
+	}
+}
+
+// compileListing compiles the expressions that read a page: its records,
+// their key, and the pagination's next page, total and has_more.
+func (s *Source) compileListing(c *compiler) {
+	cfg := s.cfg
+	s.records = c.jq("records", cfg.Records)
+	s.key = c.jq("key", cfg.Key)
+	s.next = c.jq("pagination.next", cfg.Pagination.Next)
+	s.total = c.jq("pagination.total", cfg.Pagination.Total)
+	s.hasMore = c.jq("pagination.has_more", cfg.Pagination.HasMore)
+}
+
+// compileMapper compiles the mapping of a record: its attributes (by
+// name), links (by type) and document.
+func (s *Source) compileMapper(c *compiler) {
+	cfg := s.cfg
 	s.mapper.anchor = cfg.Anchor
-	if len(cfg.Attributes) > 0 {
-		names := make([]string, 0, len(cfg.Attributes))
-		for n := range cfg.Attributes {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			s.mapper.attrs = append(s.mapper.attrs, attrExpr{name: n, jq: jq(fmt.Sprintf("attributes[%q]", n), cfg.Attributes[n])})
-		}
+	for _, n := range slices.Sorted(maps.Keys(cfg.Attributes)) {
+		s.mapper.attrs = append(s.mapper.attrs, attrExpr{name: n, jq: c.jq(fmt.Sprintf("attributes[%q]", n), cfg.Attributes[n])})
 	}
-	types := make([]string, 0, len(cfg.Links))
-	for t := range cfg.Links {
-		types = append(types, t)
-	}
-	sort.Strings(types)
-	for _, t := range types {
+	for _, t := range slices.Sorted(maps.Keys(cfg.Links)) {
 		l := cfg.Links[t]
-		s.mapper.links = append(s.mapper.links, linkExpr{typ: t, anchor: l.Anchor, jq: jq(fmt.Sprintf("links[%q].expr", t), l.Expr)})
+		s.mapper.links = append(s.mapper.links, linkExpr{typ: t, anchor: l.Anchor, jq: c.jq(fmt.Sprintf("links[%q].expr", t), l.Expr)})
 	}
 	if d := cfg.Document; d != nil {
 		s.mapper.format = d.Format
-		s.mapper.doc = jq("document.content", d.Content)
+		s.mapper.doc = c.jq("document.content", d.Content)
 	}
+}
+
+// compileDetail compiles the incremental cursor expression and the detail
+// fetch's URL template and path.
+func (s *Source) compileDetail(c *compiler) {
+	cfg := s.cfg
 	if inc := cfg.Incremental; inc != nil {
-		s.cursorExpr = jq("incremental.cursor", inc.Cursor)
+		s.cursorExpr = c.jq("incremental.cursor", inc.Cursor)
 	}
 	if d := cfg.Detail; d != nil {
-		s.detailT = tmpl("detail.url", d.URL, map[string]any{"key": "k", "record": map[string]any{}})
-		s.detailPath = jq("detail.path", d.Path)
+		s.detailT = c.tmpl("detail.url", d.URL, map[string]any{"key": "k", "record": map[string]any{}})
+		s.detailPath = c.jq("detail.path", d.Path)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("http source %q: %w", name, err)
-	}
-	for _, sec := range []string{cfg.Auth.Bearer, cfg.Auth.APIKey, cfg.Auth.Password} {
+}
+
+// secretsOf returns the credentials of a that errors must not show,
+// with the base64 form of basic auth, which appears in an Authorization
+// header echoed back.
+func secretsOf(a Auth) []string {
+	var out []string
+	for _, sec := range []string{a.Bearer, a.APIKey, a.Password} {
 		if sec != "" {
-			s.secrets = append(s.secrets, sec)
+			out = append(out, sec)
 		}
 	}
-	if cfg.Auth.Username != "" || cfg.Auth.Password != "" {
-		// The base64 form appears in an Authorization header echoed back.
-		s.secrets = append(s.secrets, basicToken(cfg.Auth.Username, cfg.Auth.Password))
+	if a.Username != "" || a.Password != "" {
+		out = append(out, basicToken(a.Username, a.Password))
 	}
-	s.client = s.newClient()
-	return s, nil
+	return out
 }
 
 // Name returns the source's name within its pipeline.
