@@ -319,11 +319,11 @@ func (s *Source) list(ctx context.Context, l *listing, yield func(*sources.Page,
 		if err != nil {
 			return err
 		}
-		done, err := s.advance(ctx, l, a)
+		done, err := s.advance(ctx, l, &a)
 		if err != nil {
 			return err
 		}
-		page, done, err := s.finishPage(ctx, l, a, done)
+		page, done, err := s.finishPage(ctx, l, &a, done)
 		if err != nil {
 			return err
 		}
@@ -348,24 +348,24 @@ type pageAnswer struct {
 
 // fetchPage requests page l.pageNo and selects its records. Not modified
 // on page 1 is returned as is (sources.ErrNotModified).
-func (s *Source) fetchPage(ctx context.Context, l *listing) (*pageAnswer, error) {
+func (s *Source) fetchPage(ctx context.Context, l *listing) (pageAnswer, error) {
 	u, body, err := s.pageRequest(l.data, l.nextURL)
 	if err != nil {
-		return nil, fmt.Errorf("page %d: %w", l.pageNo, err)
+		return pageAnswer{}, fmt.Errorf("page %d: %w", l.pageNo, err)
 	}
 	if l.origin == "" {
 		l.origin = u.Scheme + "://" + u.Host
 	}
-	a := &pageAnswer{u: u, at: fmt.Sprintf("page %d (%s %s)", l.pageNo, s.cfg.Method, u.Redacted())}
+	a := pageAnswer{u: u, at: fmt.Sprintf("page %d (%s %s)", l.pageNo, s.cfg.Method, u.Redacted())}
 	a.resp, err = s.get(ctx, s.cfg.Method, u, body)
 	if err != nil {
 		if errors.Is(err, sources.ErrNotModified) && l.pageNo == 1 {
-			return nil, err
+			return pageAnswer{}, err
 		}
-		return nil, fmt.Errorf("%s: %w", a.at, err)
+		return pageAnswer{}, fmt.Errorf("%s: %w", a.at, err)
 	}
 	if a.raws, err = s.records.all(ctx, a.resp.body); err != nil {
-		return nil, fmt.Errorf("%s: %w", a.at, err)
+		return pageAnswer{}, fmt.Errorf("%s: %w", a.at, err)
 	}
 	return a, nil
 }
