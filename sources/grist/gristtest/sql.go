@@ -315,10 +315,19 @@ func (s *Server) runSQL(w http.ResponseWriter, r *http.Request, stmt string, arg
 		writeErr(w, r, 400, "SQLITE_ERROR: no such column: "+missing)
 		return
 	}
-	a, ok := sqlArgsOf(args, q.whereOp)
-	if !ok {
-		writeErr(w, r, 500, "SQLITE_MISMATCH: datatype mismatch")
-		return
+	a := sqlArgs{nums: make([]float64, len(args))}
+	for i, v := range args {
+		if str, ok := v.(string); ok && q.whereOp == "in" {
+			a.text = append(a.text, str)
+			a.nums[i] = math.NaN()
+			continue
+		}
+		f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+		if err != nil {
+			writeErr(w, r, 500, "SQLITE_MISMATCH: datatype mismatch")
+			return
+		}
+		a.nums[i] = f
 	}
 	out := []map[string]any{}
 	for _, id := range q.candidates(t, a) {
@@ -369,25 +378,6 @@ func (q *sqlQuery) columnsOf(t *table) (cols []string, missing string) {
 type sqlArgs struct {
 	nums []float64
 	text []string
-}
-
-// sqlArgsOf converts args; ok is false for an argument that is neither a
-// number nor, in an IN list, text.
-func sqlArgsOf(args []any, whereOp string) (a sqlArgs, ok bool) {
-	a.nums = make([]float64, len(args))
-	for i, v := range args {
-		if str, ok := v.(string); ok && whereOp == "in" {
-			a.text = append(a.text, str)
-			a.nums[i] = math.NaN()
-			continue
-		}
-		f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
-		if err != nil {
-			return a, false
-		}
-		a.nums[i] = f
-	}
-	return a, true
 }
 
 // candidates returns the ids of t's rows q may keep, in id order: with
