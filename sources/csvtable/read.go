@@ -2,12 +2,14 @@ package csvtable
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,54 +65,16 @@ func (t *table) readFile(ctx context.Context, p *pager, d *contentDigest) (int, 
 }
 
 // read reads CSV from r into p (see the package documentation), adding
-// the header and every row to d when d is not nil.
+// the header and every row to d when d is not nil. Its stages: the header
+// gives the columns (header), then each row widens them to its cells
+// (widen), gets its key (rowKey) and becomes a record or a skip (record);
+// each record or skip counts towards the page (pager.add).
 func (t *table) read(ctx context.Context, r io.Reader, p *pager, d *contentDigest) (int, error) {
 	cr := t.csvReader(r)
-
-	header, err := cr.Read()
-	if errors.Is(err, io.EOF) {
-		return 0, fmt.Errorf("csv table %s: %s: empty file, no header row", t.id, t.display)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("csv table %s: %s: %w", t.id, t.display, err)
-	}
-	if d != nil {
-		d.add(header, true)
-	}
-	names, generated, err := t.headerNames(header)
+	cols, err := t.header(cr, p, d)
 	if err != nil {
 		return 0, err
 	}
-	keyIdx := -1
-	if t.key != "" {
-		for i, n := range names {
-			if n == t.key {
-				keyIdx = i
-				break
-			}
-		}
-		if keyIdx < 0 {
-			return 0, fmt.Errorf("csv table %s: %s: key column %q is not in the header", t.id, t.display, t.key)
-		}
-	}
-	// Per column: its type and whether it is dropped; extended for cells
-	// beyond the header as rows need them.
-	types := make([]colType, len(names))
-	drop := make([]bool, len(names))
-	for i, n := range names {
-		types[i] = t.typeOf(n)
-		drop[i] = t.skip[n]
-		if !drop[i] && i != keyIdx && !generated[i] {
-			if err := sink.ValidName(n); err != nil {
-				// A column no property can be named after is left out of
-				// every row, and named in quarantine; the rows sync.
-				drop[i] = true
-				p.page.Unlisted = append(p.page.Unlisted, sources.Unlisted{Prefix: ColumnPrefix(t.id, i+1),
-					Err: fmt.Errorf("csv table %s: %s: header column %d %q: %w; the column is left out", t.id, t.display, i+1, n, err)})
-			}
-		}
-	}
-
 	row := 0
 	for {
 		rec, err := cr.Read()
@@ -130,67 +94,11 @@ func (t *table) read(ctx context.Context, r io.Reader, p *pager, d *contentDiges
 			}
 		}
 		line, _ := cr.FieldPos(0)
-		for len(names) < len(rec) {
-			n := "column_" + strconv.Itoa(len(names)+1)
-			names = append(names, n)
-			generated = append(generated, true)
-			types = append(types, t.typeOf(n))
-			drop = append(drop, t.skip[n])
-		}
-
-		var key string
-		if keyIdx < 0 {
-			key = t.id + ":" + strconv.Itoa(row)
-		} else {
-			v := ""
-			if keyIdx < len(rec) {
-				v = strings.TrimSpace(rec[keyIdx])
-			}
-			if v == "" {
-				p.page.Skipped = append(p.page.Skipped, sources.Skip{Key: t.id + ":", Err: fmt.Errorf("csv table %s: %s line %d: key column %q is empty", t.id, t.display, line, t.key)})
-				if err := p.add(); err != nil {
-					return row, err
-				}
-				continue
-			}
-			key = t.id + ":" + v
-		}
-
-		out := sources.Record{Key: key, Anchor: t.id, Attributes: make(map[string]any, len(rec)),
-			Where: t.display + " line " + strconv.Itoa(line)}
-		var bad error
-		for i, name := range names {
-			if drop[i] {
-				continue
-			}
-			cell := ""
-			if i < len(rec) {
-				cell = rec[i]
-			}
-			if generated[i] && cell == "" {
-				continue
-			}
-			if !utf8.ValidString(cell) {
-				l := line
-				if i < len(rec) {
-					l, _ = cr.FieldPos(i)
-				}
-				bad = fmt.Errorf("csv table %s: %s line %d column %q: invalid UTF-8", t.id, t.display, l, name)
-				break
-			}
-			v, links, err := convert(types[i], name, cell)
-			if err != nil {
-				l := line
-				if i < len(rec) {
-					l, _ = cr.FieldPos(i)
-				}
-				bad = fmt.Errorf("csv table %s: %s line %d column %q: value %q: %w", t.id, t.display, l, name, cell, err)
-				break
-			}
-			out.Links = append(out.Links, links...)
-			out.Attributes[name] = v
-		}
-		if bad != nil {
+		cols.widen(t, len(rec))
+		key, err := t.rowKey(cols, rec, row, line)
+		if err != nil {
+			p.page.Skipped = append(p.page.Skipped, sources.Skip{Key: t.id + ":", Err: err})
+		} else if out, bad := t.record(cr, cols, rec, key, line); bad != nil {
 			p.page.Skipped = append(p.page.Skipped, sources.Skip{Key: key, Err: bad})
 		} else {
 			p.page.Records = append(p.page.Records, out)
@@ -199,6 +107,131 @@ func (t *table) read(ctx context.Context, r io.Reader, p *pager, d *contentDiges
 			return row, err
 		}
 	}
+}
+
+// columns are a table's columns as the header and the rows so far give
+// them, each slice indexed by column.
+type columns struct {
+	names []string
+	// generated tells a name made for an empty header cell or a cell
+	// beyond the header ("column_<n>").
+	generated []bool
+	types     []colType
+	// drop tells a column left out of every record (Table.Skip, or a
+	// name no property can have).
+	drop []bool
+	// keyIdx is the key column, -1 when rows are keyed by their number.
+	keyIdx int
+}
+
+// header reads the header row (adding it to d when d is not nil) and
+// returns the columns it names. A header name no property can be named
+// after leaves its column out, named in quarantine on p's page; the rows
+// sync.
+func (t *table) header(cr *csv.Reader, p *pager, d *contentDigest) (*columns, error) {
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("csv table %s: %s: empty file, no header row", t.id, t.display)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("csv table %s: %s: %w", t.id, t.display, err)
+	}
+	if d != nil {
+		d.add(header, true)
+	}
+	names, generated, err := t.headerNames(header)
+	if err != nil {
+		return nil, err
+	}
+	c := &columns{names: names, generated: generated, keyIdx: -1}
+	if t.key != "" {
+		c.keyIdx = slices.Index(names, t.key)
+		if c.keyIdx < 0 {
+			return nil, fmt.Errorf("csv table %s: %s: key column %q is not in the header", t.id, t.display, t.key)
+		}
+	}
+	c.types = make([]colType, len(names))
+	c.drop = make([]bool, len(names))
+	for i, n := range names {
+		c.types[i] = t.typeOf(n)
+		c.drop[i] = t.skip[n]
+		if !c.drop[i] && i != c.keyIdx && !generated[i] {
+			if err := sink.ValidName(n); err != nil {
+				c.drop[i] = true
+				p.page.Unlisted = append(p.page.Unlisted, sources.Unlisted{Prefix: ColumnPrefix(t.id, i+1),
+					Err: fmt.Errorf("csv table %s: %s: header column %d %q: %w; the column is left out", t.id, t.display, i+1, n, err)})
+			}
+		}
+	}
+	return c, nil
+}
+
+// widen adds a generated column ("column_<n>") for each of a row's n
+// cells beyond the columns known.
+func (c *columns) widen(t *table, n int) {
+	for len(c.names) < n {
+		name := "column_" + strconv.Itoa(len(c.names)+1)
+		c.names = append(c.names, name)
+		c.generated = append(c.generated, true)
+		c.types = append(c.types, t.typeOf(name))
+		c.drop = append(c.drop, t.skip[name])
+	}
+}
+
+// rowKey returns the key of the record of rec, the row-th data row at
+// line: "<table>:<row>" without a key column, else "<table>:<key cell>"
+// trimmed. An empty key cell is an error (the row is skipped).
+func (t *table) rowKey(c *columns, rec []string, row, line int) (string, error) {
+	if c.keyIdx < 0 {
+		return t.id + ":" + strconv.Itoa(row), nil
+	}
+	v := ""
+	if c.keyIdx < len(rec) {
+		v = strings.TrimSpace(rec[c.keyIdx])
+	}
+	if v == "" {
+		return "", fmt.Errorf("csv table %s: %s line %d: key column %q is empty", t.id, t.display, line, t.key)
+	}
+	return t.id + ":" + v, nil
+}
+
+// record converts the cells of rec, at line, into the record key names.
+// Dropped columns and empty generated cells are left out. bad is the
+// first cell that is not valid UTF-8 or not a value of its column's type,
+// named by line and column (the row is skipped).
+func (t *table) record(cr *csv.Reader, c *columns, rec []string, key string, line int) (out sources.Record, bad error) {
+	out = sources.Record{Key: key, Anchor: t.id, Attributes: make(map[string]any, len(rec)),
+		Where: t.display + " line " + strconv.Itoa(line)}
+	for i, name := range c.names {
+		if c.drop[i] {
+			continue
+		}
+		cell := ""
+		if i < len(rec) {
+			cell = rec[i]
+		}
+		if c.generated[i] && cell == "" {
+			continue
+		}
+		if !utf8.ValidString(cell) {
+			l := line
+			if i < len(rec) {
+				l, _ = cr.FieldPos(i)
+			}
+			return out, fmt.Errorf("csv table %s: %s line %d column %q: invalid UTF-8", t.id, t.display, l, name)
+		}
+		v, links, err := convert(c.types[i], name, cell)
+		if err != nil {
+			l := line
+			if i < len(rec) {
+				l, _ = cr.FieldPos(i)
+			}
+			return out, fmt.Errorf("csv table %s: %s line %d column %q: value %q: %w", t.id, t.display, l, name, cell, err)
+		}
+		out.Links = append(out.Links, links...)
+		out.Attributes[name] = v
+	}
+	return out, nil
 }
 
 // ColumnPrefix is the quarantine entry of a table's column that was left

@@ -57,6 +57,11 @@ func (d *marshalDecoder) str(n int) (string, error) {
 	return string(s), nil
 }
 
+// value decodes one value. It reads the type code, reserves the value's
+// refs slot when the code carries the ref flag (0x80), and hands the rest
+// to one decoder per value family: scalar (None, booleans, numbers,
+// strings), sequence (tuples, lists, sets), dict, and a back reference.
+// A slot is filled once its value is complete.
 func (d *marshalDecoder) value() (any, error) {
 	s, err := d.need(1)
 	if err != nil {
@@ -67,78 +72,66 @@ func (d *marshalDecoder) value() (any, error) {
 	code &^= 0x80
 	refIdx := -1
 	if flag && code != '(' && code != '[' && code != '{' {
-		refIdx = len(d.refs)
-		d.refs = append(d.refs, nil)
+		refIdx = d.reserve()
 	}
 	var v any
 	switch code {
+	case '(', '[', '<', '>', ')':
+		v, refIdx, err = d.sequence(code, flag, refIdx)
+	case '{':
+		v, refIdx, err = d.dict(flag, refIdx)
+	case 'r':
+		return d.ref()
+	default:
+		v, err = d.scalar(code)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if refIdx >= 0 {
+		d.refs[refIdx] = v
+	}
+	return v, nil
+}
+
+// reserve appends an empty refs slot and returns its index.
+func (d *marshalDecoder) reserve() int {
+	d.refs = append(d.refs, nil)
+	return len(d.refs) - 1
+}
+
+// scalar decodes the value of a type code that is neither a container nor
+// a reference.
+func (d *marshalDecoder) scalar(code byte) (any, error) {
+	switch code {
 	case 'N':
-		v = nil
+		return nil, nil
 	case 'T':
-		v = true
+		return true, nil
 	case 'F':
-		v = false
+		return false, nil
 	case 'i':
 		n, err := d.int32()
 		if err != nil {
 			return nil, err
 		}
-		v = int64(n)
+		return int64(n), nil
 	case 'I':
 		s, err := d.need(8)
 		if err != nil {
 			return nil, err
 		}
-		v = int64(binary.LittleEndian.Uint64(s))
+		return int64(binary.LittleEndian.Uint64(s)), nil
 	case 'l':
-		n, err := d.int32()
-		if err != nil {
-			return nil, err
-		}
-		neg := n < 0
-		size := int64(n)
-		if neg {
-			size = -size
-		}
-		// Each digit takes 2 bytes: a count beyond the input is malformed
-		// (and must not allocate).
-		if size > int64(len(d.b)-d.pos)/2 {
-			return nil, fmt.Errorf("marshal long of %d digits at offset %d: %w", size, d.pos, errMarshalShort)
-		}
-		acc := new(big.Int)
-		digits := make([]uint16, size)
-		for i := range digits {
-			s, err := d.need(2)
-			if err != nil {
-				return nil, err
-			}
-			digits[i] = binary.LittleEndian.Uint16(s)
-		}
-		for i := len(digits) - 1; i >= 0; i-- {
-			acc.Lsh(acc, 15)
-			acc.Add(acc, big.NewInt(int64(digits[i])))
-		}
-		if neg {
-			acc.Neg(acc)
-		}
-		if acc.IsInt64() {
-			v = acc.Int64()
-		} else {
-			f, _ := new(big.Float).SetInt(acc).Float64()
-			v = f
-		}
+		return d.long()
 	case 'g':
 		s, err := d.need(8)
 		if err != nil {
 			return nil, err
 		}
-		v = math.Float64frombits(binary.LittleEndian.Uint64(s))
+		return math.Float64frombits(binary.LittleEndian.Uint64(s)), nil
 	case 'f':
-		s, err := d.need(1)
-		if err != nil {
-			return nil, err
-		}
-		txt, err := d.str(int(s[0]))
+		txt, err := d.shortStr()
 		if err != nil {
 			return nil, err
 		}
@@ -146,94 +139,139 @@ func (d *marshalDecoder) value() (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("marshal float %q: %w", txt, err)
 		}
-		v = f
+		return f, nil
 	case 's', 't', 'u', 'a', 'A':
 		n, err := d.int32()
 		if err != nil {
 			return nil, err
 		}
-		txt, err := d.str(int(n))
-		if err != nil {
-			return nil, err
-		}
-		v = txt
+		return d.str(int(n))
 	case 'z', 'Z':
-		s, err := d.need(1)
-		if err != nil {
-			return nil, err
-		}
-		txt, err := d.str(int(s[0]))
-		if err != nil {
-			return nil, err
-		}
-		v = txt
-	case '(', '[', '<', '>', ')':
-		var n int
-		if code == ')' {
-			s, err := d.need(1)
-			if err != nil {
-				return nil, err
-			}
-			n = int(s[0])
-		} else {
-			m, err := d.int32()
-			if err != nil {
-				return nil, err
-			}
-			n = int(m)
-		}
-		if n < 0 || n > len(d.b) {
-			return nil, fmt.Errorf("marshal list length %d at offset %d", n, d.pos)
-		}
-		list := make([]any, 0, n)
-		if flag {
-			refIdx = len(d.refs)
-			d.refs = append(d.refs, nil)
-		}
-		for range n {
-			e, err := d.value()
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, e)
-		}
-		v = list
-	case '{':
-		m := map[string]any{}
-		if flag {
-			refIdx = len(d.refs)
-			d.refs = append(d.refs, nil)
-		}
-		for {
-			if d.pos < len(d.b) && d.b[d.pos] == '0' {
-				d.pos++
-				break
-			}
-			k, err := d.value()
-			if err != nil {
-				return nil, err
-			}
-			e, err := d.value()
-			if err != nil {
-				return nil, err
-			}
-			m[fmt.Sprint(k)] = e
-		}
-		v = m
-	case 'r':
-		n, err := d.int32()
-		if err != nil {
-			return nil, err
-		}
-		if n < 0 || int(n) >= len(d.refs) {
-			return nil, fmt.Errorf("marshal ref %d out of range at offset %d", n, d.pos)
-		}
-		return d.refs[n], nil
+		return d.shortStr()
 	default:
 		return nil, fmt.Errorf("marshal type code %q at offset %d not supported", code, d.pos-1)
 	}
-	if refIdx >= 0 {
-		d.refs[refIdx] = v
+}
+
+// shortStr decodes a string whose length is one byte.
+func (d *marshalDecoder) shortStr() (string, error) {
+	s, err := d.need(1)
+	if err != nil {
+		return "", err
 	}
-	return v, nil
+	return d.str(int(s[0]))
+}
+
+// long decodes a Python int of arbitrary size: a signed digit count, then
+// 15-bit digits, least significant first. It returns an int64 when the
+// value fits, else the nearest float64.
+func (d *marshalDecoder) long() (any, error) {
+	n, err := d.int32()
+	if err != nil {
+		return nil, err
+	}
+	neg := n < 0
+	size := int64(n)
+	if neg {
+		size = -size
+	}
+	// Each digit takes 2 bytes: a count beyond the input is malformed
+	// (and must not allocate).
+	if size > int64(len(d.b)-d.pos)/2 {
+		return nil, fmt.Errorf("marshal long of %d digits at offset %d: %w", size, d.pos, errMarshalShort)
+	}
+	acc := new(big.Int)
+	digits := make([]uint16, size)
+	for i := range digits {
+		s, err := d.need(2)
+		if err != nil {
+			return nil, err
+		}
+		digits[i] = binary.LittleEndian.Uint16(s)
+	}
+	for i := len(digits) - 1; i >= 0; i-- {
+		acc.Lsh(acc, 15)
+		acc.Add(acc, big.NewInt(int64(digits[i])))
+	}
+	if neg {
+		acc.Neg(acc)
+	}
+	if acc.IsInt64() {
+		return acc.Int64(), nil
+	}
+	f, _ := new(big.Float).SetInt(acc).Float64()
+	return f, nil
+}
+
+// sequence decodes a tuple, list or set (code ')' is a tuple whose length
+// is one byte) as []any. With the ref flag it reserves a refs slot after
+// the length and before the elements, and returns it as the slot to
+// fill; otherwise it returns refIdx, value's.
+func (d *marshalDecoder) sequence(code byte, flag bool, refIdx int) (any, int, error) {
+	var n int
+	if code == ')' {
+		s, err := d.need(1)
+		if err != nil {
+			return nil, refIdx, err
+		}
+		n = int(s[0])
+	} else {
+		m, err := d.int32()
+		if err != nil {
+			return nil, refIdx, err
+		}
+		n = int(m)
+	}
+	if n < 0 || n > len(d.b) {
+		return nil, refIdx, fmt.Errorf("marshal list length %d at offset %d", n, d.pos)
+	}
+	list := make([]any, 0, n)
+	if flag {
+		refIdx = d.reserve()
+	}
+	for range n {
+		e, err := d.value()
+		if err != nil {
+			return nil, refIdx, err
+		}
+		list = append(list, e)
+	}
+	return list, refIdx, nil
+}
+
+// dict decodes a dict, up to its '0' terminator, as map[string]any with
+// keys formatted by fmt.Sprint. Its refs slot is as sequence's.
+func (d *marshalDecoder) dict(flag bool, refIdx int) (any, int, error) {
+	m := map[string]any{}
+	if flag {
+		refIdx = d.reserve()
+	}
+	for {
+		if d.pos < len(d.b) && d.b[d.pos] == '0' {
+			d.pos++
+			return m, refIdx, nil
+		}
+		k, err := d.value()
+		if err != nil {
+			return nil, refIdx, err
+		}
+		e, err := d.value()
+		if err != nil {
+			return nil, refIdx, err
+		}
+		m[fmt.Sprint(k)] = e
+	}
+}
+
+// ref decodes a back reference: the value of an earlier refs slot (nil
+// while that value is still being decoded).
+func (d *marshalDecoder) ref() (any, error) {
+	n, err := d.int32()
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 || int(n) >= len(d.refs) {
+		return nil, fmt.Errorf("marshal ref %d out of range at offset %d", n, d.pos)
+	}
+	return d.refs[n], nil
 }

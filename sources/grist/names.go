@@ -170,96 +170,169 @@ func (si *schemaInfo) nameOf(id string) string {
 
 // schema reads /tables and the columns of every selected table, and
 // resolves each against the config's names and mem (the cursor's memory).
+// Its stages: select the tables to read (configured or userTables), name
+// them (nameTables), read each one's columns (readTable), then name each
+// Ref column's target.
 func (s *Source) schema(ctx context.Context, mem []memTable) (*schemaInfo, error) {
 	var tl tableList
 	if err := s.c.getJSON(ctx, http.MethodGet, "/tables", nil, nil, "", "list tables", &tl); err != nil {
 		return nil, err
 	}
-	byID := map[string]docTable{}
-	byRef := map[int64]docTable{}
+	sr := newSchemaRead(s, tl, mem)
+	var selected []docTable
+	var err error
+	if len(s.cfg.Tables) > 0 {
+		selected, err = sr.configured()
+	} else {
+		selected, err = sr.userTables()
+	}
+	if err != nil {
+		return nil, err
+	}
+	sr.nameTables(selected)
+	si := sr.si
+	for _, d := range selected {
+		t, err := sr.readTable(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		si.tables = append(si.tables, t)
+	}
+	for _, t := range si.tables {
+		for i := range t.Cols {
+			if c := &t.Cols[i]; c.Target != "" {
+				c.TargetName = si.nameOf(c.Target)
+			}
+		}
+	}
+	return si, nil
+}
+
+// schemaRead is one reading of the document's schema: its tables (GET
+// /tables) beside the cursor's memory of them and the config's names,
+// and the schemaInfo being built.
+type schemaRead struct {
+	s         *Source
+	tl        tableList
+	byID      map[string]docTable
+	byRef     map[int64]docTable // tables with a tableRef
+	mem       []memTable
+	memByRef  map[int64]memTable
+	memByName map[string]memTable
+	nm        names
+	si        *schemaInfo
+}
+
+func newSchemaRead(s *Source, tl tableList, mem []memTable) *schemaRead {
+	sr := &schemaRead{s: s, tl: tl, byID: map[string]docTable{}, byRef: map[int64]docTable{}, mem: mem,
+		memByRef: map[int64]memTable{}, memByName: map[string]memTable{}}
 	for _, t := range tl.Tables {
 		d := docTable{id: t.ID, ref: t.Fields.TableRef, summary: t.Fields.SummarySourceTable}
-		byID[d.id] = d
+		sr.byID[d.id] = d
 		if d.ref != 0 {
-			byRef[d.ref] = d
+			sr.byRef[d.ref] = d
 		}
 	}
-	memByRef := map[int64]memTable{}
-	memByName := map[string]memTable{}
 	for _, m := range mem {
-		memByRef[m.Ref] = m
-		memByName[m.Name] = m
+		sr.memByRef[m.Ref] = m
+		sr.memByName[m.Name] = m
 	}
-	nm := indexNames(s.cfg.Names)
-	si := &schemaInfo{names: map[string]string{}}
+	sr.nm = indexNames(s.cfg.Names)
+	sr.si = &schemaInfo{names: map[string]string{}}
+	return sr
+}
 
-	// The tables to read, by current tableId.
+// removedProblem is the SchemaError problem of a table the cursor
+// remembers (tableRef ref) that the document no longer has.
+func removedProblem(ref int64) string {
+	return fmt.Sprintf("the table (tableRef %d) was removed from the Grist document; nothing was read or deleted; remove it from the config, or restore it in Grist (document history)", ref)
+}
+
+// configured returns the tables Config.Tables names, in its order and
+// once each: by tableId, or by the remembered name of a table renamed
+// since (followed by its tableRef). A remembered table that is gone is a
+// SchemaError, an unknown one a 404 APIError.
+func (sr *schemaRead) configured() ([]docTable, error) {
+	s := sr.s
 	var selected []docTable
-	if len(s.cfg.Tables) > 0 {
-		for i, want := range s.cfg.Tables {
-			d, ok := byID[want]
-			if !ok {
-				m, known := memByName[want]
-				if cur, still := byRef[m.Ref]; known && m.Ref != 0 && still {
-					d, ok = cur, true
-				} else if known {
-					return nil, &SchemaError{Doc: s.cfg.DocID, Table: want, Paths: pathsOr(nm.tablePaths(want), fmt.Sprintf("tables[%d]", i)),
-						Problem: fmt.Sprintf("the table (tableRef %d) was removed from the Grist document; nothing was read or deleted; remove it from the config, or restore it in Grist (document history)", m.Ref)}
-				}
-			}
-			if !ok {
-				return nil, &APIError{Status: http.StatusNotFound, Doc: s.cfg.DocID, Table: want, Op: "list tables", Message: fmt.Sprintf("Table not found %q", want)}
-			}
-			if !slices.ContainsFunc(selected, func(x docTable) bool { return x.ref == d.ref && x.id == d.id }) {
-				selected = append(selected, d)
+	for i, want := range s.cfg.Tables {
+		d, ok := sr.byID[want]
+		if !ok {
+			m, known := sr.memByName[want]
+			if cur, still := sr.byRef[m.Ref]; known && m.Ref != 0 && still {
+				d, ok = cur, true
+			} else if known {
+				return nil, &SchemaError{Doc: s.cfg.DocID, Table: want, Paths: pathsOr(sr.nm.tablePaths(want), fmt.Sprintf("tables[%d]", i)),
+					Problem: removedProblem(m.Ref)}
 			}
 		}
-	} else {
-		for _, t := range tl.Tables {
-			if UserTable(t.ID, t.Fields.SummarySourceTable) {
-				selected = append(selected, byID[t.ID])
-			}
+		if !ok {
+			return nil, &APIError{Status: http.StatusNotFound, Doc: s.cfg.DocID, Table: want, Op: "list tables", Message: fmt.Sprintf("Table not found %q", want)}
 		}
-		sort.Slice(selected, func(i, j int) bool { return selected[i].id < selected[j].id })
-		for _, want := range s.cfg.Require {
-			if _, ok := byID[want]; ok {
-				continue
-			}
-			m, known := memByName[want]
-			if _, still := byRef[m.Ref]; known && m.Ref != 0 && still {
-				continue // renamed: followed by its tableRef below
-			}
-			paths := pathsOr(nm.tablePaths(want), s.cfg.Path)
-			if known {
-				return nil, &SchemaError{Doc: s.cfg.DocID, Table: want, Paths: paths,
-					Problem: fmt.Sprintf("the table (tableRef %d) was removed from the Grist document; nothing was read or deleted; remove it from the config, or restore it in Grist (document history)", m.Ref)}
-			}
-			var have []string
-			for _, d := range selected {
-				have = append(have, d.id)
-			}
-			return nil, &SchemaError{Doc: s.cfg.DocID, Table: want, Paths: paths,
-				Problem: fmt.Sprintf("the Grist document has no such table (tables: %s); nothing was read or deleted; correct the name in the config", strings.Join(have, ", "))}
+		if !slices.ContainsFunc(selected, func(x docTable) bool { return x.ref == d.ref && x.id == d.id }) {
+			selected = append(selected, d)
 		}
-		// A remembered table no longer in the document was removed: its
-		// records go with the full listing that follows (within the
-		// mass-delete guard); the config may still name it.
-		for _, m := range mem {
-			if _, ok := byRef[m.Ref]; !ok {
-				if ps := nm.tablePaths(m.Name); len(ps) > 0 {
-					si.warnings = append(si.warnings, fmt.Sprintf("grist document %s: table %q (tableRef %d) was removed from the document; remove it from %s",
-						s.cfg.DocID, m.Name, m.Ref, strings.Join(ps, ", ")))
-				}
+	}
+	return selected, nil
+}
+
+// userTables returns every user table of the document, by tableId, after
+// checking that each table Config.Require names is there (or renamed,
+// followed by its tableRef). A remembered table that is gone and still
+// named by the config gets a warning.
+func (sr *schemaRead) userTables() ([]docTable, error) {
+	s := sr.s
+	var selected []docTable
+	for _, t := range sr.tl.Tables {
+		if UserTable(t.ID, t.Fields.SummarySourceTable) {
+			selected = append(selected, sr.byID[t.ID])
+		}
+	}
+	sort.Slice(selected, func(i, j int) bool { return selected[i].id < selected[j].id })
+	for _, want := range s.cfg.Require {
+		if _, ok := sr.byID[want]; ok {
+			continue
+		}
+		m, known := sr.memByName[want]
+		if _, still := sr.byRef[m.Ref]; known && m.Ref != 0 && still {
+			continue // renamed: followed by its tableRef below
+		}
+		paths := pathsOr(sr.nm.tablePaths(want), s.cfg.Path)
+		if known {
+			return nil, &SchemaError{Doc: s.cfg.DocID, Table: want, Paths: paths, Problem: removedProblem(m.Ref)}
+		}
+		var have []string
+		for _, d := range selected {
+			have = append(have, d.id)
+		}
+		return nil, &SchemaError{Doc: s.cfg.DocID, Table: want, Paths: paths,
+			Problem: fmt.Sprintf("the Grist document has no such table (tables: %s); nothing was read or deleted; correct the name in the config", strings.Join(have, ", "))}
+	}
+	// A remembered table no longer in the document was removed: its
+	// records go with the full listing that follows (within the
+	// mass-delete guard); the config may still name it.
+	for _, m := range sr.mem {
+		if _, ok := sr.byRef[m.Ref]; !ok {
+			if ps := sr.nm.tablePaths(m.Name); len(ps) > 0 {
+				sr.si.warnings = append(sr.si.warnings, fmt.Sprintf("grist document %s: table %q (tableRef %d) was removed from the document; remove it from %s",
+					s.cfg.DocID, m.Name, m.Ref, strings.Join(ps, ", ")))
 			}
 		}
 	}
+	return selected, nil
+}
 
-	// Each table's name: the remembered one while the config uses it and
-	// not the new one (and no other table took it).
+// nameTables sets the name records use for every table of the document
+// (schemaInfo.names): for a selected table renamed upstream, the
+// remembered name while the config uses it and not the new one (and no
+// other table took it), with a warning when the config names the old one;
+// else the tableId.
+func (sr *schemaRead) nameTables(selected []docTable) {
+	s, si, nm := sr.s, sr.si, sr.nm
 	for _, d := range selected {
 		name := d.id
-		if m, ok := memByRef[d.ref]; ok && m.Name != d.id {
-			_, taken := byID[m.Name]
+		if m, ok := sr.memByRef[d.ref]; ok && m.Name != d.id {
+			_, taken := sr.byID[m.Name]
 			old, cur := nm.tablePaths(m.Name), nm.tablePaths(d.id)
 			if len(old) > 0 && len(cur) == 0 && !taken {
 				name = m.Name
@@ -275,59 +348,55 @@ func (s *Source) schema(ctx context.Context, mem []memTable) (*schemaInfo, error
 		}
 		si.names[d.id] = name
 	}
-	for _, d := range byID {
+	for _, d := range sr.byID {
 		if _, ok := si.names[d.id]; !ok {
 			si.names[d.id] = d.id
 		}
 	}
+}
 
-	for _, d := range selected {
-		t, err := s.columns(ctx, d.id)
-		if err != nil {
-			return nil, err
-		}
-		t.Ref = d.ref
-		t.Name = si.names[d.id]
-		m := memByRef[d.ref]
-		if m.Name != "" && m.Name != t.Name {
-			t.Prev = m.Name
-		}
-		ids := []string{t.Name, d.id}
-		if m.Name != "" {
-			ids = append(ids, m.Name)
-		}
-		if err := s.nameColumns(t, m, nm, ids, si); err != nil {
-			return nil, err
-		}
-		kc := ""
-		for _, id := range ids {
-			if k, ok := s.cfg.KeyColumns[id]; ok {
-				kc = k
-				break
-			}
-		}
-		if kc != "" {
-			i := slices.IndexFunc(t.Cols, func(c column) bool { return c.Name == kc })
-			if i < 0 {
-				return nil, fmt.Errorf("grist document %s table %s: key column %q not found", s.cfg.DocID, d.id, kc)
-			}
-			t.KeyCol, t.KeyColID = kc, t.Cols[i].ID
-		}
-		mt := memTable{Ref: d.ref, Name: t.Name, Cols: map[string]string{}}
-		for _, c := range t.Cols {
-			mt.Cols[strconv.FormatInt(c.ColRef, 10)] = c.Name
-		}
-		si.memory = append(si.memory, mt)
-		si.tables = append(si.tables, t)
+// readTable reads the columns of the selected table d and resolves them:
+// its name and former name, its columns' names (nameColumns), its key
+// column, and what the next cursor remembers of it (schemaInfo.memory).
+func (sr *schemaRead) readTable(ctx context.Context, d docTable) (*table, error) {
+	s, si := sr.s, sr.si
+	t, err := s.columns(ctx, d.id)
+	if err != nil {
+		return nil, err
 	}
-	for _, t := range si.tables {
-		for i := range t.Cols {
-			if c := &t.Cols[i]; c.Target != "" {
-				c.TargetName = si.nameOf(c.Target)
-			}
+	t.Ref = d.ref
+	t.Name = si.names[d.id]
+	m := sr.memByRef[d.ref]
+	if m.Name != "" && m.Name != t.Name {
+		t.Prev = m.Name
+	}
+	ids := []string{t.Name, d.id}
+	if m.Name != "" {
+		ids = append(ids, m.Name)
+	}
+	if err := s.nameColumns(t, m, sr.nm, ids, si); err != nil {
+		return nil, err
+	}
+	kc := ""
+	for _, id := range ids {
+		if k, ok := s.cfg.KeyColumns[id]; ok {
+			kc = k
+			break
 		}
 	}
-	return si, nil
+	if kc != "" {
+		i := slices.IndexFunc(t.Cols, func(c column) bool { return c.Name == kc })
+		if i < 0 {
+			return nil, fmt.Errorf("grist document %s table %s: key column %q not found", s.cfg.DocID, d.id, kc)
+		}
+		t.KeyCol, t.KeyColID = kc, t.Cols[i].ID
+	}
+	mt := memTable{Ref: d.ref, Name: t.Name, Cols: map[string]string{}}
+	for _, c := range t.Cols {
+		mt.Cols[strconv.FormatInt(c.ColRef, 10)] = c.Name
+	}
+	si.memory = append(si.memory, mt)
+	return t, nil
 }
 
 // nameColumns gives each column of t the name its attribute has (the

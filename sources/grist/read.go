@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"path"
@@ -580,208 +579,6 @@ func (s *Source) rowsByID(ctx context.Context, t *table, cols []column, ids []in
 	return nil
 }
 
-// readIncremental yields the rows /compare reports changed, as a partial
-// listing: removed rows' keys first (Page.Deleted), then the added and
-// updated rows, then the rows that refer to a keyed row whose key changed,
-// was removed or is new (their edges follow the key). A removed row's
-// key, and a row's key before a change, come from state (idx) and, without
-// it, from /compare's columnDeltas; when neither has it (a bulk change
-// keeps the values of 10 rows only) the read falls back to a full listing.
-func (s *Source) readIncremental(ctx context.Context, si *schemaInfo, d *compareResult, idx sources.RowIndex, old string, next cursorState, yield yieldFunc) error {
-	r := s.newRun(si, idx, false)
-	todo := map[string]map[int64]bool{} // tableId -> row ids to read
-	var order []*table
-	var deleted []string
-	relink := map[string][]int64{} // keyed tableId -> ids whose key mapping changed
-	add := func(t *table, ids ...int64) {
-		if len(ids) == 0 {
-			return
-		}
-		m := todo[t.ID]
-		if m == nil {
-			m = map[int64]bool{}
-			todo[t.ID] = m
-			order = append(order, t)
-		}
-		for _, id := range ids {
-			m[id] = true
-		}
-	}
-	for _, t := range si.tables {
-		td := d.Deltas[t.ID]
-		if td == nil {
-			continue
-		}
-		stored, err := r.storedKeys(ctx, t, slices.Concat(td.AddRows, td.UpdateRows, td.RemoveRows))
-		if err != nil {
-			return err
-		}
-		removed := map[int64]bool{}
-		for _, id := range td.RemoveRows {
-			removed[id] = true
-		}
-		var live []int64
-		for _, id := range slices.Concat(td.AddRows, td.UpdateRows) {
-			if !removed[id] || slices.Contains(td.AddRows, id) {
-				live = append(live, id)
-			}
-		}
-		add(t, live...)
-		// Keys that stop existing: the removed rows'.
-		for _, id := range td.RemoveRows {
-			if k, ok := stored[id]; ok {
-				deleted = append(deleted, k)
-				continue
-			}
-			if t.KeyCol == "" {
-				deleted = append(deleted, rowKey(t.Name, id))
-				continue
-			}
-			oldV, _, ok := cellDelta(td, t.KeyColID, id)
-			k, kok := keyString(normJSON(oldV))
-			if !ok || !kok {
-				return s.fallbackFull(ctx, si, idx, old, next, yield)
-			}
-			deleted = append(deleted, t.Name+":"+k)
-		}
-		if t.KeyCol == "" {
-			continue
-		}
-		// The current keys of the listed rows, before any row is mapped:
-		// Refs to them resolve to their new keys.
-		kt, err := r.keyTableOf(ctx, t.ID)
-		if err != nil {
-			return err
-		}
-		kt.learn(stored)
-		// Rows whose key may have changed: every listed row when the key
-		// column has deltas or the deltas are incomplete, else the added
-		// ones and those state has no key for.
-		_, keyTouched := td.ColumnDeltas[t.KeyColID]
-		keyTouched = keyTouched || td.MayBeIncomplete
-		var fetch []int64
-		for _, id := range live {
-			if _, had := stored[id]; keyTouched || !had || slices.Contains(td.AddRows, id) {
-				fetch = append(fetch, id)
-			}
-		}
-		if err := r.fetchKeys(ctx, kt, fetch, true); err != nil {
-			return err
-		}
-		for id := range removed {
-			if !slices.Contains(live, id) {
-				delete(kt.vals, id)
-				kt.absent[id] = true
-				relink[t.ID] = append(relink[t.ID], id)
-			}
-		}
-		for _, id := range live {
-			cur, ok := kt.vals[id]
-			if !ok {
-				continue
-			}
-			if stored != nil {
-				prev, had := stored[id]
-				if !had || prev != t.Name+":"+cur {
-					relink[t.ID] = append(relink[t.ID], id)
-				}
-				if had || slices.Contains(td.AddRows, id) {
-					continue
-				}
-			}
-			// Not in state (no index, or a record stored before rows had
-			// origins): the old key from columnDeltas.
-			oldV, _, ok := cellDelta(td, t.KeyColID, id)
-			if !ok {
-				if td.MayBeIncomplete && !slices.Contains(td.AddRows, id) {
-					return s.fallbackFull(ctx, si, idx, old, next, yield)
-				}
-				continue
-			}
-			if ko, _ := keyString(normJSON(oldV)); ko != "" && ko != cur {
-				deleted = append(deleted, t.Name+":"+ko)
-				relink[t.ID] = append(relink[t.ID], id)
-			}
-		}
-	}
-	// Rows referring to a row whose key mapping changed are listed again.
-	for target, ids := range relink {
-		slices.Sort(ids)
-		ids = slices.Compact(ids)
-		for _, t := range si.tables {
-			for _, c := range t.Cols {
-				if c.Target != target || c.Base != "Ref" && c.Base != "RefList" {
-					continue
-				}
-				refs, err := s.referencing(ctx, t, c, ids)
-				if err != nil {
-					return err
-				}
-				add(t, refs...)
-			}
-		}
-	}
-	p := &pager{yield: yield, old: old, warnings: si.warnings}
-	// Deletions first: a key freed by one row may be taken by another.
-	slices.Sort(deleted)
-	deleted = slices.Compact(deleted)
-	for start := 0; start < len(deleted); start += s.cfg.PageSize {
-		end := min(len(deleted), start+s.cfg.PageSize)
-		if err := p.emit(&sources.Page{Partial: true, Deleted: deleted[start:end]}); err != nil {
-			return err
-		}
-	}
-	var unread []string
-	for _, t := range order {
-		ids := slices.Sorted(maps.Keys(todo[t.ID]))
-		if err := r.scanBound(ctx, t); err != nil {
-			return err
-		}
-		got := make(map[int64]bool, len(ids))
-		err := s.rowsByID(ctx, t, t.Cols, ids, func(rows []row) error {
-			for _, rw := range rows {
-				got[rw.id] = true
-			}
-			pg, err := r.page(ctx, t, rows)
-			if err != nil {
-				return err
-			}
-			pg.Partial = true
-			return p.emit(pg)
-		})
-		if err != nil {
-			return err
-		}
-		var missing []string
-		td := d.Deltas[t.ID]
-		for _, id := range ids {
-			// A row /compare also lists as removed (removed, re-added,
-			// removed again) is gone: its key went with the removals.
-			if !got[id] && (td == nil || !slices.Contains(td.RemoveRows, id)) {
-				missing = append(missing, strconv.FormatInt(id, 10))
-			}
-		}
-		if len(missing) > 0 {
-			unread = append(unread, fmt.Sprintf("table %s rows %s", t.ID, strings.Join(firstN(missing, 10), ", ")))
-		}
-	}
-	if len(unread) > 0 {
-		// A cursor moves only past what was read: these rows changed
-		// (/compare) and the read did not return them (removed since, or
-		// a proxy that dropped them); the next run compares from the same
-		// point and reads them again.
-		w := fmt.Sprintf("grist document %s: %s changed but the read by id did not return them; the cursor stays, and the next run reads them again",
-			s.cfg.DocID, strings.Join(unread, "; "))
-		s.logger.Warn("grist rows changed but not returned; the cursor stays", "doc", s.cfg.DocID, "rows", strings.Join(unread, "; "))
-		if p.pending == nil {
-			p.pending, p.warnings = &sources.Page{Partial: true, Warnings: p.warnings}, nil
-		}
-		p.pending.Warnings = append(p.pending.Warnings, w)
-		return p.finish(old, true)
-	}
-	return p.finish(next.String(), true)
-}
-
 // firstN returns the first n of l, and "… (k more)" for the rest.
 func firstN(l []string, n int) []string {
 	if len(l) <= n {
@@ -883,61 +680,26 @@ func cellDelta(td *tableDelta, col string, id int64) (oldV, newV any, ok bool) {
 func rowKey(table string, id int64) string { return table + ":" + strconv.FormatInt(id, 10) }
 
 // page turns decoded rows into a Page: keys, links, attachment metadata,
-// origins, and the keys records had before (Page.Renamed).
+// origins, and the keys records had before (Page.Renamed). Its stages:
+// learn what the rows need (pageFacts), then per row its key (recordKey),
+// its former key and its columns' links and attachments (fill).
 func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, error) {
-	s := r.s
-	if err := r.resolveRefs(ctx, t, rows); err != nil {
-		return nil, err
-	}
-	if t.HasAtt && r.att == nil {
-		if err := r.loadAttachments(ctx); err != nil {
-			return nil, err
-		}
-	}
-	stored, err := r.storedKeysOf(ctx, t, rows)
+	f, err := r.pageFacts(ctx, t, rows)
 	if err != nil {
 		return nil, err
 	}
-	var dup map[int64]bool
-	var holder map[int64]int64
-	if dc := r.dups[t.ID]; dc != nil {
-		if dup, err = r.repeated(ctx, dc, t, rows); err != nil {
-			return nil, err
-		}
-	} else if !r.full && t.KeyCol != "" {
-		if holder, err = r.takenKeys(ctx, t, rows, stored); err != nil {
-			return nil, err
-		}
-	}
+	s := r.s
 	pg := &sources.Page{Records: make([]sources.Record, 0, len(rows))}
 	for _, rw := range rows {
-		key := rowKey(t.Name, rw.id)
-		if t.KeyCol != "" {
-			k, ok := keyString(rw.attrs[t.KeyCol])
-			if !ok {
-				pg.Skipped = append(pg.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s row %d: key column %s is empty or not a scalar", s.cfg.DocID, t.ID, rw.id, t.KeyColID)})
-				continue
-			}
-			key = t.Name + ":" + k
-			if h, ok := holder[rw.id]; ok {
-				s.stats.DuplicateKeys.Add(1)
-				skipKey := key
-				if prev, had := stored[rw.id]; had {
-					skipKey = prev // the row's record, kept as it was
-				}
-				pg.Skipped = append(pg.Skipped, sources.Skip{Key: skipKey, Err: fmt.Errorf("grist document %s table %s row %d: key %q in column %s is held by row %d; the row's record is kept as it was until its key is unique", s.cfg.DocID, t.ID, rw.id, k, t.KeyColID, h)})
-				continue
-			}
-			if dup[rw.id] {
-				s.stats.DuplicateKeys.Add(1)
-				pg.Skipped = append(pg.Skipped, sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s row %d: key %q in column %s repeats an earlier row", s.cfg.DocID, t.ID, rw.id, k, t.KeyColID)})
-				continue
-			}
+		key, skip := r.recordKey(t, rw, f)
+		if skip != nil {
+			pg.Skipped = append(pg.Skipped, *skip)
+			continue
 		}
 		rec := sources.Record{Key: key, Anchor: t.Name, Attributes: rw.attrs, Origin: sources.Origin{Scope: scopeOf(t), ID: rw.id}}
 		// The key the row's record had: state's, or the same key under the
 		// name the table was synced under before.
-		prev, ok := stored[rw.id]
+		prev, ok := f.stored[rw.id]
 		if !ok && t.Prev != "" {
 			_, v, _ := strings.Cut(key, ":")
 			prev = t.Prev + ":" + v
@@ -948,34 +710,7 @@ func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, er
 			}
 			pg.Renamed[key] = prev
 		}
-		for _, c := range t.Cols {
-			v := rw.attrs[c.Name]
-			switch c.Base {
-			case "Ref":
-				r.link(&rec, c, v)
-			case "RefList":
-				if l, ok := v.([]any); ok {
-					for _, e := range l {
-						r.link(&rec, c, e)
-					}
-				} else if _, ok := v.(string); ok {
-					s.stats.RefUnmatched.Add(1)
-				}
-			case "Attachments":
-				if l, ok := v.([]any); ok {
-					out := make([]any, 0, len(l))
-					for _, e := range l {
-						id, _ := e.(int64)
-						if m, ok := r.att[id]; ok {
-							out = append(out, m)
-						} else {
-							out = append(out, map[string]any{"id": e})
-						}
-					}
-					rw.attrs[c.Name] = out
-				}
-			}
-		}
+		r.fill(&rec, t, rw)
 		s.stats.Rows.Add(1)
 		s.stats.Links.Add(int64(len(rec.Links)))
 		pg.Records = append(pg.Records, rec)
@@ -984,6 +719,112 @@ func (r *run) page(ctx context.Context, t *table, rows []row) (*sources.Page, er
 		}
 	}
 	return pg, nil
+}
+
+// pageFacts is what a page of rows needs to know before its rows become
+// records.
+type pageFacts struct {
+	// stored is row id -> the key state has for the row's record.
+	stored map[int64]string
+	// dup marks rows whose key repeats an earlier row's (a full listing
+	// of a keyed table).
+	dup map[int64]bool
+	// holder is row id -> the row already holding its key (an
+	// incremental read of a keyed table).
+	holder map[int64]int64
+}
+
+// pageFacts resolves the keys rows refer to, loads the attachment
+// metadata once per read, and asks state for the rows' stored keys and
+// the key checks (repeated, taken) for rows' keys.
+func (r *run) pageFacts(ctx context.Context, t *table, rows []row) (pageFacts, error) {
+	var f pageFacts
+	if err := r.resolveRefs(ctx, t, rows); err != nil {
+		return f, err
+	}
+	if t.HasAtt && r.att == nil {
+		if err := r.loadAttachments(ctx); err != nil {
+			return f, err
+		}
+	}
+	var err error
+	if f.stored, err = r.storedKeysOf(ctx, t, rows); err != nil {
+		return f, err
+	}
+	if dc := r.dups[t.ID]; dc != nil {
+		if f.dup, err = r.repeated(ctx, dc, t, rows); err != nil {
+			return f, err
+		}
+	} else if !r.full && t.KeyCol != "" {
+		if f.holder, err = r.takenKeys(ctx, t, rows, f.stored); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// recordKey returns the key of rw's record: "<table>:<row id>", or
+// "<table>:<key column value>" for a keyed table. skip is set instead when
+// the row has no usable key: an empty key cell, a key another row holds
+// (the skip names the row's stored record, which is kept as it was) or
+// one an earlier row of the listing has.
+func (r *run) recordKey(t *table, rw row, f pageFacts) (key string, skip *sources.Skip) {
+	s := r.s
+	key = rowKey(t.Name, rw.id)
+	if t.KeyCol == "" {
+		return key, nil
+	}
+	k, ok := keyString(rw.attrs[t.KeyCol])
+	if !ok {
+		return "", &sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s row %d: key column %s is empty or not a scalar", s.cfg.DocID, t.ID, rw.id, t.KeyColID)}
+	}
+	key = t.Name + ":" + k
+	if h, ok := f.holder[rw.id]; ok {
+		s.stats.DuplicateKeys.Add(1)
+		skipKey := key
+		if prev, had := f.stored[rw.id]; had {
+			skipKey = prev // the row's record, kept as it was
+		}
+		return "", &sources.Skip{Key: skipKey, Err: fmt.Errorf("grist document %s table %s row %d: key %q in column %s is held by row %d; the row's record is kept as it was until its key is unique", s.cfg.DocID, t.ID, rw.id, k, t.KeyColID, h)}
+	}
+	if f.dup[rw.id] {
+		s.stats.DuplicateKeys.Add(1)
+		return "", &sources.Skip{Key: key, Err: fmt.Errorf("grist document %s table %s row %d: key %q in column %s repeats an earlier row", s.cfg.DocID, t.ID, rw.id, k, t.KeyColID)}
+	}
+	return key, nil
+}
+
+// fill gives rec the links of rw's Ref and RefList cells and replaces
+// its Attachments cells' ids with the attachments' metadata.
+func (r *run) fill(rec *sources.Record, t *table, rw row) {
+	for _, c := range t.Cols {
+		v := rw.attrs[c.Name]
+		switch c.Base {
+		case "Ref":
+			r.link(rec, c, v)
+		case "RefList":
+			if l, ok := v.([]any); ok {
+				for _, e := range l {
+					r.link(rec, c, e)
+				}
+			} else if _, ok := v.(string); ok {
+				r.s.stats.RefUnmatched.Add(1)
+			}
+		case "Attachments":
+			if l, ok := v.([]any); ok {
+				out := make([]any, 0, len(l))
+				for _, e := range l {
+					id, _ := e.(int64)
+					if m, ok := r.att[id]; ok {
+						out = append(out, m)
+					} else {
+						out = append(out, map[string]any{"id": e})
+					}
+				}
+				rw.attrs[c.Name] = out
+			}
+		}
+	}
 }
 
 // resolveRefs makes sure the keys of the rows rows refer to in keyed

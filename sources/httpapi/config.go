@@ -319,8 +319,21 @@ func compileJQ(field, expr string) (*jqExpr, error) {
 	return e, nil
 }
 
-// validateStatic checks what needs no compilation; every problem is reported.
+// validateStatic checks what needs no compilation; every problem is
+// reported, in the order of the checks: request, auth, pagination,
+// limits, mapping.
 func (cfg Config) validateStatic() error {
+	errs := cfg.validateRequest()
+	errs = append(errs, cfg.Auth.validate()...)
+	errs = append(errs, cfg.validatePagination()...)
+	errs = append(errs, cfg.validateLimits()...)
+	errs = append(errs, cfg.validateMapping()...)
+	return errors.Join(errs...)
+}
+
+// validateRequest checks the URL, the method and the required records,
+// key and anchor.
+func (cfg Config) validateRequest() []error {
 	var errs []error
 	if cfg.URL == "" {
 		errs = append(errs, errors.New("url: required"))
@@ -341,22 +354,36 @@ func (cfg Config) validateStatic() error {
 	if cfg.Anchor == "" {
 		errs = append(errs, errors.New("anchor: required"))
 	}
+	return errs
+}
+
+// validate checks that at most one kind of auth is set, and an API key
+// with its header.
+func (a Auth) validate() []error {
+	var errs []error
 	n := 0
-	if cfg.Auth.Bearer != "" {
+	if a.Bearer != "" {
 		n++
 	}
-	if cfg.Auth.APIKey != "" || cfg.Auth.APIKeyHeader != "" {
+	if a.APIKey != "" || a.APIKeyHeader != "" {
 		n++
-		if cfg.Auth.APIKey == "" || cfg.Auth.APIKeyHeader == "" {
+		if a.APIKey == "" || a.APIKeyHeader == "" {
 			errs = append(errs, errors.New("auth: api_key and api_key_header must be set together"))
 		}
 	}
-	if cfg.Auth.Username != "" || cfg.Auth.Password != "" {
+	if a.Username != "" || a.Password != "" {
 		n++
 	}
 	if n > 1 {
 		errs = append(errs, fmt.Errorf("auth: at most one of bearer, api key, basic may be set, got %d", n))
 	}
+	return errs
+}
+
+// validatePagination checks the style and what it needs (param, next),
+// and the page size.
+func (cfg Config) validatePagination() []error {
+	var errs []error
 	p := cfg.Pagination
 	switch p.Style {
 	case StyleNone, StyleLink:
@@ -384,6 +411,13 @@ func (cfg Config) validateStatic() error {
 	if p.Size < 0 {
 		errs = append(errs, fmt.Errorf("pagination.size: %d, want > 0", p.Size))
 	}
+	return errs
+}
+
+// validateLimits checks that max_pages, concurrency, rate_limit and
+// timeout are not negative.
+func (cfg Config) validateLimits() []error {
+	var errs []error
 	if cfg.MaxPages < 0 {
 		errs = append(errs, fmt.Errorf("max_pages: %d, want > 0", cfg.MaxPages))
 	}
@@ -396,6 +430,13 @@ func (cfg Config) validateStatic() error {
 	if cfg.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("timeout: %s, want > 0", cfg.Timeout))
 	}
+	return errs
+}
+
+// validateMapping checks attributes, links, document, incremental and
+// detail.
+func (cfg Config) validateMapping() []error {
+	var errs []error
 	for name := range cfg.Attributes {
 		if name == "" {
 			errs = append(errs, errors.New("attributes: empty attribute name"))
@@ -426,5 +467,5 @@ func (cfg Config) validateStatic() error {
 	if d := cfg.Detail; d != nil && d.URL == "" {
 		errs = append(errs, errors.New("detail.url: required"))
 	}
-	return errors.Join(errs...)
+	return errs
 }

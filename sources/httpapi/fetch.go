@@ -115,6 +115,8 @@ var errClient4xx = errors.New("client error")
 
 // get fetches u and decodes its JSON body. body is the request body ("" for
 // none). Errors name the method and URL; the caller adds page and record.
+// Its stages: take a concurrency slot, build the request (newRequest),
+// send it with retries (do), decode the answer (decode).
 func (s *Source) get(ctx context.Context, method string, u *url.URL, body string) (*response, error) {
 	select {
 	case s.sem <- struct{}{}:
@@ -123,6 +125,21 @@ func (s *Source) get(ctx context.Context, method string, u *url.URL, body string
 	}
 	defer func() { <-s.sem }()
 
+	req, err := s.newRequest(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, attempts, err := s.do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return s.decode(resp, attempts)
+}
+
+// newRequest builds the request for u with the configured headers and
+// auth.
+func (s *Source) newRequest(ctx context.Context, method string, u *url.URL, body string) (*retryablehttp.Request, error) {
 	var rb any
 	if body != "" {
 		rb = []byte(body)
@@ -147,7 +164,14 @@ func (s *Source) get(ctx context.Context, method string, u *url.URL, body string
 	case a.Username != "" || a.Password != "":
 		req.SetBasicAuth(a.Username, a.Password)
 	}
+	return req, nil
+}
 
+// do sends req, retrying as the client does, and returns the last answer
+// with the number of attempts it took. An answer whose status exhausted
+// the retries is returned as an answer (decode reports it); a transport
+// failure as an error without the URL, which the caller names.
+func (s *Source) do(ctx context.Context, req *retryablehttp.Request) (*http.Response, int, error) {
 	resp, err := s.client.Do(req)
 	attempts := 1
 	var ex *exhaustedError
@@ -162,16 +186,21 @@ func (s *Source) get(ctx context.Context, method string, u *url.URL, body string
 			resp.Body.Close()
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, attempts, ctx.Err()
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // the URL is named by the caller
 		}
-		return nil, fmt.Errorf("after %d attempts: %w", attempts, err)
+		return nil, attempts, fmt.Errorf("after %d attempts: %w", attempts, err)
 	}
-	defer resp.Body.Close()
+	return resp, attempts, nil
+}
 
+// decode reads resp's body (at most MaxBodyBytes) and decodes it as JSON.
+// 304 is sources.ErrNotModified; another status outside 2xx is an error
+// (errClient4xx for a 4xx but 429, which retrying cannot fix).
+func (s *Source) decode(resp *http.Response, attempts int) (*response, error) {
 	b, readErr := io.ReadAll(io.LimitReader(resp.Body, s.cfg.MaxBodyBytes+1))
 	switch {
 	case resp.StatusCode == http.StatusNotModified:

@@ -26,9 +26,10 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"math/big"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -93,90 +94,120 @@ func New(name string, cfg Config, logger *slog.Logger) (*Source, error) {
 		sem:      make(chan struct{}, max(cfg.Concurrency, 1)),
 		endpoint: cfg.Method + " " + cfg.URL,
 	}
-	var errs []error
+	c := &compiler{}
 	if err := cfg.validateStatic(); err != nil {
-		errs = append(errs, err)
+		c.errs = append(c.errs, err)
 	}
-	tmpl := func(field, text string, sample map[string]any) *template.Template {
-		if text == "" {
-			return nil
-		}
-		t, err := compileTemplate(field, text, sample)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return t
+	// Compiled in the order the fields are reported.
+	s.compileRequest(c)
+	s.compileListing(c)
+	s.compileMapper(c)
+	s.compileDetail(c)
+	if err := errors.Join(c.errs...); err != nil {
+		return nil, fmt.Errorf("http source %q: %w", name, err)
 	}
-	jq := func(field, expr string) *jqExpr {
-		if expr == "" {
-			return nil
-		}
-		e, err := compileJQ(field, expr)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return e
+	s.secrets = secretsOf(cfg.Auth)
+	s.client = s.newClient()
+	return s, nil
+}
+
+// compiler compiles a Config's templates and jq expressions, keeping
+// every error.
+type compiler struct {
+	errs []error
+}
+
+// tmpl compiles and trial-renders text against sample (nil for "").
+func (c *compiler) tmpl(field, text string, sample map[string]any) *template.Template {
+	if text == "" {
+		return nil
 	}
-	s.urlT = tmpl("url", cfg.URL, sampleData)
-	s.bodyT = tmpl("body", cfg.Body, sampleData)
-	names := make([]string, 0, len(cfg.Query))
-	for n := range cfg.Query {
-		names = append(names, n)
+	t, err := compileTemplate(field, text, sample)
+	if err != nil {
+		c.errs = append(c.errs, err)
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		s.queryT = append(s.queryT, queryParam{name: n, t: tmpl(fmt.Sprintf("query[%q]", n), cfg.Query[n], sampleData)})
+	return t
+}
+
+// jq compiles expr (nil for "").
+func (c *compiler) jq(field, expr string) *jqExpr {
+	if expr == "" {
+		return nil
 	}
-	s.records = jq("records", cfg.Records)
-	s.key = jq("key", cfg.Key)
-	s.next = jq("pagination.next", cfg.Pagination.Next)
-	s.total = jq("pagination.total", cfg.Pagination.Total)
-	s.hasMore = jq("pagination.has_more", cfg.Pagination.HasMore)
+	e, err := compileJQ(field, expr)
+	if err != nil {
+		c.errs = append(c.errs, err)
+	}
+	return e
+}
+
+// compileRequest compiles the templates of a page's request: URL, body
+// and query parameters (by name).
+func (s *Source) compileRequest(c *compiler) {
+	cfg := s.cfg
+	s.urlT = c.tmpl("url", cfg.URL, sampleData)
+	s.bodyT = c.tmpl("body", cfg.Body, sampleData)
+	for _, n := range slices.Sorted(maps.Keys(cfg.Query)) {
+		s.queryT = append(s.queryT, queryParam{name: n, t: c.tmpl(fmt.Sprintf("query[%q]", n), cfg.Query[n], sampleData)})
+	}
+}
+
+// compileListing compiles the expressions that read a page: its records,
+// their key, and the pagination's next page, total and has_more.
+func (s *Source) compileListing(c *compiler) {
+	cfg := s.cfg
+	s.records = c.jq("records", cfg.Records)
+	s.key = c.jq("key", cfg.Key)
+	s.next = c.jq("pagination.next", cfg.Pagination.Next)
+	s.total = c.jq("pagination.total", cfg.Pagination.Total)
+	s.hasMore = c.jq("pagination.has_more", cfg.Pagination.HasMore)
+}
+
+// compileMapper compiles the mapping of a record: its attributes (by
+// name), links (by type) and document.
+func (s *Source) compileMapper(c *compiler) {
+	cfg := s.cfg
 	s.mapper.anchor = cfg.Anchor
-	if len(cfg.Attributes) > 0 {
-		names := make([]string, 0, len(cfg.Attributes))
-		for n := range cfg.Attributes {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			s.mapper.attrs = append(s.mapper.attrs, attrExpr{name: n, jq: jq(fmt.Sprintf("attributes[%q]", n), cfg.Attributes[n])})
-		}
+	for _, n := range slices.Sorted(maps.Keys(cfg.Attributes)) {
+		s.mapper.attrs = append(s.mapper.attrs, attrExpr{name: n, jq: c.jq(fmt.Sprintf("attributes[%q]", n), cfg.Attributes[n])})
 	}
-	types := make([]string, 0, len(cfg.Links))
-	for t := range cfg.Links {
-		types = append(types, t)
-	}
-	sort.Strings(types)
-	for _, t := range types {
+	for _, t := range slices.Sorted(maps.Keys(cfg.Links)) {
 		l := cfg.Links[t]
-		s.mapper.links = append(s.mapper.links, linkExpr{typ: t, anchor: l.Anchor, jq: jq(fmt.Sprintf("links[%q].expr", t), l.Expr)})
+		s.mapper.links = append(s.mapper.links, linkExpr{typ: t, anchor: l.Anchor, jq: c.jq(fmt.Sprintf("links[%q].expr", t), l.Expr)})
 	}
 	if d := cfg.Document; d != nil {
 		s.mapper.format = d.Format
-		s.mapper.doc = jq("document.content", d.Content)
+		s.mapper.doc = c.jq("document.content", d.Content)
 	}
+}
+
+// compileDetail compiles the incremental cursor expression and the detail
+// fetch's URL template and path.
+func (s *Source) compileDetail(c *compiler) {
+	cfg := s.cfg
 	if inc := cfg.Incremental; inc != nil {
-		s.cursorExpr = jq("incremental.cursor", inc.Cursor)
+		s.cursorExpr = c.jq("incremental.cursor", inc.Cursor)
 	}
 	if d := cfg.Detail; d != nil {
-		s.detailT = tmpl("detail.url", d.URL, map[string]any{"key": "k", "record": map[string]any{}})
-		s.detailPath = jq("detail.path", d.Path)
+		s.detailT = c.tmpl("detail.url", d.URL, map[string]any{"key": "k", "record": map[string]any{}})
+		s.detailPath = c.jq("detail.path", d.Path)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("http source %q: %w", name, err)
-	}
-	for _, sec := range []string{cfg.Auth.Bearer, cfg.Auth.APIKey, cfg.Auth.Password} {
+}
+
+// secretsOf returns the credentials of a that errors must not show,
+// with the base64 form of basic auth, which appears in an Authorization
+// header echoed back.
+func secretsOf(a Auth) []string {
+	var out []string
+	for _, sec := range []string{a.Bearer, a.APIKey, a.Password} {
 		if sec != "" {
-			s.secrets = append(s.secrets, sec)
+			out = append(out, sec)
 		}
 	}
-	if cfg.Auth.Username != "" || cfg.Auth.Password != "" {
-		// The base64 form appears in an Authorization header echoed back.
-		s.secrets = append(s.secrets, basicToken(cfg.Auth.Username, cfg.Auth.Password))
+	if a.Username != "" || a.Password != "" {
+		out = append(out, basicToken(a.Username, a.Password))
 	}
-	s.client = s.newClient()
-	return s, nil
+	return out
 }
 
 // Name returns the source's name within its pipeline.
@@ -231,6 +262,14 @@ type listing struct {
 	lastLen, maxLen int
 	// confirmed: the body stated a total or has_more (complete).
 	confirmed bool
+	// data is what the url, body and query templates see: page, offset,
+	// limit, cursor and since; advance moves page, offset and cursor.
+	data map[string]any
+	// nextURL is the URL of the next page (next_url and link styles),
+	// nil before the second page; origin is scheme://host of page 1,
+	// where next URLs must stay.
+	nextURL *url.URL
+	origin  string
 }
 
 // Read yields the endpoint's pages after cursor. A read without cursor, or
@@ -259,15 +298,16 @@ func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Pag
 var errStop = errors.New("stopped")
 
 // list runs the pagination loop; it returns nil after the last page or when
-// the consumer stops.
+// the consumer stops. Each round's stages: fetch the page (fetchPage),
+// find where the next one is (advance), tell whether the listing is
+// complete and turn the records into a Page carrying its cursor
+// (finishPage), then yield it.
 func (s *Source) list(ctx context.Context, l *listing, yield func(*sources.Page, error) bool) error {
 	p := s.cfg.Pagination
-	data := map[string]any{"page": p.Start, "offset": 0, "limit": p.Size, "cursor": "", "since": ""}
+	l.data = map[string]any{"page": p.Start, "offset": 0, "limit": p.Size, "cursor": "", "since": ""}
 	if !l.full {
-		data["since"] = l.prev.Since
+		l.data["since"] = l.prev.Since
 	}
-	var nextURL *url.URL // StyleNextURL, StyleLink: the URL of the next page
-	var origin string    // scheme://host of page 1: next URLs must stay there
 	for l.pageNo = 1; ; l.pageNo++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -275,102 +315,18 @@ func (s *Source) list(ctx context.Context, l *listing, yield func(*sources.Page,
 		if l.pageNo > s.cfg.MaxPages {
 			return fmt.Errorf("endpoint %s: more than %d pages (max_pages); raise max_pages or check the pagination settings", s.endpoint, s.cfg.MaxPages)
 		}
-		u, body, err := s.pageRequest(data, nextURL)
-		if err != nil {
-			return fmt.Errorf("page %d: %w", l.pageNo, err)
-		}
-		if origin == "" {
-			origin = u.Scheme + "://" + u.Host
-		}
-		at := fmt.Sprintf("page %d (%s %s)", l.pageNo, s.cfg.Method, u.Redacted())
-		resp, err := s.get(ctx, s.cfg.Method, u, body)
-		if err != nil {
-			if errors.Is(err, sources.ErrNotModified) && l.pageNo == 1 {
-				return err
-			}
-			return fmt.Errorf("%s: %w", at, err)
-		}
-		raws, err := s.records.all(ctx, resp.body)
-		if err != nil {
-			return fmt.Errorf("%s: %w", at, err)
-		}
-
-		// Where is the next page?
-		done := false
-		switch p.Style {
-		case StyleNone:
-			done = true
-		case StylePage:
-			done = len(raws) == 0
-			data["page"] = data["page"].(int) + 1
-		case StyleOffset:
-			done = len(raws) == 0
-			data["offset"] = data["offset"].(int) + len(raws)
-		case StyleCursor:
-			v, _, err := s.next.first(ctx, resp.body)
-			if err != nil {
-				return fmt.Errorf("%s: %w", at, err)
-			}
-			tok, ok := keyString(v)
-			if !ok || v == false {
-				done = true
-				break
-			}
-			if tok == data["cursor"] {
-				return fmt.Errorf("%s: pagination.next %q yielded the same cursor %q again", at, s.next.expr, tok)
-			}
-			data["cursor"] = tok
-		case StyleNextURL, StyleLink:
-			var next string
-			if p.Style == StyleNextURL {
-				v, _, err := s.next.first(ctx, resp.body)
-				if err != nil {
-					return fmt.Errorf("%s: %w", at, err)
-				}
-				if str, ok := v.(string); ok {
-					next = str
-				} else if v != nil && v != false {
-					return fmt.Errorf("%s: pagination.next %q yielded %s, want a URL string or null", at, s.next.expr, typeName(v))
-				}
-			} else {
-				next, err = nextLink(u, resp.header.Values("Link"))
-				if err != nil {
-					return fmt.Errorf("%s: %w", at, err)
-				}
-			}
-			if next == "" {
-				done = true
-				break
-			}
-			nu, err := u.Parse(next)
-			if err != nil {
-				return fmt.Errorf("%s: next URL %q: %w", at, next, err)
-			}
-			if o := nu.Scheme + "://" + nu.Host; o != origin {
-				return fmt.Errorf("%s: next URL points to %s, not %s; refusing to send credentials elsewhere", at, o, origin)
-			}
-			if nu.String() == u.String() {
-				return fmt.Errorf("%s: next URL is the current URL", at)
-			}
-			nextURL = nu
-		}
-
-		l.received += len(raws)
-		if done, err = s.complete(ctx, l, at, resp.body, len(raws), done); err != nil {
-			return err
-		}
-		page, err := s.page(ctx, l, at, raws)
+		a, err := s.fetchPage(ctx, l)
 		if err != nil {
 			return err
 		}
-		page.Cursor = s.pageCursor(l, done)
-		if done && len(raws) == 0 && !l.confirmed && (p.Style == StylePage || p.Style == StyleOffset) &&
-			(l.lastLen == 0 || l.lastLen >= l.maxLen) {
-			// An empty page right after a full one (or an empty first
-			// page), with no total or has_more: the end is not confirmed.
-			page.EndUnconfirmed = true
+		done, err := s.advance(ctx, l, &a)
+		if err != nil {
+			return err
 		}
-		l.lastLen, l.maxLen = len(raws), max(l.maxLen, len(raws))
+		page, done, err := s.finishPage(ctx, l, &a, done)
+		if err != nil {
+			return err
+		}
 		if !yield(page, nil) {
 			return nil
 		}
@@ -378,6 +334,138 @@ func (s *Source) list(ctx context.Context, l *listing, yield func(*sources.Page,
 			return nil
 		}
 	}
+}
+
+// pageAnswer is the answer to one page's request.
+type pageAnswer struct {
+	u *url.URL
+	// at names the page in errors: "page <n> (<method> <url>)".
+	at   string
+	resp *response
+	// raws are the records the records expression selected.
+	raws []any
+}
+
+// fetchPage requests page l.pageNo and selects its records. Not modified
+// on page 1 is returned as is (sources.ErrNotModified).
+func (s *Source) fetchPage(ctx context.Context, l *listing) (pageAnswer, error) {
+	u, body, err := s.pageRequest(l.data, l.nextURL)
+	if err != nil {
+		return pageAnswer{}, fmt.Errorf("page %d: %w", l.pageNo, err)
+	}
+	if l.origin == "" {
+		l.origin = u.Scheme + "://" + u.Host
+	}
+	a := pageAnswer{u: u, at: fmt.Sprintf("page %d (%s %s)", l.pageNo, s.cfg.Method, u.Redacted())}
+	a.resp, err = s.get(ctx, s.cfg.Method, u, body)
+	if err != nil {
+		if errors.Is(err, sources.ErrNotModified) && l.pageNo == 1 {
+			return pageAnswer{}, err
+		}
+		return pageAnswer{}, fmt.Errorf("%s: %w", a.at, err)
+	}
+	if a.raws, err = s.records.all(ctx, a.resp.body); err != nil {
+		return pageAnswer{}, fmt.Errorf("%s: %w", a.at, err)
+	}
+	return a, nil
+}
+
+// advance moves l to the next page as the pagination style says (page
+// number, offset, cursor, next URL) and reports whether a's page is the
+// last one.
+func (s *Source) advance(ctx context.Context, l *listing, a *pageAnswer) (done bool, err error) {
+	switch s.cfg.Pagination.Style {
+	case StyleNone:
+		return true, nil
+	case StylePage:
+		l.data["page"] = l.data["page"].(int) + 1
+		return len(a.raws) == 0, nil
+	case StyleOffset:
+		l.data["offset"] = l.data["offset"].(int) + len(a.raws)
+		return len(a.raws) == 0, nil
+	case StyleCursor:
+		v, _, err := s.next.first(ctx, a.resp.body)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", a.at, err)
+		}
+		tok, ok := keyString(v)
+		if !ok || v == false {
+			return true, nil
+		}
+		if tok == l.data["cursor"] {
+			return false, fmt.Errorf("%s: pagination.next %q yielded the same cursor %q again", a.at, s.next.expr, tok)
+		}
+		l.data["cursor"] = tok
+	case StyleNextURL, StyleLink:
+		return s.advanceURL(ctx, l, a)
+	}
+	return false, nil
+}
+
+// advanceURL is advance for the next_url and link styles: the next URL,
+// from the body or the Link header, must stay on page 1's origin (it is
+// sent the credentials) and differ from the current one.
+func (s *Source) advanceURL(ctx context.Context, l *listing, a *pageAnswer) (done bool, err error) {
+	var next string
+	if s.cfg.Pagination.Style == StyleNextURL {
+		v, _, err := s.next.first(ctx, a.resp.body)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", a.at, err)
+		}
+		if str, ok := v.(string); ok {
+			next = str
+		} else if v != nil && v != false {
+			return false, fmt.Errorf("%s: pagination.next %q yielded %s, want a URL string or null", a.at, s.next.expr, typeName(v))
+		}
+	} else {
+		next, err = nextLink(a.u, a.resp.header.Values("Link"))
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", a.at, err)
+		}
+	}
+	if next == "" {
+		return true, nil
+	}
+	nu, err := a.u.Parse(next)
+	if err != nil {
+		return false, fmt.Errorf("%s: next URL %q: %w", a.at, next, err)
+	}
+	if o := nu.Scheme + "://" + nu.Host; o != l.origin {
+		return false, fmt.Errorf("%s: next URL points to %s, not %s; refusing to send credentials elsewhere", a.at, o, l.origin)
+	}
+	if nu.String() == a.u.String() {
+		return false, fmt.Errorf("%s: next URL is the current URL", a.at)
+	}
+	l.nextURL = nu
+	return false, nil
+}
+
+// finishPage checks the listing's completeness after a's page (complete,
+// which may end the listing: done) and turns its records into the Page
+// to yield. The Page carries the cursor to store once it is committed:
+// the new high-water mark only on the last page (or on every page of an
+// ordered incremental listing), so a listing that stops early is read
+// again from the old one.
+func (s *Source) finishPage(ctx context.Context, l *listing, a *pageAnswer, done bool) (*sources.Page, bool, error) {
+	n := len(a.raws)
+	l.received += n
+	done, err := s.complete(ctx, l, a.at, a.resp.body, n, done)
+	if err != nil {
+		return nil, false, err
+	}
+	page, err := s.page(ctx, l, a.at, a.raws)
+	if err != nil {
+		return nil, false, err
+	}
+	page.Cursor = s.pageCursor(l, done)
+	if st := s.cfg.Pagination.Style; done && n == 0 && !l.confirmed && (st == StylePage || st == StyleOffset) &&
+		(l.lastLen == 0 || l.lastLen >= l.maxLen) {
+		// An empty page right after a full one (or an empty first
+		// page), with no total or has_more: the end is not confirmed.
+		page.EndUnconfirmed = true
+	}
+	l.lastLen, l.maxLen = n, max(l.maxLen, n)
+	return page, done, nil
 }
 
 // pageRequest renders the URL and body of the next page; nextURL, when set,

@@ -110,50 +110,8 @@ func (s *Server) handler() http.Handler {
 				break
 			}
 		}
-		s.mu.Lock()
-		s.counts[r.Method+" "+r.URL.Path]++
-		inj := s.fail429 > 0
-		if inj {
-			s.fail429--
-		}
-		fault, latency, parallel := s.fault, s.latency, s.parallel
-		_, known := s.users[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
-		s.mu.Unlock()
-		if latency > 0 {
-			select {
-			case <-time.After(latency):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		auth := r.Header.Get("Authorization")
-		switch {
-		case auth == "":
-			writeErr(w, r, 503, "Grist is not yet configured. Visit /boot to set up this installation.")
+		if !s.admit(w, r, n) {
 			return
-		case !strings.HasPrefix(auth, "Bearer "):
-			writeErr(w, r, 401, "Bad request: unsupported Authorization scheme, expected 'Bearer'")
-			return
-		case !known:
-			writeErr(w, r, 401, "Bad request: invalid API key")
-			return
-		}
-		if inj || (parallel > 0 && n > int64(parallel)) {
-			writeErr(w, r, 429, "Too many backlogged requests for document "+DocID+" - try again later?")
-			return
-		}
-		if fault != nil {
-			if st, msg := fault(r); st > 0 {
-				writeErr(w, r, st, msg)
-				return
-			}
-		}
-		if strings.HasPrefix(r.URL.Path, "/api/docs/") {
-			doc, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/api/docs/"), "/")
-			if doc != DocID {
-				writeErr(w, r, 404, "document not found")
-				return
-			}
 		}
 		s.mu.Lock()
 		lose := s.lose
@@ -165,6 +123,59 @@ func (s *Server) handler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// admit counts request r (the n-th in flight), waits the set latency and
+// answers it as the real server does when it does not get through: no or
+// a bad key, too many requests (injected or over the parallel limit), an
+// injected fault, another document. It reports whether r gets through.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, n int64) bool {
+	s.mu.Lock()
+	s.counts[r.Method+" "+r.URL.Path]++
+	inj := s.fail429 > 0
+	if inj {
+		s.fail429--
+	}
+	fault, latency, parallel := s.fault, s.latency, s.parallel
+	_, known := s.users[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+	s.mu.Unlock()
+	if latency > 0 {
+		select {
+		case <-time.After(latency):
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	auth := r.Header.Get("Authorization")
+	switch {
+	case auth == "":
+		writeErr(w, r, 503, "Grist is not yet configured. Visit /boot to set up this installation.")
+		return false
+	case !strings.HasPrefix(auth, "Bearer "):
+		writeErr(w, r, 401, "Bad request: unsupported Authorization scheme, expected 'Bearer'")
+		return false
+	case !known:
+		writeErr(w, r, 401, "Bad request: invalid API key")
+		return false
+	}
+	if inj || (parallel > 0 && n > int64(parallel)) {
+		writeErr(w, r, 429, "Too many backlogged requests for document "+DocID+" - try again later?")
+		return false
+	}
+	if fault != nil {
+		if st, msg := fault(r); st > 0 {
+			writeErr(w, r, st, msg)
+			return false
+		}
+	}
+	if strings.HasPrefix(r.URL.Path, "/api/docs/") {
+		doc, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/api/docs/"), "/")
+		if doc != DocID {
+			writeErr(w, r, 404, "document not found")
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) getTables(w http.ResponseWriter, r *http.Request) {
@@ -219,24 +230,18 @@ func (s *Server) getColumns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, 200, map[string]any{"columns": out})
 }
 
+// getRecords answers GET /records: the rows the filter keeps, sorted as
+// asked (newest first without sort), up to limit; the metadata tables
+// _grist_Tables_column and _grist_Attachments as well.
 func (s *Server) getRecords(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r.PathValue("table") == "_grist_Tables_column" {
+	switch r.PathValue("table") {
+	case "_grist_Tables_column":
 		writeJSON(w, r, 200, map[string]any{"records": s.columnRecordsLocked()})
 		return
-	}
-	if r.PathValue("table") == "_grist_Attachments" {
-		out := []map[string]any{}
-		for _, id := range slices.Sorted(maps.Keys(s.attachments)) {
-			a := s.attachments[id]
-			out = append(out, map[string]any{"id": id, "fields": map[string]any{
-				"fileIdent": a.ident, "fileName": a.name, "fileType": "", "fileSize": len(a.content),
-				"fileExt": a.ident[strings.IndexByte(a.ident, '.')+1:], "imageHeight": 0, "imageWidth": 0,
-				"timeDeleted": nil, "timeUploaded": int64(1795988466141) + id,
-			}})
-		}
-		writeJSON(w, r, 200, map[string]any{"records": out})
+	case "_grist_Attachments":
+		writeJSON(w, r, 200, map[string]any{"records": s.attachmentRecordsLocked()})
 		return
 	}
 	t := s.tableOr404(w, r)
@@ -245,39 +250,16 @@ func (s *Server) getRecords(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	hidden := q.Get("hidden") == "true"
-	var filter map[string]any
-	if f := q.Get("filter"); f != "" {
-		if err := json.Unmarshal([]byte(f), &filter); err != nil {
-			writeErr(w, r, 400, "Invalid query: filter must be a JSON object")
-			return
-		}
-		for k, v := range filter {
-			if _, ok := v.([]any); !ok {
-				writeErr(w, r, 400, "Invalid query: filter values must be arrays")
-				return
-			}
-			if k != "id" && t.col(k) == nil {
-				writeErr(w, r, 400, fmt.Sprintf("Error manipulating data: [Sandbox] KeyError '%s'", k))
-				return
-			}
-		}
+	filter, msg := parseFilter(t, q.Get("filter"))
+	if msg != "" {
+		writeErr(w, r, 400, msg)
+		return
 	}
 	ids := slices.Sorted(maps.Keys(t.rows))
 	// Unspecified order without sort: serve newest first.
 	slices.Reverse(ids)
 	if srt := q.Get("sort"); srt != "" {
-		keys := strings.Split(srt, ",")
-		sort.SliceStable(ids, func(i, j int) bool {
-			for _, k := range keys {
-				desc := strings.HasPrefix(k, "-")
-				k = strings.TrimPrefix(k, "-")
-				a, b := cellOf(t, ids[i], k), cellOf(t, ids[j], k)
-				if c := compareCells(a, b); c != 0 {
-					return (c < 0) != desc
-				}
-			}
-			return false
-		})
+		sortRows(t, ids, strings.Split(srt, ","))
 	}
 	limit, _ := strconv.Atoi(q.Get("limit"))
 	out := []map[string]any{}
@@ -285,30 +267,87 @@ func (s *Server) getRecords(w http.ResponseWriter, r *http.Request) {
 		if !matches(t, id, filter) {
 			continue
 		}
-		fields := map[string]any{}
-		errs := map[string]string{}
-		for _, c := range t.cols {
-			if c.Hidden && !hidden {
-				continue
-			}
-			v := t.rows[id][c.ID]
-			if e, ok := v.(CellError); ok {
-				fields[c.ID] = nil
-				errs[c.ID] = e.Name
-				continue
-			}
-			fields[c.ID] = v
-		}
-		rec := map[string]any{"id": id, "fields": fields}
-		if len(errs) > 0 {
-			rec["errors"] = errs
-		}
-		out = append(out, rec)
+		out = append(out, recordOf(t, id, hidden))
 		if limit > 0 && len(out) == limit {
 			break
 		}
 	}
 	writeJSON(w, r, 200, map[string]any{"records": out})
+}
+
+// attachmentRecordsLocked lists _grist_Attachments as /records does.
+func (s *Server) attachmentRecordsLocked() []map[string]any {
+	out := []map[string]any{}
+	for _, id := range slices.Sorted(maps.Keys(s.attachments)) {
+		a := s.attachments[id]
+		out = append(out, map[string]any{"id": id, "fields": map[string]any{
+			"fileIdent": a.ident, "fileName": a.name, "fileType": "", "fileSize": len(a.content),
+			"fileExt": a.ident[strings.IndexByte(a.ident, '.')+1:], "imageHeight": 0, "imageWidth": 0,
+			"timeDeleted": nil, "timeUploaded": int64(1795988466141) + id,
+		}})
+	}
+	return out
+}
+
+// parseFilter parses /records' filter parameter f ("" for none): a JSON
+// object of arrays by column of t. msg is the 400 answer's message when
+// it is not one.
+func parseFilter(t *table, f string) (filter map[string]any, msg string) {
+	if f == "" {
+		return nil, ""
+	}
+	if err := json.Unmarshal([]byte(f), &filter); err != nil {
+		return nil, "Invalid query: filter must be a JSON object"
+	}
+	for k, v := range filter {
+		if _, ok := v.([]any); !ok {
+			return nil, "Invalid query: filter values must be arrays"
+		}
+		if k != "id" && t.col(k) == nil {
+			return nil, fmt.Sprintf("Error manipulating data: [Sandbox] KeyError '%s'", k)
+		}
+	}
+	return filter, ""
+}
+
+// sortRows sorts ids stably by the columns keys ("-col": descending).
+func sortRows(t *table, ids []int64, keys []string) {
+	sort.SliceStable(ids, func(i, j int) bool {
+		for _, k := range keys {
+			desc := strings.HasPrefix(k, "-")
+			k = strings.TrimPrefix(k, "-")
+			a, b := cellOf(t, ids[i], k), cellOf(t, ids[j], k)
+			if c := compareCells(a, b); c != 0 {
+				return (c < 0) != desc
+			}
+		}
+		return false
+	})
+}
+
+// recordOf is row id of t as /records shows it: its fields (hidden
+// columns only when hidden), an error cell as null with its name under
+// "errors".
+func recordOf(t *table, id int64, hidden bool) map[string]any {
+	fields := map[string]any{}
+	errs := map[string]string{}
+	for _, c := range t.cols {
+		if c.Hidden && !hidden {
+			continue
+		}
+		v := t.rows[id][c.ID]
+		if e, ok := v.(CellError); ok {
+			fields[c.ID] = nil
+			errs[c.ID] = e.Name
+			continue
+		}
+		fields[c.ID] = v
+	}
+	rec := map[string]any{"id": id, "fields": fields}
+	if len(errs) > 0 {
+		rec["errors"] = errs
+	}
+	return rec
 }
 
 func cellOf(t *table, id int64, col string) any {

@@ -93,6 +93,9 @@ type sqlQuery struct {
 	limit    int
 }
 
+// parseSQL parses the statements the source sends: SELECT columns or *
+// FROM a table, optionally WHERE col > ? or col IN (?, …), ORDER BY a
+// column, LIMIT n. Errors read as SQLite's.
 func parseSQL(q string) (*sqlQuery, error) {
 	toks, err := lexSQL(q)
 	if err != nil {
@@ -101,127 +104,163 @@ func parseSQL(q string) (*sqlQuery, error) {
 	if n := len(toks); n > 0 && toks[n-1].text == ";" && toks[n-1].kind == "punct" {
 		toks = toks[:n-1]
 	}
-	pos := 0
-	peek := func() sqlTok {
-		if pos < len(toks) {
-			return toks[pos]
-		}
-		return sqlTok{}
-	}
-	kw := func(w string) bool {
-		t := peek()
-		if t.kind == "id" && strings.EqualFold(t.text, w) {
-			pos++
-			return true
-		}
-		return false
-	}
-	syntax := func() error {
-		near := "end of input"
-		if pos < len(toks) {
-			near = `"` + toks[pos].text + `"`
-		}
-		return fmt.Errorf("SQLITE_ERROR: near %s: syntax error", near)
-	}
-	ident := func() (string, bool) {
-		t := peek()
-		if t.kind == "qid" || t.kind == "id" {
-			pos++
-			return t.text, true
-		}
-		return "", false
-	}
-	punct := func(p string) bool {
-		if t := peek(); t.kind == "punct" && t.text == p {
-			pos++
-			return true
-		}
-		return false
-	}
-	if !kw("select") {
-		return nil, syntax()
-	}
+	p := &sqlParser{toks: toks}
 	sq := &sqlQuery{}
-	if !punct("*") {
+	for _, clause := range []func(*sqlQuery) error{p.selectFrom, p.where, p.orderLimit} {
+		if err := clause(sq); err != nil {
+			return nil, err
+		}
+	}
+	if p.pos != len(p.toks) {
+		return nil, p.syntax()
+	}
+	return sq, nil
+}
+
+// sqlParser reads the tokens of one statement, at pos.
+type sqlParser struct {
+	toks []sqlTok
+	pos  int
+}
+
+func (p *sqlParser) peek() sqlTok {
+	if p.pos < len(p.toks) {
+		return p.toks[p.pos]
+	}
+	return sqlTok{}
+}
+
+// kw takes the keyword w (any case) if it comes next.
+func (p *sqlParser) kw(w string) bool {
+	t := p.peek()
+	if t.kind == "id" && strings.EqualFold(t.text, w) {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+// syntax is SQLite's syntax error near the next token.
+func (p *sqlParser) syntax() error {
+	near := "end of input"
+	if p.pos < len(p.toks) {
+		near = `"` + p.toks[p.pos].text + `"`
+	}
+	return fmt.Errorf("SQLITE_ERROR: near %s: syntax error", near)
+}
+
+// ident takes a quoted or bare identifier if it comes next.
+func (p *sqlParser) ident() (string, bool) {
+	t := p.peek()
+	if t.kind == "qid" || t.kind == "id" {
+		p.pos++
+		return t.text, true
+	}
+	return "", false
+}
+
+// punct takes the punctuation s if it comes next.
+func (p *sqlParser) punct(s string) bool {
+	if t := p.peek(); t.kind == "punct" && t.text == s {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+// selectFrom parses SELECT's column list (or *) and FROM's table.
+func (p *sqlParser) selectFrom(sq *sqlQuery) error {
+	if !p.kw("select") {
+		return p.syntax()
+	}
+	if !p.punct("*") {
 		for {
-			c, ok := ident()
+			c, ok := p.ident()
 			if !ok {
-				return nil, syntax()
+				return p.syntax()
 			}
 			sq.cols = append(sq.cols, c)
-			if !punct(",") {
+			if !p.punct(",") {
 				break
 			}
 		}
 	}
-	if !kw("from") {
-		return nil, syntax()
+	if !p.kw("from") {
+		return p.syntax()
 	}
-	tb, ok := ident()
+	tb, ok := p.ident()
 	if !ok {
-		return nil, syntax()
+		return p.syntax()
 	}
 	sq.table = tb
-	if kw("where") {
-		c, ok := ident()
-		if !ok {
-			return nil, syntax()
-		}
-		sq.whereCol = c
-		switch {
-		case punct(">"):
-			if !punct("?") && peek().kind != "?" {
-				return nil, syntax()
-			}
-			if peek().kind == "?" {
-				pos++
-			}
-			sq.whereOp, sq.nArgs = ">", 1
-		case kw("in"):
-			if !punct("(") {
-				return nil, syntax()
-			}
-			for {
-				if peek().kind != "?" {
-					return nil, syntax()
-				}
-				pos++
-				sq.nArgs++
-				if !punct(",") {
-					break
-				}
-			}
-			if !punct(")") {
-				return nil, syntax()
-			}
-			sq.whereOp = "in"
-		default:
-			return nil, syntax()
-		}
+	return nil
+}
+
+// where parses an optional WHERE col > ? or WHERE col IN (?, …).
+func (p *sqlParser) where(sq *sqlQuery) error {
+	if !p.kw("where") {
+		return nil
 	}
-	if kw("order") {
-		if !kw("by") {
-			return nil, syntax()
+	c, ok := p.ident()
+	if !ok {
+		return p.syntax()
+	}
+	sq.whereCol = c
+	switch {
+	case p.punct(">"):
+		if !p.punct("?") && p.peek().kind != "?" {
+			return p.syntax()
 		}
-		c, ok := ident()
+		if p.peek().kind == "?" {
+			p.pos++
+		}
+		sq.whereOp, sq.nArgs = ">", 1
+	case p.kw("in"):
+		if !p.punct("(") {
+			return p.syntax()
+		}
+		for {
+			if p.peek().kind != "?" {
+				return p.syntax()
+			}
+			p.pos++
+			sq.nArgs++
+			if !p.punct(",") {
+				break
+			}
+		}
+		if !p.punct(")") {
+			return p.syntax()
+		}
+		sq.whereOp = "in"
+	default:
+		return p.syntax()
+	}
+	return nil
+}
+
+// orderLimit parses an optional ORDER BY col and LIMIT n (-1: none).
+func (p *sqlParser) orderLimit(sq *sqlQuery) error {
+	if p.kw("order") {
+		if !p.kw("by") {
+			return p.syntax()
+		}
+		c, ok := p.ident()
 		if !ok {
-			return nil, syntax()
+			return p.syntax()
 		}
 		sq.orderBy = c
 	}
 	sq.limit = -1
-	if kw("limit") {
-		t := peek()
+	if p.kw("limit") {
+		t := p.peek()
 		if t.kind != "num" {
-			return nil, syntax()
+			return p.syntax()
 		}
-		pos++
+		p.pos++
 		sq.limit, _ = strconv.Atoi(t.text)
 	}
-	if pos != len(toks) {
-		return nil, syntax()
-	}
-	return sq, nil
+	return nil
 }
 
 func (s *Server) sqlGet(w http.ResponseWriter, r *http.Request) {
@@ -247,6 +286,9 @@ func (s *Server) sqlPost(w http.ResponseWriter, r *http.Request) {
 	s.runSQL(w, r, *body.SQL, body.Args)
 }
 
+// runSQL answers stmt as /sql does: the rows of the table the WHERE
+// clause keeps, in id order, up to LIMIT, each with the columns asked for
+// in SQLite storage (sqlValue).
 func (s *Server) runSQL(w http.ResponseWriter, r *http.Request, stmt string, args []any) {
 	if !strings.Contains(strings.ToLower(stmt), "select") {
 		writeErr(w, r, 400, "only select statements are supported")
@@ -268,69 +310,29 @@ func (s *Server) runSQL(w http.ResponseWriter, r *http.Request, stmt string, arg
 		writeErr(w, r, 400, "SQLITE_ERROR: no such table: "+q.table)
 		return
 	}
-	cols := q.cols
-	if cols == nil {
-		cols = []string{"id"}
-		for _, c := range t.cols {
-			cols = append(cols, c.ID)
-		}
+	cols, missing := q.columnsOf(t)
+	if missing != "" {
+		writeErr(w, r, 400, "SQLITE_ERROR: no such column: "+missing)
+		return
 	}
-	for _, c := range append(slices.Clone(cols), q.whereCol, q.orderBy) {
-		if c != "" && c != "id" && t.col(c) == nil {
-			writeErr(w, r, 400, "SQLITE_ERROR: no such column: "+c)
-			return
-		}
-	}
-	ids := t.ids()
-	// Arguments compare as numbers with numbers, and text with text (an
-	// IN list of a Text column's values), as SQLite compares them.
-	argNums := make([]float64, len(args))
-	var argText []string
-	for i, a := range args {
-		if str, ok := a.(string); ok && q.whereOp == "in" {
-			argText = append(argText, str)
-			argNums[i] = math.NaN()
+	a := sqlArgs{nums: make([]float64, len(args))}
+	for i, v := range args {
+		if str, ok := v.(string); ok && q.whereOp == "in" {
+			a.text = append(a.text, str)
+			a.nums[i] = math.NaN()
 			continue
 		}
-		f, err := strconv.ParseFloat(fmt.Sprint(a), 64)
+		f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
 		if err != nil {
 			writeErr(w, r, 500, "SQLITE_MISMATCH: datatype mismatch")
 			return
 		}
-		argNums[i] = f
-	}
-	if q.whereCol == "id" && q.whereOp == ">" {
-		// Rows are visited in id order: those with id <= the argument
-		// are skipped by a binary search, not one by one (a keyset page).
-		ids = ids[sort.Search(len(ids), func(i int) bool { return float64(ids[i]) > argNums[0] }):]
-	}
-	if q.whereCol == "id" && q.whereOp == "in" {
-		// Rows by id are looked up, not scanned (SQLite's rowid).
-		var hit []int64
-		for _, f := range argNums {
-			if id := int64(f); float64(id) == f && t.rows[id] != nil {
-				hit = append(hit, id)
-			}
-		}
-		slices.Sort(hit)
-		ids = slices.Compact(hit)
+		a.nums[i] = f
 	}
 	out := []map[string]any{}
-	for _, id := range ids {
-		if q.whereOp != "" {
-			v, _ := num(cellOf(t, id, q.whereCol))
-			switch q.whereOp {
-			case ">":
-				if !(v > argNums[0]) {
-					continue
-				}
-			case "in":
-				cell := cellOf(t, id, q.whereCol)
-				str, text := cell.(string)
-				if text && !slices.Contains(argText, str) || !text && !slices.Contains(argNums, v) {
-					continue
-				}
-			}
+	for _, id := range q.candidates(t, a) {
+		if !q.keeps(t, id, a) {
+			continue
 		}
 		if q.limit >= 0 && len(out) >= q.limit {
 			break
@@ -350,6 +352,70 @@ func (s *Server) runSQL(w http.ResponseWriter, r *http.Request, stmt string, arg
 		return
 	}
 	writeJSON(w, r, 200, map[string]any{"statement": stmt, "records": out})
+}
+
+// columnsOf returns the columns q selects from t ("id" and every column
+// for *), and the first column q names that t does not have ("" if none).
+func (q *sqlQuery) columnsOf(t *table) (cols []string, missing string) {
+	cols = q.cols
+	if cols == nil {
+		cols = []string{"id"}
+		for _, c := range t.cols {
+			cols = append(cols, c.ID)
+		}
+	}
+	for _, c := range append(slices.Clone(cols), q.whereCol, q.orderBy) {
+		if c != "" && c != "id" && t.col(c) == nil {
+			return nil, c
+		}
+	}
+	return cols, ""
+}
+
+// sqlArgs are a statement's arguments as SQLite compares them: numbers
+// with numbers (nums, NaN for a text argument), and text with text (an IN
+// list of a Text column's values).
+type sqlArgs struct {
+	nums []float64
+	text []string
+}
+
+// candidates returns the ids of t's rows q may keep, in id order: with
+// id > ? those after the argument, found by a binary search (a keyset
+// page); with id IN (…) the ids looked up, as SQLite's rowid; else all.
+func (q *sqlQuery) candidates(t *table, a sqlArgs) []int64 {
+	ids := t.ids()
+	if q.whereCol == "id" && q.whereOp == ">" {
+		ids = ids[sort.Search(len(ids), func(i int) bool { return float64(ids[i]) > a.nums[0] }):]
+	}
+	if q.whereCol == "id" && q.whereOp == "in" {
+		var hit []int64
+		for _, f := range a.nums {
+			if id := int64(f); float64(id) == f && t.rows[id] != nil {
+				hit = append(hit, id)
+			}
+		}
+		slices.Sort(hit)
+		ids = slices.Compact(hit)
+	}
+	return ids
+}
+
+// keeps reports whether row id of t passes q's WHERE clause.
+func (q *sqlQuery) keeps(t *table, id int64, a sqlArgs) bool {
+	if q.whereOp == "" {
+		return true
+	}
+	v, _ := num(cellOf(t, id, q.whereCol))
+	switch q.whereOp {
+	case ">":
+		return v > a.nums[0]
+	case "in":
+		cell := cellOf(t, id, q.whereCol)
+		str, text := cell.(string)
+		return !(text && !slices.Contains(a.text, str) || !text && !slices.Contains(a.nums, v))
+	}
+	return true
 }
 
 // sqlValue converts a stored (normal /records encoding) value to SQLite

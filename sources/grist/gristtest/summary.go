@@ -86,128 +86,27 @@ func renamePairs(list [][2]string) []any {
 // mayBeIncomplete. Added rows are listed in both addRows and updateRows,
 // as a real server does (grist-samples/real/changes/a-*).
 func summarize(actions []*action) map[string]any {
-	net := map[rowKey]*netRow{}
-	var tableRenames [][2]string
-	colRenames := map[string][][2]string{}
-	moveTable := func(from, to string) {
-		for k, v := range net {
-			if k.table == from {
-				delete(net, k)
-				net[rowKey{to, k.id}] = v
-			}
-		}
-		if cr, ok := colRenames[from]; ok {
-			delete(colRenames, from)
-			colRenames[to] = cr
-		}
-	}
+	n := &netChanges{rows: map[rowKey]*netRow{}, colRenames: map[string][][2]string{}}
 	for _, a := range actions {
-		for tid, rows := range a.deltas {
-			for id, ch := range rows {
-				k := rowKey{tid, id}
-				prev, ok := net[k]
-				if !ok {
-					prev = &netRow{before: ch.before}
-					net[k] = prev
-				}
-				prev.after = ch.after
-				if keep := a.inline[tid]; keep != nil && !keep[id] {
-					prev.partial = true
-				}
-			}
-		}
-		for tid, list := range a.colRenames {
-			for _, cr := range list {
-				colRenames[tid] = composeRename(colRenames[tid], cr[0], cr[1])
-				if cr[0] == "" {
-					continue
-				}
-				for k, v := range net {
-					if k.table == tid {
-						v.before = renameKeys(v.before, cr[0], cr[1], true)
-						v.after = renameKeys(v.after, cr[0], cr[1], false)
-					}
-				}
-			}
-		}
-		for _, rn := range a.renames {
-			tableRenames = composeRename(tableRenames, rn[0], rn[1])
-			switch {
-			case rn[0] == "":
-			case rn[1] == "":
-				moveTable(rn[0], "-"+rn[0])
-			default:
-				moveTable(rn[0], rn[1])
-			}
-		}
+		n.apply(a)
 	}
-	type td struct {
-		add, upd, rem []int64
-		cols          map[string]map[string]any
-		incomplete    bool
-	}
-	byTable := map[string]*td{}
-	get := func(t string) *td {
+	byTable := map[string]*summaryTable{}
+	get := func(t string) *summaryTable {
 		d := byTable[t]
 		if d == nil {
-			d = &td{cols: map[string]map[string]any{}}
+			d = &summaryTable{cols: map[string]map[string]any{}}
 			byTable[t] = d
 		}
 		return d
 	}
-	for t := range colRenames {
+	for t := range n.colRenames {
 		get(t)
 	}
-	for k, ch := range net {
+	for k, ch := range n.rows {
 		if ch.before == nil && ch.after == nil {
 			continue // added and removed inside the range
 		}
-		d := get(k.table)
-		idKey := strconv.FormatInt(k.id, 10)
-		set := func(col string, old, nw any, hasOld, hasNew bool) {
-			if ch.partial {
-				d.incomplete = true
-				return
-			}
-			m := d.cols[col]
-			if m == nil {
-				m = map[string]any{}
-				d.cols[col] = m
-			}
-			var o, n any
-			if hasOld {
-				o = []any{sqlishDelta(old)}
-			}
-			if hasNew {
-				n = []any{sqlishDelta(nw)}
-			}
-			m[idKey] = []any{o, n}
-		}
-		switch {
-		case ch.before == nil:
-			d.add = append(d.add, k.id)
-			d.upd = append(d.upd, k.id) // real servers list added rows in both
-			for c, v := range ch.after {
-				set(c, nil, v, false, true)
-			}
-		case ch.after == nil:
-			d.rem = append(d.rem, k.id)
-			for c, v := range ch.before {
-				set(c, v, nil, true, false)
-			}
-		default:
-			d.upd = append(d.upd, k.id)
-			for c, v := range ch.after {
-				if ov, ok := ch.before[c]; !ok || !reflect.DeepEqual(ov, v) {
-					set(c, ov, v, ok, true)
-				}
-			}
-			for c, ov := range ch.before {
-				if strings.HasPrefix(c, "-") {
-					set(c, ov, nil, true, false)
-				}
-			}
-		}
+		get(k.table).addRow(k.id, ch)
 	}
 	deltas := map[string]any{}
 	for tid, d := range byTable {
@@ -215,11 +114,134 @@ func summarize(actions []*action) map[string]any {
 		slices.Sort(d.upd)
 		slices.Sort(d.rem)
 		m := map[string]any{"updateRows": nz(d.upd), "removeRows": nz(d.rem), "addRows": nz(d.add),
-			"columnDeltas": d.cols, "columnRenames": renamePairs(colRenames[tid])}
+			"columnDeltas": d.cols, "columnRenames": renamePairs(n.colRenames[tid])}
 		if d.incomplete {
 			m["mayBeIncomplete"] = true
 		}
 		deltas[tid] = m
 	}
-	return map[string]any{"tableRenames": renamePairs(tableRenames), "tableDeltas": deltas}
+	return map[string]any{"tableRenames": renamePairs(n.tableRenames), "tableDeltas": deltas}
+}
+
+// netChanges is the net effect of a range of actions: each row's values
+// before the first and after the last (by table name at the end), and the
+// composed table and column renames.
+type netChanges struct {
+	rows         map[rowKey]*netRow
+	tableRenames [][2]string
+	colRenames   map[string][][2]string // by table
+}
+
+// apply composes a's cell changes, column renames and table renames, in
+// that order, into n.
+func (n *netChanges) apply(a *action) {
+	for tid, rows := range a.deltas {
+		for id, ch := range rows {
+			k := rowKey{tid, id}
+			prev, ok := n.rows[k]
+			if !ok {
+				prev = &netRow{before: ch.before}
+				n.rows[k] = prev
+			}
+			prev.after = ch.after
+			if keep := a.inline[tid]; keep != nil && !keep[id] {
+				prev.partial = true
+			}
+		}
+	}
+	for tid, list := range a.colRenames {
+		for _, cr := range list {
+			n.colRenames[tid] = composeRename(n.colRenames[tid], cr[0], cr[1])
+			if cr[0] == "" {
+				continue
+			}
+			for k, v := range n.rows {
+				if k.table == tid {
+					v.before = renameKeys(v.before, cr[0], cr[1], true)
+					v.after = renameKeys(v.after, cr[0], cr[1], false)
+				}
+			}
+		}
+	}
+	for _, rn := range a.renames {
+		n.tableRenames = composeRename(n.tableRenames, rn[0], rn[1])
+		switch {
+		case rn[0] == "":
+		case rn[1] == "":
+			n.moveTable(rn[0], "-"+rn[0])
+		default:
+			n.moveTable(rn[0], rn[1])
+		}
+	}
+}
+
+// moveTable files the rows and column renames of table from under to.
+func (n *netChanges) moveTable(from, to string) {
+	for k, v := range n.rows {
+		if k.table == from {
+			delete(n.rows, k)
+			n.rows[rowKey{to, k.id}] = v
+		}
+	}
+	if cr, ok := n.colRenames[from]; ok {
+		delete(n.colRenames, from)
+		n.colRenames[to] = cr
+	}
+}
+
+// summaryTable is one table's part of the summary being built.
+type summaryTable struct {
+	add, upd, rem []int64
+	cols          map[string]map[string]any // column -> row id -> [old, new]
+	incomplete    bool
+}
+
+// addRow lists row id as added, removed or updated by its net change ch,
+// with its cell deltas.
+func (d *summaryTable) addRow(id int64, ch *netRow) {
+	idKey := strconv.FormatInt(id, 10)
+	set := func(col string, old, nw any, hasOld, hasNew bool) {
+		if ch.partial {
+			d.incomplete = true
+			return
+		}
+		m := d.cols[col]
+		if m == nil {
+			m = map[string]any{}
+			d.cols[col] = m
+		}
+		var o, n any
+		if hasOld {
+			o = []any{sqlishDelta(old)}
+		}
+		if hasNew {
+			n = []any{sqlishDelta(nw)}
+		}
+		m[idKey] = []any{o, n}
+	}
+	switch {
+	case ch.before == nil:
+		d.add = append(d.add, id)
+		d.upd = append(d.upd, id) // real servers list added rows in both
+		for c, v := range ch.after {
+			set(c, nil, v, false, true)
+		}
+	case ch.after == nil:
+		d.rem = append(d.rem, id)
+		for c, v := range ch.before {
+			set(c, v, nil, true, false)
+		}
+	default:
+		d.upd = append(d.upd, id)
+		for c, v := range ch.after {
+			if ov, ok := ch.before[c]; !ok || !reflect.DeepEqual(ov, v) {
+				set(c, ov, v, ok, true)
+			}
+		}
+		for c, ov := range ch.before {
+			if strings.HasPrefix(c, "-") {
+				set(c, ov, nil, true, false)
+			}
+		}
+	}
 }

@@ -625,36 +625,14 @@ func (s *Server) metaColumnUpdates(a []any) (map[*Column]map[string]any, error) 
 	return out, nil
 }
 
+// applyOne applies user action a to the document as u, recording its
+// changes in act, and returns the action's return value.
 func (s *Server) applyOne(act *action, a []any, u User) (any, error) {
 	tid := argString(a, 1)
 	if tid == metaColumns {
-		ups, err := s.metaColumnUpdates(a)
-		if err != nil {
-			return nil, err
-		}
-		for c, f := range ups {
-			nc := newColumn(c.ID, f)
-			if _, ok := f["recalcWhen"]; ok {
-				c.RecalcWhen = nc.RecalcWhen
-			}
-			if _, ok := f["recalcDeps"]; ok {
-				c.RecalcDeps = nc.RecalcDeps
-			}
-		}
-		return nil, nil
+		return nil, s.applyMetaColumns(a)
 	}
 	t := s.tables[tid]
-	merge := func(delta map[int64]*rowChange) {
-		if act.deltas[t.id] == nil {
-			act.deltas[t.id] = map[int64]*rowChange{}
-		}
-		for id, ch := range delta {
-			if old, ok := act.deltas[t.id][id]; ok {
-				ch.before = old.before
-			}
-			act.deltas[t.id][id] = ch
-		}
-	}
 	switch argString(a, 0) {
 	case "AddColumn", "AddVisibleColumn":
 		// ["AddColumn", tableId, colId, colInfo] (AddVisibleColumn also
@@ -669,31 +647,14 @@ func (s *Server) applyOne(act *action, a []any, u User) (any, error) {
 		for id, row := range t.rows {
 			delta[id] = &rowChange{before: row}
 		}
-		merge(delta)
+		act.merge(t.id, delta)
 		for _, c := range t.cols {
 			act.colRenames[t.id] = append(act.colRenames[t.id], [2]string{c.ID, ""})
 		}
 		act.renames = append(act.renames, [2]string{tid, ""})
 		return nil, nil
 	case "BulkAddRecord":
-		// ["BulkAddRecord", tableId, [null…], {col: [v…]}]
-		l, _ := a[min(2, len(a)-1)].([]any)
-		rows, err := bulkRows(len(l), a[min(3, len(a)-1)])
-		if err != nil {
-			return nil, err
-		}
-		ids, err := s.insertLocked(t, rows, u)
-		if err != nil {
-			return nil, err
-		}
-		delta := map[int64]*rowChange{}
-		ret := make([]any, len(ids))
-		for i, id := range ids {
-			delta[id] = &rowChange{after: maps.Clone(t.rows[id])}
-			ret[i] = id
-		}
-		merge(delta)
-		return ret, nil
+		return s.bulkAdd(act, t, a, u)
 	case "BulkUpdateRecord":
 		ids := rowIDs(a[min(2, len(a)-1)])
 		rows, err := bulkRows(len(ids), a[min(3, len(a)-1)])
@@ -708,17 +669,72 @@ func (s *Server) applyOne(act *action, a []any, u User) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		merge(delta)
+		act.merge(t.id, delta)
 		return nil, nil
 	case "BulkRemoveRecord":
 		delta, err := s.removeLocked(t, rowIDs(a[min(2, len(a)-1)]))
 		if err != nil {
 			return nil, err
 		}
-		merge(delta)
+		act.merge(t.id, delta)
 		return nil, nil
 	}
 	return nil, fmt.Errorf("unsupported action %v", a[0])
+}
+
+// applyMetaColumns applies an update of _grist_Tables_column: the
+// recalcWhen and recalcDeps it sets.
+func (s *Server) applyMetaColumns(a []any) error {
+	ups, err := s.metaColumnUpdates(a)
+	if err != nil {
+		return err
+	}
+	for c, f := range ups {
+		nc := newColumn(c.ID, f)
+		if _, ok := f["recalcWhen"]; ok {
+			c.RecalcWhen = nc.RecalcWhen
+		}
+		if _, ok := f["recalcDeps"]; ok {
+			c.RecalcDeps = nc.RecalcDeps
+		}
+	}
+	return nil
+}
+
+// bulkAdd applies ["BulkAddRecord", tableId, [null…], {col: [v…]}] and
+// returns the new rows' ids.
+func (s *Server) bulkAdd(act *action, t *table, a []any, u User) (any, error) {
+	l, _ := a[min(2, len(a)-1)].([]any)
+	rows, err := bulkRows(len(l), a[min(3, len(a)-1)])
+	if err != nil {
+		return nil, err
+	}
+	ids, err := s.insertLocked(t, rows, u)
+	if err != nil {
+		return nil, err
+	}
+	delta := map[int64]*rowChange{}
+	ret := make([]any, len(ids))
+	for i, id := range ids {
+		delta[id] = &rowChange{after: maps.Clone(t.rows[id])}
+		ret[i] = id
+	}
+	act.merge(t.id, delta)
+	return ret, nil
+}
+
+// merge adds the row changes delta of table tid to act; a row already
+// changed by act keeps its value from before act.
+func (act *action) merge(tid string, delta map[int64]*rowChange) {
+	if act.deltas[tid] == nil {
+		act.deltas[tid] = map[int64]*rowChange{}
+	}
+	for id, ch := range delta {
+		if old, ok := act.deltas[tid][id]; ok {
+			ch.before = old.before
+		}
+		act.deltas[tid][id] = ch
+	}
 }
 
 // triggersLocked computes the trigger formula columns of row r (after the
