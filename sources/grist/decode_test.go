@@ -2,6 +2,7 @@ package grist
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -151,3 +152,28 @@ func TestUnmarshalPython(t *testing.T) {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// TestUnmarshalPythonBackReferences decodes values whose later elements are
+// back references ('r') into the refs table. CPython's marshal (r_object in
+// Python/marshal.c) reserves one refs slot per flagged object: a tuple,
+// small tuple, set or frozenset takes its slot after its length, like a list
+// or dict, so an index in 'r' counts each container once. The bytes are
+// Python 3.11's marshal.dumps of each value.
+func TestUnmarshalPythonBackReferences(t *testing.T) {
+	for _, tc := range []struct {
+		hex  string
+		want any
+	}{
+		{"a902da0261627201000000", []any{"ab", "ab"}},                                // ('ab', 'ab')
+		{"db02000000da0261627201000000", []any{"ab", "ab"}},                          // ['ab', 'ab']
+		{"a902a902da0178da01797202000000", []any{[]any{"x", "y"}, "x"}},              // (('x', 'y'), 'x')
+		{"fbda016ba902da026162720300000030", map[string]any{"k": []any{"ab", "ab"}}}, // {'k': ('ab', 'ab')}
+		{"be01000000da026162", []any{"ab"}},                                          // frozenset({'ab'})
+	} {
+		b, err := hex.DecodeString(tc.hex)
+		require.NoError(t, err)
+		v, err := unmarshalPython(b)
+		require.NoError(t, err, tc.hex)
+		require.Equal(t, tc.want, v, tc.hex)
+	}
+}

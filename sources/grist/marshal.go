@@ -71,7 +71,11 @@ func (d *marshalDecoder) value() (any, error) {
 	flag := code&0x80 != 0
 	code &^= 0x80
 	refIdx := -1
-	if flag && code != '(' && code != '[' && code != '{' {
+	// A container (tuple, small tuple, list, set, frozenset, dict) takes
+	// its slot after its length, in sequence or dict, as CPython's
+	// r_object does; reserving here too would shift every later index.
+	container := code == '(' || code == ')' || code == '[' || code == '<' || code == '>' || code == '{'
+	if flag && !container {
 		refIdx = d.reserve()
 	}
 	var v any
