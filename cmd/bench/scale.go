@@ -113,9 +113,10 @@ func buildKgsync(dir string) (string, error) {
 	return bin, nil
 }
 
-// runScale prints the scale tables at the row counts of list, the
-// start-up table and the per-scenario table.
-func runScale(w io.Writer, corpusDir, list, sources, peers string, reps int) error {
+// runScale prints the scale tables at the row counts of list, once for
+// each vector length of dims, then the start-up table and the per-scenario
+// table.
+func runScale(w io.Writer, corpusDir, list, sources, peers string, reps int, dims []int) error {
 	use := map[string]bool{}
 	for _, f := range strings.Split(sources, ",") {
 		switch f = strings.TrimSpace(f); f {
@@ -139,22 +140,9 @@ func runScale(w io.Writer, corpusDir, list, sources, peers string, reps int) err
 		return err
 	}
 	if list != "" {
-		fmt.Fprintf(w, "## Scale: whole processes (kgsync sync --json), SQLite state, CYPHERL sink, hashing embedder (32 dims)\n\n")
-		fmt.Fprintf(w, "The corpus HS table repeated with suffixed keys (`parent` a reference, `description` embeddable: 6,747 distinct texts); rows/s = table rows / wall time; peak RSS = the child's ru_maxrss. \"read\" is a process that only reads the table through its source. The first sync of a table of up to %d rows runs -reps times, each from an empty state, and its row is the run of the median time; every other row is one run.\n", firstRunsUpTo)
-		for _, f := range strings.Split(list, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				return fmt.Errorf("-scale: %q is not a row count", f)
-			}
-			if use["csv"] {
-				if _, err := scaleCSV(w, bin, self, n, reps); err != nil {
-					return fmt.Errorf("scale csv %d: %w", n, err)
-				}
-			}
-			if use["grist"] {
-				if _, err := scaleGrist(w, bin, self, n, reps); err != nil {
-					return fmt.Errorf("scale grist %d: %w", n, err)
-				}
+		for _, d := range dims {
+			if err := scaleTables(w, bin, self, list, use, reps, d); err != nil {
+				return err
 			}
 		}
 	}
@@ -165,6 +153,31 @@ func runScale(w io.Writer, corpusDir, list, sources, peers string, reps int) err
 		return err
 	}
 	return peersReport(w, bin, corpusDir, peers)
+}
+
+// scaleTables prints the scale tables of the sources in use at the row
+// counts of list (comma-separated), the hashing embedder at dims
+// dimensions; bin is the kgsync binary, bench this one.
+func scaleTables(w io.Writer, bin, bench, list string, use map[string]bool, reps, dims int) error {
+	fmt.Fprintf(w, "## Scale: whole processes (kgsync sync --json), SQLite state, CYPHERL sink, hashing embedder (%d dims)\n\n", dims)
+	fmt.Fprintf(w, "The corpus HS table repeated with suffixed keys (`parent` a reference, `description` embeddable: 6,747 distinct texts); rows/s = table rows / wall time; peak RSS = the child's ru_maxrss. \"read\" is a process that only reads the table through its source. The first sync of a table of up to %d rows runs -reps times, each from an empty state, and its row is the run of the median time; every other row is one run.\n", firstRunsUpTo)
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("-scale: %q is not a row count", f)
+		}
+		if use["csv"] {
+			if _, err := scaleCSV(w, bin, bench, n, reps, dims); err != nil {
+				return fmt.Errorf("scale csv %d rows, %d dims: %w", n, dims, err)
+			}
+		}
+		if use["grist"] {
+			if _, err := scaleGrist(w, bin, bench, n, reps, dims); err != nil {
+				return fmt.Errorf("scale grist %d rows, %d dims: %w", n, dims, err)
+			}
+		}
+	}
+	return nil
 }
 
 // childRead is the hidden -child-read mode: read a table through its
@@ -261,10 +274,12 @@ const tablesModel = `    model:
           links: [{name: PARENT, column: parent, to: cn_code}]
 `
 
-func csvConfig(dir, file string) string {
+// csvConfig is the configuration of the scale table's CSV pipeline: state
+// and CYPHERL output under dir, the hashing embedder at dims dimensions.
+func csvConfig(dir, file string, dims int) string {
 	return fmt.Sprintf(`state: {driver: sqlite, path: %s}
 sink: {type: cypherl, cypherl: {dir: %s}}
-embedder: {provider: hashing, dimensions: 32}
+embedder: {provider: hashing, dimensions: %d}
 pipelines:
   - name: tables
     sources:
@@ -272,17 +287,19 @@ pipelines:
         csv:
           tables:
             - {path: %s, table: hs_code, key: hscode, columns: {parent: "ref:hs_code", level: int}}
-`+tablesModel, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), file, "hs_code")
+`+tablesModel, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), dims, file, "hs_code")
 }
 
-func gristConfig(dir, url string, fullEvery bool) string {
+// gristConfig is csvConfig for the Grist test server at url; fullEvery
+// lists every row on each run (full_every).
+func gristConfig(dir, url string, fullEvery bool, dims int) string {
 	fe := ""
 	if fullEvery {
 		fe = "\n          full_every: 1ns"
 	}
 	return fmt.Sprintf(`state: {driver: sqlite, path: %s}
 sink: {type: cypherl, cypherl: {dir: %s}}
-embedder: {provider: hashing, dimensions: 32}
+embedder: {provider: hashing, dimensions: %d}
 pipelines:
   - name: tables
     sources:
@@ -293,7 +310,7 @@ pipelines:
           api_key: %s
           tables: [HSCodes]
           key_columns: {HSCodes: hscode}%s
-`+tablesModel, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), url, gristtest.DocID, gristtest.APIKey, fe, "HSCodes")
+`+tablesModel, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), dims, url, gristtest.DocID, gristtest.APIKey, fe, "HSCodes")
 }
 
 // syncResult is what `kgsync sync --json` prints for a run.
@@ -455,16 +472,16 @@ func firstRuns(n, reps int) int {
 	return 1
 }
 
-// scaleCSV measures the CSV phases at n rows; the first sync runs reps
-// times up to firstRunsUpTo rows.
-func scaleCSV(w io.Writer, bin, bench string, n, reps int) ([]phaseRow, error) {
+// scaleCSV measures the CSV phases at n rows and dims dimensions; the
+// first sync runs reps times up to firstRunsUpTo rows.
+func scaleCSV(w io.Writer, bin, bench string, n, reps, dims int) ([]phaseRow, error) {
 	dir, file, header, rows, err := scaleTable(n)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	cfg := filepath.Join(dir, "kgsync.yaml")
-	if err := os.WriteFile(cfg, []byte(csvConfig(dir, file)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(csvConfig(dir, file, dims)), 0o644); err != nil {
 		return nil, err
 	}
 	ps := &phases{bin: bin}
@@ -519,7 +536,7 @@ func (b *benchTB) close() {
 // scaleGrist measures the Grist phases at n rows, the test server running
 // in this process (not counted in the children's memory); the first sync
 // runs reps times up to firstRunsUpTo rows.
-func scaleGrist(w io.Writer, bin, bench string, n, reps int) ([]phaseRow, error) {
+func scaleGrist(w io.Writer, bin, bench string, n, reps, dims int) ([]phaseRow, error) {
 	dir, file, _, _, err := scaleTable(n)
 	if err != nil {
 		return nil, err
@@ -530,10 +547,10 @@ func scaleGrist(w io.Writer, bin, bench string, n, reps int) ([]phaseRow, error)
 	srv := gristtest.New(tb)
 	srv.LoadCSV("HSCodes", file, map[string]string{"parent": "Ref:HSCodes/hscode", "level": "Int"})
 	cfg, full := filepath.Join(dir, "kgsync.yaml"), filepath.Join(dir, "full.yaml")
-	if err := os.WriteFile(cfg, []byte(gristConfig(dir, srv.URL, false)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(gristConfig(dir, srv.URL, false, dims)), 0o644); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(full, []byte(gristConfig(dir, srv.URL, true)), 0o644); err != nil {
+	if err := os.WriteFile(full, []byte(gristConfig(dir, srv.URL, true, dims)), 0o644); err != nil {
 		return nil, err
 	}
 	ps := &phases{bin: bin}
