@@ -313,17 +313,24 @@ func median(ds []time.Duration) time.Duration {
 // run prints the pipeline table at each of dims, then the edit, throughput,
 // document graph and structure tables.
 func run(ctx context.Context, w io.Writer, corpus string, reps int, dims []int) error {
-	for _, d := range dims {
-		if err := pipelineTable(ctx, w, corpus, reps, d); err != nil {
-			return err
-		}
+	if err := pipelineTable(ctx, w, corpus, reps, dims); err != nil {
+		return err
 	}
 	return documentTables(ctx, w, corpus, reps)
 }
 
+// pipelineRuns is one vector length's first syncs and no-op re-syncs in
+// the pipeline table, with the counts of the last pair.
+type pipelineRuns struct {
+	firsts, noops []time.Duration
+	firstC, noopC state.Counts
+}
+
 // pipelineTable prints the median first sync and no-op re-sync of the
-// documents, each pair from an empty state, reps times, at dims dimensions.
-func pipelineTable(ctx context.Context, w io.Writer, corpus string, reps, dims int) error {
+// documents at each of dims, each pair from an empty state, reps times;
+// a repetition runs every vector length in turn, so a change of the
+// machine's load falls on all of them.
+func pipelineTable(ctx context.Context, w io.Writer, corpus string, reps int, dims []int) error {
 	var total int64
 	for _, n := range docs {
 		fi, err := os.Stat(filepath.Join(corpus, n))
@@ -332,32 +339,50 @@ func pipelineTable(ctx context.Context, w io.Writer, corpus string, reps, dims i
 		}
 		total += fi.Size()
 	}
-	fmt.Fprintf(w, "## Pipeline: %d documents, %.2f MB (max_tokens %d, overlap %d, hashing embedder %d dims, SQLite, CYPHERL)\n\n", len(docs), float64(total)/1e6, maxTokens, overlap, dims)
-	fmt.Fprintln(w, "| step | median time | records changed | chunks embedded | sink statements |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
-	var firsts, noops []time.Duration
-	var firstC, noopC state.Counts
+	runs := make([]pipelineRuns, len(dims))
 	for range reps {
-		e, err := newEnv(ctx, corpus, docs, dims)
-		if err != nil {
-			return err
-		}
-		c, d, err := e.sync(ctx)
-		if err != nil {
+		for i, dim := range dims {
+			r := &runs[i]
+			e, err := newEnv(ctx, corpus, docs, dim)
+			if err != nil {
+				return err
+			}
+			c, d, err := e.sync(ctx)
+			if err != nil {
+				e.close()
+				return err
+			}
+			r.firsts, r.firstC = append(r.firsts, d), c
+			c, d, err = e.sync(ctx)
 			e.close()
-			return err
+			if err != nil {
+				return err
+			}
+			r.noops, r.noopC = append(r.noops, d), c
 		}
-		firsts, firstC = append(firsts, d), c
-		c, d, err = e.sync(ctx)
-		e.close()
-		if err != nil {
-			return err
-		}
-		noops, noopC = append(noops, d), c
 	}
-	fmt.Fprintf(w, "| first sync | %s | %d | %d | %d |\n", median(firsts).Round(time.Millisecond), firstC.RecordsNew, firstC.ChunksEmbedded, firstC.SinkStatements)
-	fmt.Fprintf(w, "| no-op re-sync | %s | %d | %d | %d |\n\n", median(noops).Round(time.Millisecond), noopC.RecordsChanged, noopC.ChunksEmbedded, noopC.SinkStatements)
+	fmt.Fprintf(w, "## Pipeline: %d documents, %.2f MB (max_tokens %d, overlap %d, hashing embedder, SQLite, CYPHERL)\n\n", len(docs), float64(total)/1e6, maxTokens, overlap)
+	fmt.Fprintln(w, "Each repetition runs every vector length in turn.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| dims | step | median time (runs) | records changed | chunks embedded | sink statements |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
+	for i, dim := range dims {
+		r := runs[i]
+		fmt.Fprintf(w, "| %d | first sync | %s | %d | %d | %d |\n", dim, medianOf(r.firsts), r.firstC.RecordsNew, r.firstC.ChunksEmbedded, r.firstC.SinkStatements)
+		fmt.Fprintf(w, "| %d | no-op re-sync | %s | %d | %d | %d |\n", dim, medianOf(r.noops), r.noopC.RecordsChanged, r.noopC.ChunksEmbedded, r.noopC.SinkStatements)
+	}
+	fmt.Fprintln(w)
 	return nil
+}
+
+// medianOf is the median of ds followed by every run in the order run,
+// rounded to the millisecond: "1.2s (1.3s, 1.2s, 1.1s)".
+func medianOf(ds []time.Duration) string {
+	all := make([]string, len(ds))
+	for i, d := range ds {
+		all[i] = d.Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("%s (%s)", median(slices.Clone(ds)).Round(time.Millisecond), strings.Join(all, ", "))
 }
 
 // documentTables prints the tables that do not depend on the vector
