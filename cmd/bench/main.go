@@ -17,10 +17,14 @@
 //     included), at -golden-max-tokens / -golden-overlap, so a change of
 //     chunking is measured against retrieval in the same run.
 //
-// Usage: go run ./cmd/bench [-corpus DIR] [-reps 5] [-golden FILE
-// [-golden-only]] (default: the corpus's docs, ../shared/corpus/docs or the
-// copy in testdata/shared). Example: go run ./cmd/bench -golden
-// testdata/golden/corpus.jsonl -golden-only.
+// The pipeline and scale tables run once per vector length of -dims (the
+// hashing embedder's dimensions: 384 is `embedder: {provider: hashing}`'s
+// default, 1536 the size of OpenAI's text-embedding-3-small vectors).
+//
+// Usage: go run ./cmd/bench [-corpus DIR] [-reps 5] [-dims 384,1536]
+// [-golden FILE [-golden-only]] (default: the corpus's docs,
+// ../shared/corpus/docs or the copy in testdata/shared). Example: go run
+// ./cmd/bench -golden testdata/golden/corpus.jsonl -golden-only.
 package main
 
 import (
@@ -33,6 +37,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,6 +85,7 @@ func main() {
 	scaleSources := flag.String("scale-sources", "csv,grist", "sources of the scale tables, comma-separated: csv, grist (the Grist test server, in this process)")
 	scale := flag.String("scale", "10000,100000", "row counts of the scale tables (CSV and Grist test server), comma-separated; add 1000000 for the million-row run; \"\" skips them")
 	scaleOnly := flag.Bool("scale-only", false, "only the scale, start-up and per-scenario tables")
+	dimsList := flag.String("dims", strconv.Itoa(config.DefaultHashingDimensions), "vector lengths of the hashing embedder, comma-separated (1..65535, e.g. 384,1536): the pipeline and scale tables run at each")
 	peers := flag.String("peers", "", "a copy of ../shared/bench/peers with its node_modules installed (npm install): adds LangChain.js and LlamaIndex.TS to the per-scenario table")
 	childRunFlag := flag.Bool("child-run", false, "internal: run the command given as arguments and report its peak RSS and time on stderr")
 	childReadSpec := flag.String("child-read", "", "internal: read csv:FILE or grist:URL through its source and exit")
@@ -105,15 +111,20 @@ func main() {
 		}
 		*corpusDir = filepath.Join(shared, "corpus", "docs")
 	}
+	dims, err := parseDims(*dimsList)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	corpus := corpusDir
 	if !*goldenOnly {
-		if err := runScale(os.Stdout, *corpus, *scale, *scaleSources, *peers, *reps); err != nil {
+		if err := runScale(os.Stdout, *corpus, *scale, *scaleSources, *peers, *reps, dims); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
 	}
 	if !*goldenOnly && !*scaleOnly {
-		if err := run(context.Background(), os.Stdout, *corpus, *reps); err != nil {
+		if err := run(context.Background(), os.Stdout, *corpus, *reps, dims); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -124,6 +135,22 @@ func main() {
 			os.Exit(1)
 		}
 	}
+}
+
+// parseDims parses -dims: vector lengths, comma-separated, each in
+// 1..65535 (the range config accepts), in the order given, repeats dropped.
+func parseDims(list string) ([]int, error) {
+	var dims []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("-dims: %q is not a vector length in 1..65535", f)
+		}
+		if !slices.Contains(dims, n) {
+			dims = append(dims, n)
+		}
+	}
+	return dims, nil
 }
 
 // evalGolden syncs every document of the corpus directory into a fresh
@@ -155,7 +182,7 @@ func evalGolden(ctx context.Context, w io.Writer, corpus, goldens string, maxTok
 			names = append(names, e.Name())
 		}
 	}
-	e, err := newEnv(ctx, corpus, names)
+	e, err := newEnv(ctx, corpus, names, config.DefaultHashingDimensions)
 	if err != nil {
 		return err
 	}
@@ -195,7 +222,10 @@ type env struct {
 	p     *pipeline.Pipeline
 }
 
-func newEnv(ctx context.Context, corpus string, names []string) (*env, error) {
+// newEnv copies the named corpus documents into a new temporary folder
+// and returns a pipeline over them: SQLite state, CYPHERL sink, the
+// hashing embedder at dims dimensions.
+func newEnv(ctx context.Context, corpus string, names []string, dims int) (*env, error) {
 	dir, err := os.MkdirTemp("", "kgsync-bench-")
 	if err != nil {
 		return nil, err
@@ -230,7 +260,7 @@ func newEnv(ctx context.Context, corpus string, names []string) (*env, error) {
 		return nil, err
 	}
 	return &env{dir: dir, store: store, p: &pipeline.Pipeline{
-		Name: "docs", Sources: []sources.Source{src}, Embedder: hashing.New("hashing-v1", 384),
+		Name: "docs", Sources: []sources.Source{src}, Embedder: hashing.New("hashing-v1", dims),
 		Sink: sk, Store: store, BatchSize: 64, MaxDeleteRatio: 1, Fingerprint: 1,
 		Chunking: chunker.Options{MaxTokens: maxTokens, OverlapTokens: overlap, Tokenizer: tok},
 	}}, nil
@@ -280,7 +310,27 @@ func median(ds []time.Duration) time.Duration {
 	return ds[len(ds)/2]
 }
 
-func run(ctx context.Context, w io.Writer, corpus string, reps int) error {
+// run prints the pipeline table at each of dims, then the edit, throughput,
+// document graph and structure tables.
+func run(ctx context.Context, w io.Writer, corpus string, reps int, dims []int) error {
+	if err := pipelineTable(ctx, w, corpus, reps, dims); err != nil {
+		return err
+	}
+	return documentTables(ctx, w, corpus, reps)
+}
+
+// pipelineRuns is one vector length's first syncs and no-op re-syncs in
+// the pipeline table, with the counts of the last pair.
+type pipelineRuns struct {
+	firsts, noops []time.Duration
+	firstC, noopC state.Counts
+}
+
+// pipelineTable prints the median first sync and no-op re-sync of the
+// documents at each of dims, each pair from an empty state, reps times;
+// a repetition runs every vector length in turn, so a change of the
+// machine's load falls on all of them.
+func pipelineTable(ctx context.Context, w io.Writer, corpus string, reps int, dims []int) error {
 	var total int64
 	for _, n := range docs {
 		fi, err := os.Stat(filepath.Join(corpus, n))
@@ -289,32 +339,56 @@ func run(ctx context.Context, w io.Writer, corpus string, reps int) error {
 		}
 		total += fi.Size()
 	}
-	fmt.Fprintf(w, "## Pipeline: %d documents, %.2f MB (max_tokens %d, overlap %d, hashing embedder 384 dims, SQLite, CYPHERL)\n\n", len(docs), float64(total)/1e6, maxTokens, overlap)
-	fmt.Fprintln(w, "| step | median time | records changed | chunks embedded | sink statements |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
-	var firsts, noops []time.Duration
-	var firstC, noopC state.Counts
+	runs := make([]pipelineRuns, len(dims))
 	for range reps {
-		e, err := newEnv(ctx, corpus, docs)
-		if err != nil {
-			return err
-		}
-		c, d, err := e.sync(ctx)
-		if err != nil {
+		for i, dim := range dims {
+			r := &runs[i]
+			e, err := newEnv(ctx, corpus, docs, dim)
+			if err != nil {
+				return err
+			}
+			c, d, err := e.sync(ctx)
+			if err != nil {
+				e.close()
+				return err
+			}
+			r.firsts, r.firstC = append(r.firsts, d), c
+			c, d, err = e.sync(ctx)
 			e.close()
-			return err
+			if err != nil {
+				return err
+			}
+			r.noops, r.noopC = append(r.noops, d), c
 		}
-		firsts, firstC = append(firsts, d), c
-		c, d, err = e.sync(ctx)
-		e.close()
-		if err != nil {
-			return err
-		}
-		noops, noopC = append(noops, d), c
 	}
-	fmt.Fprintf(w, "| first sync | %s | %d | %d | %d |\n", median(firsts).Round(time.Millisecond), firstC.RecordsNew, firstC.ChunksEmbedded, firstC.SinkStatements)
-	fmt.Fprintf(w, "| no-op re-sync | %s | %d | %d | %d |\n\n", median(noops).Round(time.Millisecond), noopC.RecordsChanged, noopC.ChunksEmbedded, noopC.SinkStatements)
+	fmt.Fprintf(w, "## Pipeline: %d documents, %.2f MB (max_tokens %d, overlap %d, hashing embedder, SQLite, CYPHERL)\n\n", len(docs), float64(total)/1e6, maxTokens, overlap)
+	fmt.Fprintln(w, "Each repetition runs every vector length in turn.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| dims | step | median time (runs) | records changed | chunks embedded | sink statements |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
+	for i, dim := range dims {
+		r := runs[i]
+		fmt.Fprintf(w, "| %d | first sync | %s | %d | %d | %d |\n", dim, medianOf(r.firsts), r.firstC.RecordsNew, r.firstC.ChunksEmbedded, r.firstC.SinkStatements)
+		fmt.Fprintf(w, "| %d | no-op re-sync | %s | %d | %d | %d |\n", dim, medianOf(r.noops), r.noopC.RecordsChanged, r.noopC.ChunksEmbedded, r.noopC.SinkStatements)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
 
+// medianOf is the median of ds followed by every run in the order run,
+// rounded to the millisecond: "1.2s (1.3s, 1.2s, 1.1s)".
+func medianOf(ds []time.Duration) string {
+	all := make([]string, len(ds))
+	for i, d := range ds {
+		all[i] = d.Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("%s (%s)", median(slices.Clone(ds)).Round(time.Millisecond), strings.Join(all, ", "))
+}
+
+// documentTables prints the tables that do not depend on the vector
+// length: chunks re-embedded per edit against the baselines, parse and
+// chunk throughput, the document graph and structure.
+func documentTables(ctx context.Context, w io.Writer, corpus string, reps int) error {
 	tok, err := chunker.NewTokenizer("cl100k_base")
 	if err != nil {
 		return err
@@ -500,7 +574,7 @@ func newTexts(before, after []string) int {
 }
 
 func locality(ctx context.Context, w io.Writer, corpus, name string, tok *chunker.Tokenizer, ed edit) error {
-	e, err := newEnv(ctx, corpus, []string{name})
+	e, err := newEnv(ctx, corpus, []string{name}, config.DefaultHashingDimensions)
 	if err != nil {
 		return err
 	}

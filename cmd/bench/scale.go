@@ -6,8 +6,8 @@ package main
 // (getrusage's ru_maxrss of the child), against a process that only reads
 // the same table through the source; the no-op start-up of the 4
 // documents; and the texts embedded per scenario by kgsync, LangChain.js
-// and LlamaIndex.TS (with -peers, the harnesses of ../shared/bench/peers
-// with their node_modules installed).
+// and LlamaIndex.TS, with each whole process's wall time (with -peers, the
+// harnesses of ../shared/bench/peers with their node_modules installed).
 
 import (
 	"bytes"
@@ -32,6 +32,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/internal/corpus"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/sources/csvtable"
@@ -113,9 +114,10 @@ func buildKgsync(dir string) (string, error) {
 	return bin, nil
 }
 
-// runScale prints the scale tables at the row counts of list, the
-// start-up table and the per-scenario table.
-func runScale(w io.Writer, corpusDir, list, sources, peers string, reps int) error {
+// runScale prints the scale tables at the row counts of list, once for
+// each vector length of dims, then the start-up table and the per-scenario
+// table.
+func runScale(w io.Writer, corpusDir, list, sources, peers string, reps int, dims []int) error {
 	use := map[string]bool{}
 	for _, f := range strings.Split(sources, ",") {
 		switch f = strings.TrimSpace(f); f {
@@ -139,22 +141,9 @@ func runScale(w io.Writer, corpusDir, list, sources, peers string, reps int) err
 		return err
 	}
 	if list != "" {
-		fmt.Fprintf(w, "## Scale: whole processes (kgsync sync --json), SQLite state, CYPHERL sink, hashing embedder (32 dims)\n\n")
-		fmt.Fprintf(w, "The corpus HS table repeated with suffixed keys (`parent` a reference, `description` embeddable: 6,747 distinct texts); rows/s = table rows / wall time; peak RSS = the child's ru_maxrss. \"read\" is a process that only reads the table through its source. The first sync of a table of up to %d rows runs -reps times, each from an empty state, and its row is the run of the median time; every other row is one run.\n", firstRunsUpTo)
-		for _, f := range strings.Split(list, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				return fmt.Errorf("-scale: %q is not a row count", f)
-			}
-			if use["csv"] {
-				if _, err := scaleCSV(w, bin, self, n, reps); err != nil {
-					return fmt.Errorf("scale csv %d: %w", n, err)
-				}
-			}
-			if use["grist"] {
-				if _, err := scaleGrist(w, bin, self, n, reps); err != nil {
-					return fmt.Errorf("scale grist %d: %w", n, err)
-				}
+		for _, d := range dims {
+			if err := scaleTables(w, bin, self, list, use, reps, d); err != nil {
+				return err
 			}
 		}
 	}
@@ -164,7 +153,32 @@ func runScale(w io.Writer, corpusDir, list, sources, peers string, reps int) err
 	if err := chunkHistogram(w, corpusDir); err != nil {
 		return err
 	}
-	return peersReport(w, bin, corpusDir, peers)
+	return peersReport(w, bin, corpusDir, peers, dims)
+}
+
+// scaleTables prints the scale tables of the sources in use at the row
+// counts of list (comma-separated), the hashing embedder at dims
+// dimensions; bin is the kgsync binary, bench this one.
+func scaleTables(w io.Writer, bin, bench, list string, use map[string]bool, reps, dims int) error {
+	fmt.Fprintf(w, "## Scale: whole processes (kgsync sync --json), SQLite state, CYPHERL sink, hashing embedder (%d dims)\n\n", dims)
+	fmt.Fprintf(w, "The corpus HS table repeated with suffixed keys (`parent` a reference, `description` embeddable: 6,747 distinct texts); rows/s = table rows / wall time; peak RSS = the child's ru_maxrss. \"read\" is a process that only reads the table through its source. The first sync of a table of up to %d rows runs -reps times, each from an empty state, and its row is the run of the median time; every other row is one run.\n", firstRunsUpTo)
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("-scale: %q is not a row count", f)
+		}
+		if use["csv"] {
+			if _, err := scaleCSV(w, bin, bench, n, reps, dims); err != nil {
+				return fmt.Errorf("scale csv %d rows, %d dims: %w", n, dims, err)
+			}
+		}
+		if use["grist"] {
+			if _, err := scaleGrist(w, bin, bench, n, reps, dims); err != nil {
+				return fmt.Errorf("scale grist %d rows, %d dims: %w", n, dims, err)
+			}
+		}
+	}
+	return nil
 }
 
 // childRead is the hidden -child-read mode: read a table through its
@@ -261,10 +275,12 @@ const tablesModel = `    model:
           links: [{name: PARENT, column: parent, to: cn_code}]
 `
 
-func csvConfig(dir, file string) string {
+// csvConfig is the configuration of the scale table's CSV pipeline: state
+// and CYPHERL output under dir, the hashing embedder at dims dimensions.
+func csvConfig(dir, file string, dims int) string {
 	return fmt.Sprintf(`state: {driver: sqlite, path: %s}
 sink: {type: cypherl, cypherl: {dir: %s}}
-embedder: {provider: hashing, dimensions: 32}
+embedder: {provider: hashing, dimensions: %d}
 pipelines:
   - name: tables
     sources:
@@ -272,17 +288,19 @@ pipelines:
         csv:
           tables:
             - {path: %s, table: hs_code, key: hscode, columns: {parent: "ref:hs_code", level: int}}
-`+tablesModel, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), file, "hs_code")
+`+tablesModel, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), dims, file, "hs_code")
 }
 
-func gristConfig(dir, url string, fullEvery bool) string {
+// gristConfig is csvConfig for the Grist test server at url; fullEvery
+// lists every row on each run (full_every).
+func gristConfig(dir, url string, fullEvery bool, dims int) string {
 	fe := ""
 	if fullEvery {
 		fe = "\n          full_every: 1ns"
 	}
 	return fmt.Sprintf(`state: {driver: sqlite, path: %s}
 sink: {type: cypherl, cypherl: {dir: %s}}
-embedder: {provider: hashing, dimensions: 32}
+embedder: {provider: hashing, dimensions: %d}
 pipelines:
   - name: tables
     sources:
@@ -293,7 +311,7 @@ pipelines:
           api_key: %s
           tables: [HSCodes]
           key_columns: {HSCodes: hscode}%s
-`+tablesModel, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), url, gristtest.DocID, gristtest.APIKey, fe, "HSCodes")
+`+tablesModel, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), dims, url, gristtest.DocID, gristtest.APIKey, fe, "HSCodes")
 }
 
 // syncResult is what `kgsync sync --json` prints for a run.
@@ -455,16 +473,16 @@ func firstRuns(n, reps int) int {
 	return 1
 }
 
-// scaleCSV measures the CSV phases at n rows; the first sync runs reps
-// times up to firstRunsUpTo rows.
-func scaleCSV(w io.Writer, bin, bench string, n, reps int) ([]phaseRow, error) {
+// scaleCSV measures the CSV phases at n rows and dims dimensions; the
+// first sync runs reps times up to firstRunsUpTo rows.
+func scaleCSV(w io.Writer, bin, bench string, n, reps, dims int) ([]phaseRow, error) {
 	dir, file, header, rows, err := scaleTable(n)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	cfg := filepath.Join(dir, "kgsync.yaml")
-	if err := os.WriteFile(cfg, []byte(csvConfig(dir, file)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(csvConfig(dir, file, dims)), 0o644); err != nil {
 		return nil, err
 	}
 	ps := &phases{bin: bin}
@@ -519,7 +537,7 @@ func (b *benchTB) close() {
 // scaleGrist measures the Grist phases at n rows, the test server running
 // in this process (not counted in the children's memory); the first sync
 // runs reps times up to firstRunsUpTo rows.
-func scaleGrist(w io.Writer, bin, bench string, n, reps int) ([]phaseRow, error) {
+func scaleGrist(w io.Writer, bin, bench string, n, reps, dims int) ([]phaseRow, error) {
 	dir, file, _, _, err := scaleTable(n)
 	if err != nil {
 		return nil, err
@@ -530,10 +548,10 @@ func scaleGrist(w io.Writer, bin, bench string, n, reps int) ([]phaseRow, error)
 	srv := gristtest.New(tb)
 	srv.LoadCSV("HSCodes", file, map[string]string{"parent": "Ref:HSCodes/hscode", "level": "Int"})
 	cfg, full := filepath.Join(dir, "kgsync.yaml"), filepath.Join(dir, "full.yaml")
-	if err := os.WriteFile(cfg, []byte(gristConfig(dir, srv.URL, false)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(gristConfig(dir, srv.URL, false, dims)), 0o644); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(full, []byte(gristConfig(dir, srv.URL, true)), 0o644); err != nil {
+	if err := os.WriteFile(full, []byte(gristConfig(dir, srv.URL, true, dims)), 0o644); err != nil {
 		return nil, err
 	}
 	ps := &phases{bin: bin}
@@ -574,7 +592,7 @@ func startup(w io.Writer, bin, corpusDir string, reps int) error {
 		return err
 	}
 	cfg := filepath.Join(dir, "kgsync.yaml")
-	if err := os.WriteFile(cfg, []byte(docsConfig(dir, docsDir)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(docsConfig(dir, docsDir, config.DefaultHashingDimensions)), 0o644); err != nil {
 		return err
 	}
 	if _, _, err := kgsyncSync(bin, cfg); err != nil {
@@ -629,17 +647,20 @@ func copyDocs(from, to string, names []string) error {
 	return nil
 }
 
-func docsConfig(dir, docsDir string) string {
+// docsConfig is the configuration of a files pipeline over docsDir at
+// 512 tokens / 64 overlap: state and CYPHERL output under dir, the
+// hashing embedder at dims dimensions.
+func docsConfig(dir, docsDir string, dims int) string {
 	return fmt.Sprintf(`state: {driver: sqlite, path: %s}
 sink: {type: cypherl, cypherl: {dir: %s}}
-embedder: {provider: hashing}
+embedder: {provider: hashing, dimensions: %d}
 chunking: {max_tokens: 512, overlap_tokens: 64}
 pipelines:
   - name: docs
     sources:
       - name: docs
         files: {root: %s}
-`, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), docsDir)
+`, filepath.Join(dir, "state.db"), filepath.Join(dir, "cypherl"), dims, docsDir)
 }
 
 // peerScenarios are the steps of ../shared/bench/peers/edit.py, in order,
@@ -656,10 +677,11 @@ var peerScenarios = []struct{ step, what string }{
 	{"s8b", "the original rfc7231 removed"},
 }
 
-// peersReport runs the scenarios for kgsync, LangChain (index(),
-// incremental cleanup) and LlamaIndex (IngestionPipeline, upserts), each
-// on its own copy of the 4 documents, and prints the texts each embedded.
-func peersReport(w io.Writer, bin, corpusDir, peers string) error {
+// peersReport runs the scenarios for kgsync (once per vector length of
+// dims), LangChain (index(), incremental cleanup) and LlamaIndex
+// (IngestionPipeline, upserts), each on its own copy of the 4 documents,
+// and prints the texts each embedded and each whole process's wall time.
+func peersReport(w io.Writer, bin, corpusDir, peers string, dims []int) error {
 	dir, err := os.MkdirTemp("", "kgsync-peers-")
 	if err != nil {
 		return err
@@ -668,42 +690,48 @@ func peersReport(w io.Writer, bin, corpusDir, peers string) error {
 	type system struct {
 		name string
 		docs string
-		run  func() (int, error)
+		run  func() (int, time.Duration, error)
 	}
 	var systems []*system
-	add := func(name string, run func(docs string) (int, error)) error {
-		s := &system{name: name, docs: filepath.Join(dir, name, "docs")}
+	add := func(name string, run func(docs string) (int, time.Duration, error)) error {
+		s := &system{name: name, docs: filepath.Join(dir, strconv.Itoa(len(systems)), "docs")}
 		if err := copyDocs(corpusDir, s.docs, fourDocs); err != nil {
 			return err
 		}
-		s.run = func() (int, error) { return run(s.docs) }
+		s.run = func() (int, time.Duration, error) { return run(s.docs) }
 		systems = append(systems, s)
 		return nil
 	}
-	if err := add("kgsync", func(docs string) (int, error) {
-		d := filepath.Dir(docs)
-		cfg := filepath.Join(d, "kgsync.yaml")
-		if err := os.WriteFile(cfg, []byte(docsConfig(d, docs)), 0o644); err != nil {
-			return 0, err
+	for _, d := range dims {
+		name := "kgsync"
+		if len(dims) > 1 {
+			name = fmt.Sprintf("kgsync (%d dims)", d)
 		}
-		_, r, err := kgsyncSync(bin, cfg)
-		return r.Chunks.Embedded, err
-	}); err != nil {
-		return err
+		if err := add(name, func(docs string) (int, time.Duration, error) {
+			at := filepath.Dir(docs)
+			cfg := filepath.Join(at, "kgsync.yaml")
+			if err := os.WriteFile(cfg, []byte(docsConfig(at, docs, d)), 0o644); err != nil {
+				return 0, 0, err
+			}
+			p, r, err := kgsyncSync(bin, cfg)
+			return r.Chunks.Embedded, p.elapsed, err
+		}); err != nil {
+			return err
+		}
 	}
-	peer := func(env []string, script string, args ...string) func(docs string) (int, error) {
-		return func(docs string) (int, error) {
+	peer := func(env []string, script string, args ...string) func(docs string) (int, time.Duration, error) {
+		return func(docs string) (int, time.Duration, error) {
 			state := filepath.Join(filepath.Dir(docs), "state")
 			p, err := runProcEnv(env, "node", append([]string{filepath.Join(peers, script), state, docs}, args...)...)
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			lines := bytes.Split(bytes.TrimSpace(p.out), []byte("\n"))
 			var r struct {
 				EmbedTexts int `json:"embedTexts"`
 			}
 			err = json.Unmarshal(lines[len(lines)-1], &r)
-			return r.EmbedTexts, err
+			return r.EmbedTexts, p.elapsed, err
 		}
 	}
 	if peers != "" {
@@ -716,7 +744,8 @@ func peersReport(w io.Writer, bin, corpusDir, peers string) error {
 			return err
 		}
 	}
-	results := make([][]int, len(systems))
+	texts := make([][]string, len(systems))
+	times := make([][]string, len(systems))
 	for _, sc := range peerScenarios {
 		for i, s := range systems {
 			if sc.step != "s1" && sc.step != "s2" {
@@ -724,17 +753,31 @@ func peersReport(w io.Writer, bin, corpusDir, peers string) error {
 					return err
 				}
 			}
-			n, err := s.run()
+			n, d, err := s.run()
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", s.name, sc.step, err)
 			}
-			results[i] = append(results[i], n)
+			texts[i] = append(texts[i], strconv.Itoa(n))
+			times[i] = append(times[i], fmt.Sprintf("%.2f s", d.Seconds()))
 		}
 	}
+	names := make([]string, len(systems))
+	for i, s := range systems {
+		names[i] = s.name
+	}
 	fmt.Fprintf(w, "\n## Texts embedded per scenario: the 4 documents, 512 tokens / 64 overlap\n\n")
+	scenarioTable(w, names, texts)
+	fmt.Fprintf(w, "\n## Wall time per scenario: whole processes (kgsync sync; node and its imports for the peers)\n\n")
+	scenarioTable(w, names, times)
+	return nil
+}
+
+// scenarioTable prints one row per peer scenario and one column per
+// system: cells[system][scenario].
+func scenarioTable(w io.Writer, systems []string, cells [][]string) {
 	fmt.Fprint(w, "| scenario |")
 	for _, s := range systems {
-		fmt.Fprintf(w, " %s |", s.name)
+		fmt.Fprintf(w, " %s |", s)
 	}
 	fmt.Fprint(w, "\n| --- |")
 	for range systems {
@@ -744,11 +787,10 @@ func peersReport(w io.Writer, bin, corpusDir, peers string) error {
 	for j, sc := range peerScenarios {
 		fmt.Fprintf(w, "| %s: %s |", sc.step, sc.what)
 		for i := range systems {
-			fmt.Fprintf(w, " %d |", results[i][j])
+			fmt.Fprintf(w, " %s |", cells[i][j])
 		}
 		fmt.Fprintln(w)
 	}
-	return nil
 }
 
 // peersDir is where edit.py is: the prepared peers folder, or the shared
