@@ -432,3 +432,40 @@ func TestStatementsRefuseToMoveANodeOffItsIdentity(t *testing.T) {
 		Props: map[string]any{"id": "faq:1", PropPipeline: "p", "title": nil}}}}, Options{Pipeline: "p"})
 	require.NoError(t, err, "the same id, the pipeline, and any other property removed")
 }
+
+// TestStatementsFirstKindErrs: with bad rows in several kinds, the error
+// is the first kind's in the order Write applies them (deletes, node
+// upserts, edge upserts, prunes, orphans), and no statement is returned.
+func TestStatementsFirstKindErrs(t *testing.T) {
+	t.Parallel()
+	badNode := NodeRef{Label: "Doc"}                // empty id
+	from, to := NodeRef{"X", ""}, NodeRef{"Y", "2"} // empty from id
+	full := Batch{
+		DeleteNodes:   []NodeRef{{Label: "Doc", ID: "ok"}, badNode},
+		DeleteEdges:   []EdgeRef{{Type: "T", From: from, To: to}},
+		NodeUpserts:   []NodeUpsert{{Label: "Doc", ID: ""}},
+		EdgeUpserts:   []EdgeUpsert{{Type: "T", From: from, To: to}},
+		EdgePrunes:    []EdgePrune{{Type: "T", From: NodeRef{"X", "1"}, ToLabel: ""}},
+		DeleteOrphans: []NodeRef{badNode},
+	}
+	for _, want := range []string{"delete nodes: row 1", "delete edges: row 0", "upsert nodes: row 0", "upsert edges: row 0",
+		"prune edges: row 0", "delete orphans: row 0"} {
+		sts, err := Statements(Memgraph, &full, Options{Pipeline: "docs"})
+		require.ErrorContains(t, err, want)
+		require.True(t, strings.HasPrefix(err.Error(), want), err.Error())
+		require.Nil(t, sts)
+		// The next kind's error shows once this kind's rows are gone.
+		switch {
+		case full.DeleteNodes != nil:
+			full.DeleteNodes = nil
+		case full.DeleteEdges != nil:
+			full.DeleteEdges = nil
+		case full.NodeUpserts != nil:
+			full.NodeUpserts = nil
+		case full.EdgeUpserts != nil:
+			full.EdgeUpserts = nil
+		case full.EdgePrunes != nil:
+			full.EdgePrunes = nil
+		}
+	}
+}

@@ -663,3 +663,27 @@ func TestEnsureDropsRemovedVectorIndex(t *testing.T) {
 	require.NotContains(t, qs, "DROP VECTOR INDEX `other_embedding`", "not a label of the pipeline")
 	require.NotContains(t, qs, "DROP VECTOR INDEX `chunk_embedding`")
 }
+
+// TestEnsureKeepsIndexDropsDisplaced: a vector index listed as wanted is
+// kept while another index on its label and property is dropped; the
+// vectors stay (they fit the kept index), nothing is created, and Write
+// checks the kept dimension.
+func TestEnsureKeepsIndexDropsDisplaced(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, nil)
+	tb.schema.indexes = [][]any{{"label+property", "Doc", []any{"id"}, int64(1)}, {"label+property", "Chunk", []any{"id"}, int64(3)}}
+	tb.schema.vectors = [][]any{{"chunk_embedding_v0", "Chunk", "embedding", int64(1024), int64(3), "cos", int64(3)},
+		{"chunk_embedding", "Chunk", "embedding", int64(1024), int64(3), "cos", int64(3)}}
+	st, err := tb.sink.Ensure(t.Context(), testSchema(3))
+	require.NoError(t, err)
+	require.Equal(t, []string{"SHOW INDEX INFO", "SHOW VECTOR INDEX INFO", "DROP VECTOR INDEX `chunk_embedding_v0`"},
+		texts(tb.srv.Queries()))
+	require.Equal(t, 3, st.Statements)
+
+	tb.srv.Reset()
+	b := testBatch()
+	b.NodeUpserts[1].Props["embedding"] = []float32{1, 2, 3, 4}
+	_, err = tb.sink.Write(t.Context(), b)
+	require.ErrorContains(t, err, `"chunk_embedding" has 3`)
+	require.Empty(t, tb.srv.Queries())
+}
