@@ -37,7 +37,8 @@ func (p *Pipeline) Searcher() *retrieval.Searcher {
 // read while the last is decoded), so what it holds beyond the corpus is
 // a page or two of stored records, not all of them (a search of 1,000,000
 // table rows: 0.9–1.1 GB peak RSS against 2.3–2.4 GB when every record
-// was read at once; docs/performance.md).
+// was read at once; BenchmarkScaleGrist's search phase, in the git history
+// of docs/performance.md).
 func (p *Pipeline) Corpus(ctx context.Context) (*retrieval.Corpus, error) {
 	c := &retrieval.Corpus{}
 	// names interns the strings every unit of an anchor repeats (its

@@ -37,8 +37,8 @@ import (
 // temporary directory, hashing embedder, default batch size 64) over a
 // Grist document whose HSCodes table is scaled to 10,000 and 100,000 rows
 // and over an HTTP API listing 100,000 records. Each phase runs once per
-// benchmark iteration (use -benchtime=1x); results go to docs/performance.md
-// ("Scale").
+// benchmark iteration (use -benchtime=1x); docs/performance.md gives
+// the command ("Other measurements").
 //
 // Peak memory is the largest runtime.MemStats.HeapInuse sampled every
 // 10 ms during a phase, minus HeapInuse after a GC just before it: the test
