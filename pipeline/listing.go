@@ -136,7 +136,8 @@ func (r *runner) openListing(ctx context.Context, src sources.Source, l *listing
 
 // readPages reads the listing a page at a time (read ahead by prefetch)
 // and compares each with state. done is set when the run of the listing
-// is over without its end (end): the source reported "not modified".
+// is over before its end (listingRun.end): the source reported "not
+// modified", or the listing failed.
 func (lr *listingRun) readPages(ctx context.Context) (done bool, err error) {
 	r := lr.r
 	read := func(c context.Context) iter.Seq2[*sources.Page, error] { return r.p.read(c, lr.src, lr.from) }
