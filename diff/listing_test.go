@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -227,4 +228,55 @@ func TestListingLargerThanWindow(t *testing.T) {
 	require.LessOrEqual(t, moved, 2)
 	moved, _ = listingRound(t, rnd, st, slices.Compact(cur), false)
 	require.Zero(t, moved, "in order again")
+}
+
+// TestListingRenamesAndChildren: a complete listing's new keys offset the
+// gone records whose stored content they bring (Page.Content, Renames),
+// one each, and an unrelated new key offsets nothing; a partial listing
+// deletes the stored children (childMarker) of its records it did not
+// list, and ChildrenOf finds a record's children.
+func TestListingRenamesAndChildren(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	content := map[string]uint64{"a": 11, "b": 12, "c": 12, "d": 13}
+	var recs []state.Record
+	for i, k := range []string{"a", "b", "c", "d", "d#child:1", "d#child:2"} {
+		recs = append(recs, state.Record{Source: "s", Key: k, Hash: 1, Ord: int64(i+1) << 20, Props: []byte(strconv.FormatUint(content[k], 10))})
+	}
+	require.NoError(t, st.Commit(ctx, state.Commit{Pipeline: "p", Records: recs}))
+	contentOf := func(props []byte) uint64 { h, _ := strconv.ParseUint(string(props), 10, 64); return h }
+
+	d := NewListing(st, "p", "s", "#child:")
+	// a stays; b's content comes back as x, c's (the same content) as
+	// nothing more; y is unrelated; d and its children are not listed.
+	newContent := map[string]uint64{"x": 12, "y": 99}
+	pg := &Page{Keys: []string{"a", "x", "y"}}
+	pg.Content = func(i int) (uint64, bool) { h, ok := newContent[pg.Keys[i]]; return h, ok }
+	ms, _, err := d.Page(ctx, pg)
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false, false}, []bool{ms[0].Found, ms[1].Found, ms[2].Found})
+	gone, err := d.Unlisted(ctx)
+	require.NoError(t, err)
+	slices.Sort(gone)
+	require.Equal(t, []string{"b", "c", "d", "d#child:1", "d#child:2"}, gone)
+	n, err := d.Renames(ctx, gone, len(gone), contentOf)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "x offsets one of b and c; y offsets nothing")
+	loss, live, err := d.NetLoss(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []int{5, 6}, []int{loss, live})
+
+	p := NewListing(st, "p", "s", "#child:")
+	p.Partial = true
+	_, _, err = p.Page(ctx, &Page{Keys: []string{"d", "d#child:2"}})
+	require.NoError(t, err)
+	stale, err := p.StaleChildren(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"d#child:1"}, stale)
+	children, err := p.ChildrenOf(ctx, []string{"d", "a", "d#child:1"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"d#child:1", "d#child:2"}, children)
 }
