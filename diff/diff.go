@@ -7,6 +7,12 @@
 // length-prefixed, and the stream starts with EncodingVersion. Changing the
 // encoding means bumping EncodingVersion, which makes every record look
 // changed once (its golden values are pinned in diff_test.go).
+//
+// Listing compares a source's listing with the records state holds for
+// it, a page at a time and in memory that does not grow with the source:
+// which listed keys are stored (with their stored hash, for Classify),
+// which moved or were listed twice, and which stored keys a complete
+// listing did not list (the deletions).
 package diff
 
 import (

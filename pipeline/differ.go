@@ -2,757 +2,135 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"math"
-	"slices"
-	"strings"
 
-	"github.com/kgsync/kgsync/internal/bloom"
+	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
 )
 
-// Comparing a listing with state, in memory that does not grow with the
-// source.
-//
-// A source lists its records in an order of its own (a CSV file's rows, a
-// folder's paths, Grist row ids, an API's pages), and that order changes
-// little between runs: rows are inserted, deleted, edited, seldom moved. So
-// state keeps each record's place in the listing that last placed it
-// (state.Record.Ord) and streams a source's stored records in that order
-// (state.Store.RecordScan), and the differ walks the listing and the stream
-// side by side, like a merge of two sorted lists:
-//
-//   - a listed key found at the head of the stream, or a few entries
-//     further, is matched there; the stream entries it skips are kept
-//     apart (pending) — deleted, or listed later. Found further in the
-//     window, it is matched there only when the next listed key follows it
-//     in the stream too (the entries between were deleted); otherwise it
-//     moved, and only it is taken out of the window;
-//   - a key that is not in the window is looked up by key (one query per
-//     page for all such keys): not stored means new; stored behind the
-//     stream, and not pending, means listed twice; stored ahead of the
-//     stream means moved — unless the next listed key follows it there
-//     (a block of deleted records longer than the window): then the stream
-//     jumps to it, and the range it jumped over is read again at the end;
-//   - what the stream still holds at the end of a complete listing, with
-//     what was kept apart, jumped over and not listed, are the deletions.
-//
-// New and moved records get a place between their neighbours in the
-// listing (ords are spaced ordStep apart, halved by each insertion), so
-// the next run finds them in order. Memory is the window plus what changed
-// (pending, moved, the keys of the batches not committed yet), not the
-// source. Sources that could list in key order need nothing of their own:
-// the stored order is whatever order they list in. A listing whose order
-// changed entirely (a re-sorted file) is still compared correctly, with a
-// look-up per record and memory for every moved record, once: the records
-// get their new places, and the next run is in order again.
-//
-// An incremental listing (sources.Page.Partial) names only what changed:
-// its keys are looked up, nothing is streamed.
+// The comparison of a listing with state is diff.Listing (diff/listing.go):
+// which listed keys are stored, where, which moved, which were listed
+// twice, and which stored keys a complete listing did not list. differ is
+// the pipeline's side of it, what depends on the pipeline's types: it
+// hands the comparison a sources.Page as keys and content hashes
+// (contentHash), a batch's items as keys, the writer's depth, and reads
+// the content hash of stored props (storedContentHash).
 
-// ordStep is the space between the ords of records placed one after
-// another: room for 20 insertions at one place before ords tie (ties are
-// ordered by key, which costs a look-up when the key order disagrees).
-const ordStep = 1 << 20
-
-// Window bounds: the stream is read ahead windowChunk entries at a time
-// while fewer than windowLow are waiting; a key found at most nearSkip
-// entries past the head is matched in order without a second look.
-const (
-	windowChunk = 2048
-	windowLow   = 2048
-	nearSkip    = 8
-)
-
-// match is the differ's answer for one listed key.
-type match struct {
-	// found: the key is stored; entry is its stored summary and place.
-	found bool
-	entry state.RecordEntry
-	// dup: the key was listed before in this listing.
-	dup bool
-	// ord is the record's place in the listing now; moved says it differs
-	// from the stored one (the record must be placed anew).
-	ord   int64
-	moved bool
+// differ compares one source's listing with its stored records
+// (diff.Listing).
+type differ struct {
+	l *diff.Listing
+	// partial: an incremental listing, matched by look-ups only. Set
+	// before the first page; handed to the comparison by listing.
+	partial bool
+	// newN is the number of new keys listed so far
+	// (diff.Listing.NewKeys), as of the last page.
+	newN int
 }
 
-// differ compares one source's listing with its stored records (see above).
-type differ struct {
-	st               state.Store
-	pipeline, source string
-	// partial: an incremental listing, matched by look-ups only.
-	partial bool
-
-	win       []state.RecordEntry // stream entries read ahead, in stream order
-	head      int                 // first entry of win not consumed
-	winIdx    map[string]int      // key → index in win of entries not consumed
-	fetched   *state.RecordPos    // the last entry read from the stream
-	exhausted bool
-	streamed  int // entries read from the stream
-
-	pending map[string]state.RecordEntry // passed over by the stream, not listed yet
-	ahead   map[string]state.RecordEntry // listed, not reached by the stream yet
-	// jumped are ranges of the stream jumped over (not read), and
-	// jumpedListed the keys in them listed already.
-	jumped       []span
-	jumpedListed map[string]bool
-	// fresh are the new keys listed and not committed yet, by the number
-	// of the batch that holds them (formed), unformed until it is formed:
-	// once committed, a key listed again is found behind the stream, a
-	// duplicate. batch counts the batches formed.
-	fresh map[string]int
-	batch int
-	// movedFrom are keys whose records moved to another key in this
-	// listing (sources.Page.Renamed): listed again, they are new.
-	movedFrom map[string]bool
-	// seen are the keys of a partial listing.
-	seen map[string]bool
-	// listed holds every key matched so far (a Bloom filter): once the
-	// stream is exhausted, a key not in the window, the sets or listed is
-	// certainly new, without a look-up (a first sync makes none).
-	listed  bloom.Filter // the default sizing: 10 bits a key, 1 % false positives
-	sureNew map[string]bool
-
-	// kept are key prefixes of parts of the listing that could not be
-	// read (sources.Unlisted): their stored records are not deleted.
-	kept []string
-
-	// foundN and newN count the stored and the new keys listed (records
-	// and skips), movedN the stored keys records moved away from.
-	foundN, newN, movedN int
-
-	// newContent counts the content hashes (contentHash) of the new keys
-	// listed while state holds records of the source, at most
-	// maxNewContent of them: the mass-delete guard offsets a gone record
-	// only by a new one with its content (a rename), never by an
-	// unrelated one (a replacement).
-	newContent  map[uint64]int32
-	newContentN int
-
-	prevOrd  int64
-	stats    *state.RecordStats // loaded on first need
-	nextOrd  int64              // partial: the ord of the next new record
-	deleted  int                // records deleted because the source said so
-	removed  map[string]bool    // deleted keys (not in state any more)
-	children map[string]bool    // partial: listed keys that may have children
+// match is the comparison's answer for one listed key (diff.Match); dup
+// is Match.Dup, under the name the plan reads.
+type match struct {
+	diff.Match
+	dup bool
 }
 
 func newDiffer(st state.Store, pipeline, source string) *differ {
-	return &differ{st: st, pipeline: pipeline, source: source, winIdx: map[string]int{},
-		pending: map[string]state.RecordEntry{}, ahead: map[string]state.RecordEntry{},
-		fresh: map[string]int{}, movedFrom: map[string]bool{}, seen: map[string]bool{}, removed: map[string]bool{},
-		jumpedListed: map[string]bool{}}
+	return &differ{l: diff.NewListing(st, pipeline, source, sources.ChildMarker)}
 }
 
-// span is a range of the stream after from (nil: from its start) and
-// before to.
-type span struct {
-	from *state.RecordPos
-	to   state.RecordPos
-}
-
-// inJumped reports whether the place p lies in a range jumped over.
-func (d *differ) inJumped(p state.RecordPos) bool {
-	for _, s := range d.jumped {
-		if (s.from == nil || s.from.Less(p)) && p.Less(s.to) {
-			return true
-		}
-	}
-	return false
-}
-
-// jump moves the stream to the place after to, with probe the entries
-// read from there: what the window still holds is passed over, what lies
-// between it and to is a range jumped over.
-func (d *differ) jump(to state.RecordPos, probe []state.RecordEntry) {
-	for j := d.head; j < len(d.win); j++ {
-		e := d.win[j]
-		if k, ok := d.winIdx[e.Key]; ok && k == j {
-			d.pending[e.Key] = e
-		}
-	}
-	if d.fetched == nil || d.fetched.Less(to) {
-		d.jumped = append(d.jumped, span{from: d.fetched, to: to})
-	}
-	d.win, d.head = d.win[:0], 0
-	clear(d.winIdx)
-	d.fetched = &to
-	d.exhausted = len(probe) < windowChunk
-	if len(probe) > 0 {
-		last := probe[len(probe)-1].RecordPos
-		d.fetched = &last
-	}
-	d.streamed += 1 + len(probe) // to, found by a look-up, and the probe
-	for _, e := range probe {
-		if _, ok := d.ahead[e.Key]; ok {
-			delete(d.ahead, e.Key)
-			continue
-		}
-		d.winIdx[e.Key] = len(d.win)
-		d.win = append(d.win, e)
-	}
-}
-
-// followedBy reports whether the first entry after index i of the window
-// not consumed yet has key next.
-func (d *differ) followedBy(i int, next string) bool {
-	if next == "" {
-		return false
-	}
-	for j := i + 1; j < len(d.win); j++ {
-		if k, ok := d.winIdx[d.win[j].Key]; ok && k == j {
-			return d.win[j].Key == next
-		}
-	}
-	return false
-}
-
-// fill reads the stream ahead while fewer than windowLow entries wait.
-func (d *differ) fill(ctx context.Context) error {
-	for !d.partial && !d.exhausted && len(d.win)-d.head < windowLow {
-		if d.head > windowChunk {
-			// Drop the consumed entries.
-			n := copy(d.win, d.win[d.head:])
-			d.win = d.win[:n]
-			d.head = 0
-			clear(d.winIdx)
-			for i, e := range d.win {
-				d.winIdx[e.Key] = i
-			}
-		}
-		page, err := d.st.RecordScan(ctx, d.pipeline, d.source, d.fetched, windowChunk)
-		if err != nil {
-			return fmt.Errorf("read stored records: %w", err)
-		}
-		if len(page) < windowChunk {
-			d.exhausted = true
-		}
-		if len(page) > 0 {
-			last := page[len(page)-1].RecordPos
-			d.fetched = &last
-		}
-		d.streamed += len(page)
-		for _, e := range page {
-			if _, ok := d.ahead[e.Key]; ok {
-				delete(d.ahead, e.Key) // listed already: the stream passes it
-				continue
-			}
-			d.winIdx[e.Key] = len(d.win)
-			d.win = append(d.win, e)
-		}
-	}
-	return nil
-}
-
-// behind reports whether the stream has passed the place p.
-func (d *differ) behind(p state.RecordPos) bool {
-	return d.exhausted || d.fetched != nil && !d.fetched.Less(p)
-}
-
-// known reports whether the differ can match key without a look-up.
-func (d *differ) known(key string) bool {
-	if d.partial {
-		return d.seen[key]
-	}
-	_, w := d.winIdx[key]
-	_, p := d.pending[key]
-	_, a := d.ahead[key]
-	_, f := d.fresh[key]
-	return w || p || a || f || d.movedFrom[key] || d.jumpedListed[key]
+// listing is the comparison, told whether the listing is incremental.
+func (d *differ) listing() *diff.Listing {
+	d.l.Partial = d.partial
+	return d.l
 }
 
 // page matches a page's records in listing order, the keys its renamed
 // records move from (from[i] for page.Records[i], found false when there
-// is no move), and its skipped keys (which are listed, not deleted).
+// is no move), and its skipped keys (diff.Listing.Page).
 func (d *differ) page(ctx context.Context, pg *sources.Page) (recs, from []match, err error) {
-	if err := d.fill(ctx); err != nil {
+	dp := &diff.Page{Keys: make([]string, len(pg.Records)), Renamed: pg.Renamed}
+	for i := range pg.Records {
+		dp.Keys[i] = pg.Records[i].Key
+	}
+	for _, sk := range pg.Skipped {
+		dp.Skipped = append(dp.Skipped, sk.Key)
+	}
+	dp.Content = func(i int) (uint64, bool) { return contentHash(pg.Records[i]) }
+	ms, fms, err := d.listing().Page(ctx, dp)
+	d.newN = d.l.NewKeys()
+	if err != nil {
 		return nil, nil, err
 	}
-	// Keys the window and the sets cannot answer are looked up at once.
-	var unknown []string
-	d.sureNew = map[string]bool{}
-	ask := func(k string) {
-		if d.known(k) {
-			return
-		}
-		if !d.partial && d.exhausted && len(d.jumped) == 0 && !d.listed.MayContain(k) {
-			// Every stored record not listed yet is in memory: a key
-			// there is not, listed for the first time, is new.
-			d.sureNew[k] = true
-			return
-		}
-		unknown = append(unknown, k)
-	}
-	for _, rec := range pg.Records {
-		ask(rec.Key)
-		if f := pg.Renamed[rec.Key]; f != "" && f != rec.Key {
-			ask(f)
-		}
-	}
-	for _, sk := range pg.Skipped {
-		ask(sk.Key)
-	}
-	looked := map[string]state.RecordEntry{}
-	if len(unknown) > 0 {
-		if looked, err = d.st.RecordSummaries(ctx, d.pipeline, d.source, unknown); err != nil {
-			return nil, nil, fmt.Errorf("get stored records: %w", err)
-		}
-	}
-	asked := make(map[string]bool, len(unknown))
-	for _, k := range unknown {
-		asked[k] = true
-	}
-	recs = make([]match, len(pg.Records))
-	from = make([]match, len(pg.Records))
-	for i, rec := range pg.Records {
-		next := ""
-		if i+1 < len(pg.Records) {
-			next = pg.Records[i+1].Key
-		}
-		m, err := d.consume(ctx, rec.Key, next, looked, asked)
-		if err != nil {
-			return nil, nil, err
-		}
-		if m.dup {
-			recs[i] = m
-			continue
-		}
-		d.count(m)
-		if !m.found && (d.streamed > 0 || !d.exhausted || d.partial) {
-			d.noteNew(rec)
-		}
-		if f := pg.Renamed[rec.Key]; f != "" && f != rec.Key {
-			fm, err := d.consume(ctx, f, "", looked, asked)
-			if err != nil {
-				return nil, nil, err
-			}
-			if fm.found && !fm.dup {
-				from[i] = fm
-				d.movedFrom[f] = true
-				d.movedN++
-			}
-		}
-		if err := d.place(ctx, &m); err != nil {
-			return nil, nil, err
-		}
-		if d.partial && !strings.Contains(rec.Key, sources.ChildMarker) {
-			if d.children == nil {
-				d.children = map[string]bool{}
-			}
-			d.children[rec.Key] = true
-		}
-		recs[i] = m
-	}
-	for _, sk := range pg.Skipped {
-		m, err := d.consume(ctx, sk.Key, "", looked, asked)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !m.dup {
-			d.count(m)
-		}
+	recs, from = make([]match, len(ms)), make([]match, len(fms))
+	for i := range ms {
+		recs[i] = match{Match: ms[i], dup: ms[i].Dup}
+		from[i] = match{Match: fms[i], dup: fms[i].Dup}
 	}
 	return recs, from, nil
 }
 
-// consume matches one listed key (see the comment above); next is the key
-// listed after it ("" when unknown).
-func (d *differ) consume(ctx context.Context, key, next string, looked map[string]state.RecordEntry, asked map[string]bool) (match, error) {
-	m, err := d.match(ctx, key, next, looked, asked)
-	if err == nil && !m.dup {
-		d.listed.Add(key)
-	}
-	return m, err
-}
-
-func (d *differ) match(ctx context.Context, key, next string, looked map[string]state.RecordEntry, asked map[string]bool) (match, error) {
-	if d.movedFrom[key] || d.removed[key] {
-		// Its record moved to another key, or was deleted: listed again,
-		// it is new.
-		delete(d.movedFrom, key)
-		delete(d.removed, key)
-		d.fresh[key] = unformed
-		return match{}, nil
-	}
-	if _, ok := d.fresh[key]; ok {
-		return match{dup: true}, nil
-	}
-	if d.partial {
-		if d.seen[key] {
-			return match{dup: true}, nil
-		}
-		d.seen[key] = true
-		if e, ok := looked[key]; ok {
-			return match{found: true, entry: e}, nil
-		}
-		d.fresh[key] = unformed
-		return match{}, nil
-	}
-	if err := d.fill(ctx); err != nil {
-		return match{}, err
-	}
-	if i, ok := d.winIdx[key]; ok {
-		if i-d.head > nearSkip && !d.followedBy(i, next) {
-			// Far in the window and not followed there by the next key:
-			// it moved; the entries before it stay.
-			delete(d.winIdx, key)
-			return match{found: true, entry: d.win[i], moved: true}, nil
-		}
-		// In the window: the entries before it are passed over.
-		for j := d.head; j < i; j++ {
-			e := d.win[j]
-			if k, ok := d.winIdx[e.Key]; ok && k == j {
-				d.pending[e.Key] = e
-				delete(d.winIdx, e.Key)
-			}
-		}
-		delete(d.winIdx, key)
-		d.head = i + 1
-		return match{found: true, entry: d.win[i]}, nil
-	}
-	if e, ok := d.pending[key]; ok {
-		delete(d.pending, key)
-		return match{found: true, entry: e, moved: true}, nil
-	}
-	if _, ok := d.ahead[key]; ok || d.jumpedListed[key] {
-		return match{dup: true}, nil
-	}
-	if d.sureNew[key] {
-		delete(d.sureNew, key)
-		d.fresh[key] = unformed
-		return match{}, nil
-	}
-	if !asked[key] {
-		// Known when the page began, gone since: listed earlier in the page.
-		return match{dup: true}, nil
-	}
-	delete(asked, key) // a second occurrence is a duplicate
-	e, ok := looked[key]
-	switch {
-	case !ok:
-		d.fresh[key] = unformed
-		return match{}, nil
-	case d.inJumped(e.RecordPos):
-		// In a range the stream jumped over: listed later than its place.
-		d.jumpedListed[key] = true
-		return match{found: true, entry: e, moved: true}, nil
-	case d.behind(e.RecordPos):
-		// The stream passed it, and it was neither in the window nor
-		// passed over: listed before.
-		return match{dup: true}, nil
-	}
-	if next != "" {
-		// Ahead of the stream: a moved record, or the first record after
-		// a long block of deleted ones — then the next key follows it.
-		probe, err := d.st.RecordScan(ctx, d.pipeline, d.source, &e.RecordPos, windowChunk)
-		if err != nil {
-			return match{}, fmt.Errorf("read stored records: %w", err)
-		}
-		if len(probe) > 0 && probe[0].Key == next {
-			d.jump(e.RecordPos, probe)
-			return match{found: true, entry: e}, nil
-		}
-	}
-	d.ahead[key] = e
-	return match{found: true, entry: e, moved: true}, nil
-}
-
-// place gives a matched record its place in the listing: a record found
-// in order keeps its ord, a new or moved one gets one between the previous
-// record's and the stream's next entry's.
-func (d *differ) place(ctx context.Context, m *match) error {
-	if d.partial {
-		if m.found {
-			m.ord = m.entry.Ord
-			return nil
-		}
-		if d.stats == nil {
-			if err := d.loadStats(ctx); err != nil {
-				return err
-			}
-		}
-		d.nextOrd += ordStep
-		m.ord = d.nextOrd
-		return nil
-	}
-	if m.found && !m.moved {
-		m.ord = m.entry.Ord
-		d.prevOrd = max(d.prevOrd, m.ord)
-		return nil
-	}
-	if err := d.fill(ctx); err != nil {
-		return err
-	}
-	if d.head < len(d.win) {
-		next := d.win[d.head].Ord
-		switch {
-		case next-d.prevOrd >= 2:
-			m.ord = d.prevOrd + (next-d.prevOrd)/2
-		default:
-			m.ord = d.prevOrd // no room left: a tie, ordered by key
-		}
-	} else {
-		m.ord = d.prevOrd + ordStep
-	}
-	m.moved = m.found && m.ord != m.entry.Ord
-	d.prevOrd = m.ord
-	return nil
-}
-
-func (d *differ) loadStats(ctx context.Context) error {
-	st, err := d.st.RecordStats(ctx, d.pipeline, d.source)
-	if err != nil {
-		return fmt.Errorf("count stored records: %w", err)
-	}
-	d.stats = &st
-	d.nextOrd = st.MaxOrd
-	return nil
-}
-
-// unformed is the batch number of a new key whose batch is not formed yet.
-const unformed = math.MaxInt
-
-// formed tells the differ that items form the next batch (handed to the
-// writer, or held to be handed over in order once the mass-delete guard
-// rules): their new keys get its number.
+// formed tells the comparison that items form the next batch
+// (diff.Listing.Formed).
 func (d *differ) formed(items []item) {
-	for i := range items {
-		if k := items[i].rec.Key; d.fresh[k] == unformed {
-			d.fresh[k] = d.batch
-		}
-	}
-	d.batch++
-}
-
-// prune forgets the new keys of batches committed by now (all but the
-// last writerDepth handed to the writer; keys of batches not formed yet
-// are kept): from the next page on, a key listed again is found in state,
-// behind the stream.
-// The run calls it between pages, when it holds no batch back.
-func (d *differ) prune() {
-	for k, b := range d.fresh {
-		if b < d.batch-writerDepth {
-			delete(d.fresh, k)
-		}
-	}
-}
-func (d *differ) count(m match) {
-	if m.found {
-		d.foundN++
-	} else {
-		d.newN++
-	}
-}
-
-// maxNewContent bounds the content hashes of new keys the differ keeps
-// for the mass-delete guard (12 bytes and map overhead each, about 8 MiB
-// at the bound); new keys past it offset no deletion.
-const maxNewContent = 256 << 10
-
-// noteNew remembers the content hash of a record listed under a new key.
-func (d *differ) noteNew(rec sources.Record) {
-	if d.newContentN >= maxNewContent {
-		return
-	}
-	h, ok := contentHash(rec)
-	if !ok {
-		return
-	}
-	if d.newContent == nil {
-		d.newContent = map[uint64]int32{}
-	}
-	d.newContent[h]++
-	d.newContentN++
-}
-
-// renamed counts the records of gone (stored keys a complete listing did
-// not list) whose stored content a new key of the listing brought (each new
-// key offsets one gone record at most), reading their stored props a batch
-// at a time; it stops once enough are found that need reaches 0 (need is
-// how many it takes for the guard to pass).
-func (d *differ) renamed(ctx context.Context, gone []string, need int) (int, error) {
-	if len(d.newContent) == 0 || need <= 0 {
-		return 0, nil
-	}
-	left := maps.Clone(d.newContent)
-	n := 0
-	for i := 0; i < len(gone) && n < need; i += 1000 {
-		part := gone[i:min(i+1000, len(gone))]
-		recs, err := d.st.RecordGet(ctx, d.pipeline, d.source, part)
-		if err != nil {
-			return 0, fmt.Errorf("get stored records: %w", err)
-		}
-		for _, k := range part {
-			rec, ok := recs[k]
-			if !ok {
-				continue
-			}
-			h := storedContentHash(rec.Props)
-			if h != 0 && left[h] > 0 {
-				left[h]--
-				n++
+	d.l.Formed(func(yield func(string) bool) {
+		for i := range items {
+			if !yield(items[i].rec.Key) {
+				return
 			}
 		}
-	}
-	return n, nil
+	})
 }
 
-// live is the number of records stored when the run began, less those
-// deleted or moved to another key since, for the mass-delete guard.
-func (d *differ) live(ctx context.Context) (int, error) {
-	total, err := d.total(ctx)
-	return total - d.deleted - d.movedN, err
-}
+// prune forgets the new keys of the batches committed by now: all but the
+// last writerDepth handed to the writer (diff.Listing.Prune).
+func (d *differ) prune() { d.l.Prune(writerDepth) }
 
-// netLoss is what the listing read so far could still delete: stored
-// records not listed yet (a part of the listing that could not be read
-// counts as not listed, so it errs on the side of holding; new keys offset
-// nothing, being renames only when their content matches a gone record's,
-// which only the end of the listing tells), with the live records.
-func (d *differ) netLoss(ctx context.Context) (loss, live int, err error) {
-	if live, err = d.live(ctx); err != nil {
-		return 0, 0, err
-	}
-	return max(live-d.foundN, 0), live, nil
-}
+// forget drops keys the run deleted (diff.Listing.Forget).
+func (d *differ) forget(keys []string) { d.l.Forget(keys) }
 
-// total is the number of records stored when the run began, for the
-// mass-delete guard.
-func (d *differ) total(ctx context.Context) (int, error) {
-	if d.partial || !d.exhausted || len(d.jumped) > 0 {
-		if d.stats == nil {
-			if err := d.loadStats(ctx); err != nil {
-				return 0, err
-			}
-		}
-		return d.stats.Count, nil
-	}
-	return d.streamed, nil
-}
+// keepPrefix marks a part of the listing that could not be read
+// (diff.Listing.KeepPrefix).
+func (d *differ) keepPrefix(prefix string) { d.l.KeepPrefix(prefix) }
 
-// keepPrefix marks a part of the listing that could not be read: its
-// stored records are listed, not deleted.
-func (d *differ) keepPrefix(prefix string) { d.kept = append(d.kept, prefix) }
-
-// isKept reports whether key lies in a part of the listing that could not
-// be read.
-func (d *differ) isKept(key string) bool {
-	for _, p := range d.kept {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// forget drops keys the run deleted (reported deleted by the source, with
-// their children): listed later, they are new.
-func (d *differ) forget(keys []string) {
-	for _, k := range keys {
-		delete(d.winIdx, k)
-		delete(d.pending, k)
-		delete(d.ahead, k)
-		delete(d.jumpedListed, k)
-		d.removed[k] = true
-	}
-}
-
-// unlisted returns, after a complete listing, the stored keys it did not
-// list: the records passed over and never listed, and the rest of the
-// stream. Its memory is that of the deletions.
+// unlisted returns the stored keys a complete listing did not list
+// (diff.Listing.Unlisted).
 func (d *differ) unlisted(ctx context.Context) ([]string, error) {
-	var out []string
-	for k := range d.pending {
-		out = append(out, k)
-	}
-	for {
-		for j := d.head; j < len(d.win); j++ {
-			e := d.win[j]
-			if k, ok := d.winIdx[e.Key]; ok && k == j {
-				out = append(out, e.Key)
-			}
-		}
-		d.win, d.head = d.win[:0], 0
-		clear(d.winIdx)
-		if d.exhausted {
-			break
-		}
-		if err := d.fill(ctx); err != nil {
-			return nil, err
-		}
-	}
-	for _, sp := range d.jumped {
-		after := sp.from
-		for done := false; !done; {
-			page, err := d.st.RecordScan(ctx, d.pipeline, d.source, after, windowChunk)
-			if err != nil {
-				return nil, fmt.Errorf("read stored records: %w", err)
-			}
-			done = len(page) < windowChunk
-			for _, e := range page {
-				if !e.RecordPos.Less(sp.to) {
-					done = true
-					break
-				}
-				d.streamed++
-				if !d.jumpedListed[e.Key] && !d.removed[e.Key] {
-					out = append(out, e.Key)
-				}
-			}
-			if len(page) > 0 {
-				last := page[len(page)-1].RecordPos
-				after = &last
-			}
-		}
-	}
-	d.jumped = nil
-	if len(d.kept) > 0 {
-		out = slices.DeleteFunc(out, d.isKept)
-	}
-	return out, nil
+	return d.listing().Unlisted(ctx)
 }
 
-// staleChildren returns, after a partial listing, the stored children of
-// the records it listed (sources.ChildMarker) that it did not list: the
-// listing names a record's children whole.
+// staleChildren returns the stored children a partial listing did not
+// list (diff.Listing.StaleChildren).
 func (d *differ) staleChildren(ctx context.Context) ([]string, error) {
-	if len(d.children) == 0 {
-		return nil, nil
-	}
-	prefixes := make([]string, 0, len(d.children))
-	for k := range d.children {
-		prefixes = append(prefixes, k+sources.ChildMarker)
-	}
-	keys, err := d.st.RecordKeysWithPrefix(ctx, d.pipeline, d.source, prefixes)
-	if err != nil {
-		return nil, fmt.Errorf("list stored children: %w", err)
-	}
-	var out []string
-	for _, k := range keys {
-		if !d.seen[k] && !d.removed[k] && !d.isKept(k) {
-			out = append(out, k)
-		}
-	}
-	return out, nil
+	return d.listing().StaleChildren(ctx)
 }
 
-// childrenOf returns the stored children of keys.
+// childrenOf returns the stored children of keys (diff.Listing.ChildrenOf).
 func (d *differ) childrenOf(ctx context.Context, keys []string) ([]string, error) {
-	prefixes := make([]string, 0, len(keys))
-	for _, k := range keys {
-		if !strings.Contains(k, sources.ChildMarker) {
-			prefixes = append(prefixes, k+sources.ChildMarker)
-		}
-	}
-	if len(prefixes) == 0 {
-		return nil, nil
-	}
-	out, err := d.st.RecordKeysWithPrefix(ctx, d.pipeline, d.source, prefixes)
-	if err != nil {
-		return nil, fmt.Errorf("list stored children: %w", err)
-	}
-	return out, nil
+	return d.listing().ChildrenOf(ctx, keys)
 }
+
+// total is the number of records stored when the run began
+// (diff.Listing.Total).
+func (d *differ) total(ctx context.Context) (int, error) { return d.listing().Total(ctx) }
+
+// live is the number of stored records the listing could still delete
+// from (diff.Listing.Live).
+func (d *differ) live(ctx context.Context) (int, error) { return d.listing().Live(ctx) }
+
+// netLoss is what the listing read so far could still delete, with the
+// live records (diff.Listing.NetLoss).
+func (d *differ) netLoss(ctx context.Context) (loss, live int, err error) {
+	return d.listing().NetLoss(ctx)
+}
+
+// renamed counts the records of gone whose stored content a new key of
+// the listing brought (diff.Listing.Renames).
+func (d *differ) renamed(ctx context.Context, gone []string, need int) (int, error) {
+	return d.listing().Renames(ctx, gone, need, storedContentHash)
+}
+
+// reportDeleted counts records deleted because the source said so, for
+// the mass-delete guard; deletedN is their count so far.
+func (d *differ) reportDeleted(n int) { d.l.Deleted += n }
+func (d *differ) deletedN() int       { return d.l.Deleted }

@@ -208,25 +208,6 @@ func (r *runner) addSinkStats(st sink.Stats) {
 	r.counts().SinkRetries += st.Retries
 }
 
-// listing is what syncListing learned of a source's listing.
-type listing struct {
-	// listed are the keys it listed (records and skips) among those in
-	// quarantine when the run began.
-	listed   map[string]bool
-	partial  bool // an incremental listing
-	complete bool // read to its end
-}
-
-// listedKey notes a listed key that was in quarantine.
-func (r *runner) listedKey(l *listing, source, key string) {
-	if _, ok := r.q.prev[state.RecordRef{Source: source, Key: key}]; ok {
-		if l.listed == nil {
-			l.listed = map[string]bool{}
-		}
-		l.listed[key] = true
-	}
-}
-
 // syncSource syncs one source, then stores its quarantine.
 func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 	var l listing
@@ -234,350 +215,6 @@ func (r *runner) syncSource(ctx context.Context, src sources.Source) error {
 	seen := func(k string) bool { return l.listed[k] }
 	qerr := r.settleQuarantine(context.WithoutCancel(ctx), src.Name(), seen, l.complete && !l.partial, err == nil && l.complete)
 	return errors.Join(err, qerr)
-}
-
-// syncListing reads a source's listing and writes what changed.
-func (r *runner) syncListing(ctx context.Context, src sources.Source, l *listing) error {
-	name := src.Name()
-	cursor, err := r.p.Store.CursorGet(ctx, r.p.Name, name)
-	if err != nil {
-		return fmt.Errorf("get cursor: %w", err)
-	}
-	// The listing is compared with the stored records as two streams
-	// (differ): a source that reports "not modified" reads nothing.
-	stored := newDiffer(r.p.Store, r.p.Name, name)
-	first := true
-	var pending []item
-	pendingBytes := 0 // document bytes in pending
-	var lastCursor, prevCursor string
-	partial := false
-	unconfirmed := false // the listing's end is not vouched for
-	batchSize := max(r.p.BatchSize, 1)
-
-	// moving are the keys records of the pending batch move from;
-	// origins the origins of unchanged records that state lacks.
-	moving := map[string]bool{}
-	origins := map[state.RecordRef]state.Origin{}
-	// reorder are the new places of unchanged records that moved in the
-	// listing.
-	reorder := map[state.RecordRef]int64{}
-	w := r.startWriter(ctx)
-	defer func() { _ = w.stop() }()
-	// While a complete listing could still trip the mass-delete guard,
-	// batches are held, not written: the guard rules before the first
-	// write, and a tripped guard leaves graph and state as they were.
-	var h hold
-	holding := func() bool {
-		if h.released {
-			return false
-		}
-		if partial {
-			h.released = true
-			return false
-		}
-		loss, live, err := stored.netLoss(ctx)
-		if err != nil || !r.guardTrips(loss, live) {
-			// (A failed count writes as if it had not tripped: the guard
-			// rules again, exactly, before deleting.)
-			h.released = true
-		}
-		return !h.released
-	}
-	// submit prepares a batch and hands it to the writer, which writes it
-	// while the next batch is read and prepared.
-	submit := func(items []item, cursor string) error {
-		for {
-			p, rest, err := r.prepareBatch(ctx, name, items, cursor)
-			if err != nil {
-				return errors.Join(err, w.wait())
-			}
-			if err := w.submit(p); err != nil || len(rest) == 0 {
-				return err
-			}
-			items = rest
-		}
-	}
-	writeHeld := func() error {
-		batches := h.batches
-		h.batches, h.bytes, h.records = nil, 0, 0
-		for _, hb := range batches {
-			if err := submit(hb.items, hb.cursor); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	// flush hands the pending records to the writer as a batch, after the
-	// batches held before it; while the guard is undecided it holds them.
-	// Either way the differ numbers the batch's new keys then (formed).
-	flush := func() error {
-		if len(origins) > 0 || len(reorder) > 0 {
-			// Records stored before their origin was kept get it, and
-			// unchanged records that moved their place, without being
-			// rewritten.
-			if err := r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, SetOrigins: origins, Ords: reorder}); err != nil {
-				return fmt.Errorf("commit origins: %w", err)
-			}
-			origins = map[state.RecordRef]state.Origin{}
-			reorder = map[state.RecordRef]int64{}
-		}
-		if len(pending) == 0 {
-			return nil
-		}
-		if holding() {
-			h.batches = append(h.batches, heldBatch{items: slices.Clone(pending), cursor: lastCursor})
-			h.bytes += pendingBytes
-			h.records += len(pending)
-			stored.formed(pending)
-			pending, pendingBytes = pending[:0], 0
-			if !h.full() {
-				return nil
-			}
-			// Past its bounds the hold is written: new and changed
-			// records are not deletions, and the guard still rules on
-			// the whole listing before the first delete.
-			r.log.Info("mass-delete guard undecided past the hold's bounds; writing the records held",
-				slog.String("source", name), slog.Int("records", h.records), slog.Int("bytes", h.bytes))
-			h.released = true
-			return writeHeld()
-		}
-		if err := writeHeld(); err != nil {
-			return err
-		}
-		stored.formed(pending)
-		err := submit(pending, lastCursor)
-		pending, pendingBytes = pending[:0], 0
-		return err
-	}
-	// drain flushes and waits until everything before is written: before
-	// deletions, which follow the records read before them.
-	drain := func() error {
-		if err := flush(); err != nil {
-			return err
-		}
-		return w.wait()
-	}
-
-	mark, err := r.p.Store.CursorGet(ctx, r.p.Name, configCursor(name))
-	if err != nil {
-		return fmt.Errorf("get config mark: %w", err)
-	}
-	from := cursor
-	if r.mode.Full || r.mode.Reembed || mark != r.p.configMark() || r.quarantined(name) {
-		// A resync lists everything, whatever the cursor says (a source
-		// answering "not modified" would make it a no-op), and so does the
-		// first run after the mapping changed: records that did not change
-		// upstream must be mapped anew. A source with quarantined records
-		// is listed in full too, so that they are retried.
-		from = sources.FullCursor(src, cursor)
-	}
-	read := func(c context.Context) iter.Seq2[*sources.Page, error] { return r.p.read(c, src, from) }
-	for page, err := range prefetch(ctx, read, 2) {
-		if err != nil {
-			// A listing that ends early deletes nothing: what it held is
-			// written whatever the guard would say.
-			h.released = true
-		}
-		if errors.Is(err, sources.ErrNotModified) {
-			r.warn(sources.NotModifiedWarnings(err))
-			r.log.Info("source not modified", slog.String("source", name))
-			if err := drain(); err != nil {
-				return err
-			}
-			if c := sources.NotModifiedCursor(err); c != "" && c != cursor {
-				// Unchanged in content, not in form: the next read
-				// compares with the upstream as it is written now.
-				if err := r.p.Store.Commit(ctx, state.Commit{Pipeline: r.p.Name, Cursors: map[string]string{name: c}}); err != nil {
-					return fmt.Errorf("commit cursor: %w", err)
-				}
-			}
-			return nil
-		}
-		if err != nil {
-			// A failed or partial listing deletes nothing; batches already
-			// committed stay committed (they were acknowledged by the sink).
-			if ferr := drain(); ferr != nil {
-				return errors.Join(fmt.Errorf("read: %w", err), ferr)
-			}
-			return fmt.Errorf("read: %w", err)
-		}
-		if first {
-			// An incremental listing is matched by look-ups, not streamed.
-			stored.partial, first = page.Partial, false
-		}
-		if page.Partial {
-			partial = true
-			l.partial = true
-		}
-		unconfirmed = page.EndUnconfirmed
-		if len(page.Deleted) > 0 {
-			// Deletions the source reports explicitly (an incremental
-			// listing): applied after the records before them are written.
-			if err := drain(); err != nil {
-				return err
-			}
-			if err := r.deleteKeys(ctx, name, stored, page.Deleted); err != nil {
-				return err
-			}
-		}
-		r.warn(page.Warnings)
-		matches, froms, err := stored.page(ctx, page)
-		if err != nil {
-			return err
-		}
-		for i, rec := range page.Records {
-			if moving[rec.Key] {
-				// A record moved in this batch comes back under its old key:
-				// the move is written first.
-				if err := drain(); err != nil {
-					return err
-				}
-				clear(moving)
-			}
-			m := matches[i]
-			if m.dup {
-				r.counts().RecordsSkipped++
-				r.log.Warn("duplicate record key in one listing; keeping the first", slog.String("source", name), slog.String("key", rec.Key), slog.String("at", rec.Where))
-				continue
-			}
-			r.listedKey(l, name, rec.Key)
-			if err := fieldNamesValid(rec); err != nil {
-				// A record no sink could write is quarantined alone; it is
-				// listed, so its stored version stays.
-				r.counts().RecordsSkipped++
-				r.quarantineRecord(name, rec.Key, state.StageRead, err)
-				continue
-			}
-			r.counts().RecordsRead++
-			it, err := r.classify(name, rec, m, froms[i])
-			if err != nil {
-				return err
-			}
-			if r.limitBackoff(name, rec.Key, it.hash) && !r.mode.Reembed && !r.mode.Full {
-				// It hit a limit with this content: it waits in
-				// quarantine, unparsed, until the content changes or its
-				// back-off is over.
-				r.counts().RecordsSkipped++
-				continue
-			}
-			switch {
-			case it.from != "":
-				r.counts().RecordsRenamed++
-				moving[it.from] = true
-			case it.class == diff.ClassNew:
-				r.counts().RecordsNew++
-			case it.class == diff.ClassChanged:
-				r.counts().RecordsChanged++
-			case it.class == diff.ClassUnchanged:
-				r.counts().RecordsUnchanged++
-				ref := state.RecordRef{Source: name, Key: rec.Key}
-				if m.entry.Origin != stateOrigin(rec.Origin) {
-					origins[ref] = stateOrigin(rec.Origin)
-				}
-				if !r.mode.Full && !r.mode.Reembed {
-					if m.moved {
-						reorder[ref] = m.ord
-					}
-					continue
-				}
-			}
-			pending = append(pending, it)
-			if rec.Document != nil {
-				pendingBytes += len(rec.Document.Content)
-			}
-			if len(pending) >= batchSize || pendingBytes >= maxBatchDocumentBytes {
-				// The batch commits the cursor of the last page whose
-				// records it completes, never this page's: the rest of
-				// this page is not written yet.
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		// Skips after the page's records: a skipped duplicate must not hide
-		// the record with the same key that was read.
-		for _, sk := range page.Skipped {
-			r.counts().RecordsSkipped++
-			r.quarantineRecord(name, sk.Key, state.StageRead, sk.Err)
-			r.listedKey(l, name, sk.Key)
-		}
-		for _, u := range page.Unlisted {
-			r.quarantineRecord(name, u.Prefix, state.StageList, u.Err)
-			stored.keepPrefix(u.Prefix)
-		}
-		if len(h.batches) == 0 {
-			stored.prune()
-		}
-		prevCursor, lastCursor = lastCursor, page.Cursor
-	}
-	l.complete = true
-	finalCursor := lastCursor
-	if !partial {
-		// A complete listing's last cursor is committed only after its
-		// deletions: if they fail (the mass-delete guard), the next run
-		// lists everything again instead of moving on without them.
-		lastCursor = prevCursor
-	}
-	if err := drain(); err != nil {
-		return err
-	}
-	var gone []string
-	var live, loss int
-	if !partial {
-		// The guard rules on the whole listing before anything held is
-		// written: what the listing did not list, net of its new keys.
-		if gone, err = stored.unlisted(ctx); err != nil {
-			return err
-		}
-		if live, err = stored.live(ctx); err != nil {
-			return err
-		}
-		if loss, err = r.netLoss(ctx, stored, gone, live); err != nil {
-			return err
-		}
-		if err := r.guard(loss, live); err != nil {
-			return err
-		}
-		if err := r.unconfirmedGuard(unconfirmed, len(gone)); err != nil {
-			return err
-		}
-	}
-	h.released = true
-	if err := writeHeld(); err != nil {
-		return err
-	}
-	if err := w.wait(); err != nil {
-		return err
-	}
-	if partial {
-		// An incremental listing names what changed, not everything that
-		// exists: absent keys are not deletions — except the children of a
-		// listed record (its attachments), which the listing lists whole.
-		if err := r.deleteStaleChildren(ctx, name, stored); err != nil {
-			return err
-		}
-	} else {
-		if err := r.deleteMissing(ctx, name, gone, loss, live); err != nil {
-			return err
-		}
-	}
-	done := map[string]string{}
-	// (Batches of a listing read from a reset cursor committed that one.)
-	if finalCursor != "" && (finalCursor != cursor || from != cursor) {
-		done[name] = finalCursor
-	}
-	if m := r.p.configMark(); m != mark {
-		done[configCursor(name)] = m
-	}
-	c := state.Commit{Pipeline: r.p.Name, Cursors: done}
-	taken := r.takeAcks(&c)
-	if len(c.Cursors) > 0 || len(c.IntentsDone) > 0 {
-		if err := r.p.Store.Commit(ctx, c); err != nil {
-			r.giveBackAcks(taken)
-			return fmt.Errorf("commit cursor: %w", err)
-		}
-	}
-	return nil
 }
 
 // fieldNamesValid checks that every attribute name of rec can be a
@@ -667,7 +304,7 @@ func (r *runner) deleteKeys(ctx context.Context, source string, stored *differ, 
 	if err != nil {
 		return err
 	}
-	if err := r.guard(stored.deleted+reported, total); err != nil {
+	if err := r.guard(stored.deletedN()+reported, total); err != nil {
 		return err
 	}
 	children, err := stored.childrenOf(ctx, keys)
@@ -676,7 +313,7 @@ func (r *runner) deleteKeys(ctx context.Context, source string, stored *differ, 
 	}
 	gone = append(gone, children...)
 	stored.forget(gone)
-	stored.deleted += reported
+	stored.reportDeleted(reported)
 	return r.deleteStored(ctx, source, gone)
 }
 
@@ -725,17 +362,17 @@ func (r *runner) classify(source string, rec sources.Record, m, fm match) (item,
 	}
 	mark, pendingReview := r.reviewMark(source, rec)
 	h ^= mark
-	st, found := m.entry.RecordSummary, m.found
+	st, found := m.Entry.RecordSummary, m.Found
 	foundOwn := found
 	from := ""
-	if fm.found {
-		from = fm.entry.Key
+	if fm.Found {
+		from = fm.Entry.Key
 		if !found {
-			st, found = fm.entry.RecordSummary, true
+			st, found = fm.Entry.RecordSummary, true
 		}
 	}
 	class, reason := diff.Classify(found, st.Hash, st.Fingerprint, h, r.fingerprint(rec))
-	it := item{source: source, rec: rec, hash: h, class: class, reason: reason, found: found, foundOwn: foundOwn, from: from, ord: m.ord}
+	it := item{source: source, rec: rec, hash: h, class: class, reason: reason, found: found, foundOwn: foundOwn, from: from, ord: m.Ord}
 	if from != "" {
 		it.reason = diff.ReasonRenamed
 		if it.class == diff.ClassUnchanged {
@@ -873,32 +510,6 @@ func (r *runner) guardTrips(deletes, stored int) bool {
 	}
 	return float64(deletes) > ratio*float64(stored)
 }
-
-// hold keeps a complete listing's batches while the mass-delete guard
-// could still trip (see syncListing).
-type hold struct {
-	batches  []heldBatch
-	bytes    int // document bytes held
-	records  int
-	released bool
-}
-
-type heldBatch struct {
-	items  []item
-	cursor string
-}
-
-// Bounds of a hold: past either, with the guard still undecided, the
-// records held are written (they are new or changed, not deleted) and the
-// guard rules on the whole listing before the first delete. Variables so
-// that tests can lower them.
-var (
-	maxHeldBytes   = 64 << 20
-	maxHeldRecords = 100000
-)
-
-// full reports whether the hold is past its bounds.
-func (h *hold) full() bool { return h.bytes > maxHeldBytes || h.records > maxHeldRecords }
 
 // netLoss is what a complete listing deletes net of renames: the stored
 // records it did not list (gone) less those whose content a new key

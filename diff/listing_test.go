@@ -1,32 +1,36 @@
-package pipeline
+package diff
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
 	"github.com/kgsync/kgsync/state/sqlite"
 )
 
-// differRound runs one listing through a differ the way a run does (pages
+// writerDepth is the number of batches a run's writer holds before they
+// are committed (pipeline's batch writer): Prune keeps their new keys.
+const writerDepth = 3
+
+// listingRound runs one listing through a Listing the way a run does (pages
 // of random sizes, a batch committed now and then), checks every answer
 // against the naive comparison (a map of the stored keys and a set of the
 // keys listed so far), applies the listing to state (new and moved records
 // get their place, unlisted ones are deleted) and returns how many records
 // were matched out of order.
-func differRound(t *testing.T, rnd *rand.Rand, st state.Store, listing []string, partial bool) (moved int, d *differ) {
+func listingRound(t *testing.T, rnd *rand.Rand, st state.Store, listing []string, partial bool) (moved int, d *Listing) {
 	t.Helper()
 	ctx := t.Context()
 	before, err := st.RecordList(ctx, "p", "s")
 	require.NoError(t, err)
-	d = newDiffer(st, "p", "s")
-	d.partial = partial
+	d = NewListing(st, "p", "s", "#child:")
+	d.Partial = partial
 	listed := map[string]bool{}
 	var batch []state.Record
 	commitBatch := func() {
@@ -39,41 +43,37 @@ func differRound(t *testing.T, rnd *rand.Rand, st state.Store, listing []string,
 		n := 1 + rnd.IntN(40)
 		keys := listing[start:min(start+n, len(listing))]
 		start += len(keys)
-		pg := &sources.Page{}
-		for _, k := range keys {
-			pg.Records = append(pg.Records, sources.Record{Key: k})
-		}
-		d.prune() // between pages
-		ms, _, err := d.page(ctx, pg)
+		d.Prune(writerDepth) // between pages
+		ms, _, err := d.Page(ctx, &Page{Keys: keys})
 		require.NoError(t, err)
 		for i, k := range keys {
 			m := ms[i]
 			wantDup := listed[k]
 			_, stored := before[k]
-			require.Equal(t, wantDup, m.dup, "key %q at %d: duplicate", k, start-len(keys)+i)
+			require.Equal(t, wantDup, m.Dup, "key %q at %d: duplicate", k, start-len(keys)+i)
 			listed[k] = true
-			if m.dup {
+			if m.Dup {
 				continue
 			}
-			require.Equal(t, stored, m.found, "key %q: found", k)
-			if m.found {
-				require.Equal(t, before[k].Hash, m.entry.Hash)
+			require.Equal(t, stored, m.Found, "key %q: found", k)
+			if m.Found {
+				require.Equal(t, before[k].Hash, m.Entry.Hash)
 			}
-			if !m.found || m.moved {
-				if m.moved {
+			if !m.Found || m.Moved {
+				if m.Moved {
 					moved++
 				}
-				batch = append(batch, state.Record{Source: "s", Key: k, Hash: 1 + uint64(len(k)), Ord: m.ord})
+				batch = append(batch, state.Record{Source: "s", Key: k, Hash: 1 + uint64(len(k)), Ord: m.Ord})
 			}
 			if len(batch) >= 16 && rnd.IntN(3) == 0 {
-				items := make([]item, len(batch))
+				keys := make([]string, len(batch))
 				for i, r := range batch {
-					items[i].rec.Key = r.Key
+					keys[i] = r.Key
 				}
 				commitBatch()
-				d.formed(items) // committed, and writerDepth batches after it in flight
+				d.Formed(slices.Values(keys)) // committed, and writerDepth batches after it in flight
 				for range writerDepth {
-					d.formed(nil)
+					d.Formed(slices.Values([]string(nil)))
 				}
 			}
 		}
@@ -82,7 +82,7 @@ func differRound(t *testing.T, rnd *rand.Rand, st state.Store, listing []string,
 	if partial {
 		return moved, d
 	}
-	gone, err := d.unlisted(ctx)
+	gone, err := d.Unlisted(ctx)
 	require.NoError(t, err)
 	var want []string
 	for k := range before {
@@ -93,7 +93,7 @@ func differRound(t *testing.T, rnd *rand.Rand, st state.Store, listing []string,
 	slices.Sort(gone)
 	slices.Sort(want)
 	require.Equal(t, want, gone, "unlisted")
-	total, err := d.total(ctx)
+	total, err := d.Total(ctx)
 	require.NoError(t, err)
 	require.Equal(t, len(before), total)
 	var del []state.RecordRef
@@ -104,11 +104,11 @@ func differRound(t *testing.T, rnd *rand.Rand, st state.Store, listing []string,
 	return moved, d
 }
 
-// TestDifferAgainstNaive: listings edited at random between runs (rows
+// TestListingAgainstNaive: listings edited at random between runs (rows
 // inserted, deleted, moved, listed twice, a block deleted, the whole
 // order reversed) are compared exactly like a map of stored keys would;
 // small edits match almost every record in order.
-func TestDifferAgainstNaive(t *testing.T) {
+func TestListingAgainstNaive(t *testing.T) {
 	t.Parallel()
 	rnd := rand.New(rand.NewPCG(1, 2))
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
@@ -120,7 +120,7 @@ func TestDifferAgainstNaive(t *testing.T) {
 	for range 3000 {
 		listing = append(listing, newKey())
 	}
-	moved, _ := differRound(t, rnd, st, listing, false)
+	moved, _ := listingRound(t, rnd, st, listing, false)
 	require.Zero(t, moved, "a first sync")
 	for round := range 12 {
 		// The listing without duplicates, then edited.
@@ -164,20 +164,20 @@ func TestDifferAgainstNaive(t *testing.T) {
 			}
 		}
 		listing = cur
-		moved, d := differRound(t, rnd, st, listing, false)
+		moved, d := listingRound(t, rnd, st, listing, false)
 		t.Logf("round %d: %d edits, %d moved, %d pending/ahead at the end", round, edits, moved, len(d.pending)+len(d.ahead))
 		if round != 9 {
 			require.LessOrEqual(t, moved, 2*edits+2, "round %d", round)
 		}
 	}
 	// After the reversal the stored order follows the listing again.
-	moved, _ = differRound(t, rnd, st, listing, false)
+	moved, _ = listingRound(t, rnd, st, listing, false)
 	require.Zero(t, moved)
 }
 
-// TestDifferPartial: an incremental listing is matched by look-ups; new
+// TestListingPartial: an incremental listing is matched by look-ups; new
 // records are placed after the stored ones; nothing is unlisted.
-func TestDifferPartial(t *testing.T) {
+func TestListingPartial(t *testing.T) {
 	t.Parallel()
 	rnd := rand.New(rand.NewPCG(3, 4))
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
@@ -187,8 +187,8 @@ func TestDifferPartial(t *testing.T) {
 	for i := range 500 {
 		listing = append(listing, fmt.Sprintf("r%04d", i))
 	}
-	differRound(t, rnd, st, listing, false)
-	_, d := differRound(t, rnd, st, []string{"r0007", "new1", "r0007", "r0300", "new1", "new2"}, true)
+	listingRound(t, rnd, st, listing, false)
+	_, d := listingRound(t, rnd, st, []string{"r0007", "new1", "r0007", "r0300", "new1", "new2"}, true)
 	require.Len(t, d.children, 4, "listed keys that may have children: r0007, r0300, new1, new2")
 	all, err := st.RecordScan(t.Context(), "p", "s", nil, 1000)
 	require.NoError(t, err)
@@ -196,11 +196,11 @@ func TestDifferPartial(t *testing.T) {
 	require.Equal(t, []string{"new1", "new2"}, []string{all[500].Key, all[501].Key}, "placed after the stored records")
 }
 
-// TestDifferLargerThanWindow: a table several windows long; a deleted
+// TestListingLargerThanWindow: a table several windows long; a deleted
 // block longer than the window makes the stream jump (the block is read
 // again at the end, not held), a row moved from the end to the front
 // costs one out-of-order match.
-func TestDifferLargerThanWindow(t *testing.T) {
+func TestListingLargerThanWindow(t *testing.T) {
 	t.Parallel()
 	rnd := rand.New(rand.NewPCG(5, 6))
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
@@ -211,11 +211,11 @@ func TestDifferLargerThanWindow(t *testing.T) {
 		listing = append(listing, fmt.Sprintf("r%06d", rnd.IntN(1_000_000)*10+i%10))
 	}
 	listing = slices.Compact(listing)
-	differRound(t, rnd, st, listing, false)
+	listingRound(t, rnd, st, listing, false)
 
 	// A block of two and a half windows deleted.
 	cut := slices.Delete(slices.Clone(listing), windowChunk, windowChunk+5*windowChunk/2)
-	moved, d := differRound(t, rnd, st, cut, false)
+	moved, d := listingRound(t, rnd, st, cut, false)
 	require.LessOrEqual(t, moved, 1)
 	require.Less(t, len(d.pending)+len(d.ahead), 2*windowChunk+windowLow, "the block beyond the window is not held")
 	require.Empty(t, d.jumped, "read again by unlisted")
@@ -224,8 +224,59 @@ func TestDifferLargerThanWindow(t *testing.T) {
 	last := cut[len(cut)-1]
 	cur := append([]string{last}, cut[:len(cut)-1]...)
 	cur = slices.Insert(cur, 100, cur[5000])
-	moved, _ = differRound(t, rnd, st, cur, false)
+	moved, _ = listingRound(t, rnd, st, cur, false)
 	require.LessOrEqual(t, moved, 2)
-	moved, _ = differRound(t, rnd, st, slices.Compact(cur), false)
+	moved, _ = listingRound(t, rnd, st, slices.Compact(cur), false)
 	require.Zero(t, moved, "in order again")
+}
+
+// TestListingRenamesAndChildren: a complete listing's new keys offset the
+// gone records whose stored content they bring (Page.Content, Renames),
+// one each, and an unrelated new key offsets nothing; a partial listing
+// deletes the stored children (childMarker) of its records it did not
+// list, and ChildrenOf finds a record's children.
+func TestListingRenamesAndChildren(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	content := map[string]uint64{"a": 11, "b": 12, "c": 12, "d": 13}
+	var recs []state.Record
+	for i, k := range []string{"a", "b", "c", "d", "d#child:1", "d#child:2"} {
+		recs = append(recs, state.Record{Source: "s", Key: k, Hash: 1, Ord: int64(i+1) << 20, Props: []byte(strconv.FormatUint(content[k], 10))})
+	}
+	require.NoError(t, st.Commit(ctx, state.Commit{Pipeline: "p", Records: recs}))
+	contentOf := func(props []byte) uint64 { h, _ := strconv.ParseUint(string(props), 10, 64); return h }
+
+	d := NewListing(st, "p", "s", "#child:")
+	// a stays; b's content comes back as x, c's (the same content) as
+	// nothing more; y is unrelated; d and its children are not listed.
+	newContent := map[string]uint64{"x": 12, "y": 99}
+	pg := &Page{Keys: []string{"a", "x", "y"}}
+	pg.Content = func(i int) (uint64, bool) { h, ok := newContent[pg.Keys[i]]; return h, ok }
+	ms, _, err := d.Page(ctx, pg)
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false, false}, []bool{ms[0].Found, ms[1].Found, ms[2].Found})
+	gone, err := d.Unlisted(ctx)
+	require.NoError(t, err)
+	slices.Sort(gone)
+	require.Equal(t, []string{"b", "c", "d", "d#child:1", "d#child:2"}, gone)
+	n, err := d.Renames(ctx, gone, len(gone), contentOf)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "x offsets one of b and c; y offsets nothing")
+	loss, live, err := d.NetLoss(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []int{5, 6}, []int{loss, live})
+
+	p := NewListing(st, "p", "s", "#child:")
+	p.Partial = true
+	_, _, err = p.Page(ctx, &Page{Keys: []string{"d", "d#child:2"}})
+	require.NoError(t, err)
+	stale, err := p.StaleChildren(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"d#child:1"}, stale)
+	children, err := p.ChildrenOf(ctx, []string{"d", "a", "d#child:1"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"d#child:1", "d#child:2"}, children)
 }
