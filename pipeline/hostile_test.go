@@ -46,7 +46,10 @@ func hostileDocs(t *testing.T) string {
 func TestHostileDocumentsDoNotStallTheRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t, hostileDocs(t), 512, 64)
-	b.p.DocumentTimeout = 3 * time.Second // links.md needs minutes without it
+	// links.md needs minutes without a timeout; the others take well under a
+	// second alone, and 15 s leaves them room on a loaded 2-core machine
+	// (at 3 s one of them was skipped there too).
+	b.p.DocumentTimeout = 15 * time.Second
 	res, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
 	require.NoError(t, err)
 	c := res.Run.Counts
@@ -59,7 +62,7 @@ func TestHostileDocumentsDoNotStallTheRun(t *testing.T) {
 		why[q.Key] = q.Stage + ": " + q.Error
 	}
 	require.Contains(t, why["deep-list.md"], "parse: parse deep-list.md: parse md: too complex (list or quote nesting")
-	require.Contains(t, why["links.md"], "too complex (not parsed and chunked within 3s")
+	require.Contains(t, why["links.md"], "too complex (not parsed and chunked within 15s")
 	require.Contains(t, why["nul.txt"], "read: read nul.txt: binary content: NUL byte at offset 3")
 	require.Contains(t, why["nuls.txt"], "binary content")
 	docs := b.graph.Nodes("Document")
