@@ -152,8 +152,12 @@ func CheckModel(pc *config.Pipeline, path string, have []SourceTables) []string 
 	c.tableNames = slices.Sorted(maps.Keys(c.has))
 	if c.m != nil {
 		c.anchors(path)
-		c.linkTables(path)
-		c.mandatoryTables(path)
+		for i, lt := range c.m.LinkTables {
+			c.linkTable(fmt.Sprintf("%s.model.link_tables[%d]", path, i), lt)
+		}
+		for i, mt := range c.m.MandatoryTables {
+			c.mandatoryTable(fmt.Sprintf("%s.model.mandatory_tables[%d]", path, i), mt)
+		}
 	}
 	c.keys(have)
 	return c.out
@@ -271,37 +275,31 @@ func (c *modelCheck) link(lat, t string, cols map[string]string, l config.Link) 
 	}
 }
 
-// linkTables checks each link table's ends and properties.
-func (c *modelCheck) linkTables(path string) {
-	for i, lt := range c.m.LinkTables {
-		at := fmt.Sprintf("%s.model.link_tables[%d]", path, i)
-		cols, ok := c.table(at, lt.Table)
-		if !ok {
-			continue
+// linkTable checks a link table (at config path at): its ends' columns
+// are Refs to their anchors' tables, its properties are columns.
+func (c *modelCheck) linkTable(at string, lt config.LinkTable) {
+	cols, ok := c.table(at, lt.Table)
+	if !ok {
+		return
+	}
+	for _, end := range []struct {
+		name string
+		e    config.LinkEnd
+	}{{"from", lt.From}, {"to", lt.To}} {
+		kind, ok := c.column(at+"."+end.name, lt.Table, cols, end.e.Column)
+		if target, isRef := refTarget(kind); ok && isRef && target != c.tableOf(end.e.Anchor) {
+			c.add("%s.%s: anchor %q is table %q, but column %q refers to table %q", at, end.name, end.e.Anchor, c.tableOf(end.e.Anchor), end.e.Column, target)
 		}
-		for _, end := range []struct {
-			name string
-			e    config.LinkEnd
-		}{{"from", lt.From}, {"to", lt.To}} {
-			kind, ok := c.column(at+"."+end.name, lt.Table, cols, end.e.Column)
-			if target, isRef := refTarget(kind); ok && isRef && target != c.tableOf(end.e.Anchor) {
-				c.add("%s.%s: anchor %q is table %q, but column %q refers to table %q", at, end.name, end.e.Anchor, c.tableOf(end.e.Anchor), end.e.Column, target)
-			}
-		}
-		for j, p := range lt.Properties {
-			c.column(fmt.Sprintf("%s.properties[%d]", at, j), lt.Table, cols, p)
-		}
+	}
+	for j, p := range lt.Properties {
+		c.column(fmt.Sprintf("%s.properties[%d]", at, j), lt.Table, cols, p)
 	}
 }
 
-// mandatoryTables checks each mandatory table's columns.
-func (c *modelCheck) mandatoryTables(path string) {
-	for i, mt := range c.m.MandatoryTables {
-		at := fmt.Sprintf("%s.model.mandatory_tables[%d]", path, i)
-		cols, ok := c.table(at, mt.Table)
-		if !ok {
-			continue
-		}
+// mandatoryTable checks that a mandatory table (at config path at) has
+// the columns it names.
+func (c *modelCheck) mandatoryTable(at string, mt config.MandatoryTable) {
+	if cols, ok := c.table(at, mt.Table); ok {
 		for _, f := range []struct{ name, col string }{{"from", mt.From}, {"to", mt.To}, {"note", mt.Note}} {
 			if f.col != "" {
 				c.column(at+"."+f.name, mt.Table, cols, f.col)
