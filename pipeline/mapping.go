@@ -476,8 +476,8 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 	if err := r.chunkAttributes(out, embeds); err != nil {
 		return nil, err
 	}
-	old, err := out.decodeStored()
-	if err != nil {
+	old := map[string]uint64{} // the stored chunks' hashes, by id
+	if err := out.decodeStored(old); err != nil {
 		return nil, err
 	}
 	if err := r.compareChunks(out, old); err != nil {
@@ -606,14 +606,13 @@ func (r *runner) chunkAttributes(out *recordOutput, embeds map[string]string) er
 
 // decodeStored takes what state holds of o's record into o (its stored
 // chunks, props, document graph, links, edge, vectors and node
-// properties) and returns the stored chunks' hashes by chunk id, empty
-// for a record state does not hold. It sets oldNode when the record's
-// node is no longer the one stored.
-func (o *recordOutput) decodeStored() (map[string]uint64, error) {
+// properties) and the stored chunks' hashes into old, by chunk id
+// (nothing for a record state does not hold). It sets oldNode when the
+// record's node is no longer the one stored.
+func (o *recordOutput) decodeStored(old map[string]uint64) error {
 	it := o.it
-	old := map[string]uint64{}
 	if it.stored == nil {
-		return old, nil
+		return nil
 	}
 	for _, c := range it.storedChunks {
 		old[c.ID] = c.Hash
@@ -622,7 +621,7 @@ func (o *recordOutput) decodeStored() (map[string]uint64, error) {
 	o.oldProps = it.stored.Props
 	sp, err := decodeRecordProps(it.stored.Props)
 	if err != nil {
-		return nil, fmt.Errorf("record %s: %w", it.rec.Key, err)
+		return fmt.Errorf("record %s: %w", it.rec.Key, err)
 	}
 	o.oldSections, o.oldElements, o.oldTerms, o.oldXRefs, o.oldExtEdges = sp.Sections, sp.Elements, sp.Terms, sp.XRefs, sp.ExtEdges
 	o.oldDocIDs = sp.DocIDs
@@ -641,7 +640,7 @@ func (o *recordOutput) decodeStored() (map[string]uint64, error) {
 			o.oldNode = &old
 		}
 	}
-	return old, nil
+	return nil
 }
 
 // compareChunks hashes each of out's chunks as its node is written and
