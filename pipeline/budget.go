@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"runtime/metrics"
-	"sync/atomic"
 	"time"
 
 	"github.com/kgsync/kgsync/chunker"
@@ -63,7 +62,7 @@ type parsedDoc struct {
 // chunker.TooComplexError; when ctx is done, ctx's error. A panicking
 // parser is an error of this document, not a crash of the process.
 func (r *runner) parseDocument(ctx context.Context, out *recordOutput) (parsedDoc, error) {
-	nodeID, anchor, key, doc := out.nodeID, out.it.rec.Anchor, out.it.rec.Key, out.it.rec.Document
+	key := out.it.rec.Key
 	budget := r.p.DocumentTimeout
 	if budget <= 0 {
 		budget = DefaultDocumentTimeout
@@ -74,69 +73,19 @@ func (r *runner) parseDocument(ctx context.Context, out *recordOutput) (parsedDo
 	}
 	bctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	var overMemory atomic.Bool
-	type result struct {
-		d   parsedDoc
-		err error
-	}
-	done := make(chan result, 1)
+	done := make(chan parseResult, 1)
 	opts := r.p.Chunking
 	go func() {
-		var res result
+		var res parseResult
 		defer func() {
 			if p := recover(); p != nil {
-				res = result{err: fmt.Errorf("parse %s: parser panic: %v\n%s", key, p, debug.Stack())}
+				res = parseResult{err: fmt.Errorf("parse %s: parser panic: %v\n%s", key, p, debug.Stack())}
 			}
 			done <- res
 		}()
-		root, err := chunker.ParseContext(bctx, doc.Format, doc.Content)
-		if err != nil {
-			res.err = fmt.Errorf("parse %s: %w", key, err)
-			return
-		}
-		res.d.root, res.d.title = root, documentTitle(root)
-		// The review reads state and edits root; it works on a copy of
-		// out, so an abandoned parse never touches the caller's output.
-		reviewed := &recordOutput{it: out.it, nodeID: nodeID}
-		if err := r.applyReview(bctx, reviewed, root); err != nil {
-			res.err = err
-			return
-		}
-		res.d.review = reviewed.review
-		res.d.graph = buildDocGraph(nodeID, anchor, key, root)
-		if err := bctx.Err(); err != nil {
-			res.err = fmt.Errorf("parse %s: %w", key, err)
-			return
-		}
-		res.d.chunks, err = chunker.SplitContext(bctx, nodeID, root, opts)
-		if err != nil {
-			res.err = fmt.Errorf("chunk %s: %w", key, err)
-		}
+		res.d, res.err = r.parseAndChunk(bctx, out, opts)
 	}()
-	var res result
-	base := heapBytes()
-	tick := time.NewTicker(heapSampleEvery)
-	defer tick.Stop()
-wait:
-	for {
-		select {
-		case res = <-done:
-			// One last sample: a parse that finished between two ticks
-			// is judged by the same measure as one still running.
-			if h := heapBytes(); h > base && int64(h-base) > memory {
-				overMemory.Store(true)
-			}
-			break wait
-		case <-bctx.Done():
-			res.err = fmt.Errorf("parse %s: %w", key, bctx.Err())
-			break wait
-		case <-tick.C:
-			if h := heapBytes(); h > base && int64(h-base) > memory {
-				overMemory.Store(true)
-				cancel() // the Markdown parser and the splitter stop
-			}
-		}
-	}
+	res, overMemory := watchParse(bctx, cancel, done, memory, key)
 	if res.err != nil && bctx.Err() != nil {
 		// Over a budget: give the cancelled work a moment to stop, so its
 		// memory and CPU are not counted against the next document.
@@ -145,7 +94,7 @@ wait:
 		case <-time.After(abandonGrace):
 		}
 	}
-	if overMemory.Load() && ctx.Err() == nil {
+	if overMemory && ctx.Err() == nil {
 		return parsedDoc{}, fmt.Errorf("parse %s: %w", key, &chunker.TooComplexError{
 			Reason: fmt.Sprintf("the heap grew by over %d MiB while parsing and chunking it", memory>>20)})
 	}
@@ -157,4 +106,68 @@ wait:
 			Reason: fmt.Sprintf("not parsed and chunked within %v, chunking.document_timeout", budget)})
 	}
 	return res.d, res.err
+}
+
+// parseResult is a parse's outcome, sent by its goroutine.
+type parseResult struct {
+	d   parsedDoc
+	err error
+}
+
+// parseAndChunk is the Chunk step's work on one document, run on
+// parseDocument's goroutine: parse, expert review, element graph, chunks;
+// it stops when bctx, the document's budget, is done.
+func (r *runner) parseAndChunk(bctx context.Context, out *recordOutput, opts chunker.Options) (parsedDoc, error) {
+	nodeID, anchor, key, doc := out.nodeID, out.it.rec.Anchor, out.it.rec.Key, out.it.rec.Document
+	var d parsedDoc
+	root, err := chunker.ParseContext(bctx, doc.Format, doc.Content)
+	if err != nil {
+		return d, fmt.Errorf("parse %s: %w", key, err)
+	}
+	d.root, d.title = root, documentTitle(root)
+	// The review reads state and edits root; it works on a copy of
+	// out, so an abandoned parse never touches the caller's output.
+	reviewed := &recordOutput{it: out.it, nodeID: nodeID}
+	if err := r.applyReview(bctx, reviewed, root); err != nil {
+		return d, err
+	}
+	d.review = reviewed.review
+	d.graph = buildDocGraph(nodeID, anchor, key, root)
+	if err := bctx.Err(); err != nil {
+		return d, fmt.Errorf("parse %s: %w", key, err)
+	}
+	d.chunks, err = chunker.SplitContext(bctx, nodeID, root, opts)
+	if err != nil {
+		return d, fmt.Errorf("chunk %s: %w", key, err)
+	}
+	return d, nil
+}
+
+// watchParse waits for a parse's result (done) or its budget's end
+// (bctx), sampling the heap every heapSampleEvery: overMemory reports
+// that it grew by more than memory bytes from when the wait began, in
+// which case the parse is cancelled.
+func watchParse(bctx context.Context, cancel context.CancelFunc, done <-chan parseResult, memory int64, key string) (res parseResult, overMemory bool) {
+	base := heapBytes()
+	tick := time.NewTicker(heapSampleEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case res = <-done:
+			// One last sample: a parse that finished between two ticks
+			// is judged by the same measure as one still running.
+			if h := heapBytes(); h > base && int64(h-base) > memory {
+				overMemory = true
+			}
+			return res, overMemory
+		case <-bctx.Done():
+			res.err = fmt.Errorf("parse %s: %w", key, bctx.Err())
+			return res, overMemory
+		case <-tick.C:
+			if h := heapBytes(); h > base && int64(h-base) > memory {
+				overMemory = true
+				cancel() // the Markdown parser and the splitter stop
+			}
+		}
+	}
 }

@@ -143,52 +143,14 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %q: %w", pc.Name, err)
 	}
-	search := SearchConfig(pc.Search)
-	// The floor's calibration for this embedder, if eval wrote one; an
-	// unreadable file is reported and the floor's own thresholds apply.
-	if cal, err := retrieval.LoadCalibration(CalibrationPath(cfg, pc), emb.Model()); err != nil {
-		if logger != nil {
-			logger.Warn("relevance floor calibration not used", "pipeline", pc.Name, "err", err)
-		}
-	} else if cal != nil {
-		search.Floor.Calibration = cal
-	}
+	search := calibratedSearch(cfg, pc, emb.Model(), logger)
 	if limit := pc.Embedder.MaxInputTokens; limit > 0 && pc.Chunking.MaxTokens+pc.Chunking.OverlapTokens > limit {
 		return nil, fmt.Errorf("pipeline %q: chunking.max_tokens + overlap_tokens (%d) exceeds embedder.max_input_tokens (%d)",
 			pc.Name, pc.Chunking.MaxTokens+pc.Chunking.OverlapTokens, limit)
 	}
-	var srcs []sources.Source
-	for i, sc := range pc.Sources {
-		switch {
-		case sc.Files != nil:
-			s, err := files.New(sc.Name, *sc.Files, chunker.Formats(), logger, files.WithTextCheck(TextCheck))
-			if err != nil {
-				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
-			}
-			srcs = append(srcs, s)
-		case sc.Grist != nil:
-			gc := GristConfig(sc.Grist, pc.Model, fmt.Sprintf("%s.sources[%d].grist", pipelinePath(cfg, pc), i))
-			gc.Require = requiredTables(pc, i, gc.Require)
-			s, err := grist.New(sc.Name, gc, logger)
-			if err != nil {
-				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
-			}
-			srcs = append(srcs, s)
-		case sc.HTTP != nil:
-			s, err := httpapi.New(sc.Name, httpConfig(sc.HTTP), logger)
-			if err != nil {
-				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
-			}
-			srcs = append(srcs, s)
-		case sc.CSV != nil:
-			s, err := csvtable.New(sc.Name, csvConfig(sc.CSV), logger)
-			if err != nil {
-				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
-			}
-			srcs = append(srcs, s)
-		default:
-			return nil, fmt.Errorf("pipeline %q: sources[%d]: no source kind set", pc.Name, i)
-		}
+	srcs, err := buildSources(cfg, pc, logger)
+	if err != nil {
+		return nil, err
 	}
 	sk, err := NewSink(ctx, *pc.Sink, pc.Name, logger)
 	if err != nil {
@@ -227,6 +189,59 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 		Search:         search,
 		Logger:         logger,
 	}, nil
+}
+
+// calibratedSearch is pc's search config with the relevance floor's
+// calibration for the embedder model, if eval wrote one; an unreadable
+// file is reported and the floor's own thresholds apply.
+func calibratedSearch(cfg *config.Config, pc *config.Pipeline, model string, logger *slog.Logger) retrieval.Config {
+	search := SearchConfig(pc.Search)
+	if cal, err := retrieval.LoadCalibration(CalibrationPath(cfg, pc), model); err != nil {
+		if logger != nil {
+			logger.Warn("relevance floor calibration not used", "pipeline", pc.Name, "err", err)
+		}
+	} else if cal != nil {
+		search.Floor.Calibration = cal
+	}
+	return search
+}
+
+// buildSources wires pc's sources, in their config order.
+func buildSources(cfg *config.Config, pc *config.Pipeline, logger *slog.Logger) ([]sources.Source, error) {
+	var srcs []sources.Source
+	for i, sc := range pc.Sources {
+		switch {
+		case sc.Files != nil:
+			s, err := files.New(sc.Name, *sc.Files, chunker.Formats(), logger, files.WithTextCheck(TextCheck))
+			if err != nil {
+				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
+			}
+			srcs = append(srcs, s)
+		case sc.Grist != nil:
+			gc := GristConfig(sc.Grist, pc.Model, fmt.Sprintf("%s.sources[%d].grist", pipelinePath(cfg, pc), i))
+			gc.Require = requiredTables(pc, i, gc.Require)
+			s, err := grist.New(sc.Name, gc, logger)
+			if err != nil {
+				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
+			}
+			srcs = append(srcs, s)
+		case sc.HTTP != nil:
+			s, err := httpapi.New(sc.Name, httpConfig(sc.HTTP), logger)
+			if err != nil {
+				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
+			}
+			srcs = append(srcs, s)
+		case sc.CSV != nil:
+			s, err := csvtable.New(sc.Name, csvConfig(sc.CSV), logger)
+			if err != nil {
+				return nil, fmt.Errorf("pipeline %q: sources[%d] (%q): %w", pc.Name, i, sc.Name, err)
+			}
+			srcs = append(srcs, s)
+		default:
+			return nil, fmt.Errorf("pipeline %q: sources[%d]: no source kind set", pc.Name, i)
+		}
+	}
+	return srcs, nil
 }
 
 // ReviewedSources are the names of the files sources pc's review covers:

@@ -139,149 +139,197 @@ func DescribeSourcesAt(ctx context.Context, pc *config.Pipeline, path string, on
 // single values. Each problem names the config path. Columns a source
 // cannot describe are not checked.
 func CheckModel(pc *config.Pipeline, path string, have []SourceTables) []string {
-	var out []string
-	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	anyTable := false
-	known := map[string]map[string]string{}
-	has := map[string]bool{}
+	c := &modelCheck{m: pc.Model, known: map[string]map[string]string{}, has: map[string]bool{}}
 	for _, st := range have {
-		anyTable = anyTable || st.Any
+		c.anyTable = c.anyTable || st.Any
 		for t, cols := range st.Tables {
-			has[t] = true
+			c.has[t] = true
 			if cols != nil {
-				known[t] = cols
+				c.known[t] = cols
 			}
 		}
 	}
-	tableNames := slices.Sorted(maps.Keys(has))
-	table := func(at, t string) (map[string]string, bool) {
-		if !has[t] {
-			if !anyTable {
-				add("%s: no source of the pipeline has a table %q (tables: %s)", at, t, strings.Join(tableNames, ", "))
-			}
-			return nil, false
+	c.tableNames = slices.Sorted(maps.Keys(c.has))
+	if c.m != nil {
+		c.anchors(path)
+		for i, lt := range c.m.LinkTables {
+			c.linkTable(fmt.Sprintf("%s.model.link_tables[%d]", path, i), lt)
 		}
-		cols, ok := known[t]
-		return cols, ok
+		for i, mt := range c.m.MandatoryTables {
+			c.mandatoryTable(fmt.Sprintf("%s.model.mandatory_tables[%d]", path, i), mt)
+		}
 	}
-	column := func(at, t string, cols map[string]string, c string) (string, bool) {
-		kind, ok := cols[c]
+	c.keys(have)
+	return c.out
+}
+
+// modelCheck is one CheckModel: the tables and columns the sources
+// provide, and the problems found so far (out), in the order checked.
+type modelCheck struct {
+	m   *config.Model
+	out []string
+	// anyTable is set when a source may provide tables not listed.
+	anyTable bool
+	// known are the columns (and kinds) of the tables a source describes,
+	// has every table a source provides, tableNames has's, sorted.
+	known      map[string]map[string]string
+	has        map[string]bool
+	tableNames []string
+}
+
+func (c *modelCheck) add(format string, args ...any) {
+	c.out = append(c.out, fmt.Sprintf(format, args...))
+}
+
+// table returns table t's columns (at is the config path naming it); ok
+// is false when no source describes its columns. A table no source has
+// is a problem, unless a source may provide tables not listed.
+func (c *modelCheck) table(at, t string) (map[string]string, bool) {
+	if !c.has[t] {
+		if !c.anyTable {
+			c.add("%s: no source of the pipeline has a table %q (tables: %s)", at, t, strings.Join(c.tableNames, ", "))
+		}
+		return nil, false
+	}
+	cols, ok := c.known[t]
+	return cols, ok
+}
+
+// column returns the kind of column col of table t (cols its columns);
+// a column the table does not have is a problem.
+func (c *modelCheck) column(at, t string, cols map[string]string, col string) (string, bool) {
+	kind, ok := cols[col]
+	if !ok {
+		c.add("%s: table %q has no column %q (columns: %s)", at, t, col, strings.Join(slices.Sorted(maps.Keys(cols)), ", "))
+	}
+	return kind, ok
+}
+
+// tableOf is the table an anchor maps (its name when the model names none).
+func (c *modelCheck) tableOf(anchor string) string {
+	if c.m != nil {
+		for _, a := range c.m.Anchors {
+			if a.Name == anchor && a.Table != "" {
+				return a.Table
+			}
+		}
+	}
+	return anchor
+}
+
+// refTarget is the table a Ref or RefList column's kind refers to.
+func refTarget(kind string) (string, bool) {
+	for _, p := range []string{"ref:", "reflist:"} {
+		if t, ok := strings.CutPrefix(kind, p); ok {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// anchors checks each anchor's table, attributes and links.
+func (c *modelCheck) anchors(path string) {
+	for i, a := range c.m.Anchors {
+		at := fmt.Sprintf("%s.model.anchors[%d]", path, i)
+		t := c.tableOf(a.Name)
+		cols, ok := c.table(at, t)
 		if !ok {
-			add("%s: table %q has no column %q (columns: %s)", at, t, c, strings.Join(slices.Sorted(maps.Keys(cols)), ", "))
+			continue
 		}
-		return kind, ok
+		for j, attr := range a.Attributes {
+			col := cmpOr(attr.Column, attr.Name)
+			kind, ok := c.column(fmt.Sprintf("%s.attributes[%d]", at, j), t, cols, col)
+			if ok && attr.Embeddable && kind != "text" && kind != "any" {
+				c.add("%s.attributes[%d]: embeddable, but column %q of table %q is %s: only text is embedded", at, j, col, t, kind)
+			}
+		}
+		for j, l := range a.Links {
+			c.link(fmt.Sprintf("%s.links[%d]", at, j), t, cols, l)
+		}
 	}
-	m := pc.Model
-	tableOf := func(anchor string) string {
-		if m != nil {
-			for _, a := range m.Anchors {
-				if a.Name == anchor && a.Table != "" {
-					return a.Table
-				}
-			}
-		}
-		return anchor
-	}
-	refTarget := func(kind string) (string, bool) {
-		for _, p := range []string{"ref:", "reflist:"} {
-			if t, ok := strings.CutPrefix(kind, p); ok {
-				return t, true
-			}
-		}
-		return "", false
-	}
-	if m != nil {
-		for i, a := range m.Anchors {
-			at := fmt.Sprintf("%s.model.anchors[%d]", path, i)
-			t := tableOf(a.Name)
-			cols, ok := table(at, t)
-			if !ok {
-				continue
-			}
-			for j, attr := range a.Attributes {
-				c := cmpOr(attr.Column, attr.Name)
-				kind, ok := column(fmt.Sprintf("%s.attributes[%d]", at, j), t, cols, c)
-				if ok && attr.Embeddable && kind != "text" && kind != "any" {
-					add("%s.attributes[%d]: embeddable, but column %q of table %q is %s: only text is embedded", at, j, c, t, kind)
-				}
-			}
-			for j, l := range a.Links {
-				c := cmpOr(l.Column, l.Name)
-				lat := fmt.Sprintf("%s.links[%d]", at, j)
-				kind, ok := cols[c]
-				if !ok {
-					// Links match their column ignoring case.
-					for name, k := range cols {
-						if strings.EqualFold(name, c) {
-							kind, ok = k, true
-						}
-					}
-				}
-				if !ok {
-					column(lat, t, cols, c)
-					continue
-				}
-				target, isRef := refTarget(kind)
-				switch {
-				case !isRef:
-					add("%s: column %q of table %q is %s, not a Ref or RefList: no edge is made", lat, c, t, kind)
-				case l.To != "" && target != tableOf(l.To):
-					add("%s: links to anchor %q (table %q), but column %q refers to table %q", lat, l.To, tableOf(l.To), c, target)
-				}
-			}
-		}
-		for i, lt := range m.LinkTables {
-			at := fmt.Sprintf("%s.model.link_tables[%d]", path, i)
-			cols, ok := table(at, lt.Table)
-			if !ok {
-				continue
-			}
-			for _, end := range []struct {
-				name string
-				e    config.LinkEnd
-			}{{"from", lt.From}, {"to", lt.To}} {
-				kind, ok := column(at+"."+end.name, lt.Table, cols, end.e.Column)
-				if target, isRef := refTarget(kind); ok && isRef && target != tableOf(end.e.Anchor) {
-					add("%s.%s: anchor %q is table %q, but column %q refers to table %q", at, end.name, end.e.Anchor, tableOf(end.e.Anchor), end.e.Column, target)
-				}
-			}
-			for j, p := range lt.Properties {
-				column(fmt.Sprintf("%s.properties[%d]", at, j), lt.Table, cols, p)
-			}
-		}
-		for i, mt := range m.MandatoryTables {
-			at := fmt.Sprintf("%s.model.mandatory_tables[%d]", path, i)
-			cols, ok := table(at, mt.Table)
-			if !ok {
-				continue
-			}
-			for _, f := range []struct{ name, col string }{{"from", mt.From}, {"to", mt.To}, {"note", mt.Note}} {
-				if f.col != "" {
-					column(at+"."+f.name, mt.Table, cols, f.col)
-				}
+}
+
+// link checks an anchor's link l (at lat) against its table t's columns:
+// its column is a Ref or RefList to the table of the anchor it links to.
+func (c *modelCheck) link(lat, t string, cols map[string]string, l config.Link) {
+	col := cmpOr(l.Column, l.Name)
+	kind, ok := cols[col]
+	if !ok {
+		// Links match their column ignoring case.
+		for name, k := range cols {
+			if strings.EqualFold(name, col) {
+				kind, ok = k, true
 			}
 		}
 	}
+	if !ok {
+		c.column(lat, t, cols, col)
+		return
+	}
+	target, isRef := refTarget(kind)
+	switch {
+	case !isRef:
+		c.add("%s: column %q of table %q is %s, not a Ref or RefList: no edge is made", lat, col, t, kind)
+	case l.To != "" && target != c.tableOf(l.To):
+		c.add("%s: links to anchor %q (table %q), but column %q refers to table %q", lat, l.To, c.tableOf(l.To), col, target)
+	}
+}
+
+// linkTable checks a link table (at config path at): its ends' columns
+// are Refs to their anchors' tables, its properties are columns.
+func (c *modelCheck) linkTable(at string, lt config.LinkTable) {
+	cols, ok := c.table(at, lt.Table)
+	if !ok {
+		return
+	}
+	for _, end := range []struct {
+		name string
+		e    config.LinkEnd
+	}{{"from", lt.From}, {"to", lt.To}} {
+		kind, ok := c.column(at+"."+end.name, lt.Table, cols, end.e.Column)
+		if target, isRef := refTarget(kind); ok && isRef && target != c.tableOf(end.e.Anchor) {
+			c.add("%s.%s: anchor %q is table %q, but column %q refers to table %q", at, end.name, end.e.Anchor, c.tableOf(end.e.Anchor), end.e.Column, target)
+		}
+	}
+	for j, p := range lt.Properties {
+		c.column(fmt.Sprintf("%s.properties[%d]", at, j), lt.Table, cols, p)
+	}
+}
+
+// mandatoryTable checks that a mandatory table (at config path at) has
+// the columns it names.
+func (c *modelCheck) mandatoryTable(at string, mt config.MandatoryTable) {
+	if cols, ok := c.table(at, mt.Table); ok {
+		for _, f := range []struct{ name, col string }{{"from", mt.From}, {"to", mt.To}, {"note", mt.Note}} {
+			if f.col != "" {
+				c.column(at+"."+f.name, mt.Table, cols, f.col)
+			}
+		}
+	}
+}
+
+// keys checks each source's key columns: the table is read, and the
+// column holds single values.
+func (c *modelCheck) keys(have []SourceTables) {
 	for _, st := range have {
 		for _, t := range slices.Sorted(maps.Keys(st.Keys)) {
 			k := st.Keys[t]
 			cols, ok := st.Tables[t]
 			if !ok {
 				if !st.Any && st.Tables != nil && len(st.Tables) > 0 {
-					add("%s: key column for table %q, which the source does not read", k.Path, t)
+					c.add("%s: key column for table %q, which the source does not read", k.Path, t)
 				}
 				continue
 			}
 			if cols == nil {
 				continue
 			}
-			kind, ok := column(k.Path, t, cols, k.Column)
+			kind, ok := c.column(k.Path, t, cols, k.Column)
 			if ok && kind != "text" && kind != "number" && kind != "bool" && kind != "date" && kind != "any" {
-				add("%s: key column %q of table %q is %s: a key must be a single value", k.Path, k.Column, t, kind)
+				c.add("%s: key column %q of table %q is %s: a key must be a single value", k.Path, k.Column, t, kind)
 			}
 		}
 	}
-	return out
 }
 
 func cmpOr(a, b string) string {

@@ -96,43 +96,69 @@ type docGraph struct {
 // nodes, both with ids = address paths under docID (the same paths as
 // chunker.Chunk.Parent and Chunk.Elements); then terms and references.
 func buildDocGraph(docID, docLabel, key string, root *chunker.Element) docGraph {
-	var g docGraph
-	labelOf := map[string]string{docID: docLabel}
-	var walk func(e *chunker.Element, path, parentLabel string, level int)
-	walk = func(e *chunker.Element, path, parentLabel string, level int) {
-		for _, c := range e.Children {
-			id := path + PathSep + c.Address
-			n := elementNode{ID: id, Kind: string(c.Kind), Address: c.Address, Citation: c.Citation, Title: c.Title, Level: level, Parent: path, ParentLabel: parentLabel}
-			if len(c.Children) > 0 || c.Kind == chunker.KindSection || c.Kind == chunker.KindAnnex {
-				labelOf[id] = LabelSection
-				g.sections = append(g.sections, n)
-				walk(c, id, LabelSection, level+1)
-				continue
-			}
-			n.Text = c.Text
-			labelOf[id] = LabelElement
-			g.elements = append(g.elements, n)
-		}
-	}
-	walk(root, docID, docLabel, 1)
-	abs := func(rel string) string {
-		if rel == "" {
-			return docID
-		}
-		return docID + PathSep + rel
-	}
+	gb := &docGraphBuilder{docID: docID, labelOf: map[string]string{docID: docLabel}}
+	gb.walk(root, docID, docLabel, 1)
+	gb.addTerms(root)
+	gb.addRefs(key, root)
+	return gb.g
+}
 
+// docGraphBuilder is one buildDocGraph: the graph so far, and the label of
+// each node it holds by id (the document's own among them).
+type docGraphBuilder struct {
+	g       docGraph
+	docID   string
+	labelOf map[string]string
+}
+
+// walk adds e's children under path (a node labelled parentLabel) at
+// level, and theirs, depth first.
+func (gb *docGraphBuilder) walk(e *chunker.Element, path, parentLabel string, level int) {
+	for _, c := range e.Children {
+		id := path + PathSep + c.Address
+		n := elementNode{ID: id, Kind: string(c.Kind), Address: c.Address, Citation: c.Citation, Title: c.Title, Level: level, Parent: path, ParentLabel: parentLabel}
+		if len(c.Children) > 0 || c.Kind == chunker.KindSection || c.Kind == chunker.KindAnnex {
+			gb.labelOf[id] = LabelSection
+			gb.g.sections = append(gb.g.sections, n)
+			gb.walk(c, id, LabelSection, level+1)
+			continue
+		}
+		n.Text = c.Text
+		gb.labelOf[id] = LabelElement
+		gb.g.elements = append(gb.g.elements, n)
+	}
+}
+
+// abs is the node id of an address relative to the document ("" is the
+// document itself).
+func (gb *docGraphBuilder) abs(rel string) string {
+	if rel == "" {
+		return gb.docID
+	}
+	return gb.docID + PathSep + rel
+}
+
+// addTerms adds the document's defined terms: one per name, each defined
+// in a node of the graph and with a definition.
+func (gb *docGraphBuilder) addTerms(root *chunker.Element) {
 	seenTerm := map[string]bool{}
 	for _, t := range chunker.Terms(root) {
-		at := abs(t.Address)
-		id := docID + "#term:" + strings.ToLower(t.Name)
-		if seenTerm[id] || labelOf[at] == "" || strings.TrimSpace(t.Definition) == "" {
+		at := gb.abs(t.Address)
+		id := gb.docID + "#term:" + strings.ToLower(t.Name)
+		if seenTerm[id] || gb.labelOf[at] == "" || strings.TrimSpace(t.Definition) == "" {
 			continue
 		}
 		seenTerm[id] = true
-		g.terms = append(g.terms, termNode{ID: id, Name: t.Name, Definition: t.Definition, DefinedIn: at, DefinedInLabel: labelOf[at]})
+		gb.g.terms = append(gb.g.terms, termNode{ID: id, Name: t.Name, Definition: t.Definition, DefinedIn: at, DefinedInLabel: gb.labelOf[at]})
 	}
+}
 
+// addRefs adds the document's identifiers and its references: those to
+// another document (ext, resolved by linkPass), those resolved within it
+// (xrefs, one edge per pair of nodes), and the texts of those not
+// resolved, on the nodes they are made from.
+func (gb *docGraphBuilder) addRefs(key string, root *chunker.Element) {
+	g, labelOf := &gb.g, gb.labelOf
 	g.ids = chunker.DocumentIDs(root, key)
 	own := map[string]bool{}
 	for _, id := range g.ids {
@@ -143,7 +169,7 @@ func buildDocGraph(docID, docLabel, key string, root *chunker.Element) docGraph 
 	unresolvedBy := map[string][]string{}
 	seenEdge := map[string]bool{}
 	for i, r := range refs {
-		from := abs(r.From)
+		from := gb.abs(r.From)
 		if labelOf[from] == "" {
 			continue
 		}
@@ -163,7 +189,7 @@ func buildDocGraph(docID, docLabel, key string, root *chunker.Element) docGraph 
 		if !ok {
 			continue
 		}
-		to := abs(p)
+		to := gb.abs(p)
 		if labelOf[to] == "" || to == from {
 			continue
 		}
@@ -175,7 +201,7 @@ func buildDocGraph(docID, docLabel, key string, root *chunker.Element) docGraph 
 		g.resolved++
 	}
 	for _, i := range unresolved {
-		from := abs(refs[i].From)
+		from := gb.abs(refs[i].From)
 		unresolvedBy[from] = append(unresolvedBy[from], refs[i].Text)
 		g.unresolved++
 	}
@@ -185,7 +211,6 @@ func buildDocGraph(docID, docLabel, key string, root *chunker.Element) docGraph 
 	for i := range g.sections {
 		g.sections[i].Unresolved = unresolvedBy[g.sections[i].ID]
 	}
-	return g
 }
 
 // normalizeDocID folds a document identifier for comparison: "RFC7230",
@@ -232,8 +257,18 @@ func (s elementNode) props(docID string) map[string]any {
 // references, skipping nodes whose content did not change since the stored
 // version (unless force), and deletes what the document no longer has.
 func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, vectors map[uint64][]float32, force bool) {
-	// Keyed by label and id: an element that became a section (it gained
-	// sub-clauses) keeps its id but is another node.
+	keep := o.elementOps(b, force)
+	o.termOps(b, vectors, force)
+	o.xrefOps(b, keep)
+}
+
+// elementOps writes o's sections and elements whose hash differs from the
+// stored one (all of them when force) and deletes the stored ones it no
+// longer has; it sets each node's Hash, and returns the nodes o has.
+//
+// Invariant: a node is keyed by label and id (an element that became a
+// section, as it gained sub-clauses, keeps its id but is another node).
+func (o *recordOutput) elementOps(b *sink.Batch, force bool) (keep map[sink.NodeRef]bool) {
 	old := map[sink.NodeRef]uint64{}
 	for _, s := range o.oldSections {
 		old[sink.NodeRef{Label: LabelSection, ID: s.ID}] = s.Hash
@@ -241,7 +276,7 @@ func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, vectors map[uint64]
 	for _, s := range o.oldElements {
 		old[sink.NodeRef{Label: LabelElement, ID: s.ID}] = s.Hash
 	}
-	keep := map[sink.NodeRef]bool{}
+	keep = map[sink.NodeRef]bool{}
 	heading := map[string]string{}
 	for _, s := range o.sections {
 		heading[s.ID] = s.Title
@@ -280,9 +315,13 @@ func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, vectors map[uint64]
 			o.lexDelete(s.ID)
 		}
 	}
+	return keep
+}
 
-	// Terms: rewritten with the document, their vectors from the embed pass;
-	// the lexical index gets only the terms whose text changed.
+// termOps writes o's terms, rewritten with the document, their vectors
+// from the embed pass; the lexical index gets only the terms whose text
+// changed (all of them when force). Stored terms o no longer has go.
+func (o *recordOutput) termOps(b *sink.Batch, vectors map[uint64][]float32, force bool) {
 	oldTerm := map[string]string{}
 	for _, t := range o.oldTerms {
 		oldTerm[t.ID] = t.embedText()
@@ -308,8 +347,12 @@ func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, vectors map[uint64]
 			o.lexDelete(t.ID)
 		}
 	}
+}
 
-	// Same-document references: keyed edges, diffed against the stored ones.
+// xrefOps writes o's same-document references as keyed edges, diffed
+// against the stored ones: a stored edge not wanted is deleted when both
+// its ends stay (keep); an edge whose end is deleted goes with that node.
+func (o *recordOutput) xrefOps(b *sink.Batch, keep map[sink.NodeRef]bool) {
 	want := map[string]bool{}
 	for _, e := range o.xrefs {
 		want[e.ref().Key] = true

@@ -329,88 +329,139 @@ func (idx *corpusIndex) lookupPrefix(address string) (graphRef, *indexedDoc, boo
 	return ref, best, ok
 }
 
+// mandatoryState is the mandatoryCursor's value: the hash of the MANDATORY
+// links asked for (16 hex digits) and the edges written for them.
+type mandatoryState struct {
+	Hash  string     `json:"hash"`
+	Edges []xrefEdge `json:"edges"`
+}
+
 // linkPass resolves references between documents by their identifiers and
 // writes the configured MANDATORY links, after the run's documents are in
 // the graph. It runs when the run wrote or deleted documents (or the
 // mandatory links changed), so a no-op run costs nothing; its edges are
 // keyed and diffed against state, so a crash before its commit is redone.
+//
+// Its stages: mandatoryWanted decides whether it runs, linkIndex picks the
+// documents to resolve, resolveDocLinks and mandatoryOps build its batch,
+// and one write and commit ends it.
 func (r *runner) linkPass(ctx context.Context) error {
 	// Mandatory-table rows set docsChanged when they change.
+	mandatoryHash, stored, mandatoryChanged, err := r.mandatoryWanted(ctx)
+	if err != nil {
+		return err
+	}
+	if !r.docsChanged && !mandatoryChanged && !r.mode.RebuildGraph {
+		return nil
+	}
+	b := &sink.Batch{}
+	commit := state.Commit{Pipeline: r.p.Name}
+	idx, resolve, err := r.linkIndex(ctx, &commit)
+	if err != nil {
+		return err
+	}
+	if err := r.resolveDocLinks(ctx, b, &commit, idx, resolve); err != nil {
+		return err
+	}
+	mandatory, err := r.mandatoryOps(ctx, b, idx, stored)
+	if err != nil {
+		return fmt.Errorf("link pass: %w", err)
+	}
+	if idx.err != nil {
+		return fmt.Errorf("link pass: %w", idx.err)
+	}
+	cur, err := json.Marshal(mandatoryState{fmt.Sprintf("%016x", mandatoryHash), mandatory})
+	if err != nil {
+		return fmt.Errorf("link pass: %w", err)
+	}
+	// Invariant: the link pass's edges, the mandatory cursor and the
+	// cleared pending mark are committed together, after the write.
+	commit.Cursors = map[string]string{mandatoryCursor: string(cur), linksPendingCursor: "", linkIndexCursor: "1"}
+	return r.writeAndCommit(ctx, b, commit, nil)
+}
+
+// mandatoryWanted hashes the MANDATORY links asked for (the config's and
+// the expert review's) and reads the ones stored; changed reports that
+// they differ from what the last link pass wrote.
+func (r *runner) mandatoryWanted(ctx context.Context) (hash uint64, stored mandatoryState, changed bool, _ error) {
 	var expertLinks []review.Link
 	if r.p.Review != nil {
 		var err error
 		if expertLinks, err = r.p.Review.Mandatory(ctx); err != nil {
-			return fmt.Errorf("link pass: expert mandatory links: %w", err)
+			return 0, stored, false, fmt.Errorf("link pass: expert mandatory links: %w", err)
 		}
 	}
 	mv := mandatoryValue(r.p.Mandatory)
 	for _, l := range expertLinks {
 		mv = append(mv, []any{"expert", l.From, l.To, l.Note, l.By, l.At})
 	}
-	mandatoryHash := mustHash(mv)
+	hash = mustHash(mv)
 	storedMandatory, err := r.p.Store.CursorGet(ctx, r.p.Name, mandatoryCursor)
 	if err != nil {
-		return fmt.Errorf("link pass: %w", err)
-	}
-	var stored struct {
-		Hash  string     `json:"hash"`
-		Edges []xrefEdge `json:"edges"`
+		return 0, stored, false, fmt.Errorf("link pass: %w", err)
 	}
 	if storedMandatory != "" {
 		if err := json.Unmarshal([]byte(storedMandatory), &stored); err != nil {
-			return fmt.Errorf("link pass: stored mandatory links: %w", err)
+			return 0, stored, false, fmt.Errorf("link pass: stored mandatory links: %w", err)
 		}
 	}
 	// No mandatory link configured and none written is no change.
-	mandatoryChanged := stored.Hash != fmt.Sprintf("%016x", mandatoryHash) &&
+	changed = stored.Hash != fmt.Sprintf("%016x", hash) &&
 		(storedMandatory != "" || len(r.p.Mandatory) > 0 || r.p.Model.hasMandatoryTables())
-	if !r.docsChanged && !mandatoryChanged && !r.mode.RebuildGraph {
-		return nil
-	}
-	b := &sink.Batch{}
-	commit := state.Commit{Pipeline: r.p.Name}
+	return hash, stored, changed, nil
+}
+
+// linkIndex loads the corpus index and the documents whose references are
+// resolved again (resolve). Until the link index is complete, every
+// document is read and the index joins commit.
+func (r *runner) linkIndex(ctx context.Context, commit *state.Commit) (idx *corpusIndex, resolve []*indexedDoc, _ error) {
 	built, err := r.p.Store.CursorGet(ctx, r.p.Name, linkIndexCursor)
 	if err != nil {
-		return fmt.Errorf("link pass: %w", err)
+		return nil, nil, fmt.Errorf("link pass: %w", err)
 	}
-	var idx *corpusIndex
-	var resolve []*indexedDoc // the documents whose references are resolved again
 	if built == "" {
 		// The link index is not complete yet: every document is read, and
 		// the index written with this pass.
 		var entries map[state.RecordRef][]byte
 		if idx, entries, err = r.p.loadCorpusIndex(ctx); err != nil {
-			return fmt.Errorf("link pass: %w", err)
+			return nil, nil, fmt.Errorf("link pass: %w", err)
 		}
 		commit.LinkDocs = entries
-		resolve = idx.all
-	} else {
-		if idx, err = r.p.loadLinkIndex(ctx); err != nil {
-			return fmt.Errorf("link pass: %w", err)
-		}
-		// After a crashed run or for a rebuild every document; otherwise
-		// the documents the run wrote and those whose references name a
-		// document it wrote or deleted.
-		everything := r.linksAll || r.mode.RebuildGraph
-		for _, d := range idx.all {
-			hit := everything || r.touched[normalizeDocID(d.key)]
-			for _, ref := range d.refs {
-				hit = hit || r.touched[ref]
-			}
-			if hit {
-				resolve = append(resolve, d)
-			}
-		}
-		// Read them, and the documents their references name, together.
-		var targets []*indexedDoc
-		for _, d := range resolve {
-			targets = append(targets, d)
-			for _, ref := range d.refs {
-				targets = append(targets, idx.docs[ref])
-			}
-		}
-		idx.ensure(targets...)
+		return idx, idx.all, nil
 	}
+	if idx, err = r.p.loadLinkIndex(ctx); err != nil {
+		return nil, nil, fmt.Errorf("link pass: %w", err)
+	}
+	// After a crashed run or for a rebuild every document; otherwise
+	// the documents the run wrote and those whose references name a
+	// document it wrote or deleted.
+	everything := r.linksAll || r.mode.RebuildGraph
+	for _, d := range idx.all {
+		hit := everything || r.touched[normalizeDocID(d.key)]
+		for _, ref := range d.refs {
+			hit = hit || r.touched[ref]
+		}
+		if hit {
+			resolve = append(resolve, d)
+		}
+	}
+	// Read them, and the documents their references name, together.
+	var targets []*indexedDoc
+	for _, d := range resolve {
+		targets = append(targets, d)
+		for _, ref := range d.refs {
+			targets = append(targets, idx.docs[ref])
+		}
+	}
+	idx.ensure(targets...)
+	return idx, resolve, nil
+}
+
+// resolveDocLinks resolves each document's references to other documents
+// (resolve) and, where the edges differ from the stored ones, adds their
+// upserts and deletes to b and the document's record with its new edges
+// to commit.
+func (r *runner) resolveDocLinks(ctx context.Context, b *sink.Batch, commit *state.Commit, idx *corpusIndex, resolve []*indexedDoc) error {
 	for _, d := range resolve {
 		var want []xrefEdge
 		resolved := 0
@@ -439,34 +490,50 @@ func (r *runner) linkPass(ctx context.Context) error {
 		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: d.label, ID: d.id, Props: map[string]any{
 			"refs_external_resolved": int64(resolved),
 		}})
-		// The whole record, to store its new list of edges.
-		got, err := r.p.Store.RecordGet(ctx, r.p.Name, d.source, []string{d.key})
+		rec, ok, err := r.resolvedRecord(ctx, d, want, resolved)
 		if err != nil {
-			return fmt.Errorf("link pass: get %q: %w", d.key, err)
+			return err
 		}
-		rec, ok := got[d.key]
-		if !ok {
-			continue
+		if ok {
+			commit.Records = append(commit.Records, rec)
 		}
-		full, err := decodeRecordProps(rec.Props)
-		if err != nil {
-			return fmt.Errorf("link pass: record %q: %w", d.key, err)
-		}
-		full.ExtEdges = want
-		if full.Node != nil {
-			full.Node["refs_external_resolved"] = int64(resolved)
-		}
-		if rec.Props, err = json.Marshal(full); err != nil {
-			return fmt.Errorf("link pass: encode %q: %w", d.key, err)
-		}
-		commit.Records = append(commit.Records, rec)
 	}
+	return nil
+}
 
-	// MANDATORY links from the config and from mandatory tables.
+// resolvedRecord is d's whole state record with its resolved edges (want)
+// and their count stored; ok is false when state no longer holds it.
+func (r *runner) resolvedRecord(ctx context.Context, d *indexedDoc, want []xrefEdge, resolved int) (_ state.Record, ok bool, _ error) {
+	got, err := r.p.Store.RecordGet(ctx, r.p.Name, d.source, []string{d.key})
+	if err != nil {
+		return state.Record{}, false, fmt.Errorf("link pass: get %q: %w", d.key, err)
+	}
+	rec, ok := got[d.key]
+	if !ok {
+		return state.Record{}, false, nil
+	}
+	full, err := decodeRecordProps(rec.Props)
+	if err != nil {
+		return state.Record{}, false, fmt.Errorf("link pass: record %q: %w", d.key, err)
+	}
+	full.ExtEdges = want
+	if full.Node != nil {
+		full.Node["refs_external_resolved"] = int64(resolved)
+	}
+	if rec.Props, err = json.Marshal(full); err != nil {
+		return state.Record{}, false, fmt.Errorf("link pass: encode %q: %w", d.key, err)
+	}
+	return rec, true, nil
+}
+
+// mandatoryOps adds the MANDATORY edges (from the config, mandatory tables
+// and the expert review) to b, and deletes the stored ones no longer
+// asked for; it returns the edges written, for the mandatory cursor.
+func (r *runner) mandatoryOps(ctx context.Context, b *sink.Batch, idx *corpusIndex, stored mandatoryState) ([]xrefEdge, error) {
 	links := append([]MandatoryLink{}, r.p.Mandatory...)
 	tableLinks, err := r.p.mandatoryRows(ctx)
 	if err != nil {
-		return fmt.Errorf("link pass: %w", err)
+		return nil, err
 	}
 	links = append(links, tableLinks...)
 	var mandatory []xrefEdge
@@ -481,7 +548,7 @@ func (r *runner) linkPass(ctx context.Context) error {
 	}
 	expert, err := r.expertMandatory(ctx, idx)
 	if err != nil {
-		return fmt.Errorf("link pass: %w", err)
+		return nil, err
 	}
 	mandatory = append(mandatory, expert...)
 	mkeys := map[string]bool{}
@@ -498,18 +565,7 @@ func (r *runner) linkPass(ctx context.Context) error {
 			b.DeleteEdges = append(b.DeleteEdges, k)
 		}
 	}
-	if idx.err != nil {
-		return fmt.Errorf("link pass: %w", idx.err)
-	}
-	cur, err := json.Marshal(struct {
-		Hash  string     `json:"hash"`
-		Edges []xrefEdge `json:"edges"`
-	}{fmt.Sprintf("%016x", mandatoryHash), mandatory})
-	if err != nil {
-		return fmt.Errorf("link pass: %w", err)
-	}
-	commit.Cursors = map[string]string{mandatoryCursor: string(cur), linksPendingCursor: "", linkIndexCursor: "1"}
-	return r.writeAndCommit(ctx, b, commit, nil)
+	return mandatory, nil
 }
 
 func mandatoryRef(e xrefEdge) sink.EdgeRef {

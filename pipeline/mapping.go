@@ -319,34 +319,12 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	if err := r.loadStored(ctx, source, items); err != nil {
 		return nil, nil, err
 	}
-	outs := make([]*recordOutput, 0, len(items))
-	chunkBytes := 0
-	for i, it := range items {
-		if chunkBytes >= maxBatchChunkBytes {
-			items, rest, cursor = items[:i], items[i:], ""
-			break
-		}
-		out, err := r.mapRecord(ctx, it)
-		if out != nil {
-			chunkBytes += outputChunkBytes(out)
-		}
-		if err != nil && ctx.Err() != nil {
-			return nil, nil, err // stopping: not this record's fault
-		}
-		if err != nil {
-			// A record that cannot be parsed is quarantined and kept as it
-			// is in state and graph: nothing is lost.
-			r.unprocessed(it)
-			if errors.Is(err, chunker.ErrTooComplex) {
-				// A limit: the same content would hit it again. The mark
-				// keeps it from being parsed again until it changes
-				// (limitBackoff).
-				err = fmt.Errorf("%w%s", err, limitMark(it.hash))
-			}
-			r.quarantineRecord(source, it.rec.Key, stageOf(err), err)
-			continue
-		}
-		outs = append(outs, out)
+	outs, rest, err := r.mapBatch(ctx, source, items)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rest) > 0 {
+		cursor = "" // only the batch that ends the page moves its cursor
 	}
 	var cursors map[string]string
 	if cursor != "" {
@@ -357,20 +335,7 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 		// as it is): no sink call, only the cursor moves on.
 		return &prepared{b: &sink.Batch{}, commit: state.Commit{Pipeline: r.p.Name, Cursors: cursors}}, rest, nil
 	}
-	anchors := []string{}
-	for _, o := range outs {
-		if o.label != "" {
-			anchors = append(anchors, o.label)
-		}
-		if o.edge != nil {
-			anchors = append(anchors, o.edge.FromLabel, o.edge.ToLabel)
-		}
-		for _, l := range o.links {
-			anchors = append(anchors, l.ToAnchor)
-		}
-	}
-	slices.Sort(anchors)
-	anchors = slices.Compact(anchors)
+	anchors := batchAnchors(outs)
 	// A local embedder's new vectors are held for the batch's writer to
 	// store (heldVectors); a provider's are stored as soon as they come,
 	// so that a run killed later pays for them once.
@@ -395,6 +360,62 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 	}
 	return &prepared{b: b, commit: commit, intent: batchIntent(source, outs), anchors: anchors, outs: outs, puts: held.heldPuts(),
 		size: preparedBytes(&commit, vectors)}, rest, nil
+}
+
+// mapBatch maps a batch's items (mapRecord), in order, until the chunks
+// they map to (and the stored chunks they replace) hold
+// maxBatchChunkBytes: the items after that are rest, left for the next
+// batch. A record that cannot be mapped is quarantined and left out of
+// outs; err is set only when ctx is done.
+func (r *runner) mapBatch(ctx context.Context, source string, items []item) (outs []*recordOutput, rest []item, _ error) {
+	outs = make([]*recordOutput, 0, len(items))
+	chunkBytes := 0
+	for i, it := range items {
+		if chunkBytes >= maxBatchChunkBytes {
+			return outs, items[i:], nil
+		}
+		out, err := r.mapRecord(ctx, it)
+		if out != nil {
+			chunkBytes += outputChunkBytes(out)
+		}
+		if err != nil && ctx.Err() != nil {
+			return nil, nil, err // stopping: not this record's fault
+		}
+		if err != nil {
+			// A record that cannot be parsed is quarantined and kept as it
+			// is in state and graph: nothing is lost.
+			r.unprocessed(it)
+			if errors.Is(err, chunker.ErrTooComplex) {
+				// A limit: the same content would hit it again. The mark
+				// keeps it from being parsed again until it changes
+				// (limitBackoff).
+				err = fmt.Errorf("%w%s", err, limitMark(it.hash))
+			}
+			r.quarantineRecord(source, it.rec.Key, stageOf(err), err)
+			continue
+		}
+		outs = append(outs, out)
+	}
+	return outs, nil, nil
+}
+
+// batchAnchors are the labels a batch's nodes and edges use, sorted and
+// without repeats: their indexes must exist before the batch is written.
+func batchAnchors(outs []*recordOutput) []string {
+	anchors := []string{}
+	for _, o := range outs {
+		if o.label != "" {
+			anchors = append(anchors, o.label)
+		}
+		if o.edge != nil {
+			anchors = append(anchors, o.edge.FromLabel, o.edge.ToLabel)
+		}
+		for _, l := range o.links {
+			anchors = append(anchors, l.ToAnchor)
+		}
+	}
+	slices.Sort(anchors)
+	return slices.Compact(anchors)
 }
 
 // unprocessed takes a record that will not be written out of the run's
@@ -437,14 +458,42 @@ func (r *runner) embedIsolated(ctx context.Context, source string, outs []*recor
 	return vectors, kept, nil
 }
 
-// mapRecord turns a record into its node, sections and chunks, and decides
-// which chunks must be written.
+// mapRecord is the Map and Chunk steps for one record (design.md "One
+// run, step by step"): its node (or edge, or mandatory link), its
+// document's graph and chunks, its embeddable attributes, and, compared
+// with what state holds of it, the chunks that must be written.
 func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) {
-	rec := it.rec
-	out := &recordOutput{it: it, label: rec.Anchor, vecTexts: map[string]string{}}
+	out := &recordOutput{it: it, label: it.rec.Anchor, vecTexts: map[string]string{}}
+	embeds, err := r.mapNode(out)
+	if err != nil {
+		return nil, err
+	}
+	if it.rec.Document != nil {
+		if err := r.chunkDocument(ctx, out); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.chunkAttributes(out, embeds); err != nil {
+		return nil, err
+	}
+	old := map[string]uint64{} // the stored chunks' hashes, by id
+	if err := out.decodeStored(old); err != nil {
+		return nil, err
+	}
+	if err := r.compareChunks(out, old); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mapNode applies the data model to out's record (the Map step): out gets
+// its label, node id, links and node properties, or its edge, or its
+// mandatory link. embeds are the record's embeddable attributes' texts by
+// attribute (none for a document).
+func (r *runner) mapNode(out *recordOutput) (embeds map[string]string, _ error) {
+	it, rec := out.it, out.it.rec
 	attrs := rec.Attributes
 	ownAttrs := false // attrs is this call's own map, not the record's
-	var embeds map[string]string
 	if rec.Document != nil {
 		out.nodeID = NodeID(it.source, rec.Key)
 		if len(rec.Links) > 0 { // an attachment's link to its row
@@ -487,37 +536,48 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 		node["_hash"] = hashHex(it.hash)
 		out.node = node
 	}
+	return embeds, nil
+}
 
-	if rec.Document != nil {
-		pd, err := r.parseDocument(ctx, out)
-		if err != nil {
-			return nil, err
-		}
-		if n := chunker.ControlBytes(rec.Document.Format, rec.Document.Content); n > 0 {
-			r.log.Warn("control characters stripped from document text", slog.String("source", it.source),
-				slog.String("key", rec.Key), slog.Int("bytes", n))
-		}
-		if pd.title != "" {
-			out.node["title"] = pd.title
-		}
-		g, chunks := pd.graph, pd.chunks
-		out.review = pd.review
-		out.sections, out.elements, out.terms, out.xrefs, out.ext, out.docIDs = g.sections, g.elements, g.terms, g.xrefs, g.ext, g.ids
-		out.refsResolved, out.refsUnresolved = g.resolved, g.unresolved
-		out.node["refs_resolved"] = int64(g.resolved)
-		out.node["refs_unresolved"] = int64(g.unresolved)
-		out.node["refs_external"] = int64(len(g.ext))
-		out.node["refs_external_resolved"] = int64(0) // set by the link pass
-		out.node["terms"] = int64(len(g.terms))
-		if lang := documentLanguage(g.elements); lang != "" {
-			out.node[PropLang] = lang
-		}
-		out.chunks = chunks
-		out.group = make([]int, len(chunks))
-		r.reviewProvenance(out, pd.root)
+// chunkDocument parses and chunks out's document (the Chunk step): its
+// element tree, terms and references, its chunks, and the node
+// properties that count them.
+func (r *runner) chunkDocument(ctx context.Context, out *recordOutput) error {
+	it, rec := out.it, out.it.rec
+	pd, err := r.parseDocument(ctx, out)
+	if err != nil {
+		return err
 	}
-	// Embeddable attributes: short texts become a vector property, long
-	// ones chunk nodes linked to the record's node.
+	if n := chunker.ControlBytes(rec.Document.Format, rec.Document.Content); n > 0 {
+		r.log.Warn("control characters stripped from document text", slog.String("source", it.source),
+			slog.String("key", rec.Key), slog.Int("bytes", n))
+	}
+	if pd.title != "" {
+		out.node["title"] = pd.title
+	}
+	g, chunks := pd.graph, pd.chunks
+	out.review = pd.review
+	out.sections, out.elements, out.terms, out.xrefs, out.ext, out.docIDs = g.sections, g.elements, g.terms, g.xrefs, g.ext, g.ids
+	out.refsResolved, out.refsUnresolved = g.resolved, g.unresolved
+	out.node["refs_resolved"] = int64(g.resolved)
+	out.node["refs_unresolved"] = int64(g.unresolved)
+	out.node["refs_external"] = int64(len(g.ext))
+	out.node["refs_external_resolved"] = int64(0) // set by the link pass
+	out.node["terms"] = int64(len(g.terms))
+	if lang := documentLanguage(g.elements); lang != "" {
+		out.node[PropLang] = lang
+	}
+	out.chunks = chunks
+	out.group = make([]int, len(chunks))
+	r.reviewProvenance(out, pd.root)
+	return nil
+}
+
+// chunkAttributes places a record's embeddable attributes: short texts
+// become a vector property, long ones chunk nodes linked to the record's
+// node, each attribute its own chunk run (group) after the document's.
+func (r *runner) chunkAttributes(out *recordOutput, embeds map[string]string) error {
+	key := out.it.rec.Key
 	names := slices.Sorted(maps.Keys(embeds))
 	for gi, attr := range names {
 		text := embeds[attr]
@@ -529,11 +589,11 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 		}
 		root, err := chunker.Parse("txt", []byte(text))
 		if err != nil {
-			return nil, fmt.Errorf("record %s: attribute %q: %w", rec.Key, attr, err)
+			return fmt.Errorf("record %s: attribute %q: %w", key, attr, err)
 		}
 		chunks, err := chunker.Split(out.nodeID+"#"+attr, root, r.p.Chunking)
 		if err != nil {
-			return nil, fmt.Errorf("record %s: attribute %q: %w", rec.Key, attr, err)
+			return fmt.Errorf("record %s: attribute %q: %w", key, attr, err)
 		}
 		for _, c := range chunks {
 			c.Position = len(out.chunks)
@@ -541,37 +601,57 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 			out.group = append(out.group, gi+1)
 		}
 	}
+	return nil
+}
 
-	// Stored chunks and sections decide what must be rewritten and removed.
-	old := map[string]uint64{}
-	if it.stored != nil {
-		for _, c := range it.storedChunks {
-			old[c.ID] = c.Hash
-		}
-		out.oldChunks = it.storedChunks
-		out.oldProps = it.stored.Props
-		sp, err := decodeRecordProps(it.stored.Props)
-		if err != nil {
-			return nil, fmt.Errorf("record %s: %w", rec.Key, err)
-		}
-		out.oldSections, out.oldElements, out.oldTerms, out.oldXRefs, out.oldExtEdges = sp.Sections, sp.Elements, sp.Terms, sp.XRefs, sp.ExtEdges
-		out.oldDocIDs = sp.DocIDs
-		out.oldLinks = sp.Links
-		out.oldEdge = sp.Edge
-		out.prevEdge = sp.PrevEdge
-		out.oldVectors = sp.Vectors
-		out.oldNodeProps = slices.Collect(maps.Keys(sp.Node))
-		// The record's node under another label or id (the anchor was
-		// renamed), or a record that is no node any more (its table became
-		// a link or mandatory table): the old node goes, the rest is
-		// rewritten.
-		if sp.Edge == nil && sp.Mandatory == nil && it.stored.Anchor != "" {
-			old := sink.NodeRef{Label: it.stored.Anchor, ID: nodeIDOf(it.source, rec.Key, sp)}
-			if out.edge != nil || out.mandatory != nil || old.Label != out.label || old.ID != out.nodeID {
-				out.oldNode = &old
-			}
+// decodeStored takes what state holds of o's record into o (its stored
+// chunks, props, document graph, links, edge, vectors and node
+// properties) and the stored chunks' hashes into old, by chunk id
+// (nothing for a record state does not hold). It sets oldNode when the
+// record's node is no longer the one stored.
+func (o *recordOutput) decodeStored(old map[string]uint64) error {
+	it := o.it
+	if it.stored == nil {
+		return nil
+	}
+	for _, c := range it.storedChunks {
+		old[c.ID] = c.Hash
+	}
+	o.oldChunks = it.storedChunks
+	o.oldProps = it.stored.Props
+	sp, err := decodeRecordProps(it.stored.Props)
+	if err != nil {
+		return fmt.Errorf("record %s: %w", it.rec.Key, err)
+	}
+	o.oldSections, o.oldElements, o.oldTerms, o.oldXRefs, o.oldExtEdges = sp.Sections, sp.Elements, sp.Terms, sp.XRefs, sp.ExtEdges
+	o.oldDocIDs = sp.DocIDs
+	o.oldLinks = sp.Links
+	o.oldEdge = sp.Edge
+	o.prevEdge = sp.PrevEdge
+	o.oldVectors = sp.Vectors
+	o.oldNodeProps = slices.Collect(maps.Keys(sp.Node))
+	// The record's node under another label or id (the anchor was
+	// renamed), or a record that is no node any more (its table became
+	// a link or mandatory table): the old node goes, the rest is
+	// rewritten.
+	if sp.Edge == nil && sp.Mandatory == nil && it.stored.Anchor != "" {
+		old := sink.NodeRef{Label: it.stored.Anchor, ID: nodeIDOf(it.source, it.rec.Key, sp)}
+		if o.edge != nil || o.mandatory != nil || old.Label != o.label || old.ID != o.nodeID {
+			o.oldNode = &old
 		}
 	}
+	return nil
+}
+
+// compareChunks hashes each of out's chunks as its node is written and
+// compares the hash with the stored one (old, by chunk id): out.write
+// marks the chunks to write, out.removed the stored chunks that go.
+//
+// Invariant: a chunk whose stored hash equals its hash is not rewritten,
+// unless the whole record is (forceAll); every stored chunk the record
+// no longer has is in removed.
+func (r *runner) compareChunks(out *recordOutput, old map[string]uint64) error {
+	it, rec := out.it, out.it.rec
 	// A stored hash of 0 marks a write that was interrupted (see intent):
 	// the graph may hold any mix of the two versions, so rewrite it all.
 	forceAll := it.stored == nil || it.stored.Hash == 0 || r.mode.Full || r.mode.Reembed ||
@@ -594,11 +674,11 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 		out.reviewChunk(c, props)
 		h, err := diff.Hash(props)
 		if err != nil {
-			return nil, fmt.Errorf("hash chunk %s of %s: %w", c.ID, rec.Key, err)
+			return fmt.Errorf("hash chunk %s of %s: %w", c.ID, rec.Key, err)
 		}
 		pj, err := json.Marshal(props)
 		if err != nil {
-			return nil, fmt.Errorf("encode chunk %s of %s: %w", c.ID, rec.Key, err)
+			return fmt.Errorf("encode chunk %s of %s: %w", c.ID, rec.Key, err)
 		}
 		out.states[i] = state.Chunk{
 			Pipeline: r.p.Name, Source: it.source, RecordKey: rec.Key, ID: c.ID,
@@ -614,7 +694,7 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 		}
 	}
 	slices.Sort(out.removed)
-	return out, nil
+	return nil
 }
 
 // chunkProps are a chunk node's properties without its vector; "next" is the
@@ -682,188 +762,241 @@ func (o *recordOutput) embedTexts() []string {
 	return texts
 }
 
-// buildBatch turns processed documents into graph operations and the state
-// commit that follows their acknowledgement.
+// buildBatch turns mapped records into the graph operations of the Write
+// step and the state commit that follows their acknowledgement (the
+// Commit step), record by record in the order of outs.
 func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uint64][]float32) (*sink.Batch, state.Commit) {
-	b := &sink.Batch{}
-	commit := state.Commit{Pipeline: r.p.Name, ReplaceChunks: make(map[state.RecordRef][]state.Chunk, len(outs))}
-	if len(outs) > 0 {
-		// Every record has its state record; a node, with a placeholder
-		// per link, or an edge, with its two ends' placeholders, is
-		// upserted.
-		nodes := 0
-		for _, o := range outs {
-			switch {
-			case o.mandatory != nil:
-			case o.edge != nil:
-				nodes += 2
-			default:
-				nodes += 1 + len(o.links)
-			}
-		}
-		commit.Records = make([]state.Record, 0, len(outs))
-		if nodes > 0 {
-			b.NodeUpserts = make([]sink.NodeUpsert, 0, nodes)
-		}
-	}
+	b, commit := r.newBatch(outs)
 	var synced syncedClock
 	for _, o := range outs {
-		rec := o.it.rec
-		ref := state.RecordRef{Source: source, Key: rec.Key}
+		ref := state.RecordRef{Source: source, Key: o.it.rec.Key}
 		r.moveOps(b, &commit, source, o)
-		if o.oldNode != nil {
-			b.DeleteNodes = append(b.DeleteNodes, *o.oldNode)
-		}
-		if o.edge != nil || o.mandatory != nil {
-			// Whatever the record wrote as a node goes with its old node.
-			r.dropDocGraph(b, o)
-			if len(o.oldChunks) > 0 {
-				commit.ReplaceChunks[ref] = []state.Chunk{}
-			}
-			o.lexDeleteAll()
-		} else if o.oldEdge != nil || o.prevEdge != nil {
-			for _, e := range []*edgeRef{o.oldEdge, o.prevEdge} {
-				if e != nil {
-					b.DeleteEdges = append(b.DeleteEdges, e.ref())
-				}
-			}
-		}
-		if o.mandatory != nil {
+		r.retireOps(b, &commit, ref, o)
+		switch {
+		case o.mandatory != nil:
 			r.docsChanged = true // the link pass rewrites the MANDATORY edges
 			rp, _ := json.Marshal(recordProps{Mandatory: o.mandatory})
-			commit.Records = append(commit.Records, state.Record{
-				Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
-				Fingerprint: r.fingerprint(rec), Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
-			})
-			continue
-		}
-		if o.edge != nil {
+			commit.Records = append(commit.Records, r.recordState(source, o, "", rp))
+		case o.edge != nil:
 			r.edgeOps(b, o.edge, o.oldEdge, o.prevEdge)
 			rp, _ := json.Marshal(recordProps{Edge: o.edge})
-			commit.Records = append(commit.Records, state.Record{
-				Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
-				Fingerprint: r.fingerprint(rec), Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
-			})
-			continue
-		}
-		for _, id := range o.removed {
-			b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelChunk, ID: id})
-			o.lexDelete(id)
-		}
-		if o.oldNode != nil {
-			o.lexDelete(o.oldNode.ID)
-		}
-		r.counts().ChunksDeleted += len(o.removed)
-		vecAttrs := slices.Sorted(maps.Keys(o.vecTexts))
-		props := func() []byte {
-			content := ""
-			if h, ok := contentHash(o.it.rec); ok {
-				content = hashHex(h)
-			}
-			return marshalRowProps(recordProps{ID: o.nodeID, Node: o.node, Sections: o.sections, Links: o.links, Vectors: vecAttrs,
-				Elements: o.elements, Terms: o.terms, XRefs: o.xrefs, Ext: o.ext, ExtEdges: o.oldExtEdges, DocIDs: o.docIDs, Content: content})
-		}
-		docGraph := o.it.rec.Document != nil || len(o.sections)+len(o.elements) > 0
-		var rp []byte
-		node := o.node
-		if docGraph {
-			// Stored once its graph is written (docGraphOps sets its
-			// elements' hashes); the node upserted is a copy.
-			node = make(map[string]any, len(o.node)+len(o.vecTexts)+3) // and _synced_at, _placeholder, _lex
-			for k, v := range o.node {
-				node[k] = v
-			}
-		} else {
-			// A row's stored props are final here: its node map becomes
-			// the node upserted.
-			rp = props()
-		}
-		node["_synced_at"] = synced.at(r.p.now())
-		node[PropPlaceholder] = nil
-		for _, attr := range vecAttrs {
-			node[VectorProperty(attr)] = vectors[diff.TextHash(o.vecTexts[attr])]
-		}
-		// The node is exactly its mapping: a property it was written with
-		// and has no more (a column removed upstream or from the model)
-		// goes, and so does a vector whose attribute is gone or no longer
-		// embedded (SET n += {p: null} removes p, memgraph.md §5; the
-		// vector index drops the node with it).
-		// The node's identity properties are never removed
-		// (sink.IdentityProperty): a node stored before a column named id
-		// was written as source_id has id among its old properties.
-		for _, k := range o.oldNodeProps {
-			if _, ok := node[k]; !ok && !sink.IdentityProperty(k) {
-				node[k] = nil
-			}
-		}
-		for _, attr := range o.oldVectors {
-			if _, ok := o.vecTexts[attr]; !ok {
-				node[VectorProperty(attr)] = nil
-			}
-		}
-		if len(vecAttrs) > 0 {
-			node[PropRowLex] = o.lexUpsertNode()
-		} else if len(o.oldVectors) > 0 {
-			node[PropRowLex] = nil
-			o.lexDelete(o.nodeID)
-		}
-		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: o.label, ID: o.nodeID, Props: node})
-		docRef := sink.NodeRef{Label: o.label, ID: o.nodeID}
-		r.linkOps(b, docRef, o.links, o.oldLinks)
-		if docGraph {
-			r.docGraphOps(b, o, vectors, o.forceAll)
-			r.docsChanged = true
-			r.touchDocs(rec.Key, o.docIDs, o.oldDocIDs)
-			if commit.LinkDocs == nil {
-				commit.LinkDocs = map[state.RecordRef][]byte{}
-			}
-			commit.LinkDocs[ref] = linkEntry(o.nodeID, o.label, o.docIDs, o.ext)
-		}
-		labels := map[string]string{}
-		for _, s := range o.sections {
-			labels[s.ID] = LabelSection
-		}
-		for _, e := range o.elements {
-			labels[e.ID] = LabelElement
-		}
-		labelOf := func(id string) string { return labels[id] }
-		for i, c := range o.chunks {
-			if !o.write[i] {
-				continue
-			}
-			props, _ := decodeProps(o.states[i].Props)
-			props["_hash"] = hashHex(o.states[i].Hash)
-			props[PropEmbedding] = vectors[o.states[i].TextHash]
-			props[PropLex] = o.lexUpsert(state.LexicalChunk, c.ID, chunkLexText(c))
-			cref := sink.NodeRef{Label: LabelChunk, ID: c.ID}
-			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: LabelChunk, ID: c.ID, Props: props})
-			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelPartOf, From: cref, To: docRef})
-			var keepSection []string
-			if labels[c.Parent] == LabelSection {
-				b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelInSection, From: cref, To: sink.NodeRef{Label: LabelSection, ID: c.Parent}})
-				keepSection = []string{c.Parent}
-			}
-			b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelInSection, From: cref, ToLabel: LabelSection, Keep: keepSection})
-			var keepNext []string
-			if next, _ := props["next"].(string); next != "" {
-				b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelNext, From: cref, To: sink.NodeRef{Label: LabelChunk, ID: next}})
-				keepNext = []string{next}
-			}
-			b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelNext, From: cref, ToLabel: LabelChunk, Keep: keepNext})
-			coversOps(b, cref, c.Elements, labelOf)
-		}
-		if docGraph {
-			rp = props()
-		}
-		commit.Records = append(commit.Records, state.Record{
-			Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
-			Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
-		})
-		if len(o.states) > 0 || o.it.found {
-			// A record state does not hold has no chunks to replace.
-			commit.ReplaceChunks[ref] = o.states
+			commit.Records = append(commit.Records, r.recordState(source, o, "", rp))
+		default:
+			r.nodeRecordOps(b, &commit, ref, o, vectors, &synced)
 		}
 	}
+	lexicalCommit(&commit, outs)
+	return b, commit
+}
+
+// newBatch is an empty batch and commit with room for outs: every record
+// has its state record; a node, with a placeholder per link, or an edge,
+// with its two ends' placeholders, is upserted.
+func (r *runner) newBatch(outs []*recordOutput) (*sink.Batch, state.Commit) {
+	b := &sink.Batch{}
+	commit := state.Commit{Pipeline: r.p.Name, ReplaceChunks: make(map[state.RecordRef][]state.Chunk, len(outs))}
+	if len(outs) == 0 {
+		return b, commit
+	}
+	nodes := 0
+	for _, o := range outs {
+		switch {
+		case o.mandatory != nil:
+		case o.edge != nil:
+			nodes += 2
+		default:
+			nodes += 1 + len(o.links)
+		}
+	}
+	commit.Records = make([]state.Record, 0, len(outs))
+	if nodes > 0 {
+		b.NodeUpserts = make([]sink.NodeUpsert, 0, nodes)
+	}
+	return b, commit
+}
+
+// retireOps deletes what a record wrote before and writes no more: its
+// old node (oldNode), and, for a record that is now an edge or a
+// mandatory link, its document graph, chunks and lexical rows, or, for
+// one that is a node now, the edge it was.
+func (r *runner) retireOps(b *sink.Batch, commit *state.Commit, ref state.RecordRef, o *recordOutput) {
+	if o.oldNode != nil {
+		b.DeleteNodes = append(b.DeleteNodes, *o.oldNode)
+	}
+	if o.edge != nil || o.mandatory != nil {
+		// Whatever the record wrote as a node goes with its old node.
+		r.dropDocGraph(b, o)
+		if len(o.oldChunks) > 0 {
+			commit.ReplaceChunks[ref] = []state.Chunk{}
+		}
+		o.lexDeleteAll()
+	} else if o.oldEdge != nil || o.prevEdge != nil {
+		for _, e := range []*edgeRef{o.oldEdge, o.prevEdge} {
+			if e != nil {
+				b.DeleteEdges = append(b.DeleteEdges, e.ref())
+			}
+		}
+	}
+}
+
+// recordState is the state record a mapped record commits: its hash,
+// fingerprint and stored props (rp); anchor is "" for a record that is
+// no node.
+func (r *runner) recordState(source string, o *recordOutput, anchor string, rp []byte) state.Record {
+	rec := o.it.rec
+	return state.Record{
+		Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
+		Fingerprint: r.fingerprint(rec), Anchor: anchor, Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
+	}
+}
+
+// nodeRecordOps writes a record that is a node: the chunks it no longer
+// has go, its node, links, document graph and written chunks are
+// upserted, and its state record and chunks join the commit.
+//
+// Invariant: a row's stored props are taken before its node map gets
+// the write's own properties (_synced_at, vectors, nulls), a document's
+// after docGraphOps has set its elements' hashes.
+func (r *runner) nodeRecordOps(b *sink.Batch, commit *state.Commit, ref state.RecordRef, o *recordOutput, vectors map[uint64][]float32, synced *syncedClock) {
+	for _, id := range o.removed {
+		b.DeleteNodes = append(b.DeleteNodes, sink.NodeRef{Label: LabelChunk, ID: id})
+		o.lexDelete(id)
+	}
+	if o.oldNode != nil {
+		o.lexDelete(o.oldNode.ID)
+	}
+	r.counts().ChunksDeleted += len(o.removed)
+	vecAttrs := slices.Sorted(maps.Keys(o.vecTexts))
+	docGraph := o.it.rec.Document != nil || len(o.sections)+len(o.elements) > 0
+	var rp []byte
+	if !docGraph {
+		// A row's stored props are final here: its node map becomes
+		// the node upserted.
+		rp = o.storedProps(vecAttrs)
+	}
+	node := r.nodeProps(o, vecAttrs, vectors, synced, docGraph)
+	b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: o.label, ID: o.nodeID, Props: node})
+	docRef := sink.NodeRef{Label: o.label, ID: o.nodeID}
+	r.linkOps(b, docRef, o.links, o.oldLinks)
+	if docGraph {
+		r.docGraphOps(b, o, vectors, o.forceAll)
+		r.docsChanged = true
+		r.touchDocs(o.it.rec.Key, o.docIDs, o.oldDocIDs)
+		if commit.LinkDocs == nil {
+			commit.LinkDocs = map[state.RecordRef][]byte{}
+		}
+		commit.LinkDocs[ref] = linkEntry(o.nodeID, o.label, o.docIDs, o.ext)
+	}
+	chunkOps(b, o, docRef, vectors)
+	if docGraph {
+		rp = o.storedProps(vecAttrs)
+	}
+	commit.Records = append(commit.Records, r.recordState(ref.Source, o, o.label, rp))
+	if len(o.states) > 0 || o.it.found {
+		// A record state does not hold has no chunks to replace.
+		commit.ReplaceChunks[ref] = o.states
+	}
+}
+
+// storedProps is what state keeps of a node record (recordProps);
+// vecAttrs are its vector attributes, sorted.
+func (o *recordOutput) storedProps(vecAttrs []string) []byte {
+	content := ""
+	if h, ok := contentHash(o.it.rec); ok {
+		content = hashHex(h)
+	}
+	return marshalRowProps(recordProps{ID: o.nodeID, Node: o.node, Sections: o.sections, Links: o.links, Vectors: vecAttrs,
+		Elements: o.elements, Terms: o.terms, XRefs: o.xrefs, Ext: o.ext, ExtEdges: o.oldExtEdges, DocIDs: o.docIDs, Content: content})
+}
+
+// nodeProps are the properties a node record's node is upserted with: its
+// mapping, when it was synced, its vectors, and null for every property
+// it was written with and has no more. A document's node (docGraph) is a
+// copy of o.node; a row's is o.node itself.
+func (r *runner) nodeProps(o *recordOutput, vecAttrs []string, vectors map[uint64][]float32, synced *syncedClock, docGraph bool) map[string]any {
+	node := o.node
+	if docGraph {
+		// Stored once its graph is written (docGraphOps sets its
+		// elements' hashes); the node upserted is a copy.
+		node = make(map[string]any, len(o.node)+len(o.vecTexts)+3) // and _synced_at, _placeholder, _lex
+		for k, v := range o.node {
+			node[k] = v
+		}
+	}
+	node["_synced_at"] = synced.at(r.p.now())
+	node[PropPlaceholder] = nil
+	for _, attr := range vecAttrs {
+		node[VectorProperty(attr)] = vectors[diff.TextHash(o.vecTexts[attr])]
+	}
+	// The node is exactly its mapping: a property it was written with
+	// and has no more (a column removed upstream or from the model)
+	// goes, and so does a vector whose attribute is gone or no longer
+	// embedded (SET n += {p: null} removes p, memgraph.md §5; the
+	// vector index drops the node with it).
+	// The node's identity properties are never removed
+	// (sink.IdentityProperty): a node stored before a column named id
+	// was written as source_id has id among its old properties.
+	for _, k := range o.oldNodeProps {
+		if _, ok := node[k]; !ok && !sink.IdentityProperty(k) {
+			node[k] = nil
+		}
+	}
+	for _, attr := range o.oldVectors {
+		if _, ok := o.vecTexts[attr]; !ok {
+			node[VectorProperty(attr)] = nil
+		}
+	}
+	if len(vecAttrs) > 0 {
+		node[PropRowLex] = o.lexUpsertNode()
+	} else if len(o.oldVectors) > 0 {
+		node[PropRowLex] = nil
+		o.lexDelete(o.nodeID)
+	}
+	return node
+}
+
+// chunkOps upserts the chunks of o marked to write, each with its vector,
+// its PART_OF edge to the record's node (docRef), its IN_SECTION and NEXT
+// edges (pruning the ones it no longer has) and its COVERS edges.
+func chunkOps(b *sink.Batch, o *recordOutput, docRef sink.NodeRef, vectors map[uint64][]float32) {
+	labels := map[string]string{}
+	for _, s := range o.sections {
+		labels[s.ID] = LabelSection
+	}
+	for _, e := range o.elements {
+		labels[e.ID] = LabelElement
+	}
+	labelOf := func(id string) string { return labels[id] }
+	for i, c := range o.chunks {
+		if !o.write[i] {
+			continue
+		}
+		props, _ := decodeProps(o.states[i].Props)
+		props["_hash"] = hashHex(o.states[i].Hash)
+		props[PropEmbedding] = vectors[o.states[i].TextHash]
+		props[PropLex] = o.lexUpsert(state.LexicalChunk, c.ID, chunkLexText(c))
+		cref := sink.NodeRef{Label: LabelChunk, ID: c.ID}
+		b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: LabelChunk, ID: c.ID, Props: props})
+		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelPartOf, From: cref, To: docRef})
+		var keepSection []string
+		if labels[c.Parent] == LabelSection {
+			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelInSection, From: cref, To: sink.NodeRef{Label: LabelSection, ID: c.Parent}})
+			keepSection = []string{c.Parent}
+		}
+		b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelInSection, From: cref, ToLabel: LabelSection, Keep: keepSection})
+		var keepNext []string
+		if next, _ := props["next"].(string); next != "" {
+			b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelNext, From: cref, To: sink.NodeRef{Label: LabelChunk, ID: next}})
+			keepNext = []string{next}
+		}
+		b.EdgePrunes = append(b.EdgePrunes, sink.EdgePrune{Type: RelNext, From: cref, ToLabel: LabelChunk, Keep: keepNext})
+		coversOps(b, cref, c.Elements, labelOf)
+	}
+}
+
+// lexicalCommit gathers the batch's lexical index changes into its
+// commit, in the order of outs.
+func lexicalCommit(commit *state.Commit, outs []*recordOutput) {
 	var gone, rows int
 	for _, o := range outs {
 		gone, rows = gone+len(o.lexGone), rows+len(o.lexRows)
@@ -878,7 +1011,6 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		commit.LexicalDeletes = append(commit.LexicalDeletes, o.lexGone...)
 		commit.LexicalUpserts = append(commit.LexicalUpserts, o.lexRows...)
 	}
-	return b, commit
 }
 
 // hashHex is a hash as nodes carry it: 16 lower-case hex digits

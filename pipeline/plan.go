@@ -80,8 +80,8 @@ func (p *Plan) Count(c diff.Class) int {
 // Plan reads and diffs the sources and says what a run would do. It makes no
 // embedding calls and writes nothing to the sink or state.
 func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
-	plan := &Plan{Pipeline: p.Name}
-	r := &runner{p: p, run: &state.Run{}, mode: mode, log: p.logger()}
+	pl := &planner{p: p, mode: mode, plan: &Plan{Pipeline: p.Name}, missSeen: map[uint64]bool{},
+		r: &runner{p: p, run: &state.Run{}, mode: mode, log: p.logger()}}
 	if p.Review != nil {
 		// The review marks as state has them: a plan writes nothing, so it
 		// does not read the experts' latest edits back from Grist.
@@ -93,125 +93,11 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	plan := pl.plan
 	plan.ConfigChanges = changes
-	missSeen := map[uint64]bool{}
 	for _, src := range p.Sources {
-		name := src.Name()
-		stored := newDiffer(p.Store, p.Name, name)
-		first := true
-		cursor, err := p.Store.CursorGet(ctx, p.Name, name)
-		if err != nil {
-			return nil, fmt.Errorf("source %q: get cursor: %w", name, err)
-		}
-		mark, err := p.Store.CursorGet(ctx, p.Name, configCursor(name))
-		if err != nil {
-			return nil, fmt.Errorf("source %q: get config mark: %w", name, err)
-		}
-		if mode.Full || mode.Reembed || mark != p.configMark() {
-			cursor = sources.FullCursor(src, cursor)
-		}
-		complete := true
-		for page, err := range p.read(ctx, src, cursor) {
-			if errors.Is(err, sources.ErrNotModified) {
-				for _, w := range sources.NotModifiedWarnings(err) {
-					if !slices.Contains(plan.Warnings, w) {
-						plan.Warnings = append(plan.Warnings, w)
-					}
-				}
-				complete = false
-				break
-			}
-			if err != nil {
-				plan.Incomplete = append(plan.Incomplete, fmt.Sprintf("source %q: %v", name, err))
-				complete = false
-				break
-			}
-			if first {
-				stored.partial, first = page.Partial, false
-			}
-			if page.Partial {
-				complete = false // an incremental listing: absent keys are not deletions
-			}
-			for _, w := range page.Warnings {
-				if !slices.Contains(plan.Warnings, w) {
-					plan.Warnings = append(plan.Warnings, w)
-				}
-			}
-			if len(page.Deleted) > 0 {
-				sums, err := p.Store.RecordSummaries(ctx, p.Name, name, page.Deleted)
-				if err != nil {
-					return nil, fmt.Errorf("source %q: %w", name, err)
-				}
-				for _, k := range page.Deleted {
-					if _, ok := sums[k]; ok {
-						plan.Items = append(plan.Items, PlanItem{Source: name, Key: k, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
-					}
-				}
-				stored.forget(page.Deleted)
-			}
-			matches, froms, err := stored.page(ctx, page)
-			if err != nil {
-				return nil, fmt.Errorf("source %q: %w", name, err)
-			}
-			var todo []item
-			for i, rec := range page.Records {
-				if matches[i].dup {
-					continue
-				}
-				it, err := r.classify(name, rec, matches[i], froms[i])
-				if err != nil {
-					return nil, err
-				}
-				if it.class == diff.ClassUnchanged && !mode.Full && !mode.Reembed {
-					plan.Unchanged++
-					continue
-				}
-				todo = append(todo, it)
-			}
-			// The stored versions of the page's records, in one query.
-			if err := r.loadStored(ctx, name, todo); err != nil {
-				return nil, err
-			}
-			for _, it := range todo {
-				if err := p.planRecord(ctx, r, plan, it, missSeen); err != nil {
-					return nil, err
-				}
-			}
-			plan.Skipped += len(page.Skipped)
-			for _, sk := range page.Skipped {
-				plan.Skips = append(plan.Skips, PlanSkip{Source: name, Key: sk.Key, Reason: sk.Err.Error()})
-			}
-			for _, u := range page.Unlisted {
-				stored.keepPrefix(u.Prefix)
-				plan.Skips = append(plan.Skips, PlanSkip{Source: name, Key: u.Prefix, Reason: "not listed, its records kept: " + u.Err.Error()})
-			}
-		}
-		if !complete {
-			continue
-		}
-		gone, err := stored.unlisted(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("source %q: %w", name, err)
-		}
-		for start := 0; start < len(gone); start += 1000 { // bounded memory: chunks carry their text
-			part := gone[start:min(start+1000, len(gone))]
-			goneChunks, err := p.Store.ChunkGet(ctx, p.Name, name, part)
-			if err != nil {
-				return nil, fmt.Errorf("source %q: %w", name, err)
-			}
-			for _, cs := range goneChunks {
-				plan.ChunksToDelete += len(cs)
-			}
-		}
-		for _, key := range gone {
-			plan.Items = append(plan.Items, PlanItem{Source: name, Key: key, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
-		}
-		total, err := stored.total(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("source %q: %w", name, err)
-		}
-		if err := r.guard(max(len(gone)-stored.newN, 0), total); err != nil { // net loss, as a run judges
-			plan.GuardError = err.Error()
+		if err := pl.source(ctx, src); err != nil {
+			return nil, err
 		}
 	}
 	if !known {
@@ -229,6 +115,165 @@ func (p *Pipeline) Plan(ctx context.Context, mode Mode) (*Plan, error) {
 		return strings.Compare(a.Key, b.Key)
 	})
 	return plan, nil
+}
+
+// planner is one Plan in progress: a runner that writes nothing, and the
+// plan it fills in source by source, page by page.
+type planner struct {
+	p    *Pipeline
+	r    *runner
+	mode Mode
+	plan *Plan
+	// missSeen are the texts planRecord has already counted as embedding
+	// cache misses (by diff.TextHash).
+	missSeen map[uint64]bool
+}
+
+// source plans one source's listing from its cursor (from the start when
+// the run would be a full one), and, once the listing is complete, the
+// deletions and the mass-delete guard's verdict.
+func (pl *planner) source(ctx context.Context, src sources.Source) error {
+	p, plan := pl.p, pl.plan
+	name := src.Name()
+	stored := newDiffer(p.Store, p.Name, name)
+	first := true
+	cursor, err := p.Store.CursorGet(ctx, p.Name, name)
+	if err != nil {
+		return fmt.Errorf("source %q: get cursor: %w", name, err)
+	}
+	mark, err := p.Store.CursorGet(ctx, p.Name, configCursor(name))
+	if err != nil {
+		return fmt.Errorf("source %q: get config mark: %w", name, err)
+	}
+	if pl.mode.Full || pl.mode.Reembed || mark != p.configMark() {
+		cursor = sources.FullCursor(src, cursor)
+	}
+	// Invariant: only a listing that ends without an error and is not
+	// incremental (complete) says which stored records are deleted.
+	complete := true
+	for page, err := range p.read(ctx, src, cursor) {
+		if errors.Is(err, sources.ErrNotModified) {
+			pl.warn(sources.NotModifiedWarnings(err))
+			complete = false
+			break
+		}
+		if err != nil {
+			plan.Incomplete = append(plan.Incomplete, fmt.Sprintf("source %q: %v", name, err))
+			complete = false
+			break
+		}
+		if first {
+			stored.partial, first = page.Partial, false
+		}
+		if page.Partial {
+			complete = false // an incremental listing: absent keys are not deletions
+		}
+		if err := pl.page(ctx, name, stored, page); err != nil {
+			return err
+		}
+	}
+	if !complete {
+		return nil
+	}
+	return pl.deletes(ctx, name, stored)
+}
+
+// warn adds warnings to the plan's, each once.
+func (pl *planner) warn(ws []string) {
+	for _, w := range ws {
+		if !slices.Contains(pl.plan.Warnings, w) {
+			pl.plan.Warnings = append(pl.plan.Warnings, w)
+		}
+	}
+}
+
+// page plans one page of a listing: the deletions it reports, its records
+// compared with state (the unchanged ones only counted), and what it
+// skips or leaves unlisted.
+func (pl *planner) page(ctx context.Context, name string, stored *differ, page *sources.Page) error {
+	p, r, plan := pl.p, pl.r, pl.plan
+	pl.warn(page.Warnings)
+	if len(page.Deleted) > 0 {
+		sums, err := p.Store.RecordSummaries(ctx, p.Name, name, page.Deleted)
+		if err != nil {
+			return fmt.Errorf("source %q: %w", name, err)
+		}
+		for _, k := range page.Deleted {
+			if _, ok := sums[k]; ok {
+				plan.Items = append(plan.Items, PlanItem{Source: name, Key: k, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
+			}
+		}
+		stored.forget(page.Deleted)
+	}
+	matches, froms, err := stored.page(ctx, page)
+	if err != nil {
+		return fmt.Errorf("source %q: %w", name, err)
+	}
+	var todo []item
+	for i, rec := range page.Records {
+		if matches[i].dup {
+			continue
+		}
+		it, err := r.classify(name, rec, matches[i], froms[i])
+		if err != nil {
+			return err
+		}
+		if it.class == diff.ClassUnchanged && !pl.mode.Full && !pl.mode.Reembed {
+			plan.Unchanged++
+			continue
+		}
+		todo = append(todo, it)
+	}
+	// The stored versions of the page's records, in one query.
+	if err := r.loadStored(ctx, name, todo); err != nil {
+		return err
+	}
+	for _, it := range todo {
+		if err := p.planRecord(ctx, r, plan, it, pl.missSeen); err != nil {
+			return err
+		}
+	}
+	plan.Skipped += len(page.Skipped)
+	for _, sk := range page.Skipped {
+		plan.Skips = append(plan.Skips, PlanSkip{Source: name, Key: sk.Key, Reason: sk.Err.Error()})
+	}
+	for _, u := range page.Unlisted {
+		stored.keepPrefix(u.Prefix)
+		plan.Skips = append(plan.Skips, PlanSkip{Source: name, Key: u.Prefix, Reason: "not listed, its records kept: " + u.Err.Error()})
+	}
+	return nil
+}
+
+// deletes plans the deletions of a complete listing: the stored records
+// it did not list, their chunks, and the mass-delete guard's verdict on
+// the net loss, as a run judges it.
+func (pl *planner) deletes(ctx context.Context, name string, stored *differ) error {
+	p, plan := pl.p, pl.plan
+	gone, err := stored.unlisted(ctx)
+	if err != nil {
+		return fmt.Errorf("source %q: %w", name, err)
+	}
+	for start := 0; start < len(gone); start += 1000 { // bounded memory: chunks carry their text
+		part := gone[start:min(start+1000, len(gone))]
+		goneChunks, err := p.Store.ChunkGet(ctx, p.Name, name, part)
+		if err != nil {
+			return fmt.Errorf("source %q: %w", name, err)
+		}
+		for _, cs := range goneChunks {
+			plan.ChunksToDelete += len(cs)
+		}
+	}
+	for _, key := range gone {
+		plan.Items = append(plan.Items, PlanItem{Source: name, Key: key, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
+	}
+	total, err := stored.total(ctx)
+	if err != nil {
+		return fmt.Errorf("source %q: %w", name, err)
+	}
+	if err := pl.r.guard(max(len(gone)-stored.newN, 0), total); err != nil { // net loss, as a run judges
+		plan.GuardError = err.Error()
+	}
+	return nil
 }
 
 // countTokens counts tokens with the pipeline's tokenizer (0 without one).

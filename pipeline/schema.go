@@ -68,98 +68,138 @@ type VectorIdxDoc struct {
 // descriptions, plus what the default mapping produced for tables the model
 // does not list.
 func (p *Pipeline) Describe(ctx context.Context) (*SchemaDoc, error) {
-	doc := &SchemaDoc{Pipeline: p.Name, Identity: []string{"id", sink.PropPipeline}, Anchors: []AnchorDoc{}, Links: []LinkDoc{},
-		Indexes: []VectorIdxDoc{}}
-	anchors := map[string]*AnchorDoc{}
-	attrsSeen := map[string]map[string]bool{}
-	links := map[[3]string]*LinkDoc{}
-	anchor := func(name string) *AnchorDoc {
-		a, ok := anchors[name]
-		if !ok {
-			a = &AnchorDoc{Name: name}
-			anchors[name] = a
-			attrsSeen[name] = map[string]bool{}
-		}
-		return a
-	}
-	link := func(name, from, to string) *LinkDoc {
-		k := [3]string{name, from, to}
-		l, ok := links[k]
-		if !ok {
-			l = &LinkDoc{Name: name, From: from, To: to}
-			links[k] = l
-		}
-		return l
-	}
+	s := &schemaDescriber{p: p, anchors: map[string]*AnchorDoc{}, attrsSeen: map[string]map[string]bool{}, links: map[[3]string]*LinkDoc{}}
 	// The configured model first, with its descriptions.
 	if p.Model != nil {
-		for _, ac := range p.Model.cfg.Anchors {
-			a := anchor(ac.Name)
-			a.Table, a.Description, a.QueryExample = p.Model.tableOf(ac.Name), ac.Description, ac.QueryExample
-			for _, at := range ac.Attributes {
-				ad := AttributeDoc{Name: at.Name, Description: at.Description, QueryExample: at.QueryExample, Embeddable: at.Embeddable}
-				if at.Embeddable {
-					ad.VectorIndex = VectorIndexName(ac.Name, at.Name)
-				}
-				a.Attributes = append(a.Attributes, ad)
-				attrsSeen[ac.Name][at.Name] = true
-			}
-			for _, lc := range ac.Links {
-				to := lc.To
-				if to == "" {
-					to = "?"
-				}
-				l := link(lc.Name, ac.Name, to)
-				l.Description, l.QueryExample = lc.Description, lc.QueryExample
-			}
-		}
-		for _, lt := range p.Model.cfg.LinkTables {
-			l := link(lt.Name, lt.From.Anchor, lt.To.Anchor)
-			l.Description, l.QueryExample = lt.Description, lt.QueryExample
-		}
+		s.configured()
 	}
 	// Counts and default-mapped attributes from state.
 	for _, src := range p.Sources {
-		recs, err := p.Store.RecordList(ctx, p.Name, src.Name())
-		if err != nil {
-			return nil, fmt.Errorf("schema: list records: %w", err)
-		}
-		for _, rec := range recs {
-			rp, err := decodeRecordProps(rec.Props)
-			if err != nil {
-				return nil, fmt.Errorf("schema: record %q: %w", rec.Key, err)
-			}
-			if e := rp.Edge; e != nil {
-				link(e.Type, e.FromLabel, e.ToLabel).Edges++
-				continue
-			}
-			a := anchor(rec.Anchor)
-			a.Nodes++
-			for name := range rp.Node {
-				if strings.HasPrefix(name, "_") || attrsSeen[rec.Anchor][name] {
-					continue
-				}
-				attrsSeen[rec.Anchor][name] = true
-				a.Attributes = append(a.Attributes, AttributeDoc{Name: name})
-			}
-			for _, l := range rp.Links {
-				// A configured link's target "?" is resolved by what was written.
-				if q, ok := links[[3]string{l.Type, rec.Anchor, "?"}]; ok {
-					delete(links, [3]string{l.Type, rec.Anchor, "?"})
-					q.To = l.ToAnchor
-					links[[3]string{l.Type, rec.Anchor, l.ToAnchor}] = q
-				}
-				link(l.Type, rec.Anchor, l.ToAnchor).Edges++
-			}
+		if err := s.counted(ctx, src.Name()); err != nil {
+			return nil, err
 		}
 	}
 	n, err := p.Store.ChunkCount(ctx, p.Name)
 	if err != nil {
 		return nil, fmt.Errorf("schema: count chunks: %w", err)
 	}
+	doc := s.doc()
 	doc.Chunks = n
-	for _, name := range slices.Sorted(maps.Keys(anchors)) {
-		a := anchors[name]
+	return doc, nil
+}
+
+// schemaDescriber is one Describe: the anchors (with the attributes seen
+// of each) and links found so far, by name.
+type schemaDescriber struct {
+	p         *Pipeline
+	anchors   map[string]*AnchorDoc
+	attrsSeen map[string]map[string]bool
+	// links are by name, from anchor and to anchor ("?" for a configured
+	// link whose target is not known until one is written).
+	links map[[3]string]*LinkDoc
+}
+
+// anchor returns the anchor named name, adding it when new.
+func (s *schemaDescriber) anchor(name string) *AnchorDoc {
+	a, ok := s.anchors[name]
+	if !ok {
+		a = &AnchorDoc{Name: name}
+		s.anchors[name] = a
+		s.attrsSeen[name] = map[string]bool{}
+	}
+	return a
+}
+
+// link returns the link named name from one anchor to another, adding it
+// when new.
+func (s *schemaDescriber) link(name, from, to string) *LinkDoc {
+	k := [3]string{name, from, to}
+	l, ok := s.links[k]
+	if !ok {
+		l = &LinkDoc{Name: name, From: from, To: to}
+		s.links[k] = l
+	}
+	return l
+}
+
+// configured adds the model's anchors, attributes, links and link tables
+// with their descriptions, in the model's order.
+func (s *schemaDescriber) configured() {
+	m := s.p.Model
+	for _, ac := range m.cfg.Anchors {
+		a := s.anchor(ac.Name)
+		a.Table, a.Description, a.QueryExample = m.tableOf(ac.Name), ac.Description, ac.QueryExample
+		for _, at := range ac.Attributes {
+			ad := AttributeDoc{Name: at.Name, Description: at.Description, QueryExample: at.QueryExample, Embeddable: at.Embeddable}
+			if at.Embeddable {
+				ad.VectorIndex = VectorIndexName(ac.Name, at.Name)
+			}
+			a.Attributes = append(a.Attributes, ad)
+			s.attrsSeen[ac.Name][at.Name] = true
+		}
+		for _, lc := range ac.Links {
+			to := lc.To
+			if to == "" {
+				to = "?"
+			}
+			l := s.link(lc.Name, ac.Name, to)
+			l.Description, l.QueryExample = lc.Description, lc.QueryExample
+		}
+	}
+	for _, lt := range m.cfg.LinkTables {
+		l := s.link(lt.Name, lt.From.Anchor, lt.To.Anchor)
+		l.Description, l.QueryExample = lt.Description, lt.QueryExample
+	}
+}
+
+// counted counts the nodes and edges state holds of a source's records,
+// and adds the attributes and links the default mapping wrote.
+func (s *schemaDescriber) counted(ctx context.Context, source string) error {
+	p := s.p
+	recs, err := p.Store.RecordList(ctx, p.Name, source)
+	if err != nil {
+		return fmt.Errorf("schema: list records: %w", err)
+	}
+	for _, rec := range recs {
+		rp, err := decodeRecordProps(rec.Props)
+		if err != nil {
+			return fmt.Errorf("schema: record %q: %w", rec.Key, err)
+		}
+		if e := rp.Edge; e != nil {
+			s.link(e.Type, e.FromLabel, e.ToLabel).Edges++
+			continue
+		}
+		a := s.anchor(rec.Anchor)
+		a.Nodes++
+		for name := range rp.Node {
+			if strings.HasPrefix(name, "_") || s.attrsSeen[rec.Anchor][name] {
+				continue
+			}
+			s.attrsSeen[rec.Anchor][name] = true
+			a.Attributes = append(a.Attributes, AttributeDoc{Name: name})
+		}
+		for _, l := range rp.Links {
+			// A configured link's target "?" is resolved by what was written.
+			if q, ok := s.links[[3]string{l.Type, rec.Anchor, "?"}]; ok {
+				delete(s.links, [3]string{l.Type, rec.Anchor, "?"})
+				q.To = l.ToAnchor
+				s.links[[3]string{l.Type, rec.Anchor, l.ToAnchor}] = q
+			}
+			s.link(l.Type, rec.Anchor, l.ToAnchor).Edges++
+		}
+	}
+	return nil
+}
+
+// doc is the schema found: anchors and links sorted by name, each
+// anchor's configured attributes in the model's order and the discovered
+// ones after them, sorted; and the vector indexes.
+func (s *schemaDescriber) doc() *SchemaDoc {
+	p := s.p
+	doc := &SchemaDoc{Pipeline: p.Name, Identity: []string{"id", sink.PropPipeline}, Anchors: []AnchorDoc{}, Links: []LinkDoc{},
+		Indexes: []VectorIdxDoc{}}
+	for _, name := range slices.Sorted(maps.Keys(s.anchors)) {
+		a := s.anchors[name]
 		// Configured attributes keep their order; discovered ones follow, sorted.
 		configured := 0
 		if p.Model != nil && p.Model.byName[name] != nil {
@@ -169,15 +209,15 @@ func (p *Pipeline) Describe(ctx context.Context) (*SchemaDoc, error) {
 		slices.SortFunc(rest, func(x, y AttributeDoc) int { return strings.Compare(x.Name, y.Name) })
 		doc.Anchors = append(doc.Anchors, *a)
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(links), func(a, b [3]string) int {
+	for _, k := range slices.SortedFunc(maps.Keys(s.links), func(a, b [3]string) int {
 		return strings.Compare(a[0]+"\x00"+a[1]+"\x00"+a[2], b[0]+"\x00"+b[1]+"\x00"+b[2])
 	}) {
-		doc.Links = append(doc.Links, *links[k])
+		doc.Links = append(doc.Links, *s.links[k])
 	}
 	for _, vi := range p.Schema(nil).VectorIndexes {
 		doc.Indexes = append(doc.Indexes, VectorIdxDoc{Name: vi.Name, Label: vi.Label, Property: vi.Property, Dimension: vi.Dimension})
 	}
-	return doc, nil
+	return doc
 }
 
 // Markdown renders the schema as tables for an assistant's prompt.

@@ -245,20 +245,67 @@ type verifier struct {
 	chunkIDs map[string]bool
 }
 
+// verify compares state with the graph: the records state holds
+// (readState), the node counts by label (verifyCounts), the vector
+// indexes, and a sample of the records' nodes, or every one with the
+// nodes nobody's record holds (verifyExtra) when the sample is all.
 func (v *verifier) verify(ctx context.Context) error {
+	stateCount, err := v.readState(ctx)
+	if err != nil {
+		return err
+	}
+	docIDs, err := v.verifyCounts(ctx, stateCount)
+	if err != nil {
+		return err
+	}
+	if err := v.verifyIndexes(ctx); err != nil {
+		return err
+	}
+	idx := v.sample()
+	v.all = len(idx) == len(v.recs)
+	v.rep.Checked = len(idx)
+	if v.all {
+		v.rep.Checked += len(v.edges)
+	}
+	v.affected = map[int]bool{}
+	v.chunkIDs = map[string]bool{}
+	if err := v.verifyNodes(ctx, idx); err != nil {
+		return err
+	}
+	if v.all {
+		if err := v.verifyExtra(ctx, docIDs); err != nil {
+			return err
+		}
+		return nil
+	}
+	// A sample leaves the nodes nobody's record holds unfound: a count
+	// that differs says there are some.
+	for _, c := range v.rep.Counts {
+		if c.State != c.Graph {
+			v.rep.Differences = append(v.rep.Differences, Difference{Kind: DiffCount, Label: c.Label,
+				Detail: fmt.Sprintf("graph has %d nodes, state %d", c.Graph, c.State), Nodes: abs(c.Graph - c.State)})
+		}
+	}
+	return nil
+}
+
+// readState reads state's records of every source into v.recs (records
+// with a node, by source then key) and v.edges (link-table rows), and
+// returns the nodes state expects, by label.
+func (v *verifier) readState(ctx context.Context) (map[string]int, error) {
 	p := v.p
 	stateCount := map[string]int{}
 	for _, src := range p.Sources {
 		name := src.Name()
 		stored, err := p.Store.RecordList(ctx, p.Name, name)
 		if err != nil {
-			return fmt.Errorf("source %q: list stored records: %w", name, err)
+			return nil, fmt.Errorf("source %q: list stored records: %w", name, err)
 		}
 		for _, key := range slices.Sorted(maps.Keys(stored)) {
 			rec := stored[key]
 			rp, err := decodeRecordProps(rec.Props)
 			if err != nil {
-				return fmt.Errorf("source %q: record %q: %w", name, key, err)
+				return nil, fmt.Errorf("source %q: record %q: %w", name, key, err)
 			}
 			vr := verifyRecord{source: name, rec: rec, props: rp}
 			if rp.Edge != nil {
@@ -276,17 +323,24 @@ func (v *verifier) verify(ctx context.Context) error {
 	v.rep.Records = len(v.recs) + len(v.edges)
 	chunks, err := p.Store.ChunkCount(ctx, p.Name)
 	if err != nil {
-		return fmt.Errorf("count stored chunks: %w", err)
+		return nil, fmt.Errorf("count stored chunks: %w", err)
 	}
 	stateCount[LabelChunk] = chunks
+	return stateCount, nil
+}
 
+// verifyCounts counts the graph's nodes by label beside state's
+// (stateCount) into the report, and returns the record nodes' ids,
+// sorted and without repeats.
+func (v *verifier) verifyCounts(ctx context.Context, stateCount map[string]int) (docIDs []string, _ error) {
+	p := v.p
 	// Counts: record nodes carry _pipeline; chunks, sections, elements and
 	// terms name their record node in `document`.
 	graphCount, err := v.gr.CountBy(ctx, PropPipeline, []string{p.Name})
 	if err != nil {
-		return fmt.Errorf("count record nodes: %w", err)
+		return nil, fmt.Errorf("count record nodes: %w", err)
 	}
-	docIDs := make([]string, 0, len(v.recs))
+	docIDs = make([]string, 0, len(v.recs))
 	for _, r := range v.recs {
 		docIDs = append(docIDs, r.nodeID)
 	}
@@ -294,7 +348,7 @@ func (v *verifier) verify(ctx context.Context) error {
 	docIDs = slices.Compact(docIDs)
 	parts, err := v.gr.CountBy(ctx, PropDocument, docIDs)
 	if err != nil {
-		return fmt.Errorf("count chunk, section, element and term nodes: %w", err)
+		return nil, fmt.Errorf("count chunk, section, element and term nodes: %w", err)
 	}
 	for _, l := range partLabels {
 		graphCount[l] = parts[l]
@@ -302,11 +356,13 @@ func (v *verifier) verify(ctx context.Context) error {
 	for _, l := range slices.Sorted(maps.Keys(mergeKeys(stateCount, graphCount))) {
 		v.rep.Counts = append(v.rep.Counts, LabelCount{Label: l, State: stateCount[l], Graph: graphCount[l]})
 	}
+	return docIDs, nil
+}
 
-	if err := v.verifyIndexes(ctx); err != nil {
-		return err
-	}
-
+// sample picks the records whose nodes are compared (indexes into v.recs,
+// ascending): every one for a repair, else VerifyOptions.Sample of them
+// (DefaultVerifySample when 0) at random.
+func (v *verifier) sample() []int {
 	sample := v.opts.Sample
 	if v.opts.Repair || sample == 0 {
 		sample = DefaultVerifySample
@@ -330,29 +386,7 @@ func (v *verifier) verify(ctx context.Context) error {
 		idx = idx[:sample]
 		slices.Sort(idx)
 	}
-	v.all = len(idx) == len(v.recs)
-	v.rep.Checked = len(idx)
-	if v.all {
-		v.rep.Checked += len(v.edges)
-	}
-	v.affected = map[int]bool{}
-	v.chunkIDs = map[string]bool{}
-	if err := v.verifyNodes(ctx, idx); err != nil {
-		return err
-	}
-	if v.all {
-		if err := v.verifyExtra(ctx, docIDs); err != nil {
-			return err
-		}
-		return nil
-	}
-	for _, c := range v.rep.Counts {
-		if c.State != c.Graph {
-			v.rep.Differences = append(v.rep.Differences, Difference{Kind: DiffCount, Label: c.Label,
-				Detail: fmt.Sprintf("graph has %d nodes, state %d", c.Graph, c.State), Nodes: abs(c.Graph - c.State)})
-		}
-	}
-	return nil
+	return idx
 }
 
 func mergeKeys(a, b map[string]int) map[string]int {
