@@ -117,7 +117,7 @@ type item struct {
 // Expand builds the minimal sufficient context of hits within budget
 // tokens (DefaultBudget when budget <= 0); ExpandResult with no question.
 func (s *Searcher) Expand(ctx context.Context, hits []Hit, budget int) (*Context, error) {
-	return s.expand(ctx, hits, nil, budget)
+	return s.expand(ctx, hits, nil, nil, budget)
 }
 
 // ExpandResult builds the minimal sufficient context of a search result
@@ -132,10 +132,55 @@ func (s *Searcher) Expand(ctx context.Context, hits []Hit, budget int) (*Context
 // an element already in the context is not added again. What did not fit
 // is listed in Context.Omitted.
 func (s *Searcher) ExpandResult(ctx context.Context, res *Result, budget int) (*Context, error) {
-	return s.expand(ctx, res.Hits, res.Terms, budget)
+	return s.expand(ctx, res.Hits, nil, res.Terms, budget)
 }
 
-func (s *Searcher) expand(ctx context.Context, hits []Hit, terms []string, budget int) (*Context, error) {
+// SearchExpand searches query (as Search) and builds the context of its
+// result within budget tokens (DefaultBudget when budget <= 0), as
+// ExpandResult does, and then, while budget remains, adds the next-ranked
+// hits beyond opts.K (up to MoreHits of them; whole, else cut to the part
+// the query matched), after every hit's own context: more candidates raise the chance that the answer is
+// in what the user receives when it is not in the first k. The Result
+// has the first k hits only; the Context's hits beyond them come after
+// the first k, in rank order. A declined search is returned with a nil
+// Context.
+func (s *Searcher) SearchExpand(ctx context.Context, query string, opts Options, budget int) (*Result, *Context, error) {
+	k := opts.K
+	if k <= 0 {
+		k = s.config().K
+	}
+	if k <= 0 {
+		k = 5
+	}
+	opts.K = k
+	res, err := s.Search(ctx, query, opts)
+	if err != nil || len(res.Hits) == 0 {
+		return res, nil, err
+	}
+	// A search for more hits ranks more candidates per signal, so its
+	// first k may differ from the result's: the result's stay, the wider
+	// search's others follow in its order.
+	wide := opts
+	wide.K, wide.NoFloor = k+MoreHits, true
+	w, err := s.Search(ctx, query, wide)
+	if err != nil {
+		return nil, nil, err
+	}
+	var more []Hit
+	for _, h := range w.Hits {
+		if !slices.ContainsFunc(res.Hits, func(r Hit) bool { return r.ID == h.ID }) && len(more) < MoreHits {
+			more = append(more, h)
+		}
+	}
+	c, err := s.expand(ctx, res.Hits, more, res.Terms, budget)
+	return res, c, err
+}
+
+// MoreHits is how many hits beyond k SearchExpand may add to a context
+// when its budget allows.
+const MoreHits = 10
+
+func (s *Searcher) expand(ctx context.Context, hits, more []Hit, terms []string, budget int) (*Context, error) {
 	d, err := s.load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("expand: %w", err)
@@ -216,7 +261,64 @@ func (s *Searcher) expand(ctx context.Context, hits []Hit, terms []string, budge
 			out.Hits = append(out.Hits, h)
 		}
 	}
+	// Then, while budget remains, the hits beyond k in rank order: whole,
+	// else cut to the part the query matched. Measured on the golden
+	// tuning sets, ranking them above a hit's context (its clause, its
+	// references) cost more answers than it found.
+	for j, h := range more {
+		keep := slices.DeleteFunc(slices.Clone(h.Elements), func(e string) bool { return present[e] })
+		if len(keep) == 0 {
+			continue // the context holds it already
+		}
+		if len(keep) < len(h.Elements) {
+			h = d.x.cut(h, keep, tok)
+		}
+		if out.Tokens+h.Tokens > budget {
+			if t, ok := d.matchedPart(h, tok); ok {
+				h = t
+			}
+		}
+		if out.Tokens+h.Tokens > budget {
+			omit(h.ID, fmt.Sprintf("hit %d", len(hits)+j+1), h.Tokens)
+			continue
+		}
+		out.Tokens += h.Tokens
+		for _, e := range h.Elements {
+			present[e] = true
+		}
+		out.Hits = append(out.Hits, h)
+	}
 	return out, nil
+}
+
+// matchedPart is a hit cut to its elements in the node its query
+// matched (Hit.Match); ok is false when that is the whole hit.
+func (d *corpusData) matchedPart(h Hit, tok *chunker.Tokenizer) (Hit, bool) {
+	if h.Match == nil {
+		return h, false
+	}
+	m := d.x.leaves(h.Match.ID)
+	keep := slices.DeleteFunc(slices.Clone(h.Elements), func(e string) bool { return !slices.Contains(m, e) })
+	if len(keep) == 0 || len(keep) == len(h.Elements) {
+		return h, false
+	}
+	return d.x.cut(h, keep, tok), true
+}
+
+// cut is a hit whose text is its context line and the text of the given
+// elements of it, in their order.
+func (x *corpusIndex) cut(h Hit, keep []string, tok *chunker.Tokenizer) Hit {
+	var b strings.Builder
+	b.WriteString(h.Context)
+	for _, e := range keep {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(x.nodes[e].Text)
+	}
+	h.Text, h.Elements, h.Match = b.String(), keep, nil
+	h.Tokens = tok.Count(h.Text)
+	return h
 }
 
 // questionTerms are the definitions of the terms a question names, each
@@ -246,12 +348,12 @@ func (d *corpusData) questionTerms(names []string, hits []Hit, in map[int]bool, 
 					break
 				}
 			}
-			leaves := d.x.boundedLeavesN(t.DefinedIn, tok, maxDefinitionTokens)
+			id, leaves := d.x.definition(t.DefinedIn, tok)
 			if len(leaves) == 0 {
 				continue
 			}
-			text, n := d.x.textOf(t.DefinedIn, leaves, tok)
-			out = append(out, item{hit: at, priority: expandQuestionTerm, exp: &Expansion{ID: t.DefinedIn, Label: d.x.label(t.DefinedIn),
+			text, n := d.x.textOf(id, leaves, tok)
+			out = append(out, item{hit: at, priority: expandQuestionTerm, exp: &Expansion{ID: id, Label: d.x.label(id),
 				Reason: fmt.Sprintf("defines %q, which the question names", t.Name), Text: text, Covers: leaves, Tokens: n}})
 		}
 	}
@@ -445,7 +547,8 @@ func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
 		if d.x.docOf[t.DefinedIn] == hitDoc && termIn(low, strings.ToLower(t.Name), d.patterns()) && !d.commonTerm(t) {
 			// The definition, not the whole section a term heads (an
 			// HTTP method's section defines it in its first paragraph).
-			add(t.DefinedIn, fmt.Sprintf("defines %q", t.Name), expandTerm, x.boundedLeavesN(t.DefinedIn, tok, maxDefinitionTokens))
+			id, leaves := x.definition(t.DefinedIn, tok)
+			add(id, fmt.Sprintf("defines %q", t.Name), expandTerm, leaves)
 		}
 	}
 	return out
@@ -644,6 +747,24 @@ func (x *corpusIndex) mentionWeight(id string) float64 {
 		}
 	}
 	return 1
+}
+
+// definition is the node and leaves that define a term defined in the
+// node id: id's first leaves within maxDefinitionTokens, or — when id is
+// the first paragraph of an untitled numbered point whose other parts
+// continue it ("(65) 'serious incident' means … any of the following:"
+// and its points (a) to (c)) — the whole point, when it fits.
+func (x *corpusIndex) definition(id string, tok *chunker.Tokenizer) (string, []string) {
+	if n, ok := x.nodes[id]; ok && n.Label == LabelElement {
+		if p := x.parent(id); p != "" && x.clauseOf(id) != p && x.label(p) == LabelSection {
+			if all := x.leaves(p); len(all) > 1 && all[0] == id {
+				if leaves := x.boundedLeavesN(p, tok, maxDefinitionTokens); len(leaves) == len(all) {
+					return p, leaves
+				}
+			}
+		}
+	}
+	return id, x.boundedLeavesN(id, tok, maxDefinitionTokens)
 }
 
 // boundedLeavesN are a node's first leaves that fit n tokens (at least one).

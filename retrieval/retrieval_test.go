@@ -564,3 +564,38 @@ func TestDefinitionRouting(t *testing.T) {
 		require.True(t, strings.HasSuffix(res.Hits[0].Match.ID, want) || strings.Contains(res.Hits[0].Match.ID, want+" "), "%s: %s", q, res.Hits[0].Match.ID)
 	}
 }
+
+// TestSearchExpandAddsHitsBeyondK: with budget to spare, SearchExpand
+// keeps the result's k hits first, in order, and adds the next-ranked
+// hits after them (none twice); with a budget the k hits fill, it adds
+// none and lists the first left out.
+func TestSearchExpandAddsHitsBeyondK(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	q := "How long may a proxy keep an obfuscated identifier for the same client?"
+	plain := search(t, s, q, retrieval.Options{K: 3, NoFloor: true})
+	require.Len(t, plain.Hits, 3)
+
+	res, c, err := s.SearchExpand(t.Context(), q, retrieval.Options{K: 3, NoFloor: true}, 20000)
+	require.NoError(t, err)
+	require.Len(t, res.Hits, 3, "the result keeps k hits")
+	require.Greater(t, len(c.Hits), 3, "a large budget takes hits beyond k")
+	seen := map[string]bool{}
+	for i, h := range c.Hits {
+		if i < 3 {
+			require.Equal(t, plain.Hits[i].ID, h.ID, "the first k are the search's, in order")
+		}
+		require.False(t, seen[h.ID], "hit %s twice", h.ID)
+		seen[h.ID] = true
+	}
+	require.LessOrEqual(t, c.Tokens, 20000)
+
+	total := 0
+	for _, h := range plain.Hits {
+		total += h.Tokens
+	}
+	_, c, err = s.SearchExpand(t.Context(), q, retrieval.Options{K: 3, NoFloor: true}, total)
+	require.NoError(t, err)
+	require.Len(t, c.Hits, 3, "no budget left for more")
+	require.LessOrEqual(t, c.Tokens, total)
+}
