@@ -310,6 +310,10 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 		}
 		e.TermShare = max(e.TermShare, windowShare(indexTerms(name, lang), nil, words, weights, total, 1<<20))
 	}
+	var units map[string]bool // the unit the question asks its quantity in
+	if e.Quantity {
+		units = askedUnits(query)
+	}
 	for _, u := range top {
 		terms, qty := quantityTerms(d.units[u].Text, langOr(d.units[u]))
 		window := windowShare(terms, nil, words, weights, total, windowTerms)
@@ -319,7 +323,7 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 			// columns (an answer, a rate, a count) hold the quantity the
 			// attribute's text need not: only a chunk is asked for a number.
 			if d.units[u].Label == LabelChunk {
-				window = windowShare(terms, qty, words, weights, total, windowTerms)
+				window = windowShare(terms, withUnit(terms, qty, units), words, weights, total, windowTerms)
 			}
 			e.QuantityWindow = max(e.QuantityWindow, window)
 		}

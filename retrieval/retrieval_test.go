@@ -489,6 +489,8 @@ func TestFloorQuantityQuestions(t *testing.T) {
 	for _, q := range []string{
 		"How many characters may an obfuscated identifier have?",
 		"Какой минимальный размер оплаты труда гарантирует государство?",
+		// A number near its words, but none of characters or bytes.
+		"How long may the package version string be at most?",
 	} {
 		res := search(t, s, q, retrieval.Options{K: 5})
 		require.True(t, res.Evidence.Quantity, q)
