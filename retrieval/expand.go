@@ -205,6 +205,7 @@ func (s *Searcher) expand(ctx context.Context, hits, more []Hit, terms []string,
 	}
 	in := map[int]bool{}
 	present := map[string]bool{}
+	hits = slices.Clone(hits)
 	for i, h := range hits {
 		if len(h.Elements) > 0 && !slices.ContainsFunc(h.Elements, func(e string) bool { return !present[e] }) {
 			continue // an earlier hit holds it already
@@ -214,8 +215,15 @@ func (s *Searcher) expand(ctx context.Context, hits, more []Hit, terms []string,
 			n = tok.Count(h.Text)
 		}
 		if out.Tokens+n > budget && len(in) > 0 {
-			omit(h.ID, fmt.Sprintf("hit %d", i+1), n)
-			continue
+			// A hit that does not fit whole comes cut to the part its
+			// query matched (its clause or paragraph), rather than not
+			// at all.
+			t, ok := d.matchedPart(h, tok)
+			if !ok || out.Tokens+t.Tokens > budget {
+				omit(h.ID, fmt.Sprintf("hit %d", i+1), n)
+				continue
+			}
+			hits[i], n = t, t.Tokens
 		}
 		in[i] = true
 		out.Tokens += n

@@ -601,3 +601,42 @@ func TestSearchExpandAddsHitsBeyondK(t *testing.T) {
 	require.Len(t, c.Hits, 3, "no budget left for more")
 	require.LessOrEqual(t, c.Tokens, total)
 }
+
+// TestExpandCutsHitThatDoesNotFit: a hit too long for what is left of the
+// budget comes cut to the elements of the part its query matched, rather
+// than not at all.
+func TestExpandCutsHitThatDoesNotFit(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	cut := 0
+	for _, q := range []string{
+		"What does the by parameter contain by default?",
+		"Какие права имеет гражданин при задержании?",
+		"What must the organization do about the competence of program participants?",
+		"Which checksum algorithms can be used for a package?",
+	} {
+		res := search(t, s, q, retrieval.Options{K: 5, NoFloor: true})
+		for i, h := range res.Hits {
+			if i == 0 || h.Match == nil || !slices.Contains(h.Elements, h.Match.ID) || len(h.Elements) < 2 {
+				continue // a hit whose match is one of several elements
+			}
+			before := 0
+			for _, p := range res.Hits[:i] {
+				before += p.Tokens
+			}
+			c, err := s.Expand(t.Context(), res.Hits[:i+1], before+h.Tokens-1)
+			require.NoError(t, err)
+			if len(c.Hits) <= i || c.Hits[i].ID != h.ID {
+				continue // an earlier hit held it, or its part did not fit either
+			}
+			got := c.Hits[i]
+			require.Less(t, got.Tokens, h.Tokens, q)
+			require.Contains(t, got.Elements, h.Match.ID, "%s: the matched element is kept", q)
+			require.Less(t, len(got.Elements), len(h.Elements), q)
+			require.LessOrEqual(t, c.Tokens, before+h.Tokens-1, q)
+			cut++
+			break
+		}
+	}
+	require.Positive(t, cut, "some hit was cut to its matched part")
+}
