@@ -111,6 +111,12 @@ type Evidence struct {
 	// other columns hold the answer.
 	Quantity       bool    `json:"quantity,omitempty"`
 	QuantityWindow float64 `json:"quantity_window,omitempty"`
+	// Unit is the unit the question asks its quantity in, when it names
+	// one: a class ("time", "time or length", "money", "age", "size",
+	// "frequency") or the noun counted ("judges"). QuantityWindow then
+	// counts only numbers within three words of such a unit ("15 days",
+	// "11 судей").
+	Unit string `json:"unit,omitempty"`
 	// Strength is Window + the floor's ScoreWeight × Score, what the
 	// floor compares with its MinEvidence and DeclineEvidence.
 	Strength float64 `json:"strength"`
@@ -187,8 +193,12 @@ func (f Floor) judge(e Evidence) Verdict {
 	var why string
 	switch {
 	case e.Quantity && f.QuantityShare > 0 && e.QuantityWindow < f.QuantityShare*e.Window:
-		why = fmt.Sprintf("the question asks for a quantity and the best hits have no number near its words (near a number they hold %.0f%% of the query's weight of words, together %.0f%%)",
-			100*e.QuantityWindow, 100*e.Window)
+		asked, number := "a quantity", "number"
+		if e.Unit != "" {
+			asked, number = fmt.Sprintf("a quantity (%s)", e.Unit), "number in that unit"
+		}
+		why = fmt.Sprintf("the question asks for %s and the best hits have no %s near its words (near one they hold %.0f%% of the query's weight of words, together %.0f%%)",
+			asked, number, 100*e.QuantityWindow, 100*e.Window)
 	case vouch(cosineOf(c, false)):
 		return high
 	case e.NoWords:
@@ -312,7 +322,7 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 	}
 	var units map[string]bool // the unit the question asks its quantity in
 	if e.Quantity {
-		units = askedUnits(query)
+		units, e.Unit = askedUnits(query)
 	}
 	for _, u := range top {
 		terms, qty := quantityTerms(d.units[u].Text, langOr(d.units[u]))

@@ -142,7 +142,7 @@ func isDigitByte(c byte) bool { return c >= '0' && c <= '9' }
 
 // Unit classes: the words a quantity of one kind is given in, as stems
 // (unitClasses). A question asking "how long" is answered by a number of
-// days or years, or of characters or bytes; "how much does it cost" by
+// days or years, or of characters or bytes (a duration or a length); "how much does it cost" by
 // euros or roubles.
 const (
 	unitTime   = "time"
@@ -208,7 +208,7 @@ var reAskedUnit = sync.OnceValue(func() []askedUnitPattern {
 		p(unitAge, `\bhow old\b|\b(?:at )?what age\b|\b(?:maximum|minimum|max|min) age\b|(?:какого|каком|какой) возраст|qu[ée] edad|quel âge`),
 		p(unitFreq, `\bhow (?:often|frequently)\b|как часто|con qu[ée] frecuencia|à quelle fréquence`),
 		p(unitSize, `\bhow (?:big|large)\b|\b(?:maximum|minimum|max|min) size\b|какого размера`),
-		p(unitLength, `\b(?:maximum|minimum|max|min) length\b|\bhow long\b.*\b(?:string|name|identifier|value|field|text|password|line|uri|url|header|label|token|title)\b`),
+		p(unitLength, `\b(?:maximum|minimum|max|min) length\b|\bhow long\b[^?]*\bbe(?: at (?:most|least))?\s*\??\s*$`),
 		p(unitTime, `\bhow (?:long|soon)\b|\b(?:maximum|minimum|max|min) (?:duration|period|term|time)\b|\b(?:what|which) (?:deadline|time limit)\b|`+
 			`на какой срок|(?:какой|каков\p{L}*) (?:\p{L}+ )?срок|какого (?:срока|времени|периода)|какова продолжительность|`+
 			`por cu[áa]nto tiempo|qu[ée] plazo|quel délai`),
@@ -223,12 +223,14 @@ type askedUnitPattern struct {
 }
 
 // askedUnits are the stems of the unit a quantity question asks in: the
-// class its wording asks for ("how long": time, or a length when it asks
-// about a string or a name; "how much does it cost": money), else the
+// class its wording asks for ("how long": a time or a length, a length
+// when it ends "… be?", "how long may the name be"; "how much does it
+// cost": money), else the
 // noun after "how many" ("how many judges" → judg), with its unit class
-// when it has one ("how many days": every unit of time). Nil when the
-// question names no unit ("how many of them", "сколько стоит" is money).
-func askedUnits(query string) map[string]bool {
+// when it has one ("how many days": every unit of time); name says it
+// ("time", "money", "judges"). Nil when the question names no unit ("how
+// many of them").
+func askedUnits(query string) (units map[string]bool, name string) {
 	classes := unitClasses()
 	for _, p := range reAskedUnit() {
 		m := p.re.FindStringSubmatch(query)
@@ -237,10 +239,12 @@ func askedUnits(query string) map[string]bool {
 		}
 		if p.class != "noun" {
 			out := maps.Clone(classes[p.class])
+			name := p.class
 			if p.class == unitTime && strings.Contains(strings.ToLower(m[0]), "how long") {
 				maps.Copy(out, classes[unitLength]) // a duration or a length
+				name = "time or length"
 			}
-			return out
+			return out, name
 		}
 		out := map[string]bool{}
 		for _, w := range m[1:] {
@@ -256,14 +260,15 @@ func askedUnits(query string) map[string]bool {
 				}
 			}
 			out[s] = true
+			name = w
 			break // the noun; a second word only when the first was a stop word ("how many of the")
 		}
 		if len(out) == 0 {
-			return nil
+			return nil, ""
 		}
-		return out
+		return out, name
 	}
-	return nil
+	return nil, ""
 }
 
 // unitDistance is how many terms a quantity may stand from the unit it
