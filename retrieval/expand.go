@@ -77,8 +77,9 @@ type Context struct {
 	Tokens int `json:"tokens"`
 	// Budget is the budget it was built in.
 	Budget int `json:"budget"`
-	// Omitted is what was left out for lack of budget, by priority: hits
-	// that did not fit, then context a hit needed.
+	// Omitted is what was left out for lack of budget, by priority: the
+	// first k hits that did not fit, then context a hit needed (hits
+	// beyond k that did not fit are not listed).
 	Omitted []Omission `json:"omitted,omitempty"`
 }
 
@@ -272,8 +273,7 @@ func (s *Searcher) expand(ctx context.Context, hits, more []Hit, terms []string,
 			}
 		}
 		if out.Tokens+h.Tokens > budget {
-			omit(h.ID, fmt.Sprintf("hit %d", len(hits)+j+1), h.Tokens)
-			return
+			return // a candidate, not something the first hits need: not listed in Omitted
 		}
 		out.Tokens += h.Tokens
 		for _, e := range h.Elements {
