@@ -325,11 +325,20 @@ func (d *corpusData) matchedPart(h Hit, tok *chunker.Tokenizer) (Hit, bool) {
 	if len(keep) == 0 || len(keep) == len(h.Elements) {
 		return h, false
 	}
-	return d.x.cut(h, keep, tok), true
+	t := d.x.cut(h, keep, tok)
+	// It is still named by its match, at the match's place in the cut text.
+	match := *h.Match
+	match.Offset = 0
+	if n := d.x.nodes[match.ID]; n != nil && n.Label == LabelElement {
+		match.Offset = max(strings.Index(t.Text, n.Text), 0)
+	}
+	t.Match = &match
+	return t, true
 }
 
 // cut is a hit whose text is its context line and the text of the given
-// elements of it, in their order.
+// elements of it, in their order; its Match is dropped (the caller names
+// it again when the matched node is kept).
 func (x *corpusIndex) cut(h Hit, keep []string, tok *chunker.Tokenizer) Hit {
 	var b strings.Builder
 	b.WriteString(h.Context)

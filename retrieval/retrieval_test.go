@@ -632,6 +632,8 @@ func TestExpandCutsHitThatDoesNotFit(t *testing.T) {
 			got := c.Hits[i]
 			require.Less(t, got.Tokens, h.Tokens, q)
 			require.Contains(t, got.Elements, h.Match.ID, "%s: the matched element is kept", q)
+			require.NotNil(t, got.Match, q)
+			require.Equal(t, h.Match.ID, got.Match.ID, "%s: still named by its match", q)
 			require.Less(t, len(got.Elements), len(h.Elements), q)
 			require.LessOrEqual(t, c.Tokens, before+h.Tokens-1, q)
 			cut++
