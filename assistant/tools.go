@@ -272,22 +272,26 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 			return nil, out, fmt.Errorf("attribute %q of anchor %s is not embeddable; searchable: %s", in.Attribute, in.Anchor, strings.Join(sortedKeys(attrs), ", "))
 		}
 	}
-	res, err := v.srch.Search(ctx, in.Query, retrieval.Options{K: in.K, Anchor: in.Anchor, Attribute: in.Attribute})
-	if err != nil {
-		return nil, out, err
-	}
-	hits := res.Hits
-	if in.Expand && len(hits) > 0 {
+	opts := retrieval.Options{K: in.K, Anchor: in.Anchor, Attribute: in.Attribute}
+	var res *retrieval.Result
+	var c *retrieval.Context
+	if in.Expand {
 		budget := in.Budget
 		if budget <= 0 {
 			budget = p.Search.Budget
 		}
-		// ExpandResult, as kgsync search --expand: the definitions of the
-		// terms the question names come with the hits.
-		c, err := v.srch.ExpandResult(ctx, res, budget)
-		if err != nil {
-			return nil, out, err
-		}
+		// SearchExpand, as kgsync search --expand: the definitions of the
+		// terms the question names come with the hits, and the hits
+		// beyond k while the budget has room.
+		res, c, err = v.srch.SearchExpand(ctx, in.Query, opts, budget)
+	} else {
+		res, err = v.srch.Search(ctx, in.Query, opts)
+	}
+	if err != nil {
+		return nil, out, err
+	}
+	hits := res.Hits
+	if c != nil {
 		hits, out.ContextTokens = c.Hits, c.Tokens
 		for _, o := range c.Omitted {
 			out.Omitted = append(out.Omitted, Omitted{ID: o.ID, Reason: o.Reason, Tokens: o.Tokens})

@@ -273,6 +273,10 @@ func TestSearchToolExpandAsCLI(t *testing.T) {
 		require.NotEmpty(t, o.Reason)
 		require.Positive(t, o.Tokens)
 	}
+	// With room in the budget, the hits beyond k come too, as with the CLI.
+	call(t, cs, "search", map[string]any{"pipeline": "docs", "k": 1, "expand": true, "query": `What should the "by" parameter contain by default?`}, &out)
+	require.Greater(t, len(out.Hits), 1, "hits beyond k=1 fill the budget")
+	require.LessOrEqual(t, out.ContextTokens, 2500)
 }
 
 func TestLookupTermNeighbors(t *testing.T) {

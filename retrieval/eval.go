@@ -277,9 +277,14 @@ func (s *Searcher) Eval(ctx context.Context, qs []GoldenQuestion, opts EvalOptio
 				r.Modes[ModeHybrid] = score(res.Hits, nil)
 			}
 			if use[ModeExpand] {
-				c, err := s.ExpandResult(ctx, res, budget)
+				// What a user of --expand receives: the context of the
+				// same search, with the hits beyond k that fit.
+				_, c, err := s.SearchExpand(ctx, q.Question, Options{K: k, NoFloor: true}, budget)
 				if err != nil {
 					return nil, fmt.Errorf("eval %s: %w", q.ID, err)
+				}
+				if c == nil {
+					c = &Context{Budget: budget}
 				}
 				r.Modes[ModeExpand] = score(c.Hits, c)
 			}

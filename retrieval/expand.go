@@ -45,6 +45,12 @@ const (
 	expandClause       = 0.9  // the rest of the hit's clause, nearest parts first
 	expandRef          = 0.8  // a cross-reference target the hit names
 	expandMention      = 0.7  // a section whose heading the hit names ("302 (Found)")
+	// expandMore is a hit beyond k (SearchExpand): divided by the square
+	// root of its rank, it comes after the first hits' clauses and
+	// references and among the later hits' (rank 6: 0.41, rank 20:
+	// 0.22). Measured on the golden tuning sets, 1.3 and above cost more
+	// answers (context the first hits need) than the extra hits found.
+	expandMore = 1.0
 )
 
 // clauseDecay is how much a part of the hit's clause weighs less per part
@@ -71,8 +77,9 @@ type Context struct {
 	Tokens int `json:"tokens"`
 	// Budget is the budget it was built in.
 	Budget int `json:"budget"`
-	// Omitted is what was left out for lack of budget, by priority: hits
-	// that did not fit, then context a hit needed.
+	// Omitted is what was left out for lack of budget, by priority: the
+	// first k hits that did not fit, then context a hit needed (hits
+	// beyond k that did not fit are not listed).
 	Omitted []Omission `json:"omitted,omitempty"`
 }
 
@@ -109,6 +116,7 @@ func (c *Context) Covered() map[string]bool {
 
 // item is one candidate piece of a context.
 type item struct {
+	more     int // with exp nil: the index of a hit beyond k
 	hit      int // index of the hit it belongs to
 	exp      *Expansion
 	priority float64
@@ -117,7 +125,7 @@ type item struct {
 // Expand builds the minimal sufficient context of hits within budget
 // tokens (DefaultBudget when budget <= 0); ExpandResult with no question.
 func (s *Searcher) Expand(ctx context.Context, hits []Hit, budget int) (*Context, error) {
-	return s.expand(ctx, hits, nil, budget)
+	return s.expand(ctx, hits, nil, nil, budget)
 }
 
 // ExpandResult builds the minimal sufficient context of a search result
@@ -132,10 +140,56 @@ func (s *Searcher) Expand(ctx context.Context, hits []Hit, budget int) (*Context
 // an element already in the context is not added again. What did not fit
 // is listed in Context.Omitted.
 func (s *Searcher) ExpandResult(ctx context.Context, res *Result, budget int) (*Context, error) {
-	return s.expand(ctx, res.Hits, res.Terms, budget)
+	return s.expand(ctx, res.Hits, nil, res.Terms, budget)
 }
 
-func (s *Searcher) expand(ctx context.Context, hits []Hit, terms []string, budget int) (*Context, error) {
+// SearchExpand searches query (as Search) and builds the context of its
+// result within budget tokens (DefaultBudget when budget <= 0) as
+// ExpandResult does, with the next-ranked hits beyond opts.K (up to
+// MoreHits of them; whole, else cut to the part the query matched) among
+// the candidates, at a priority below the first hits' clauses and
+// references: more candidates raise the chance that the answer is in
+// what the user receives when it is not in the first k. The Result has
+// the first k hits only; the Context's hits beyond them come after the
+// first k, in rank order. A declined search is returned with a nil
+// Context.
+func (s *Searcher) SearchExpand(ctx context.Context, query string, opts Options, budget int) (*Result, *Context, error) {
+	k := opts.K
+	if k <= 0 {
+		k = s.config().K
+	}
+	if k <= 0 {
+		k = 5
+	}
+	opts.K = k
+	res, err := s.Search(ctx, query, opts)
+	if err != nil || len(res.Hits) == 0 {
+		return res, nil, err
+	}
+	// A search for more hits ranks more candidates per signal, so its
+	// first k may differ from the result's: the result's stay, the wider
+	// search's others follow in its order.
+	wide := opts
+	wide.K, wide.NoFloor = k+MoreHits, true
+	w, err := s.Search(ctx, query, wide)
+	if err != nil {
+		return nil, nil, err
+	}
+	var more []Hit
+	for _, h := range w.Hits {
+		if !slices.ContainsFunc(res.Hits, func(r Hit) bool { return r.ID == h.ID }) && len(more) < MoreHits {
+			more = append(more, h)
+		}
+	}
+	c, err := s.expand(ctx, res.Hits, more, res.Terms, budget)
+	return res, c, err
+}
+
+// MoreHits is how many hits beyond k SearchExpand may add to a context
+// when its budget allows.
+const MoreHits = 15
+
+func (s *Searcher) expand(ctx context.Context, hits, more []Hit, terms []string, budget int) (*Context, error) {
 	d, err := s.load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("expand: %w", err)
@@ -152,6 +206,7 @@ func (s *Searcher) expand(ctx context.Context, hits []Hit, terms []string, budge
 	}
 	in := map[int]bool{}
 	present := map[string]bool{}
+	hits = slices.Clone(hits)
 	for i, h := range hits {
 		if len(h.Elements) > 0 && !slices.ContainsFunc(h.Elements, func(e string) bool { return !present[e] }) {
 			continue // an earlier hit holds it already
@@ -161,8 +216,15 @@ func (s *Searcher) expand(ctx context.Context, hits []Hit, terms []string, budge
 			n = tok.Count(h.Text)
 		}
 		if out.Tokens+n > budget && len(in) > 0 {
-			omit(h.ID, fmt.Sprintf("hit %d", i+1), n)
-			continue
+			// A hit that does not fit whole comes cut to the part its
+			// query matched (its clause or paragraph), rather than not
+			// at all.
+			t, ok := d.matchedPart(h, tok)
+			if !ok || out.Tokens+t.Tokens > budget {
+				omit(h.ID, fmt.Sprintf("hit %d", i+1), n)
+				continue
+			}
+			hits[i], n = t, t.Tokens
 		}
 		in[i] = true
 		out.Tokens += n
@@ -181,6 +243,9 @@ func (s *Searcher) expand(ctx context.Context, hits []Hit, terms []string, budge
 		}
 	}
 	items = append(items, d.questionTerms(terms, hits, in, tok)...)
+	for j := range more {
+		items = append(items, item{more: j, priority: expandMore / math.Sqrt(float64(len(hits)+j+1))})
+	}
 	slices.SortStableFunc(items, func(a, b item) int {
 		switch {
 		case a.priority > b.priority:
@@ -191,7 +256,36 @@ func (s *Searcher) expand(ctx context.Context, hits []Hit, terms []string, budge
 		return 0
 	})
 	exps := map[int][]Expansion{}
+	// A hit beyond k: whole, else cut to the part the query matched.
+	var extra []Hit
+	addMore := func(j int) {
+		h := more[j]
+		keep := slices.DeleteFunc(slices.Clone(h.Elements), func(e string) bool { return present[e] })
+		if len(keep) == 0 {
+			return // the context holds it already
+		}
+		if len(keep) < len(h.Elements) {
+			h = d.x.cut(h, keep, tok)
+		}
+		if out.Tokens+h.Tokens > budget {
+			if t, ok := d.matchedPart(h, tok); ok {
+				h = t
+			}
+		}
+		if out.Tokens+h.Tokens > budget {
+			return // a candidate, not something the first hits need: not listed in Omitted
+		}
+		out.Tokens += h.Tokens
+		for _, e := range h.Elements {
+			present[e] = true
+		}
+		extra = append(extra, h)
+	}
 	for _, it := range items {
+		if it.exp == nil {
+			addMore(it.more)
+			continue
+		}
 		x := *it.exp
 		x.Covers = slices.DeleteFunc(slices.Clone(x.Covers), func(e string) bool { return present[e] })
 		if len(x.Covers) == 0 {
@@ -216,7 +310,47 @@ func (s *Searcher) expand(ctx context.Context, hits []Hit, terms []string, budge
 			out.Hits = append(out.Hits, h)
 		}
 	}
+	out.Hits = append(out.Hits, extra...)
 	return out, nil
+}
+
+// matchedPart is a hit cut to its elements in the node its query
+// matched (Hit.Match); ok is false when that is the whole hit.
+func (d *corpusData) matchedPart(h Hit, tok *chunker.Tokenizer) (Hit, bool) {
+	if h.Match == nil {
+		return h, false
+	}
+	m := d.x.leaves(h.Match.ID)
+	keep := slices.DeleteFunc(slices.Clone(h.Elements), func(e string) bool { return !slices.Contains(m, e) })
+	if len(keep) == 0 || len(keep) == len(h.Elements) {
+		return h, false
+	}
+	t := d.x.cut(h, keep, tok)
+	// It is still named by its match, at the match's place in the cut text.
+	match := *h.Match
+	match.Offset = 0
+	if n := d.x.nodes[match.ID]; n != nil && n.Label == LabelElement {
+		match.Offset = max(strings.Index(t.Text, n.Text), 0)
+	}
+	t.Match = &match
+	return t, true
+}
+
+// cut is a hit whose text is its context line and the text of the given
+// elements of it, in their order; its Match is dropped (the caller names
+// it again when the matched node is kept).
+func (x *corpusIndex) cut(h Hit, keep []string, tok *chunker.Tokenizer) Hit {
+	var b strings.Builder
+	b.WriteString(h.Context)
+	for _, e := range keep {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(x.nodes[e].Text)
+	}
+	h.Text, h.Elements, h.Match = b.String(), keep, nil
+	h.Tokens = tok.Count(h.Text)
+	return h
 }
 
 // questionTerms are the definitions of the terms a question names, each
@@ -246,12 +380,12 @@ func (d *corpusData) questionTerms(names []string, hits []Hit, in map[int]bool, 
 					break
 				}
 			}
-			leaves := d.x.boundedLeavesN(t.DefinedIn, tok, maxDefinitionTokens)
+			id, leaves := d.x.definition(t.DefinedIn, tok)
 			if len(leaves) == 0 {
 				continue
 			}
-			text, n := d.x.textOf(t.DefinedIn, leaves, tok)
-			out = append(out, item{hit: at, priority: expandQuestionTerm, exp: &Expansion{ID: t.DefinedIn, Label: d.x.label(t.DefinedIn),
+			text, n := d.x.textOf(id, leaves, tok)
+			out = append(out, item{hit: at, priority: expandQuestionTerm, exp: &Expansion{ID: id, Label: d.x.label(id),
 				Reason: fmt.Sprintf("defines %q, which the question names", t.Name), Text: text, Covers: leaves, Tokens: n}})
 		}
 	}
@@ -445,7 +579,8 @@ func (d *corpusData) expansions(h Hit, tok *chunker.Tokenizer) []candidate {
 		if d.x.docOf[t.DefinedIn] == hitDoc && termIn(low, strings.ToLower(t.Name), d.patterns()) && !d.commonTerm(t) {
 			// The definition, not the whole section a term heads (an
 			// HTTP method's section defines it in its first paragraph).
-			add(t.DefinedIn, fmt.Sprintf("defines %q", t.Name), expandTerm, x.boundedLeavesN(t.DefinedIn, tok, maxDefinitionTokens))
+			id, leaves := x.definition(t.DefinedIn, tok)
+			add(id, fmt.Sprintf("defines %q", t.Name), expandTerm, leaves)
 		}
 	}
 	return out
@@ -644,6 +779,24 @@ func (x *corpusIndex) mentionWeight(id string) float64 {
 		}
 	}
 	return 1
+}
+
+// definition is the node and leaves that define a term defined in the
+// node id: id's first leaves within maxDefinitionTokens, or — when id is
+// the first paragraph of an untitled numbered point whose other parts
+// continue it ("(65) 'serious incident' means … any of the following:"
+// and its points (a) to (c)) — the whole point, when it fits.
+func (x *corpusIndex) definition(id string, tok *chunker.Tokenizer) (string, []string) {
+	if n, ok := x.nodes[id]; ok && n.Label == LabelElement {
+		if p := x.parent(id); p != "" && x.clauseOf(id) != p && x.label(p) == LabelSection {
+			if all := x.leaves(p); len(all) > 1 && all[0] == id {
+				if leaves := x.boundedLeavesN(p, tok, maxDefinitionTokens); len(leaves) == len(all) {
+					return p, leaves
+				}
+			}
+		}
+	}
+	return id, x.boundedLeavesN(id, tok, maxDefinitionTokens)
 }
 
 // boundedLeavesN are a node's first leaves that fit n tokens (at least one).

@@ -111,6 +111,12 @@ type Evidence struct {
 	// other columns hold the answer.
 	Quantity       bool    `json:"quantity,omitempty"`
 	QuantityWindow float64 `json:"quantity_window,omitempty"`
+	// Unit is the unit the question asks its quantity in, when it names
+	// one: a class ("time", "time or length", "money", "age", "size",
+	// "frequency") or the noun counted ("judges"). QuantityWindow then
+	// counts only numbers within three words of such a unit ("15 days",
+	// "11 судей").
+	Unit string `json:"unit,omitempty"`
 	// Strength is Window + the floor's ScoreWeight × Score, what the
 	// floor compares with its MinEvidence and DeclineEvidence.
 	Strength float64 `json:"strength"`
@@ -187,8 +193,12 @@ func (f Floor) judge(e Evidence) Verdict {
 	var why string
 	switch {
 	case e.Quantity && f.QuantityShare > 0 && e.QuantityWindow < f.QuantityShare*e.Window:
-		why = fmt.Sprintf("the question asks for a quantity and the best hits have no number near its words (near a number they hold %.0f%% of the query's weight of words, together %.0f%%)",
-			100*e.QuantityWindow, 100*e.Window)
+		asked, number := "a quantity", "number"
+		if e.Unit != "" {
+			asked, number = fmt.Sprintf("a quantity (%s)", e.Unit), "number in that unit"
+		}
+		why = fmt.Sprintf("the question asks for %s and the best hits have no %s near its words (near one they hold %.0f%% of the query's weight of words, together %.0f%%)",
+			asked, number, 100*e.QuantityWindow, 100*e.Window)
 	case vouch(cosineOf(c, false)):
 		return high
 	case e.NoWords:
@@ -310,6 +320,10 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 		}
 		e.TermShare = max(e.TermShare, windowShare(indexTerms(name, lang), nil, words, weights, total, 1<<20))
 	}
+	var units map[string]bool // the unit the question asks its quantity in
+	if e.Quantity {
+		units, e.Unit = askedUnits(query)
+	}
 	for _, u := range top {
 		terms, qty := quantityTerms(d.units[u].Text, langOr(d.units[u]))
 		window := windowShare(terms, nil, words, weights, total, windowTerms)
@@ -319,7 +333,7 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 			// columns (an answer, a rate, a count) hold the quantity the
 			// attribute's text need not: only a chunk is asked for a number.
 			if d.units[u].Label == LabelChunk {
-				window = windowShare(terms, qty, words, weights, total, windowTerms)
+				window = windowShare(terms, withUnit(terms, qty, units), words, weights, total, windowTerms)
 			}
 			e.QuantityWindow = max(e.QuantityWindow, window)
 		}

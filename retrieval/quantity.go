@@ -1,6 +1,7 @@
 package retrieval
 
 import (
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
@@ -138,3 +139,158 @@ func isQuantity(text string, s, e int, prev string) bool {
 }
 
 func isDigitByte(c byte) bool { return c >= '0' && c <= '9' }
+
+// Unit classes: the words a quantity of one kind is given in, as stems
+// (unitClasses). A question asking "how long" is answered by a number of
+// days or years, or of characters or bytes (a duration or a length); "how much does it cost" by
+// euros or roubles.
+const (
+	unitTime   = "time"
+	unitLength = "length"
+	unitSize   = "size"
+	unitMoney  = "money"
+	unitAge    = "age"
+	unitFreq   = "frequency"
+)
+
+// unitWords are the words of each unit class, in the languages the
+// analyzer stems (forms a stem does not join are listed each).
+var unitWords = map[string]string{
+	unitTime: `second seconds minute minutes hour hours day days week weeks month months year years
+		business calendar working annually yearly monthly weekly daily hourly
+		секунда секунды секунд минута минуты минут час часа часов сутки суток день дня дней неделя недели недель
+		месяц месяца месяцев год года годы лет ежегодно ежемесячно еженедельно ежедневно
+		segundo segundos minuto minutos hora horas día días semana semanas mes meses año años
+		seconde secondes heure heures jour jours semaine semaines mois an ans année années`,
+	unitLength: `character characters char chars byte bytes octet octets bit bits letter letters digit digits word words
+		символ символа символов байт байта байтов бит бита битов буква букв цифр слов
+		carácter caracteres octeto octetos caractère caractères octet`,
+	unitSize: `byte bytes kb kib mb mib gb gib kilobyte kilobytes megabyte megabytes gigabyte gigabytes bit bits
+		байт байта байтов килобайт мегабайт гигабайт`,
+	unitMoney: `euro euros eur dollar dollars usd cent cents pound pounds
+		рубль рубля рублей руб евро доллар доллара долларов копеек
+		dólar dólares`,
+	unitAge: `year years old age aged
+		лет год года возраст возраста возрасте
+		año años edad âge ans`,
+	unitFreq: `time times per every once twice annually yearly monthly weekly daily hourly
+		раз раза каждые каждый каждую ежегодно ежемесячно еженедельно ежедневно
+		vez veces cada fois chaque`,
+}
+
+// unitClasses returns the stems of each unit class, built on first use.
+var unitClasses = sync.OnceValue(func() map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for class, words := range unitWords {
+		set := map[string]bool{}
+		for _, w := range strings.Fields(words) {
+			for _, lang := range []string{LangEnglish, LangSpanish, LangFrench} {
+				set[stem(wordLang(lang, w), w)] = true
+			}
+			set[w] = true
+		}
+		out[class] = set
+	}
+	return out
+})
+
+// reAskedUnit returns the patterns that tell which unit a quantity
+// question asks in, compiled on first use: "noun" the word after "how
+// many" ("how many days", "сколько судей"), or a class.
+var reAskedUnit = sync.OnceValue(func() []askedUnitPattern {
+	p := func(class, re string) askedUnitPattern {
+		return askedUnitPattern{class, regexp.MustCompile(`(?i)` + re)}
+	}
+	return []askedUnitPattern{
+		p(unitMoney, `\bhow much\b.*\b(?:cost|costs|pay|paid|charge|charges|charged|fee|fees|price)\b|\b(?:what|which) (?:fee|price|cost|sum)\b|`+
+			`\b(?:maximum|minimum|max|min) (?:amount|sum|fine|fee|penalty|price)\b|сколько сто|сколько плат|сколько денег|`+
+			`(?:какой|каков\p{L}*|какая) (?:\p{L}+ )?(?:размер|сумма) (?:штраф|пошлин|платы|взнос|пенси|зарплат|оплат)|cu[áa]nto cuesta|quel montant`),
+		p(unitAge, `\bhow old\b|\b(?:at )?what age\b|\b(?:maximum|minimum|max|min) age\b|(?:какого|каком|какой) возраст|qu[ée] edad|quel âge`),
+		p(unitFreq, `\bhow (?:often|frequently)\b|как часто|con qu[ée] frecuencia|à quelle fréquence`),
+		p(unitSize, `\bhow (?:big|large)\b|\b(?:maximum|minimum|max|min) size\b|какого размера`),
+		p(unitLength, `\b(?:maximum|minimum|max|min) length\b|\bhow long\b[^?]*\bbe(?: at (?:most|least))?\s*\??\s*$`),
+		p(unitTime, `\bhow (?:long|soon)\b|\b(?:maximum|minimum|max|min) (?:duration|period|term|time)\b|\b(?:what|which) (?:deadline|time limit)\b|`+
+			`на какой срок|(?:какой|каков\p{L}*) (?:\p{L}+ )?срок|какого (?:срока|времени|периода)|какова продолжительность|`+
+			`por cu[áa]nto tiempo|qu[ée] plazo|quel délai`),
+		p("noun", `\bhow many ([\p{L}-]+)(?: ([\p{L}-]+))?|\b(?:maximum|minimum|max|min) number of ([\p{L}-]+)|(?:^|[^\p{L}])сколько ([\p{L}-]+)|`+
+			`(?:какое|каково) (?:\p{L}+ )?(?:число|количество) ([\p{L}-]+)|cu[áa]nt[oa]s ([\p{L}-]+)|combien de ([\p{L}-]+)`),
+	}
+})
+
+type askedUnitPattern struct {
+	class string
+	re    *regexp.Regexp
+}
+
+// askedUnits are the stems of the unit a quantity question asks in: the
+// class its wording asks for ("how long": a time or a length, a length
+// when it ends "… be?", "how long may the name be"; "how much does it
+// cost": money), else the
+// noun after "how many" ("how many judges" → judg), with its unit class
+// when it has one ("how many days": every unit of time); name says it
+// ("time", "money", "judges"). Nil when the question names no unit ("how
+// many of them").
+func askedUnits(query string) (units map[string]bool, name string) {
+	classes := unitClasses()
+	for _, p := range reAskedUnit() {
+		m := p.re.FindStringSubmatch(query)
+		if m == nil {
+			continue
+		}
+		if p.class != "noun" {
+			out := maps.Clone(classes[p.class])
+			name := p.class
+			if p.class == unitTime && strings.Contains(strings.ToLower(m[0]), "how long") {
+				maps.Copy(out, classes[unitLength]) // a duration or a length
+				name = "time or length"
+			}
+			return out, name
+		}
+		out := map[string]bool{}
+		for _, w := range m[1:] {
+			w = foldWord(strings.ToLower(w))
+			lang := wordLang(DetectLanguage(query), w)
+			if w == "" || !keepWord(w) || isStopWord(lang, w) {
+				continue
+			}
+			s := stem(lang, w)
+			for _, set := range classes {
+				if set[s] || set[w] {
+					maps.Copy(out, set)
+				}
+			}
+			out[s] = true
+			name = w
+			break // the noun; a second word only when the first was a stop word ("how many of the")
+		}
+		if len(out) == 0 {
+			return nil, ""
+		}
+		return out, name
+	}
+	return nil, ""
+}
+
+// unitDistance is how many terms a quantity may stand from the unit it
+// is given in ("15 days", "не более двух сроков подряд", "a period of at
+// least 10 years").
+const unitDistance = 3
+
+// withUnit keeps, of the quantities qty marks among terms, those given
+// in one of units: within unitDistance terms of one of them, or one
+// itself ("annually"). Nil units keep every quantity.
+func withUnit(terms []string, qty []bool, units map[string]bool) []bool {
+	if units == nil {
+		return qty
+	}
+	out := make([]bool, len(qty))
+	for i, q := range qty {
+		if !q {
+			continue
+		}
+		for j := max(0, i-unitDistance); j <= min(len(terms)-1, i+unitDistance) && !out[i]; j++ {
+			out[i] = units[terms[j]]
+		}
+	}
+	return out
+}

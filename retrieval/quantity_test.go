@@ -84,3 +84,58 @@ func TestFloorQuantityWithoutNumberIsWeak(t *testing.T) {
 	e.Quantity = true
 	require.Equal(t, ConfidenceHigh, f.judge(e).Confidence, "the check off")
 }
+
+// TestAskedUnits: a quantity question's unit is read from its wording
+// ("how long": time or a length; "how much does it cost": money) or from
+// the noun after "how many", with its class when it has one.
+func TestAskedUnits(t *testing.T) {
+	has := func(q string, words ...string) {
+		t.Helper()
+		u, _ := askedUnits(q)
+		require.NotNil(t, u, q)
+		for _, w := range words {
+			require.True(t, u[stem(wordLang(LangEnglish, w), w)], "%s: %s in %v", q, w, u)
+		}
+	}
+	has("Within how many days must a manufacturer report an incident?", "days", "weeks", "years")
+	has("How long is a certificate valid?", "years", "months", "characters")
+	has("How long may the package name be at most?", "characters", "bytes")
+	length, _ := askedUnits("How long may the package name be?")
+	require.False(t, length[stem(LangEnglish, "years")], "how long … be: a length")
+	has("How many judges sit on the court?", "judges")
+	has("How much does it cost to register a device?", "euros")
+	has("At what age can a citizen vote?", "years")
+	has("Сколько судей в Конституционном Суде?", "судей")
+	has("На какой срок избирается Президент?", "лет")
+	has("Сколько стоит подать жалобу?", "рублей")
+	days, name := askedUnits("How many days must pass?")
+	require.False(t, days[stem(LangEnglish, "characters")], "days ask time, not a length")
+	require.Equal(t, "days", name)
+	_, name = askedUnits("How many judges sit on the court?")
+	require.Equal(t, "judges", name)
+	none, _ := askedUnits("How many of them are there?")
+	require.Nil(t, none, "no noun")
+	none, _ = askedUnits("Which proxies may add the header?")
+	require.Nil(t, none)
+}
+
+// TestWithUnit: a quantity counts only near the unit asked, or when it is
+// one ("annually").
+func TestWithUnit(t *testing.T) {
+	marked := func(text string, units map[string]bool) []string {
+		terms, qty := quantityTerms(text, LangEnglish)
+		var out []string
+		for i, q := range withUnit(terms, qty, units) {
+			if q {
+				out = append(out, terms[i])
+			}
+		}
+		return out
+	}
+	time, _ := askedUnits("How long must it be kept?")
+	often, _ := askedUnits("How often is it reviewed?")
+	require.Equal(t, []string{"10"}, marked("kept for a period of at least 10 years after the last device", time))
+	require.Empty(t, marked("all severity scores above 4.5 are fixed", time))
+	require.Equal(t, []string{"annual"}, marked("The review takes place annually.", often))
+	require.Equal(t, []string{"4"}, marked("scores above 4 are fixed", nil), "no unit asked: every quantity")
+}

@@ -489,6 +489,8 @@ func TestFloorQuantityQuestions(t *testing.T) {
 	for _, q := range []string{
 		"How many characters may an obfuscated identifier have?",
 		"Какой минимальный размер оплаты труда гарантирует государство?",
+		// A number near its words, but none of characters or bytes.
+		"How long may the package version string be at most?",
 	} {
 		res := search(t, s, q, retrieval.Options{K: 5})
 		require.True(t, res.Evidence.Quantity, q)
@@ -563,4 +565,80 @@ func TestDefinitionRouting(t *testing.T) {
 		require.NotNil(t, res.Hits[0].Match, q)
 		require.True(t, strings.HasSuffix(res.Hits[0].Match.ID, want) || strings.Contains(res.Hits[0].Match.ID, want+" "), "%s: %s", q, res.Hits[0].Match.ID)
 	}
+}
+
+// TestSearchExpandAddsHitsBeyondK: with budget to spare, SearchExpand
+// keeps the result's k hits first, in order, and adds the next-ranked
+// hits after them (none twice); with a budget the k hits fill, it adds
+// none and lists the first left out.
+func TestSearchExpandAddsHitsBeyondK(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	q := "How long may a proxy keep an obfuscated identifier for the same client?"
+	plain := search(t, s, q, retrieval.Options{K: 3, NoFloor: true})
+	require.Len(t, plain.Hits, 3)
+
+	res, c, err := s.SearchExpand(t.Context(), q, retrieval.Options{K: 3, NoFloor: true}, 20000)
+	require.NoError(t, err)
+	require.Len(t, res.Hits, 3, "the result keeps k hits")
+	require.Greater(t, len(c.Hits), 3, "a large budget takes hits beyond k")
+	seen := map[string]bool{}
+	for i, h := range c.Hits {
+		if i < 3 {
+			require.Equal(t, plain.Hits[i].ID, h.ID, "the first k are the search's, in order")
+		}
+		require.False(t, seen[h.ID], "hit %s twice", h.ID)
+		seen[h.ID] = true
+	}
+	require.LessOrEqual(t, c.Tokens, 20000)
+
+	total := 0
+	for _, h := range plain.Hits {
+		total += h.Tokens
+	}
+	_, c, err = s.SearchExpand(t.Context(), q, retrieval.Options{K: 3, NoFloor: true}, total)
+	require.NoError(t, err)
+	require.Len(t, c.Hits, 3, "no budget left for more")
+	require.LessOrEqual(t, c.Tokens, total)
+}
+
+// TestExpandCutsHitThatDoesNotFit: a hit too long for what is left of the
+// budget comes cut to the elements of the part its query matched, rather
+// than not at all.
+func TestExpandCutsHitThatDoesNotFit(t *testing.T) {
+	t.Parallel()
+	s := synced(t).p.Searcher()
+	cut := 0
+	for _, q := range []string{
+		"What does the by parameter contain by default?",
+		"Какие права имеет гражданин при задержании?",
+		"What must the organization do about the competence of program participants?",
+		"Which checksum algorithms can be used for a package?",
+	} {
+		res := search(t, s, q, retrieval.Options{K: 5, NoFloor: true})
+		for i, h := range res.Hits {
+			if i == 0 || h.Match == nil || !slices.Contains(h.Elements, h.Match.ID) || len(h.Elements) < 2 {
+				continue // a hit whose match is one of several elements
+			}
+			before := 0
+			for _, p := range res.Hits[:i] {
+				before += p.Tokens
+			}
+			c, err := s.Expand(t.Context(), res.Hits[:i+1], before+h.Tokens-1)
+			require.NoError(t, err)
+			if len(c.Hits) <= i || c.Hits[i].ID != h.ID {
+				continue // an earlier hit held it, or its part did not fit either
+			}
+			got := c.Hits[i]
+			require.Less(t, got.Tokens, h.Tokens, q)
+			require.Contains(t, got.Elements, h.Match.ID, "%s: the matched element is kept", q)
+			require.NotNil(t, got.Match, q)
+			require.Equal(t, h.Match.ID, got.Match.ID, "%s: still named by its match", q)
+			require.Less(t, len(got.Elements), len(h.Elements), q)
+			require.LessOrEqual(t, c.Tokens, before+h.Tokens-1, q)
+			cut++
+			break
+		}
+	}
+	require.Positive(t, cut, "some hit was cut to its matched part")
 }

@@ -102,19 +102,21 @@ why. --address looks nodes up by address instead of searching.`,
 				}
 			}
 			query := strings.Join(args, " ")
-			res, err := srch.Search(ctx, query, opts)
+			var res *retrieval.Result
+			var c *retrieval.Context
+			if expand {
+				if budget <= 0 {
+					budget = p.Search.Budget
+				}
+				res, c, err = srch.SearchExpand(ctx, query, opts, budget)
+			} else {
+				res, err = srch.Search(ctx, query, opts)
+			}
 			if err != nil {
 				return err
 			}
 			out := searchResult{Query: query, Result: res}
-			if expand && len(res.Hits) > 0 {
-				if budget <= 0 {
-					budget = p.Search.Budget
-				}
-				c, err := srch.ExpandResult(ctx, res, budget)
-				if err != nil {
-					return err
-				}
+			if c != nil {
 				res.Hits, out.ContextTokens, out.Budget, out.Omitted = c.Hits, c.Tokens, c.Budget, c.Omitted
 			}
 			if asJSON {
