@@ -287,6 +287,9 @@ type SearchWeights struct {
 	Element *float64 `yaml:"element,omitempty"`
 	Term    *float64 `yaml:"term,omitempty"`
 	Address *float64 `yaml:"address,omitempty"`
+	// Proximity weighs the best candidates re-ranked by how much of the
+	// query one window of their text holds.
+	Proximity *float64 `yaml:"proximity,omitempty"`
 }
 
 // SearchFloor is the relevance floor: a search whose evidence (the largest

@@ -348,7 +348,7 @@ func (ck *checker) search(at string, s *Search) {
 		for _, f := range []struct {
 			key string
 			v   *float64
-		}{{"vector", w.Vector}, {"lexical", w.Lexical}, {"element", w.Element}, {"term", w.Term}, {"address", w.Address}} {
+		}{{"vector", w.Vector}, {"lexical", w.Lexical}, {"element", w.Element}, {"term", w.Term}, {"address", w.Address}, {"proximity", w.Proximity}} {
 			if f.v != nil && (*f.v < 0 || math.IsNaN(*f.v)) {
 				ck.add(at+".weights."+f.key, "must be >= 0, got %g", *f.v)
 			}

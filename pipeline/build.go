@@ -322,7 +322,7 @@ func SearchConfig(sc *config.Search) retrieval.Config {
 			v  *float64
 			to *float64
 		}{{w.Vector, &c.Weights.Vector}, {w.Lexical, &c.Weights.Lexical}, {w.Element, &c.Weights.Element},
-			{w.Term, &c.Weights.Term}, {w.Address, &c.Weights.Address}} {
+			{w.Term, &c.Weights.Term}, {w.Address, &c.Weights.Address}, {w.Proximity, &c.Weights.Proximity}} {
 			if f.v != nil {
 				*f.to = *f.v
 			}

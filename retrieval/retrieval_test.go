@@ -642,3 +642,33 @@ func TestExpandCutsHitThatDoesNotFit(t *testing.T) {
 	}
 	require.Positive(t, cut, "some hit was cut to its matched part")
 }
+
+// The proximity signal ranks first the candidate holding the query's words
+// together, above one holding them as often but far apart.
+func TestProximitySignal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "docs"), 0o755))
+	filler := strings.Repeat("The board keeps its records in the archive and reports to the assembly every year. ", 25)
+	doc := "# 1 Rules\n\n## 1.1 Scattered\n\nA quorum is mentioned here. " + filler +
+		"\n\nThe council meets in spring. " + filler + "\n\nIts members are elected.\n\n" +
+		"## 1.2 Together\n\n" + filler + "\n\nThe quorum of the council is three members.\n\n" + filler + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "docs", "rules.md"), []byte(doc), 0o644))
+	f, err := newFixture(t, dir, nil)
+	require.NoError(t, err)
+	s := f.p.Searcher()
+	res := search(t, s, "How many members make a quorum of the council?", retrieval.Options{K: 5, NoFloor: true,
+		Signals: []string{retrieval.SignalLexical, retrieval.SignalProximity}})
+	require.NotEmpty(t, res.Hits)
+	var together, scattered int
+	for _, h := range res.Hits {
+		switch {
+		case holds(h, "docs:rules.md › 1 › 1.2"):
+			together = max(together, h.Ranks[retrieval.SignalProximity])
+		case holds(h, "docs:rules.md › 1 › 1.1"):
+			scattered = max(scattered, h.Ranks[retrieval.SignalProximity])
+		}
+	}
+	require.Equal(t, 1, together, "%+v", res.Hits)
+	require.Greater(t, scattered, together, "%+v", res.Hits)
+}

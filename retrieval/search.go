@@ -64,11 +64,14 @@ const (
 )
 
 // AllSignals are the signals in fusion order.
-var AllSignals = []string{SignalVector, SignalLexical, SignalElement, SignalTerm, SignalAddress}
+var AllSignals = []string{SignalVector, SignalLexical, SignalElement, SignalTerm, SignalProximity, SignalAddress}
 
 // Weights are the reciprocal rank fusion weights of the signals.
 type Weights struct {
 	Vector, Lexical, Element, Term, Address float64
+	// Proximity weighs SignalProximity: the best candidates re-ranked by
+	// how much of the query one window of their text holds.
+	Proximity float64
 }
 
 func (w Weights) of(signal string) float64 {
@@ -83,6 +86,8 @@ func (w Weights) of(signal string) float64 {
 		return w.Term
 	case SignalAddress:
 		return w.Address
+	case SignalProximity:
+		return w.Proximity
 	}
 	return 0
 }
@@ -111,7 +116,7 @@ func DefaultConfig() Config {
 	return Config{
 		K:         5,
 		Budget:    DefaultBudget,
-		Weights:   Weights{Vector: 0.7, Lexical: 1, Element: 0.5, Term: 1, Address: 3},
+		Weights:   Weights{Vector: 0.7, Lexical: 1, Element: 0.5, Term: 1, Address: 3, Proximity: 0.5},
 		RRFK:      10,
 		OverFetch: 10,
 		Floor:     DefaultFloor(),
@@ -421,6 +426,18 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 			subject = true
 		}
 		lists, res.Terms = append(lists, l), names
+	}
+	// Over the candidates of every signal so far, so it runs last but for
+	// the address signal (which the rest of the query ranks), and over the
+	// words that ask something (as the floor's window). A definition
+	// question the term layer routed asks for the definition: where the
+	// question's words stand together does not matter.
+	if use[SignalProximity] && cfg.Weights.Proximity > 0 && !subject {
+		l, err := s.proximityList(ctx, d, content, fuse(lists, cfg))
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, l)
 	}
 	if use[SignalAddress] {
 		// Several matches are ranked by the rest of the query: by their

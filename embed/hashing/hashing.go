@@ -20,8 +20,15 @@
 //     1 for words, 0.7 for pairs and 0.3 for trigrams.
 //  5. The vector is scaled to unit L2 norm.
 //
-// A text without any word (empty, whitespace or punctuation only) gets the
-// unit vector (1, 0, 0, …): never zeros, never NaN.
+// The variant ModelStems ("hashing-v2", opt-in: embedder.model) drops the
+// English and Russian stop words and takes the Snowball stem of every other
+// word for its word and pair features (trigrams stay those of the word), so
+// inflected forms meet and a question's "what", "how", "the" weigh
+// nothing. Its vectors differ from hashing-v1's, and its Model() does too.
+//
+// A text without any word (empty, whitespace or punctuation only; for
+// ModelStems also stop words only) gets the unit vector (1, 0, 0, …):
+// never zeros, never NaN.
 package hashing
 
 import (
@@ -36,12 +43,20 @@ import (
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/kljensen/snowball/english"
+	"github.com/kljensen/snowball/russian"
 	"golang.org/x/text/unicode/norm"
 )
 
 // Defaults used by New for an empty model name or a non-positive dimension
 // (the same defaults as config.Embedder for the hashing provider).
 const (
+	// ModelStems is the variant whose word and pair features are Snowball
+	// stems (English for Latin words, Russian for Cyrillic ones) and which
+	// drops those languages' stop words, so "uploads" meets "upload" and a
+	// question's "what", "how", "the" weigh nothing; trigrams are still
+	// those of the words.
+	ModelStems        = "hashing-v2"
 	DefaultModel      = "hashing-v1"
 	DefaultDimensions = 384
 )
@@ -58,6 +73,9 @@ const (
 type Embedder struct {
 	model string
 	dims  int
+	// stems: the ModelStems variant (stop words dropped, words and pairs
+	// as stems).
+	stems bool
 }
 
 // New returns a hashing embedder producing vectors of length dimensions.
@@ -71,7 +89,7 @@ func New(model string, dimensions int) *Embedder {
 	if dimensions <= 0 {
 		dimensions = DefaultDimensions
 	}
-	return &Embedder{model: model, dims: dimensions}
+	return &Embedder{model: model, dims: dimensions, stems: model == ModelStems}
 }
 
 // Model returns "hashing/<model>/<dims>", e.g. "hashing/hashing-v1/384".
@@ -127,11 +145,24 @@ func (e *Embedder) Vector(text string) []float32 {
 	fs.buf = slices.Grow(fs.buf[:0], n)
 	fs.spans = slices.Grow(fs.spans[:0], 8*len(ws))
 	bounds := sc.bounds[:0]
+	var prev []byte
 	for i, ww := range ws {
 		w := low[ww.start:ww.end]
-		fs.add("w:", nil, "", w)
-		if i > 0 {
-			fs.add("b:", low[ws[i-1].start:ws[i-1].end], " ", w)
+		if e.stems {
+			st, keep := stemOf(w)
+			if !keep {
+				continue
+			}
+			fs.add("w:", nil, "", st)
+			if prev != nil {
+				fs.add("b:", prev, " ", st)
+			}
+			prev = st
+		} else {
+			fs.add("w:", nil, "", w)
+			if i > 0 {
+				fs.add("b:", low[ws[i-1].start:ws[i-1].end], " ", w)
+			}
 		}
 		// The trigrams of "^w$": three runes each, taken as the bytes
 		// between rune boundaries (words are valid UTF-8: see words).
@@ -374,4 +405,26 @@ func (sc *scratch) words(text string) ([]byte, []wspan) {
 	}
 	sc.low, sc.ws = low, ws
 	return low, ws
+}
+
+// stemOf is a word's stem for ModelStems, and false for a stop word.
+func stemOf(w []byte) ([]byte, bool) {
+	s := string(w)
+	cyr := false
+	for _, r := range s {
+		if unicode.Is(unicode.Cyrillic, r) {
+			cyr = true
+			break
+		}
+	}
+	if cyr {
+		if russian.IsStopWord(s) {
+			return nil, false
+		}
+		return []byte(russian.Stem(s, false)), true
+	}
+	if english.IsStopWord(s) {
+		return nil, false
+	}
+	return []byte(english.Stem(s, false)), true
 }

@@ -343,3 +343,24 @@ func BenchmarkVector(b *testing.B) {
 		}
 	}
 }
+
+// ModelStems: inflected forms meet (their word and pair features; the
+// trigrams still differ), stop words weigh nothing; hashing-v1 keeps its
+// vectors.
+func TestStemsVariant(t *testing.T) {
+	t.Parallel()
+	v2, v1 := New(ModelStems, 384), New("", 384)
+	for _, pair := range [][2]string{
+		{"uploads rejected", "upload rejecting"},
+		{"Президента избирают", "президент избирается"},
+	} {
+		stems, plain := cosine(v2.Vector(pair[0]), v2.Vector(pair[1])), cosine(v1.Vector(pair[0]), v1.Vector(pair[1]))
+		require.Greater(t, stems, plain+0.2, "%q ~ %q: %s %.3f, hashing-v1 %.3f", pair[0], pair[1], ModelStems, stems, plain)
+	}
+	q, p := "What is the rejected upload?", "rejected upload"
+	require.InDelta(t, 1, cosine(v2.Vector(q), v2.Vector(p)), 1e-6)
+	require.Less(t, cosine(v1.Vector(q), v1.Vector(p)), 0.9)
+	// A text of stop words only is a text without words.
+	require.Equal(t, v2.Vector(""), v2.Vector("what is the"))
+	require.NotEqual(t, v1.Vector(""), v1.Vector("what is the"))
+}
