@@ -18,10 +18,10 @@ import (
 //
 //   - Read: syncListing opens the listing (openListing: from which
 //     cursor) and reads it a page at a time (readPages);
-//   - compare: each page is matched with state (diff.Listing.Page, diff/listing.go)
-//     and
-//     each record classified (record, runner.classify: where a record's
-//     content hash is compared with the stored one);
+//   - compare: each page is matched with state (diff.Listing.Page, in
+//     diff/listing.go, given the page as diffPage) and each record
+//     classified (record, runner.classify: where a record's content hash
+//     is compared with the stored one);
 //   - batch: what changed joins the pending batch (add), which flush hands
 //     on;
 //   - hold: while a complete listing could still trip the mass-delete
@@ -385,8 +385,8 @@ func (lr *listingRun) holding(ctx context.Context) bool {
 // flush hands the pending records to the writer as a batch, after the
 // batches held before it; while the guard is undecided it holds them
 // (holding). Either way the comparison numbers the batch's new keys then
-// (diff.Listing.Formed). The batch carries lastCursor: the cursor moves once the sink
-// acknowledged the batch (writer.go, runner.ack).
+// (diff.Listing.Formed). The batch carries lastCursor: the cursor moves
+// once the sink acknowledged the batch (writer.go, runner.ack).
 func (lr *listingRun) flush(ctx context.Context) error {
 	if err := lr.commitPlaces(ctx); err != nil {
 		return err
