@@ -3,7 +3,6 @@ package diff
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -11,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/state"
-	"github.com/kgsync/kgsync/state/sqlite"
+	"github.com/kgsync/kgsync/state/statetest"
 )
 
 // writerDepth is the number of batches a run's writer holds before they
@@ -111,9 +110,7 @@ func listingRound(t *testing.T, rnd *rand.Rand, st state.Store, listing []string
 func TestListingAgainstNaive(t *testing.T) {
 	t.Parallel()
 	rnd := rand.New(rand.NewPCG(1, 2))
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st := statetest.SQLite(t)
 	next := 0
 	newKey := func() string { next++; return fmt.Sprintf("k%05d", rnd.IntN(100000)*10+next%10) }
 	var listing []string
@@ -180,9 +177,7 @@ func TestListingAgainstNaive(t *testing.T) {
 func TestListingPartial(t *testing.T) {
 	t.Parallel()
 	rnd := rand.New(rand.NewPCG(3, 4))
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st := statetest.SQLite(t)
 	var listing []string
 	for i := range 500 {
 		listing = append(listing, fmt.Sprintf("r%04d", i))
@@ -203,9 +198,7 @@ func TestListingPartial(t *testing.T) {
 func TestListingLargerThanWindow(t *testing.T) {
 	t.Parallel()
 	rnd := rand.New(rand.NewPCG(5, 6))
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st := statetest.SQLite(t)
 	var listing []string
 	for i := range 5 * windowChunk {
 		listing = append(listing, fmt.Sprintf("r%06d", rnd.IntN(1_000_000)*10+i%10))
@@ -238,9 +231,7 @@ func TestListingLargerThanWindow(t *testing.T) {
 func TestListingRenamesAndChildren(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st := statetest.SQLite(t)
 	content := map[string]uint64{"a": 11, "b": 12, "c": 12, "d": 13}
 	var recs []state.Record
 	for i, k := range []string{"a", "b", "c", "d", "d#child:1", "d#child:2"} {

@@ -18,9 +18,10 @@ import (
 //
 //   - Read: syncListing opens the listing (openListing: from which
 //     cursor) and reads it a page at a time (readPages);
-//   - compare: each page is matched with state (differ, diff.Listing) and
-//     each record classified (record, runner.classify: where a record's
-//     content hash is compared with the stored one);
+//   - compare: each page is matched with state (diff.Listing.Page, in
+//     diff/listing.go, given the page as diffPage) and each record
+//     classified (record, runner.classify: where a record's content hash
+//     is compared with the stored one);
 //   - batch: what changed joins the pending batch (add), which flush hands
 //     on;
 //   - hold: while a complete listing could still trip the mass-delete
@@ -61,8 +62,9 @@ type listingRun struct {
 	src  sources.Source
 	name string
 	l    *listing
-	// stored is the comparison of the listing with state.
-	stored *differ
+	// stored is the comparison of the listing with state. Its Partial is
+	// set from the first page (compare).
+	stored *diff.Listing
 	// w writes the batches while the next ones are read and prepared.
 	w *batchWriter
 	// cursor is the source's stored cursor, mark its stored config mark
@@ -119,8 +121,8 @@ func (r *runner) openListing(ctx context.Context, src sources.Source, l *listing
 	}
 	lr := &listingRun{r: r, src: src, name: name, l: l, cursor: cursor, mark: mark, from: cursor, first: true,
 		// The listing is compared with the stored records as two streams
-		// (differ): a source that reports "not modified" reads nothing.
-		stored:    newDiffer(r.p.Store, r.p.Name, name),
+		// (diff.Listing): a source that reports "not modified" reads nothing.
+		stored:    diff.NewListing(r.p.Store, r.p.Name, name, sources.ChildMarker),
 		batchSize: max(r.p.BatchSize, 1),
 		moving:    map[string]bool{}, origins: map[state.RecordRef]state.Origin{}, reorder: map[state.RecordRef]int64{}}
 	if r.mode.Full || r.mode.Reembed || mark != r.p.configMark() || r.quarantined(name) {
@@ -192,7 +194,7 @@ func (lr *listingRun) compare(ctx context.Context, page *sources.Page) error {
 	r, stored := lr.r, lr.stored
 	if lr.first {
 		// An incremental listing is matched by look-ups, not streamed.
-		stored.partial, lr.first = page.Partial, false
+		stored.Partial, lr.first = page.Partial, false
 	}
 	if page.Partial {
 		lr.partial = true
@@ -210,7 +212,7 @@ func (lr *listingRun) compare(ctx context.Context, page *sources.Page) error {
 		}
 	}
 	r.warn(page.Warnings)
-	matches, froms, err := stored.page(ctx, page)
+	matches, froms, err := stored.Page(ctx, diffPage(page))
 	if err != nil {
 		return err
 	}
@@ -228,19 +230,49 @@ func (lr *listingRun) compare(ctx context.Context, page *sources.Page) error {
 	}
 	for _, u := range page.Unlisted {
 		r.quarantineRecord(lr.name, u.Prefix, state.StageList, u.Err)
-		stored.keepPrefix(u.Prefix)
+		stored.KeepPrefix(u.Prefix)
 	}
 	if len(lr.h.batches) == 0 {
-		stored.prune()
+		// The new keys of the batches committed by now: all but the last
+		// writerDepth handed to the writer.
+		stored.Prune(writerDepth)
 	}
 	lr.prevCursor, lr.lastCursor = lr.lastCursor, page.Cursor
 	return nil
 }
 
+// diffPage is a page of the listing in the comparison's terms
+// (diff.Page): its records' keys in listing order, its renames and skips,
+// and the content hash of a record listed under a new key (contentHash),
+// which the mass-delete guard counts as a rename of a gone record with the
+// same content.
+func diffPage(pg *sources.Page) *diff.Page {
+	dp := &diff.Page{Keys: make([]string, len(pg.Records)), Renamed: pg.Renamed}
+	for i := range pg.Records {
+		dp.Keys[i] = pg.Records[i].Key
+	}
+	for _, sk := range pg.Skipped {
+		dp.Skipped = append(dp.Skipped, sk.Key)
+	}
+	dp.Content = func(i int) (uint64, bool) { return contentHash(pg.Records[i]) }
+	return dp
+}
+
+// batchKeys yields the keys of a batch's items, for diff.Listing.Formed.
+func batchKeys(items []item) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i := range items {
+			if !yield(items[i].rec.Key) {
+				return
+			}
+		}
+	}
+}
+
 // record classifies one listed record against its match in state (m; fm
 // the match of the key it moves from) and adds it to the pending batch
 // unless it is unchanged.
-func (lr *listingRun) record(ctx context.Context, rec sources.Record, m, fm match) error {
+func (lr *listingRun) record(ctx context.Context, rec sources.Record, m, fm diff.Match) error {
 	r, name := lr.r, lr.name
 	if lr.moving[rec.Key] {
 		// A record moved in this batch comes back under its old key:
@@ -285,7 +317,7 @@ func (lr *listingRun) record(ctx context.Context, rec sources.Record, m, fm matc
 // count counts a classified record; skip says it is unchanged and not
 // written: its origin and place, when they changed, are committed with
 // the next flush.
-func (lr *listingRun) count(it item, m match) (skip bool) {
+func (lr *listingRun) count(it item, m diff.Match) (skip bool) {
 	r := lr.r
 	switch {
 	case it.from != "":
@@ -341,7 +373,7 @@ func (lr *listingRun) holding(ctx context.Context) bool {
 		h.released = true
 		return false
 	}
-	loss, live, err := lr.stored.netLoss(ctx)
+	loss, live, err := lr.stored.NetLoss(ctx)
 	if err != nil || !lr.r.guardTrips(loss, live) {
 		// (A failed count writes as if it had not tripped: the guard
 		// rules again, exactly, before deleting.)
@@ -352,9 +384,9 @@ func (lr *listingRun) holding(ctx context.Context) bool {
 
 // flush hands the pending records to the writer as a batch, after the
 // batches held before it; while the guard is undecided it holds them
-// (holding). Either way the differ numbers the batch's new keys then
-// (formed). The batch carries lastCursor: the cursor moves once the sink
-// acknowledged the batch (writer.go, runner.ack).
+// (holding). Either way the comparison numbers the batch's new keys then
+// (diff.Listing.Formed). The batch carries lastCursor: the cursor moves
+// once the sink acknowledged the batch (writer.go, runner.ack).
 func (lr *listingRun) flush(ctx context.Context) error {
 	if err := lr.commitPlaces(ctx); err != nil {
 		return err
@@ -368,7 +400,7 @@ func (lr *listingRun) flush(ctx context.Context) error {
 	if err := lr.writeHeld(ctx); err != nil {
 		return err
 	}
-	lr.stored.formed(lr.pending)
+	lr.stored.Formed(batchKeys(lr.pending))
 	err := lr.submit(ctx, lr.pending, lr.lastCursor)
 	lr.pending, lr.pendingBytes = lr.pending[:0], 0
 	return err
@@ -397,7 +429,7 @@ func (lr *listingRun) hold(ctx context.Context) error {
 	h.batches = append(h.batches, heldBatch{items: slices.Clone(lr.pending), cursor: lr.lastCursor})
 	h.bytes += lr.pendingBytes
 	h.records += len(lr.pending)
-	lr.stored.formed(lr.pending)
+	lr.stored.Formed(batchKeys(lr.pending))
 	lr.pending, lr.pendingBytes = lr.pending[:0], 0
 	if !h.full() {
 		return nil
@@ -498,10 +530,10 @@ func (lr *listingRun) rule(ctx context.Context) (deletions, error) {
 	}
 	r, stored := lr.r, lr.stored
 	var err error
-	if del.gone, err = stored.unlisted(ctx); err != nil {
+	if del.gone, err = stored.Unlisted(ctx); err != nil {
 		return del, err
 	}
-	if del.live, err = stored.live(ctx); err != nil {
+	if del.live, err = stored.Live(ctx); err != nil {
 		return del, err
 	}
 	if del.loss, err = r.netLoss(ctx, stored, del.gone, del.live); err != nil {

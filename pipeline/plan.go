@@ -135,7 +135,7 @@ type planner struct {
 func (pl *planner) source(ctx context.Context, src sources.Source) error {
 	p, plan := pl.p, pl.plan
 	name := src.Name()
-	stored := newDiffer(p.Store, p.Name, name)
+	stored := diff.NewListing(p.Store, p.Name, name, sources.ChildMarker)
 	first := true
 	cursor, err := p.Store.CursorGet(ctx, p.Name, name)
 	if err != nil {
@@ -163,7 +163,7 @@ func (pl *planner) source(ctx context.Context, src sources.Source) error {
 			break
 		}
 		if first {
-			stored.partial, first = page.Partial, false
+			stored.Partial, first = page.Partial, false
 		}
 		if page.Partial {
 			complete = false // an incremental listing: absent keys are not deletions
@@ -190,7 +190,7 @@ func (pl *planner) warn(ws []string) {
 // page plans one page of a listing: the deletions it reports, its records
 // compared with state (the unchanged ones only counted), and what it
 // skips or leaves unlisted.
-func (pl *planner) page(ctx context.Context, name string, stored *differ, page *sources.Page) error {
+func (pl *planner) page(ctx context.Context, name string, stored *diff.Listing, page *sources.Page) error {
 	p, r, plan := pl.p, pl.r, pl.plan
 	pl.warn(page.Warnings)
 	if len(page.Deleted) > 0 {
@@ -203,15 +203,15 @@ func (pl *planner) page(ctx context.Context, name string, stored *differ, page *
 				plan.Items = append(plan.Items, PlanItem{Source: name, Key: k, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
 			}
 		}
-		stored.forget(page.Deleted)
+		stored.Forget(page.Deleted)
 	}
-	matches, froms, err := stored.page(ctx, page)
+	matches, froms, err := stored.Page(ctx, diffPage(page))
 	if err != nil {
 		return fmt.Errorf("source %q: %w", name, err)
 	}
 	var todo []item
 	for i, rec := range page.Records {
-		if matches[i].dup {
+		if matches[i].Dup {
 			continue
 		}
 		it, err := r.classify(name, rec, matches[i], froms[i])
@@ -238,7 +238,7 @@ func (pl *planner) page(ctx context.Context, name string, stored *differ, page *
 		plan.Skips = append(plan.Skips, PlanSkip{Source: name, Key: sk.Key, Reason: sk.Err.Error()})
 	}
 	for _, u := range page.Unlisted {
-		stored.keepPrefix(u.Prefix)
+		stored.KeepPrefix(u.Prefix)
 		plan.Skips = append(plan.Skips, PlanSkip{Source: name, Key: u.Prefix, Reason: "not listed, its records kept: " + u.Err.Error()})
 	}
 	return nil
@@ -247,9 +247,9 @@ func (pl *planner) page(ctx context.Context, name string, stored *differ, page *
 // deletes plans the deletions of a complete listing: the stored records
 // it did not list, their chunks, and the mass-delete guard's verdict on
 // the net loss, as a run judges it.
-func (pl *planner) deletes(ctx context.Context, name string, stored *differ) error {
+func (pl *planner) deletes(ctx context.Context, name string, stored *diff.Listing) error {
 	p, plan := pl.p, pl.plan
-	gone, err := stored.unlisted(ctx)
+	gone, err := stored.Unlisted(ctx)
 	if err != nil {
 		return fmt.Errorf("source %q: %w", name, err)
 	}
@@ -266,11 +266,11 @@ func (pl *planner) deletes(ctx context.Context, name string, stored *differ) err
 	for _, key := range gone {
 		plan.Items = append(plan.Items, PlanItem{Source: name, Key: key, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
 	}
-	total, err := stored.total(ctx)
+	total, err := stored.Total(ctx)
 	if err != nil {
 		return fmt.Errorf("source %q: %w", name, err)
 	}
-	if err := pl.r.guard(max(len(gone)-stored.newN, 0), total); err != nil { // net loss, as a run judges
+	if err := pl.r.guard(max(len(gone)-stored.NewKeys(), 0), total); err != nil { // net loss, as a run judges
 		plan.GuardError = err.Error()
 	}
 	return nil

@@ -285,7 +285,7 @@ func (p *Pipeline) configMark() string {
 
 // deleteKeys deletes records the source reported as removed, with their
 // children (sources.ChildMarker).
-func (r *runner) deleteKeys(ctx context.Context, source string, stored *differ, keys []string) error {
+func (r *runner) deleteKeys(ctx context.Context, source string, stored *diff.Listing, keys []string) error {
 	sums, err := r.p.Store.RecordSummaries(ctx, r.p.Name, source, keys)
 	if err != nil {
 		return fmt.Errorf("get stored records: %w", err)
@@ -300,27 +300,27 @@ func (r *runner) deleteKeys(ctx context.Context, source string, stored *differ, 
 	// over the run (children follow their parent and are not counted): a
 	// mistaken mass delete upstream stops here.
 	reported := len(gone)
-	total, err := stored.total(ctx)
+	total, err := stored.Total(ctx)
 	if err != nil {
 		return err
 	}
-	if err := r.guard(stored.deletedN()+reported, total); err != nil {
+	if err := r.guard(stored.Deleted+reported, total); err != nil {
 		return err
 	}
-	children, err := stored.childrenOf(ctx, keys)
+	children, err := stored.ChildrenOf(ctx, keys)
 	if err != nil {
 		return err
 	}
 	gone = append(gone, children...)
-	stored.forget(gone)
-	stored.reportDeleted(reported)
+	stored.Forget(gone)
+	stored.Deleted += reported
 	return r.deleteStored(ctx, source, gone)
 }
 
 // deleteStaleChildren deletes, after a partial listing, the stored children
 // of listed records that the listing did not list.
-func (r *runner) deleteStaleChildren(ctx context.Context, source string, stored *differ) error {
-	gone, err := stored.staleChildren(ctx)
+func (r *runner) deleteStaleChildren(ctx context.Context, source string, stored *diff.Listing) error {
+	gone, err := stored.StaleChildren(ctx)
 	if err != nil {
 		return err
 	}
@@ -355,7 +355,7 @@ func (r *runner) deleteStored(ctx context.Context, source string, keys []string)
 // stored and not listed yet: the record moves from it, and is compared
 // with it unless the new key is stored too (the intent of an interrupted
 // move).
-func (r *runner) classify(source string, rec sources.Record, m, fm match) (item, error) {
+func (r *runner) classify(source string, rec sources.Record, m, fm diff.Match) (item, error) {
 	h, err := recordHash(r.p.Model.listed(rec))
 	if err != nil {
 		return item{}, fmt.Errorf("record %q: hash: %w", rec.Key, err)
@@ -513,15 +513,16 @@ func (r *runner) guardTrips(deletes, stored int) bool {
 
 // netLoss is what a complete listing deletes net of renames: the stored
 // records it did not list (gone) less those whose content a new key
-// brought (differ.renamed). A new key with unrelated content (a
+// brought (diff.Listing.Renames, reading stored content with
+// storedContentHash). A new key with unrelated content (a
 // replacement) offsets nothing. It reads the gone records' stored content
 // only when the count of gone records alone trips the guard.
-func (r *runner) netLoss(ctx context.Context, stored *differ, gone []string, live int) (int, error) {
+func (r *runner) netLoss(ctx context.Context, stored *diff.Listing, gone []string, live int) (int, error) {
 	loss := len(gone)
 	if !r.guardTrips(loss, live) {
 		return loss, nil
 	}
-	renamed, err := stored.renamed(ctx, gone, loss)
+	renamed, err := stored.Renames(ctx, gone, loss, storedContentHash)
 	if err != nil {
 		return 0, err
 	}

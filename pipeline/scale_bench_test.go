@@ -30,7 +30,7 @@ import (
 	"github.com/kgsync/kgsync/sources/grist/gristtest"
 	"github.com/kgsync/kgsync/sources/httpapi"
 	"github.com/kgsync/kgsync/state"
-	"github.com/kgsync/kgsync/state/sqlite"
+	"github.com/kgsync/kgsync/state/statetest"
 )
 
 // Scale benchmarks: the whole pipeline (SQLite state, CYPHERL sink in a
@@ -132,14 +132,9 @@ func scalePipeline(b *testing.B, store state.Store, sk sink.Sink, model *config.
 	}
 }
 
-// scaleState opens SQLite state in a temporary directory.
-func scaleState(b *testing.B) state.Store {
-	b.Helper()
-	store, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "state.db"))
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = store.Close() })
-	return store
-}
+// scaleState opens SQLite state in a temporary directory
+// (statetest.SQLite).
+func scaleState(b *testing.B) state.Store { return statetest.SQLite(b) }
 
 // scaleStore is scaleState and a CYPHERL sink in a temporary directory.
 func scaleStore(b *testing.B) (state.Store, sink.Sink) {

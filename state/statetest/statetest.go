@@ -1,6 +1,7 @@
 // Package statetest is the conformance suite every state.Store passes: the
 // backends run it from their tests (state/sqlite, state/postgres), so a
-// behaviour of the contract is specified once, here.
+// behaviour of the contract is specified once, here. SQLite gives other
+// packages' tests a real store.
 package statetest
 
 import (
