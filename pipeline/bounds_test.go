@@ -1,11 +1,13 @@
 package pipeline_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/pipeline"
 )
 
@@ -74,4 +76,26 @@ func TestWriterBytesHoldsOneBatch(t *testing.T) {
 		prev = n
 	}
 	require.Zero(t, prev, "nothing in flight after the run")
+}
+
+// TestBuildCarriesByteBounds: Build takes pipelines[].batch_chunk_bytes and
+// writer_bytes from the config, and their defaults when not written.
+func TestBuildCarriesByteBounds(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg, err := config.Parse([]byte(`pipelines:
+  - name: set
+    batch_chunk_bytes: 1048576
+    writer_bytes: 4194304
+    sources: [{files: {root: .}}]
+  - name: unset
+    sources: [{files: {root: .}}]
+`), dir)
+	require.NoError(t, err)
+	for i, want := range [][2]int{{1 << 20, 4 << 20}, {16 << 20, 96 << 20}} {
+		p, err := pipeline.Build(t.Context(), cfg, &cfg.Pipelines[i], nil, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Sink.Close(context.Background()) })
+		require.Equal(t, want, [2]int{p.BatchChunkBytes, p.WriterBytes}, cfg.Pipelines[i].Name)
+	}
 }
