@@ -169,6 +169,17 @@ type Pipeline struct {
 	Sink *Sink `yaml:"sink,omitempty"`
 	// BatchSize is how many records form one write-and-commit batch (default 1000, DefaultPipelineBatchSize; a batch also ends once its documents hold 8 MiB).
 	BatchSize int `yaml:"batch_size,omitempty"`
+	// BatchChunkBytes ends a batch early, in bytes, once the chunks its
+	// records map to and the stored chunks they replace hold this much
+	// text (default 16 MiB, DefaultPipelineBatchChunkBytes): a chunking
+	// change then makes more, smaller batches instead of larger ones.
+	BatchChunkBytes int64 `yaml:"batch_chunk_bytes,omitempty"`
+	// WriterBytes bounds, in bytes, the prepared batches a run hands to its
+	// writer and that are not written yet: the JSON properties of their
+	// records and chunks and their float32 vectors (default 96 MiB,
+	// DefaultPipelineWriterBytes; at least BatchChunkBytes). One batch is
+	// always handed over, whatever its size.
+	WriterBytes int64 `yaml:"writer_bytes,omitempty"`
 	// MaxDeleteRatio is the mass-delete guard: a run that would delete more
 	// than this share of the pipeline's records stops before deleting
 	// (default 0.3; 1 disables the guard).

@@ -142,6 +142,9 @@ func TestBadConfigs(t *testing.T) {
 			`pipeline_values.bad.yaml:3: pipelines[0].batch_size: must be > 0, got 0`,
 			`pipeline_values.bad.yaml:4: pipelines[0].max_delete_ratio: must be in (0, 1]`,
 			`pipeline_values.bad.yaml:8: pipelines[1].max_delete_ratio: must be in (0, 1] (1 disables the guard), got 1.5`,
+			`pipeline_values.bad.yaml:12: pipelines[2].batch_chunk_bytes: must be > 0, got 0`,
+			`pipeline_values.bad.yaml:13: pipelines[2].writer_bytes: must be > 0, got -1`,
+			`pipeline_values.bad.yaml:18: pipelines[3].writer_bytes: must be >= batch_chunk_bytes (33554432), got 16777216`,
 		},
 		"files.bad.yaml": {
 			`files.bad.yaml:5: pipelines[0].sources[0].files.root: required`,
@@ -249,9 +252,11 @@ func TestDefaults(t *testing.T) {
 			Provider: "hashing", Model: "hashing-v1", Dimensions: 384, BatchSize: 64, MaxConcurrency: 2,
 			Timeout: 60 * time.Second, MaxRetries: &five, MaxInputTokens: 8191,
 		},
-		Sink:           &config.Sink{Type: "cypherl", Cypherl: &config.CypherlSink{Dir: filepath.Join(dir, ".kgsync/cypherl")}},
-		BatchSize:      1000,
-		MaxDeleteRatio: &ratio,
+		Sink:            &config.Sink{Type: "cypherl", Cypherl: &config.CypherlSink{Dir: filepath.Join(dir, ".kgsync/cypherl")}},
+		BatchSize:       1000,
+		BatchChunkBytes: 16 << 20,
+		WriterBytes:     96 << 20,
+		MaxDeleteRatio:  &ratio,
 	}
 	require.Equal(t, want, c.Pipelines[0])
 
@@ -526,8 +531,8 @@ func TestValidateBuiltInGo(t *testing.T) {
 		State: config.State{Driver: "postgres"},
 		Log:   config.Log{Level: "info", Format: "text"},
 		Pipelines: []config.Pipeline{
-			{Name: "a", TimeZone: "UTC", BatchSize: 1, Sources: []config.Source{{Name: "f", Files: &config.FilesSource{Root: "/x", MaxFileBytes: 1, Anchor: "Doc"}}}},
-			{Name: "a", BatchSize: 1, MaxDeleteRatio: &ratio, Sources: []config.Source{{Name: "f", Files: &config.FilesSource{Root: "/x", MaxFileBytes: 1, Anchor: "Doc"}}},
+			{Name: "a", TimeZone: "UTC", BatchSize: 1, BatchChunkBytes: 1, WriterBytes: 1, Sources: []config.Source{{Name: "f", Files: &config.FilesSource{Root: "/x", MaxFileBytes: 1, Anchor: "Doc"}}}},
+			{Name: "a", BatchSize: 1, BatchChunkBytes: 1, WriterBytes: 1, MaxDeleteRatio: &ratio, Sources: []config.Source{{Name: "f", Files: &config.FilesSource{Root: "/x", MaxFileBytes: 1, Anchor: "Doc"}}},
 				Chunking: &config.Chunking{MaxTokens: 100, OverlapTokens: 100, Tokenizer: "cl100k_base"}},
 		},
 	}

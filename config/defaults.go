@@ -50,6 +50,13 @@ const (
 	DefaultReviewElementsTable            = "Elements"
 )
 
+// The pipeline's bounds in bytes (pipelines[].batch_chunk_bytes,
+// writer_bytes; pipeline.Pipeline.BatchChunkBytes, WriterBytes).
+const (
+	DefaultPipelineBatchChunkBytes = 16 << 20 // 16 MiB
+	DefaultPipelineWriterBytes     = 96 << 20 // 96 MiB
+)
+
 // The setDefaults methods fill the defaults that do not depend on other
 // fields. The decoder calls them on a section before decoding its keys, so a
 // key written in the file always wins, even when it is 0 or "". Defaults that
@@ -89,6 +96,8 @@ func (l *Log) setDefaults() {
 func (p *Pipeline) setDefaults() {
 	setZero(&p.TimeZone, DefaultTimeZone)
 	setZero(&p.BatchSize, DefaultPipelineBatchSize)
+	setZero(&p.BatchChunkBytes, DefaultPipelineBatchChunkBytes)
+	setZero(&p.WriterBytes, DefaultPipelineWriterBytes)
 }
 
 func (f *FilesSource) setDefaults() {

@@ -193,6 +193,11 @@ func (ck *checker) pipeline(at string, p *Pipeline) {
 		ck.add(at+".time_zone", "%q is not an IANA time zone such as \"Europe/Berlin\": %v", p.TimeZone, err)
 	}
 	ck.positive(at+".batch_size", int64(p.BatchSize))
+	ck.positive(at+".batch_chunk_bytes", p.BatchChunkBytes)
+	ck.positive(at+".writer_bytes", p.WriterBytes)
+	if p.BatchChunkBytes > 0 && p.WriterBytes > 0 && p.WriterBytes < p.BatchChunkBytes {
+		ck.add(at+".writer_bytes", "must be >= batch_chunk_bytes (%d), got %d", p.BatchChunkBytes, p.WriterBytes)
+	}
 	if r := p.MaxDeleteRatio; r != nil && !(*r > 0 && *r <= 1) {
 		ck.add(at+".max_delete_ratio", "must be in (0, 1] (1 disables the guard), got %g", *r)
 	}

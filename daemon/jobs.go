@@ -214,6 +214,7 @@ func (d *Daemon) work(ctx context.Context, job *river.Job[SyncArgs]) error {
 	elapsed := time.Since(start)
 	w.setRunning(-1)
 	d.m.running.WithLabelValues(w.name).Set(0)
+	d.m.inflight.WithLabelValues(w.name).Set(0) // also after a run that could not report its last
 	if run.ID != 0 {
 		_ = river.RecordOutput(ctx, jobOutput{RunID: run.ID})
 	}

@@ -38,6 +38,8 @@ type metrics struct {
 	reviewRows    *prometheus.CounterVec   // pipeline, kind: read, expert_changes, written
 	reviewFlagged *prometheus.CounterVec   // pipeline
 	reviewNeeds   *prometheus.GaugeVec     // pipeline
+	inflight      *prometheus.GaugeVec     // pipeline
+	batchesCut    *prometheus.CounterVec   // pipeline
 }
 
 // Webhook delivery outcomes (kgsync_webhook_deliveries_total{outcome}).
@@ -94,10 +96,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		reviewRows:    counter("review_rows_total", "Rows of the expert review's Elements table in Grist: read back, with expert changes taken, written (added, updated, deleted).", "pipeline", "kind"),
 		reviewFlagged: counter("review_conflicts_total", "Review elements newly flagged needs_review: a correction whose parsed text changed, an element with expert input gone from its document.", "pipeline"),
 		reviewNeeds:   gauge("review_needs_review", "Review elements needing review at the end of the last run (conflicts, elements gone, expert flags).", "pipeline"),
+		inflight:      gauge("writer_inflight_bytes", "Bytes of the prepared batches (properties and vectors) a running run's writer holds and has not written yet (pipelines[].writer_bytes bounds them); 0 between runs.", "pipeline"),
+		batchesCut:    counter("batches_cut_total", "Batches ended early because their chunks reached pipelines[].batch_chunk_bytes; their other records went into the next batch.", "pipeline"),
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.quarantined, m.runDuration, m.running, m.records, m.chunks, m.sinkStmts,
 		m.sinkBatches, m.sinkRetries, m.embedRequests, m.embedErrors, m.lastSuccess, m.triggers, m.lockBusy, m.deliveries, m.webhookRows, m.coalesced, m.rowSinkErrors, m.rowsDropped, m.rowsBuffered, m.bytesBuffered,
-		m.jobs, m.jobLatency, m.coalescedJobs, m.takeovers, m.reviewRows, m.reviewFlagged, m.reviewNeeds} {
+		m.jobs, m.jobLatency, m.coalescedJobs, m.takeovers, m.reviewRows, m.reviewFlagged, m.reviewNeeds, m.inflight, m.batchesCut} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -122,12 +126,13 @@ func (m *metrics) initPipeline(name string) {
 		m.chunks.WithLabelValues(name, o)
 	}
 	for _, v := range []*prometheus.CounterVec{m.sinkStmts, m.sinkBatches, m.sinkRetries, m.embedRequests, m.embedErrors,
-		m.lockBusy, m.webhookRows, m.coalesced, m.rowSinkErrors, m.rowsDropped, m.coalescedJobs, m.takeovers} {
+		m.lockBusy, m.webhookRows, m.coalesced, m.rowSinkErrors, m.rowsDropped, m.coalescedJobs, m.takeovers, m.batchesCut} {
 		v.WithLabelValues(name)
 	}
 	m.lastSuccess.WithLabelValues(name)
 	m.rowsBuffered.WithLabelValues(name)
 	m.bytesBuffered.WithLabelValues(name)
+	m.inflight.WithLabelValues(name)
 	m.jobLatency.WithLabelValues(name)
 	for _, r := range []string{"cron", "webhook", "manual"} {
 		m.triggers.WithLabelValues(name, r)
@@ -158,6 +163,7 @@ func (m *metrics) observeRun(name, outcome string, run state.Run, seconds float6
 	m.chunks.WithLabelValues(name, "deleted").Add(float64(c.ChunksDeleted))
 	m.sinkStmts.WithLabelValues(name).Add(float64(c.SinkStatements))
 	m.sinkBatches.WithLabelValues(name).Add(float64(c.SinkBatches))
+	m.batchesCut.WithLabelValues(name).Add(float64(c.BatchesCut))
 	m.sinkRetries.WithLabelValues(name).Add(float64(c.SinkRetries))
 	m.embedRequests.WithLabelValues(name).Add(float64(c.EmbedRequests))
 	m.embedErrors.WithLabelValues(name).Add(float64(c.EmbedErrors))
@@ -168,4 +174,13 @@ func (m *metrics) observeRun(name, outcome string, run state.Run, seconds float6
 		m.reviewFlagged.WithLabelValues(name).Add(float64(c.ReviewConflicts))
 		m.reviewNeeds.WithLabelValues(name).Set(float64(c.ReviewNeedsReview))
 	}
+}
+
+// InFlight sets kgsync_writer_inflight_bytes{pipeline=name} to bytes: what
+// the writer of the pipeline's running run holds and has not written yet
+// (pipeline.Pipeline.InFlightFunc). A Runner calls it during the runs the
+// daemon asked of it, with the name it was given; the daemon sets the
+// gauge to 0 when a run returns. Safe for concurrent use.
+func (d *Daemon) InFlight(name string, bytes int) {
+	d.m.inflight.WithLabelValues(name).Set(float64(bytes))
 }

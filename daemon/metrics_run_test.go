@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"net/http"
 	"path/filepath"
 	"testing"
 
@@ -35,15 +36,16 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 }
 
 // TestObserveRunExportsEmbedAndRetryCounts checks that a run's embedding
-// requests and errors and its sink retries reach their counters, summed
-// over runs.
+// requests and errors, its sink retries and the batches it cut by bytes
+// reach their counters, summed over runs.
 func TestObserveRunExportsEmbedAndRetryCounts(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	m, err := newMetrics(reg)
 	require.NoError(t, err)
-	m.observeRun("p", "succeeded", state.Run{Counts: state.Counts{EmbedRequests: 5, SinkRetries: 2}}, 1)
-	m.observeRun("p", "failed", state.Run{Counts: state.Counts{EmbedRequests: 1, EmbedErrors: 1}}, 1)
+	m.observeRun("p", "succeeded", state.Run{Counts: state.Counts{EmbedRequests: 5, SinkRetries: 2, BatchesCut: 3}}, 1)
+	m.observeRun("p", "failed", state.Run{Counts: state.Counts{EmbedRequests: 1, EmbedErrors: 1, BatchesCut: 1}}, 1)
+	require.InDelta(t, 4, counterValue(t, reg, "kgsync_batches_cut_total"), 0)
 	require.InDelta(t, 6, counterValue(t, reg, "kgsync_embed_requests_total"), 0)
 	require.InDelta(t, 1, counterValue(t, reg, "kgsync_embed_errors_total"), 0)
 	require.InDelta(t, 2, counterValue(t, reg, "kgsync_sink_retries_total"), 0)
@@ -126,4 +128,32 @@ func TestPartialRunOutcome(t *testing.T) {
 	}
 	require.InDelta(t, 1, partial, 0)
 	require.InDelta(t, 3, gauge, 0)
+}
+
+// TestWriterInflightGauge: the bytes a run's writer reports in flight
+// (Daemon.InFlight) show on /metrics while it runs, and the gauge is 0
+// once the run returns, even when the run's last report was not 0.
+func TestWriterInflightGauge(t *testing.T) {
+	t.Parallel()
+	reported, release := make(chan struct{}), make(chan struct{})
+	var b *testBundle
+	b = setup(t, setupOpts{block: func(ctx context.Context, name string) error {
+		b.d.InFlight(name, 4096)
+		close(reported)
+		<-release
+		return nil
+	}})
+	_, metrics := b.do(t, "GET", "/metrics", "", nil)
+	require.Contains(t, metrics, `kgsync_writer_inflight_bytes{pipeline="p"} 0`, "exported before the first run")
+	require.Contains(t, metrics, `kgsync_batches_cut_total{pipeline="p"} 0`)
+	code, _ := b.do(t, "POST", "/api/pipelines/p/sync", "", nil)
+	require.Equal(t, http.StatusAccepted, code)
+	b.nextCall(t)
+	<-reported
+	_, metrics = b.do(t, "GET", "/metrics", "", nil)
+	require.Contains(t, metrics, `kgsync_writer_inflight_bytes{pipeline="p"} 4096`)
+	close(release)
+	b.settled(t)
+	_, metrics = b.do(t, "GET", "/metrics", "", nil)
+	require.Contains(t, metrics, `kgsync_writer_inflight_bytes{pipeline="p"} 0`)
 }

@@ -188,6 +188,9 @@ func Build(ctx context.Context, cfg *config.Config, pc *config.Pipeline, store s
 		VectorCapacity: capacity,
 		Search:         search,
 		Logger:         logger,
+
+		BatchChunkBytes: int(pc.BatchChunkBytes),
+		WriterBytes:     int(pc.WriterBytes),
 	}, nil
 }
 

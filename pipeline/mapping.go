@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/kgsync/kgsync/chunker"
+	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/embed"
 	"github.com/kgsync/kgsync/pipeline/review"
@@ -264,7 +266,7 @@ type prepared struct {
 	// see batchWriter.submit), or nil: the writer renders it.
 	rendered *cypherl.Rendered
 	// size is what the batch holds, in bytes (preparedBytes): the
-	// writer bounds the batches in flight by it (maxWriterBytes).
+	// writer bounds the batches in flight by it (Pipeline.WriterBytes).
 	size int
 }
 
@@ -288,10 +290,11 @@ func preparedBytes(c *state.Commit, vectors map[uint64][]float32) int {
 	return n
 }
 
-// maxBatchChunkBytes ends a batch once the chunks its records map to (and
-// the stored chunks they replace) hold this many bytes of text (see
-// prepareBatch). A variable so that tests can lower it.
-var maxBatchChunkBytes = 16 << 20
+// batchChunkBytes is the bound on a batch's chunks in bytes
+// (Pipeline.BatchChunkBytes, its default when 0).
+func (p *Pipeline) batchChunkBytes() int {
+	return cmp.Or(p.BatchChunkBytes, config.DefaultPipelineBatchChunkBytes)
+}
 
 // outputChunkBytes is the text a mapped record's chunks hold, and its
 // stored chunks' properties.
@@ -311,7 +314,7 @@ func outputChunkBytes(out *recordOutput) int {
 //
 // A batch is cut by the documents it reads (maxBatchDocumentBytes); what
 // they become is bounded too: once the chunks mapped (and the stored ones
-// they replace) hold maxBatchChunkBytes, the batch ends there and rest are
+// they replace) hold Pipeline.BatchChunkBytes, the batch ends there and rest are
 // the items left for the next one, which alone carries cursor (a chunking
 // change makes more and larger chunks of the same documents than a first
 // sync does).
@@ -364,14 +367,15 @@ func (r *runner) prepareBatch(ctx context.Context, source string, items []item, 
 
 // mapBatch maps a batch's items (mapRecord), in order, until the chunks
 // they map to (and the stored chunks they replace) hold
-// maxBatchChunkBytes: the items after that are rest, left for the next
-// batch. A record that cannot be mapped is quarantined and left out of
+// Pipeline.BatchChunkBytes: the items after that are rest, left for the
+// next batch (counted in state.Counts.BatchesCut). A record that cannot be mapped is quarantined and left out of
 // outs; err is set only when ctx is done.
 func (r *runner) mapBatch(ctx context.Context, source string, items []item) (outs []*recordOutput, rest []item, _ error) {
 	outs = make([]*recordOutput, 0, len(items))
-	chunkBytes := 0
+	chunkBytes, bound := 0, r.p.batchChunkBytes()
 	for i, it := range items {
-		if chunkBytes >= maxBatchChunkBytes {
+		if chunkBytes >= bound {
+			r.counts().BatchesCut++
 			return outs, items[i:], nil
 		}
 		out, err := r.mapRecord(ctx, it)

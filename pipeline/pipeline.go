@@ -90,6 +90,20 @@ type Pipeline struct {
 	// BatchSize is the number of records per write-and-commit batch; a
 	// batch also ends once its documents hold 8 MiB.
 	BatchSize int
+	// BatchChunkBytes ends a batch once the chunks its records map to, and
+	// the stored chunks they replace, hold this many bytes of text (see
+	// prepareBatch); the rest of its records go into the next batch,
+	// counted in state.Counts.BatchesCut (0 =
+	// config.DefaultPipelineBatchChunkBytes).
+	BatchChunkBytes int
+	// WriterBytes bounds the bytes of the prepared batches the writer holds
+	// in flight (see batchWriter.submit); one batch is always handed over
+	// (0 = config.DefaultPipelineWriterBytes).
+	WriterBytes int
+	// InFlightFunc, when set, is called with the bytes of the batches the
+	// writer holds in flight each time they change, on the run's goroutine;
+	// a run that made any call ends with a call with 0.
+	InFlightFunc func(bytes int)
 	// MaxDeleteRatio is the mass-delete guard (0 < r <= 1; 1 disables it).
 	MaxDeleteRatio float64
 	// Fingerprint is the hash of the config that shapes records' output

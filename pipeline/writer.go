@@ -5,6 +5,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/kgsync/kgsync/config"
 	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/state"
 )
@@ -16,14 +17,16 @@ import (
 // other way round).
 const writerDepth = 3
 
-// maxWriterBytes bounds the batches the writer holds in bytes
-// (prepared.size) as well: a batch is handed over while those in flight
-// hold less, and one batch always can be. A first sync's batches stay
-// within it writerDepth at a time; a chunking change, whose batches are
-// cut by the chunks they write (maxBatchChunkBytes) and come more often,
-// has fewer in flight instead of holding more. A variable so that tests
-// can lower it.
-var maxWriterBytes = 96 << 20
+// writerBytes bounds the batches the writer holds in bytes
+// (prepared.size) as well: Pipeline.WriterBytes, its default when 0. A
+// batch is handed over while those in flight hold less, and one batch
+// always can be. A first sync's batches stay within the default
+// writerDepth at a time; a chunking change, whose batches are cut by the
+// chunks they write (Pipeline.BatchChunkBytes) and come more often, has
+// fewer in flight instead of holding more.
+func (p *Pipeline) writerBytes() int {
+	return cmp.Or(p.WriterBytes, config.DefaultPipelineWriterBytes)
+}
 
 // batchWriter writes prepared batches in two goroutines of its own while
 // the run reads, hashes, maps and embeds the next ones. The state stage
@@ -231,7 +234,7 @@ func (w *batchWriter) submit(p *prepared) error {
 			return err
 		}
 	}
-	for len(w.inflight) >= writerDepth || (len(w.inflight) > 0 && w.bytes+p.size > maxWriterBytes) {
+	for bound := w.r.p.writerBytes(); len(w.inflight) >= writerDepth || (len(w.inflight) > 0 && w.bytes+p.size > bound); {
 		w.waitOne()
 	}
 	if w.err != nil {
@@ -239,8 +242,17 @@ func (w *batchWriter) submit(p *prepared) error {
 	}
 	w.jobs <- p
 	w.inflight = append(w.inflight, p)
-	w.bytes += p.size
+	w.addBytes(p.size)
 	return nil
+}
+
+// addBytes adds n to the bytes in flight and reports them
+// (Pipeline.InFlightFunc).
+func (w *batchWriter) addBytes(n int) {
+	w.bytes += n
+	if f := w.r.p.InFlightFunc; f != nil && n != 0 {
+		f(w.bytes)
+	}
 }
 
 // render renders p's batch when the sink renders batches apart from
@@ -277,7 +289,7 @@ func (w *batchWriter) done(res writeResult) {
 	p := w.inflight[0]
 	w.inflight[0] = nil
 	w.inflight = w.inflight[1:]
-	w.bytes -= p.size
+	w.addBytes(-p.size)
 	w.r.addSinkStats(res.st)
 	if res.err != nil && w.err == nil {
 		w.err = res.err

@@ -84,6 +84,10 @@ type Counts struct {
 	ChunksDeleted  int `json:"chunks_deleted"`
 	SinkStatements int `json:"sink_statements"`
 	SinkBatches    int `json:"sink_batches"`
+	// BatchesCut counts the batches the run ended early because their
+	// chunks reached the pipeline's batch_chunk_bytes (their other records
+	// went into the next batch).
+	BatchesCut int `json:"batches_cut,omitempty"`
 	// SinkRetries counts transient-error retries of sink calls (sink.Stats.Retries).
 	SinkRetries int `json:"sink_retries"`
 	// EmbedRequests counts calls to the embedding provider (embed.Stats.Calls).

@@ -111,8 +111,9 @@ func runDaemon(ctx context.Context, g *globals, listen string, insecure bool) er
 	defer mcpH.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	runner := &pipelineRunner{cfg: cfg, store: store, log: log}
 	d, err := daemon.New(daemon.Options{
-		Config: cfg, Store: store, Runner: &pipelineRunner{cfg: cfg, store: store, log: log},
+		Config: cfg, Store: store, Runner: runner,
 		Checks: checks, Registerer: reg, Gatherer: reg, Logger: log,
 		Verify: daemonVerify(cfg, store, log), Eval: daemonEval(cfg, store, log), InsecureNoAuth: insecure,
 		MCP: mcpH,
@@ -120,6 +121,7 @@ func runDaemon(ctx context.Context, g *globals, listen string, insecure bool) er
 	if err != nil {
 		return err
 	}
+	runner.inflight = d.InFlight // before Run: no run has started yet
 	if listen == "" {
 		listen = cfg.Daemon.Listen
 	}
@@ -155,6 +157,9 @@ type pipelineRunner struct {
 	cfg   *config.Config
 	store state.Store
 	log   *slog.Logger
+	// inflight receives a run's writer bytes in flight by pipeline name
+	// (daemon.Daemon.InFlight); nil drops them.
+	inflight func(name string, bytes int)
 }
 
 // heldLock is the store as seen by a pipeline run by the daemon, which
@@ -242,6 +247,9 @@ func (r *pipelineRunner) Run(ctx context.Context, name string, trigger state.Tri
 		return state.Run{}, fmt.Errorf("pipeline %q: %w", name, err)
 	}
 	defer func() { _ = p.Sink.Close(context.WithoutCancel(ctx)) }()
+	if r.inflight != nil {
+		p.InFlightFunc = func(bytes int) { r.inflight(name, bytes) }
+	}
 	res, err := p.Run(ctx, trigger, pipelineMode(mode))
 	return res.Run, err
 }
