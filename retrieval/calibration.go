@@ -13,7 +13,7 @@ import (
 )
 
 // Calibration is the relevance floor's calibration for one embedder, as
-// `kgsync eval --write-calibration` measures it on a golden set: the
+// `kgsync eval --calibrate` measures it on a golden set: the
 // thresholds that keep at most 5% of the answerable questions from being
 // declined, and the cosines of the best hit at which the embedder's
 // similarity alone says a hit is relevant.

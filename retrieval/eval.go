@@ -118,7 +118,7 @@ type FloorReport struct {
 	LostFound      float64 `json:"lost_found"`
 	WeakAnswerable float64 `json:"weak_answerable"`
 	// Calibration is the calibration measured on this set for this
-	// embedder (`kgsync eval --write-calibration` stores it), and
+	// embedder (`kgsync eval --calibrate` stores it), and
 	// CalibratedLost, CalibratedCaught and CalibratedWeak its outcome.
 	Calibration      Calibration `json:"calibration"`
 	CalibratedLost   float64     `json:"calibrated_lost"`

@@ -353,7 +353,7 @@ not json
 		Answers: []string{"RFC 7239 6.3"}, Context: []string{"RFC 7239 6"}}}, qs)
 }
 
-// BenchmarkHybridSearch is one hybrid search (five signals, the floor)
+// BenchmarkHybridSearch is one hybrid search (six signals, the floor)
 // over the test documents in embedded mode, corpus already loaded.
 func BenchmarkHybridSearch(b *testing.B) {
 	dir := b.TempDir()

@@ -33,12 +33,14 @@ func newSearchCmd(g *globals) *cobra.Command {
 		Use:   "search [flags] TEXT | --address ADDRESS",
 		Short: "Find the chunks and rows that answer TEXT (hybrid: vector, BM25, terms, addresses)",
 		Long: `Search the pipeline for TEXT and print the best chunks and table rows with
-their fused score and what found them. Five signals are fused by weighted
+their fused score and what found them. Six signals are fused by weighted
 reciprocal rank fusion (weights in the config's search section): the
 vector nearest neighbours, BM25 over chunks and rows, BM25 over elements,
-defined terms the text names, and addresses it names ("section 6.5.1",
-"Article 7(3)(a)", "Статья 81 часть 3", "Table 1", looked up in every
-document, or in the one the text names: "RFC 7231 4.2.2"). With a Memgraph
+defined terms the text names, the best candidates of those re-ranked by
+how much of the text one 24-word window holds (proximity), and addresses
+it names ("section 6.5.1", "Article 7(3)(a)", "Статья 81 часть 3",
+"Table 1", looked up in every document, or in the one the text names:
+"RFC 7231 4.2.2"). With a Memgraph
 sink the vector and text indexes are Memgraph's; otherwise state's.
 
 When the best hits hold too little of the query (the relevance floor,

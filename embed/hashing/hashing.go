@@ -79,9 +79,10 @@ type Embedder struct {
 }
 
 // New returns a hashing embedder producing vectors of length dimensions.
-// model names the variant in Model() (so a change of the algorithm can be
-// given a new name, e.g. "hashing-v2"); "" means DefaultModel, and
-// dimensions <= 0 means DefaultDimensions.
+// model names the variant in Model(): ModelStems selects the stemmed
+// variant, "" means DefaultModel, and any other name computes
+// DefaultModel's vectors under that name. dimensions <= 0 means
+// DefaultDimensions.
 func New(model string, dimensions int) *Embedder {
 	if model == "" {
 		model = DefaultModel
