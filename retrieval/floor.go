@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/kgsync/kgsync/state"
 )
 
 // Floor is the relevance floor. It answers one of three ways: the hits
@@ -236,7 +234,7 @@ func (f Floor) decline(e Evidence) (string, bool) {
 // coverage of the query's words by the best hits (weighted by idf over the
 // pipeline's chunks in state), the best score and cosine, and whether an
 // address or term matched; and the words' weights.
-func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, words []queryWord, res *Result, order []int, fused map[int]fusedScore) (Evidence, []float64, error) {
+func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, words []queryWord, res *Result, order []int, fused map[int]fusedScore, stats *contentStats) (Evidence, []float64, error) {
 	e := Evidence{Quantity: reAsksQuantity().MatchString(query)}
 	for _, a := range res.Addresses {
 		if len(a.Nodes) > 0 {
@@ -260,9 +258,9 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 		e.Coverage, e.Window, e.NoWords = 1, 1, true
 		return e, nil, nil
 	}
-	st, _, err := s.Store.LexicalSearch(ctx, s.Pipeline, state.LexicalChunk, lexicalTerms(words))
+	st, err := s.contentStats(ctx, words, stats)
 	if err != nil {
-		return e, nil, fmt.Errorf("search: %w", err)
+		return e, nil, err
 	}
 	n := s.config().Floor.Hits
 	if n <= 0 {
@@ -325,7 +323,7 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 		units, e.Unit = askedUnits(query)
 	}
 	for _, u := range top {
-		terms, qty := quantityTerms(d.units[u].Text, langOr(d.units[u]))
+		terms, qty := d.seqOf(u)
 		window := windowShare(terms, nil, words, weights, total, windowTerms)
 		e.Window = max(e.Window, window)
 		if e.Quantity {

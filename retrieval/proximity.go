@@ -25,14 +25,14 @@ const proximityPool = 30
 // idf-weighted words (over the chunks; modal and framing words weigh
 // nothing, as for the relevance floor) one window of windowTerms words of
 // their text holds; ties keep rest's order.
-func (s *Searcher) proximityList(ctx context.Context, d *corpusData, words []queryWord, rest map[int]fusedScore) (ranked, error) {
+func (s *Searcher) proximityList(ctx context.Context, d *corpusData, words []queryWord, rest map[int]fusedScore, stats *contentStats) (ranked, error) {
 	l := ranked{signal: SignalProximity}
 	if len(words) == 0 || len(rest) == 0 {
 		return l, nil
 	}
-	st, _, err := s.Store.LexicalSearch(ctx, s.Pipeline, state.LexicalChunk, lexicalTerms(words))
+	st, err := s.contentStats(ctx, words, stats)
 	if err != nil {
-		return l, fmt.Errorf("search: %w", err)
+		return l, err
 	}
 	weights := make([]float64, len(words))
 	var total float64
@@ -60,10 +60,63 @@ func (s *Searcher) proximityList(ctx context.Context, d *corpusData, words []que
 	order = order[:min(proximityPool, len(order))]
 	share := map[int]float64{}
 	for _, u := range order {
-		terms, _ := quantityTerms(d.units[u].Text, langOr(d.units[u]))
+		terms, _ := d.seqOf(u)
 		share[u] = windowShare(terms, nil, words, weights, total, windowTerms)
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(share[b], share[a]) })
 	l.units = order
 	return l, nil
+}
+
+// contentStats is the lexical index's statistics over a pipeline's chunks
+// for one search's content words: read once a search and shared by the
+// proximity signal and the relevance floor, which ask for the same terms.
+type contentStats struct {
+	st   state.LexicalStats
+	read bool
+}
+
+// contentStats returns the chunk statistics (rows, document frequencies)
+// of words' terms, from c when a signal of this search has read them.
+func (s *Searcher) contentStats(ctx context.Context, words []queryWord, c *contentStats) (state.LexicalStats, error) {
+	if c != nil && c.read {
+		return c.st, nil
+	}
+	st, _, err := s.Store.LexicalSearch(ctx, s.Pipeline, state.LexicalChunk, lexicalTerms(words))
+	if err != nil {
+		return st, fmt.Errorf("search: %w", err)
+	}
+	if c != nil {
+		c.st, c.read = st, true
+	}
+	return st, nil
+}
+
+// termSeq is a unit's text as quantityTerms analyzes it: its terms in
+// order and which of them are quantities.
+type termSeq struct {
+	terms []string
+	qty   []bool
+}
+
+// maxUnitSeqs bounds corpusData.unitSeqs: about 200 terms of 16 bytes a
+// unit, some 64 MB at the bound; past it the cache starts over.
+const maxUnitSeqs = 20000
+
+// seqOf returns unit u's text as quantityTerms analyzes it, cached.
+func (d *corpusData) seqOf(u int) ([]string, []bool) {
+	d.seqMu.Lock()
+	if t, ok := d.unitSeqs[u]; ok {
+		d.seqMu.Unlock()
+		return t.terms, t.qty
+	}
+	d.seqMu.Unlock()
+	terms, qty := quantityTerms(d.units[u].Text, langOr(d.units[u]))
+	d.seqMu.Lock()
+	if d.unitSeqs == nil || len(d.unitSeqs) >= maxUnitSeqs {
+		d.unitSeqs = map[int]termSeq{}
+	}
+	d.unitSeqs[u] = termSeq{terms, qty}
+	d.seqMu.Unlock()
+	return terms, qty
 }

@@ -165,8 +165,13 @@ type corpusData struct {
 	// nodeTermSets are the lexical terms of an element's or section's own
 	// text and title, by node id (guarded by termsMu).
 	nodeTermSets map[string]map[string]bool
-	pat          patternCache
-	headings     *headingIndex
+	// unitSeqs are units' texts as quantityTerms analyzes them, for the
+	// proximity signal and the floor's window (guarded by seqMu; at most
+	// maxUnitSeqs units, then it starts over).
+	seqMu    sync.Mutex
+	unitSeqs map[int]termSeq
+	pat      patternCache
+	headings *headingIndex
 
 	textAddrMu sync.Mutex
 	textAddr   map[string][]queryAddress
@@ -432,8 +437,9 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 	// words that ask something (as the floor's window). A definition
 	// question the term layer routed asks for the definition: where the
 	// question's words stand together does not matter.
+	var stats contentStats // read once, for the proximity signal and the floor
 	if use[SignalProximity] && cfg.Weights.Proximity > 0 && !subject {
-		l, err := s.proximityList(ctx, d, content, fuse(lists, cfg))
+		l, err := s.proximityList(ctx, d, content, fuse(lists, cfg), &stats)
 		if err != nil {
 			return nil, err
 		}
@@ -480,7 +486,7 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 		res.Hits = append(res.Hits, h)
 	}
 	var weights []float64
-	res.Evidence, weights, err = s.evidence(ctx, d, query, content, res, order, fused)
+	res.Evidence, weights, err = s.evidence(ctx, d, query, content, res, order, fused, &stats)
 	if err != nil {
 		return nil, err
 	}
