@@ -371,23 +371,7 @@ func (s *dueSource) Read(ctx context.Context, cursor string) iter.Seq2[*sources.
 	if cursor == "" || cursor == "due" {
 		full := s.tableSource
 		full.cursors = false
-		return func(yield func(*sources.Page, error) bool) {
-			var last *sources.Page
-			for p, err := range full.Read(ctx, "") {
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-				if last != nil && !yield(last, nil) {
-					return
-				}
-				last = p
-			}
-			if last != nil {
-				last.Cursor = "listed"
-				yield(last, nil)
-			}
-		}
+		return editLastPage(full.Read(ctx, ""), func(p *sources.Page) { p.Cursor = "listed" })
 	}
 	return func(yield func(*sources.Page, error) bool) {
 		yield(&sources.Page{Partial: true, Cursor: cursor}, nil)
