@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -147,10 +148,7 @@ chunking, data model or embedder.`,
 					return err
 				}
 				if verbose {
-					for _, r := range rep.Results {
-						m := r.Modes[retrieval.ModeHybrid]
-						fmt.Fprintf(g.stdout, "%s\t%s\t%s\t@1 %.2f @k %.2f\tdeclined %v\tlow %v\tcoverage %.2f\n", r.ID, r.Kind, r.Lang, m.At1, m.AtK, r.Declined, r.Low, r.Evidence.Coverage)
-					}
+					writeResults(g.stdout, rep)
 				}
 			}
 			if calibrate {
@@ -288,4 +286,20 @@ func evalStructured(ctx context.Context, g *globals, e *env, pc *config.Pipeline
 		}
 	}
 	return nil
+}
+
+// writeResults prints each question's outcome, one line a question: its id,
+// kind and language, then for every mode the report measured (not only
+// hybrid: `--modes hybrid+expand` has no hybrid results) the share of its
+// answers found at 1 and at k and whether the context was sufficient, then
+// the relevance floor's verdict.
+func writeResults(w io.Writer, rep *retrieval.EvalReport) {
+	for _, r := range rep.Results {
+		fmt.Fprintf(w, "%s\t%s\t%s", r.ID, r.Kind, r.Lang)
+		for _, mr := range rep.Modes {
+			m := r.Modes[mr.Mode]
+			fmt.Fprintf(w, "\t%s @1 %.2f @k %.2f sufficient %v", mr.Mode, m.At1, m.AtK, m.Sufficient)
+		}
+		fmt.Fprintf(w, "\tdeclined %v\tlow %v\tcoverage %.2f\n", r.Declined, r.Low, r.Evidence.Coverage)
+	}
 }

@@ -309,3 +309,28 @@ func TestEvalHeldOutAndCalibrate(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "every golden set is held out")
 }
+
+// TestEvalVerboseResultsPrintsTheModesRun: --verbose-results gives each
+// question's outcome in every mode the run measured; with --modes
+// hybrid+expand (no hybrid results) it printed "@1 0.00 @k 0.00" for every
+// question, found or not.
+func TestEvalVerboseResultsPrintsTheModesRun(t *testing.T) {
+	t.Parallel()
+	cfg := quickstart(t)
+	code, _, errOut := kgsync(t, "sync", "docs", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := kgsync(t, "eval", "--config", cfg, "-p", "docs", "--modes", "hybrid+expand", "--verbose-results")
+	require.Equal(t, 0, code, errOut)
+	found := 0
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, "\tdeclined ") {
+			continue
+		}
+		require.Contains(t, line, "\thybrid+expand @1 ", line)
+		require.NotContains(t, line, "\thybrid @1", "hybrid was not run: "+line)
+		if strings.Contains(line, "hybrid+expand @1 1.00") {
+			found++
+		}
+	}
+	require.Positive(t, found, "questions found at rank 1 show it:\n"+out)
+}
