@@ -132,10 +132,23 @@ func (s *Server) writeRoutes(mux *http.ServeMux, p string) {
 const recalcDepsError = "[Sandbox] TypeError 'AltText' object is not iterable"
 
 // addsRecalcDeps reports whether column fields or an AddColumn colInfo
-// set recalcDeps.
+// set recalcDeps on a column whose recalcDeps grist-core then iterates:
+// a data column (isFormula defaults to true, useractions.py
+// _make_clean_col_info) with a formula and recalcWhen DEFAULT (0, also
+// when absent) — engine.py _maybe_update_trigger_dependencies skips
+// formula columns, columns without a formula and other recalcWhen.
 func addsRecalcDeps(f map[string]any) bool {
-	v, ok := f["recalcDeps"]
-	return ok && v != nil
+	if v, ok := f["recalcDeps"]; !ok || v == nil {
+		return false
+	}
+	if isFormula, ok := f["isFormula"].(bool); !ok || isFormula {
+		return false
+	}
+	if formula, _ := f["formula"].(string); formula == "" {
+		return false
+	}
+	when, ok := cellValue(f["recalcWhen"]).(int64)
+	return !ok || when == 0
 }
 
 // unlessBroken refuses every write while the document's data engine is
