@@ -175,3 +175,21 @@ func TestRecalcDepsAddedUnused(t *testing.T) {
 	code, body, _ := call(t, s, "POST", "/tables/T/records", `{"records":[{"fields":{"text":"x"}}]}`, nil)
 	require.Equal(t, 200, code, body)
 }
+
+// TestAddTableDropsTriggerSettings: POST /tables keeps only a column's
+// type, isFormula, formula, label and widgetOptions, as grist-core's
+// doAddTable does; recalcWhen and recalcDeps given there are dropped.
+func TestAddTableDropsTriggerSettings(t *testing.T) {
+	s := New(t)
+	code, body, _ := call(t, s, "POST", "/tables", `{"tables":[{"id":"T","columns":[`+
+		`{"id":"text","fields":{"type":"Text"}},`+
+		`{"id":"by","fields":{"type":"Text","isFormula":false,"formula":"user.Email","recalcWhen":2,"recalcDeps":["L",1]}}]}]}`, nil)
+	require.Equal(t, 200, code, body)
+	for _, c := range s.Columns("T") {
+		require.Zero(t, c.RecalcWhen, c.ID)
+		require.Empty(t, c.RecalcDeps, c.ID)
+	}
+	_, body, _ = call(t, s, "GET", "/tables/T/columns", "", nil)
+	require.Contains(t, body, `"formula":"user.Email"`)
+	require.NotContains(t, body, `"recalcDeps":["L"`)
+}
