@@ -202,6 +202,15 @@ func (t *table) rowKey(c *columns, rec []string, row, line int) (string, error) 
 func (t *table) record(cr *csv.Reader, c *columns, rec []string, key string, line int) (out sources.Record, bad error) {
 	out = sources.Record{Key: key, Anchor: t.id, Attributes: make(map[string]any, len(rec)),
 		Where: t.display + " line " + strconv.Itoa(line)}
+	// cellLine is the line cell i starts on (a quoted cell may span
+	// lines); a cell the row lacks is on the row's line.
+	cellLine := func(i int) int {
+		if i < len(rec) {
+			l, _ := cr.FieldPos(i)
+			return l
+		}
+		return line
+	}
 	for i, name := range c.names {
 		if c.drop[i] {
 			continue
@@ -214,19 +223,11 @@ func (t *table) record(cr *csv.Reader, c *columns, rec []string, key string, lin
 			continue
 		}
 		if !utf8.ValidString(cell) {
-			l := line
-			if i < len(rec) {
-				l, _ = cr.FieldPos(i)
-			}
-			return out, fmt.Errorf("csv table %s: %s line %d column %q: invalid UTF-8", t.id, t.display, l, name)
+			return out, fmt.Errorf("csv table %s: %s line %d column %q: invalid UTF-8", t.id, t.display, cellLine(i), name)
 		}
 		v, links, err := convert(c.types[i], name, cell)
 		if err != nil {
-			l := line
-			if i < len(rec) {
-				l, _ = cr.FieldPos(i)
-			}
-			return out, fmt.Errorf("csv table %s: %s line %d column %q: value %q: %w", t.id, t.display, l, name, cell, err)
+			return out, fmt.Errorf("csv table %s: %s line %d column %q: value %q: %w", t.id, t.display, cellLine(i), name, cell, err)
 		}
 		out.Links = append(out.Links, links...)
 		out.Attributes[name] = v

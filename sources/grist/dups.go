@@ -66,20 +66,15 @@ func (r *run) repeated(ctx context.Context, dc *dupCheck, t *table, rows []row) 
 		for i, v := range ask {
 			ask[i] = cellValue(c, v)
 		}
-		err := r.s.rowsWithValues(ctx, t, c, ask, func(found []row) error {
-			for _, rw := range found {
-				k, ok := keyString(rw.attrs[c.Name])
-				if !ok || !asked[k] {
-					continue
-				}
-				if f, had := dc.first[k]; !had || rw.id < f {
-					dc.first[k] = rw.id
-				}
-			}
-			return nil
-		})
+		holders, err := r.keyHolders(ctx, t, c, ask, asked)
 		if err != nil {
 			return nil, fmt.Errorf("rows repeating keys: %w", err)
+		}
+		for k, ids := range holders {
+			m := slices.Min(ids)
+			if f, had := dc.first[k]; !had || m < f {
+				dc.first[k] = m
+			}
 		}
 	}
 	var dup map[int64]bool
@@ -211,15 +206,7 @@ func (r *run) takenKeys(ctx context.Context, t *table, rows []row, stored map[in
 	if len(ask) == 0 {
 		return nil, nil
 	}
-	holders := map[string][]int64{}
-	err := r.s.rowsWithValues(ctx, t, c, ask, func(found []row) error {
-		for _, rw := range found {
-			if k, ok := keyString(rw.attrs[c.Name]); ok && asked[k] {
-				holders[k] = append(holders[k], rw.id)
-			}
-		}
-		return nil
-	})
+	holders, err := r.keyHolders(ctx, t, c, ask, asked)
 	if err != nil {
 		return nil, fmt.Errorf("rows holding changed keys: %w", err)
 	}
@@ -240,4 +227,20 @@ func (r *run) takenKeys(ctx context.Context, t *table, rows []row, stored map[in
 		}
 	}
 	return out, nil
+}
+
+// keyHolders asks Grist for the rows of t whose key column c holds one of
+// the values ask (rowsWithValues; asked are their keys) and returns their
+// ids by key.
+func (r *run) keyHolders(ctx context.Context, t *table, c column, ask []any, asked map[string]bool) (map[string][]int64, error) {
+	holders := map[string][]int64{}
+	err := r.s.rowsWithValues(ctx, t, c, ask, func(found []row) error {
+		for _, rw := range found {
+			if k, ok := keyString(rw.attrs[c.Name]); ok && asked[k] {
+				holders[k] = append(holders[k], rw.id)
+			}
+		}
+		return nil
+	})
+	return holders, err
 }

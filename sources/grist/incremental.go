@@ -114,13 +114,10 @@ func (in *incremental) planTable(ctx context.Context, t *table, td *tableDelta) 
 	if err != nil {
 		return false, err
 	}
-	removed := map[int64]bool{}
-	for _, id := range td.RemoveRows {
-		removed[id] = true
-	}
+	removed, added := idSet(td.RemoveRows), idSet(td.AddRows)
 	var live []int64
 	for _, id := range slices.Concat(td.AddRows, td.UpdateRows) {
-		if !removed[id] || slices.Contains(td.AddRows, id) {
+		if !removed[id] || added[id] {
 			live = append(live, id)
 		}
 	}
@@ -131,7 +128,16 @@ func (in *incremental) planTable(ctx context.Context, t *table, td *tableDelta) 
 	if t.KeyCol == "" {
 		return false, nil
 	}
-	return in.keyChanges(ctx, t, td, stored, removed, live)
+	return in.keyChanges(ctx, t, td, stored, removed, added, live)
+}
+
+// idSet returns the row ids of l as a set.
+func idSet(l []int64) map[int64]bool {
+	m := make(map[int64]bool, len(l))
+	for _, id := range l {
+		m[id] = true
+	}
+	return m
 }
 
 // removedKeys adds the keys of td's removed rows to the deletions: state's
@@ -161,8 +167,9 @@ func (in *incremental) removedKeys(t *table, td *tableDelta, stored map[int64]st
 // any row is mapped, so that Refs to them resolve to their new keys, and
 // marks for relinking the rows whose key mapping changed: removed rows,
 // and rows whose key differs from the stored one (or from the old value
-// in columnDeltas, whose old key is then deleted). full is as planTable's.
-func (in *incremental) keyChanges(ctx context.Context, t *table, td *tableDelta, stored map[int64]string, removed map[int64]bool, live []int64) (full bool, err error) {
+// in columnDeltas, whose old key is then deleted). removed and added are
+// td's removed and added rows. full is as planTable's.
+func (in *incremental) keyChanges(ctx context.Context, t *table, td *tableDelta, stored map[int64]string, removed, added map[int64]bool, live []int64) (full bool, err error) {
 	kt, err := in.r.keyTableOf(ctx, t.ID)
 	if err != nil {
 		return false, err
@@ -175,7 +182,7 @@ func (in *incremental) keyChanges(ctx context.Context, t *table, td *tableDelta,
 	keyTouched = keyTouched || td.MayBeIncomplete
 	var fetch []int64
 	for _, id := range live {
-		if _, had := stored[id]; keyTouched || !had || slices.Contains(td.AddRows, id) {
+		if _, had := stored[id]; keyTouched || !had || added[id] {
 			fetch = append(fetch, id)
 		}
 	}
@@ -183,7 +190,8 @@ func (in *incremental) keyChanges(ctx context.Context, t *table, td *tableDelta,
 		return false, err
 	}
 	for id := range removed {
-		if !slices.Contains(live, id) {
+		// A removed row is listed (live) only when also added.
+		if !added[id] {
 			delete(kt.vals, id)
 			kt.absent[id] = true
 			in.relink[t.ID] = append(in.relink[t.ID], id)
@@ -199,7 +207,7 @@ func (in *incremental) keyChanges(ctx context.Context, t *table, td *tableDelta,
 			if !had || prev != t.Name+":"+cur {
 				in.relink[t.ID] = append(in.relink[t.ID], id)
 			}
-			if had || slices.Contains(td.AddRows, id) {
+			if had || added[id] {
 				continue
 			}
 		}
@@ -207,7 +215,7 @@ func (in *incremental) keyChanges(ctx context.Context, t *table, td *tableDelta,
 		// origins): the old key from columnDeltas.
 		oldV, _, ok := cellDelta(td, t.KeyColID, id)
 		if !ok {
-			if td.MayBeIncomplete && !slices.Contains(td.AddRows, id) {
+			if td.MayBeIncomplete && !added[id] {
 				return true, nil
 			}
 			continue

@@ -132,10 +132,23 @@ func (s *Server) writeRoutes(mux *http.ServeMux, p string) {
 const recalcDepsError = "[Sandbox] TypeError 'AltText' object is not iterable"
 
 // addsRecalcDeps reports whether column fields or an AddColumn colInfo
-// set recalcDeps.
+// set recalcDeps on a column whose recalcDeps grist-core then iterates:
+// a data column (isFormula defaults to true, useractions.py
+// _make_clean_col_info) with a formula and recalcWhen DEFAULT (0, also
+// when absent) — engine.py _maybe_update_trigger_dependencies skips
+// formula columns, columns without a formula and other recalcWhen.
 func addsRecalcDeps(f map[string]any) bool {
-	v, ok := f["recalcDeps"]
-	return ok && v != nil
+	if v, ok := f["recalcDeps"]; !ok || v == nil {
+		return false
+	}
+	if isFormula, ok := f["isFormula"].(bool); !ok || isFormula {
+		return false
+	}
+	if formula, _ := f["formula"].(string); formula == "" {
+		return false
+	}
+	when, ok := cellValue(f["recalcWhen"]).(int64)
+	return !ok || when == 0
 }
 
 // unlessBroken refuses every write while the document's data engine is
@@ -242,6 +255,18 @@ func newColumn(id string, f map[string]any) Column {
 	return c
 }
 
+// addTableFields returns the fields of a column POST /tables keeps:
+// grist-core's AddTable (DocApi.ts POST /tables) stores only type,
+// isFormula, formula, label and widgetOptions of each column
+// (sandbox/grist/useractions.py doAddTable), so recalcWhen and
+// recalcDeps given there are dropped, not refused.
+func addTableFields(f map[string]any) map[string]any {
+	out := maps.Clone(f)
+	delete(out, "recalcWhen")
+	delete(out, "recalcDeps")
+	return out
+}
+
 // uniqueID appends 2, 3, … to id until taken (ignoring case, as Grist
 // compares table and column ids) returns false.
 func uniqueID(id string, taken func(string) bool) string {
@@ -289,7 +314,7 @@ func (s *Server) postTables(w http.ResponseWriter, r *http.Request) {
 		id := uniqueID(tb.ID, s.tableTaken)
 		cols := make([]Column, 0, len(tb.Columns))
 		for _, cs := range tb.Columns {
-			cols = append(cols, newColumn(cs.ID, cs.Fields))
+			cols = append(cols, newColumn(cs.ID, addTableFields(cs.Fields)))
 		}
 		t := s.addTableLocked(id, cols)
 		s.record(&action{deltas: map[string]map[int64]*rowChange{}, renames: [][2]string{{"", id}},

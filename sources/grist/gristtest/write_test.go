@@ -155,3 +155,41 @@ func callAs(t *testing.T, s *Server, key, method, path, body string) (int, strin
 	require.NoError(t, err)
 	return resp.StatusCode, string(b)
 }
+
+// TestRecalcDepsAddedUnused adds columns with recalcDeps that grist-core's
+// engine does not iterate (engine.py _maybe_update_trigger_dependencies
+// skips formula columns, data columns without a formula, and recalcWhen
+// other than DEFAULT): they are added, and later writes succeed.
+func TestRecalcDepsAddedUnused(t *testing.T) {
+	s := New(t)
+	s.AddTable("T", Column{ID: "text", Type: "Text"})
+	for _, info := range []string{
+		`{"isFormula":true,"formula":"$text","recalcDeps":["L",2]}`,
+		`{"formula":"$text","recalcDeps":["L",2]}`,
+		`{"isFormula":false,"recalcDeps":["L",2]}`,
+		`{"isFormula":false,"formula":"$text","recalcWhen":2,"recalcDeps":["L",2]}`,
+	} {
+		code, body, _ := call(t, s, "POST", "/apply", `[["AddColumn","T","c",`+info+`]]`, nil)
+		require.Equal(t, 200, code, "%s: %s", info, body)
+	}
+	code, body, _ := call(t, s, "POST", "/tables/T/records", `{"records":[{"fields":{"text":"x"}}]}`, nil)
+	require.Equal(t, 200, code, body)
+}
+
+// TestAddTableDropsTriggerSettings: POST /tables keeps only a column's
+// type, isFormula, formula, label and widgetOptions, as grist-core's
+// doAddTable does; recalcWhen and recalcDeps given there are dropped.
+func TestAddTableDropsTriggerSettings(t *testing.T) {
+	s := New(t)
+	code, body, _ := call(t, s, "POST", "/tables", `{"tables":[{"id":"T","columns":[`+
+		`{"id":"text","fields":{"type":"Text"}},`+
+		`{"id":"by","fields":{"type":"Text","isFormula":false,"formula":"user.Email","recalcWhen":2,"recalcDeps":["L",1]}}]}]}`, nil)
+	require.Equal(t, 200, code, body)
+	for _, c := range s.Columns("T") {
+		require.Zero(t, c.RecalcWhen, c.ID)
+		require.Empty(t, c.RecalcDeps, c.ID)
+	}
+	_, body, _ = call(t, s, "GET", "/tables/T/columns", "", nil)
+	require.Contains(t, body, `"formula":"user.Email"`)
+	require.NotContains(t, body, `"recalcDeps":["L"`)
+}
