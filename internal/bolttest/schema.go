@@ -136,6 +136,10 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 			rows = append(rows, []any{"label_text (name: " + ti.name + ")", ti.label, ti.props, int64(0)})
 		}
 		return Answer{Fields: []string{"index type", "label", "property", "count"}, Rows: rows}, true
+	case text == "SHOW VECTOR INDEX INFO" && sc.minor < 1:
+		// 3.0's grammar has no vectorIndexInfo (Cypher.g4 gains it in
+		// v3.1.0:61); 3.0 listed vector indexes by a procedure.
+		return Answer{Fail: clientError("Error on line 1 position 6. The underlying parsing error is mismatched input 'VECTOR'")}, true
 	case text == "SHOW VECTOR INDEX INFO":
 		fields := []string{"index_name", "label", "property", "capacity", "dimension", "metric", "size"}
 		if sc.minor >= 4 {

@@ -744,3 +744,23 @@ func TestAnswerTypeAndReadAccess(t *testing.T) {
 	require.Equal(t, neo4j.StatementTypeReadWrite, sum.StatementType())
 	require.NoError(t, tx.Commit(ctx))
 }
+
+// TestShowVectorIndexInfoNeeds31: Memgraph 3.0's grammar has no SHOW
+// VECTOR INDEX INFO (Cypher.g4 gains vectorIndexInfo in v3.1.0), so the
+// emulated 3.0 refuses it; 3.1 lists the indexes.
+func TestShowVectorIndexInfoNeeds31(t *testing.T) {
+	for _, v := range []string{"3.0.0", "3.1.0"} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateMemgraph(Memgraph{Version: v})
+		res, err := newSession(t, s).Run(ctx, "SHOW VECTOR INDEX INFO", nil)
+		if err == nil {
+			_, err = res.Consume(ctx)
+		}
+		if v == "3.0.0" {
+			require.ErrorContains(t, err, "parsing error", v)
+			continue
+		}
+		require.NoError(t, err, v)
+	}
+}
