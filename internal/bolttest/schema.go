@@ -203,12 +203,12 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 			if sc.minor < 8 && !sc.reject[name] {
 				return Answer{Fail: clientError("Given vector index already exists.")}, true
 			}
-			return Answer{Notifications: info("CreateIndex", fmt.Sprintf(
-				"Error while creating vector index on label %s, property %s, for more information check the logs.", label, prop))}, true
+			return Answer{Notifications: info("CreateIndex", "Error while creating vector index "+sc.vectorTitle(name, label, prop)+
+				", for more information check the logs.")}, true
 		}
 		sc.vorder = append(sc.vorder, name)
 		sc.vectors[name] = []any{label, prop, capacity, dim, metric}
-		return Answer{Notifications: info("CreateIndex", fmt.Sprintf("Created vector index on label %s, property %s.", label, prop))}, true
+		return Answer{Notifications: info("CreateIndex", "Created vector index "+sc.vectorTitle(name, label, prop)+".")}, true
 	}
 	if m := reText.FindStringSubmatch(text); m != nil {
 		return sc.createText(unquote(m[1]), unquote(m[2]), m[3] != "", m[4]), true
@@ -228,6 +228,17 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		return Answer{Notifications: info("DropIndex", fmt.Sprintf("Dropped vector index %s.", name))}, true
 	}
 	return Answer{}, false
+}
+
+// vectorTitle is how the emulated version names a vector index in the
+// titles of CREATE VECTOR INDEX's notifications: "on label L, property
+// p" before 3.11, the index name from 3.11 (interpreter.cpp v3.10.0:4680,
+// v3.11.0:4708 and :4725).
+func (sc *Schema) vectorTitle(name, label, prop string) string {
+	if sc.minor >= 11 {
+		return name
+	}
+	return fmt.Sprintf("on label %s, property %s", label, prop)
 }
 
 // createText answers CREATE TEXT INDEX name ON :label[(props)] as the

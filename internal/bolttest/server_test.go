@@ -764,3 +764,29 @@ func TestShowVectorIndexInfoNeeds31(t *testing.T) {
 		require.NoError(t, err, v)
 	}
 }
+
+// TestVectorIndexNotificationTitles: CREATE VECTOR INDEX's notification
+// titles name the label and property before 3.11 and the index from 3.11
+// (Memgraph src/query/interpreter.cpp v3.10.0:4680, v3.11.0:4708, :4725).
+func TestVectorIndexNotificationTitles(t *testing.T) {
+	const create = "CREATE VECTOR INDEX `chunk_embedding` ON :`Chunk`(`embedding`) WITH CONFIG {\"dimension\": 3, \"capacity\": 10}"
+	for v, want := range map[string][2]string{
+		"3.10.0": {"Created vector index on label Chunk, property embedding.",
+			"Error while creating vector index on label Chunk, property embedding, for more information check the logs."},
+		"3.11.0": {"Created vector index chunk_embedding.",
+			"Error while creating vector index chunk_embedding, for more information check the logs."},
+	} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateMemgraph(Memgraph{Version: v})
+		sess := newSession(t, s)
+		for i := range 2 {
+			res, err := sess.Run(ctx, create, nil)
+			require.NoError(t, err, v)
+			sum, err := res.Consume(ctx)
+			require.NoError(t, err, v)
+			require.Len(t, sum.Notifications(), 1, v)
+			require.Equal(t, want[i], sum.Notifications()[0].Title(), v)
+		}
+	}
+}
