@@ -135,6 +135,13 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		for _, ti := range sc.texts {
 			rows = append(rows, []any{"label_text (name: " + ti.name + ")", ti.label, ti.props, int64(0)})
 		}
+		// From 3.4 the listing has the vector indexes too, the property
+		// a string (interpreter.cpp v3.4.0:5007, v3.12.0:7071).
+		for _, n := range sc.vorder {
+			if r := sc.vectors[n]; sc.minor >= 4 {
+				rows = append(rows, []any{"label+property_vector", sc.vectorLabel(r[0].(string)), r[1], int64(0)})
+			}
+		}
 		return Answer{Fields: []string{"index type", "label", "property", "count"}, Rows: rows}, true
 	case text == "SHOW VECTOR INDEX INFO" && sc.minor < 1:
 		// 3.0's grammar has no vectorIndexInfo (Cypher.g4 gains it in
@@ -148,11 +155,7 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		var rows [][]any
 		for _, n := range sc.vorder {
 			r := sc.vectors[n]
-			label := r[0].(string)
-			if sc.minor >= 11 {
-				label = ":" + label
-			}
-			row := []any{n, label, r[1], r[2], r[3], r[4], int64(0)}
+			row := []any{n, sc.vectorLabel(r[0].(string)), r[1], r[2], r[3], r[4], int64(0)}
 			if sc.minor >= 4 {
 				row = append(row, "f32", "label+property_vector")
 			}
@@ -228,6 +231,15 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		return Answer{Notifications: info("DropIndex", fmt.Sprintf("Dropped vector index %s.", name))}, true
 	}
 	return Answer{}, false
+}
+
+// vectorLabel is a vector index's label as the emulated version lists
+// it: ":L" from 3.11 (the index's label filter, formatted), else "L".
+func (sc *Schema) vectorLabel(label string) string {
+	if sc.minor >= 11 {
+		return ":" + label
+	}
+	return label
 }
 
 // vectorTitle is how the emulated version names a vector index in the

@@ -790,3 +790,29 @@ func TestVectorIndexNotificationTitles(t *testing.T) {
 		}
 	}
 }
+
+// TestShowIndexInfoListsVectorIndexesFrom34: from 3.4 SHOW INDEX INFO has
+// a "label+property_vector" row per vector index, its property a string
+// and its label ":L" from 3.11 (Memgraph src/query/interpreter.cpp
+// v3.4.0:5007, v3.12.0:7071); before 3.4 only SHOW VECTOR INDEX INFO
+// lists them.
+func TestShowIndexInfoListsVectorIndexesFrom34(t *testing.T) {
+	for v, want := range map[string][][]any{
+		"3.3.0":  nil,
+		"3.4.0":  {{"label+property_vector", "Chunk", "embedding", int64(0)}},
+		"3.11.0": {{"label+property_vector", ":Chunk", "embedding", int64(0)}},
+	} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateMemgraph(Memgraph{Version: v}).AddVectorIndex("chunk_embedding", "Chunk", "embedding", 3)
+		res, err := newSession(t, s).Run(ctx, "SHOW INDEX INFO", nil)
+		require.NoError(t, err, v)
+		recs, err := res.Collect(ctx)
+		require.NoError(t, err, v)
+		var got [][]any
+		for _, r := range recs {
+			got = append(got, r.Values)
+		}
+		require.Equal(t, want, got, v)
+	}
+}
