@@ -3,6 +3,7 @@ package bolttest
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,8 +110,11 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	text := strings.TrimSpace(q.Text)
-	ddl := strings.HasPrefix(text, "CREATE INDEX") || strings.HasPrefix(text, "CREATE VECTOR INDEX") || strings.HasPrefix(text, "CREATE TEXT INDEX") ||
-		strings.HasPrefix(text, "DROP VECTOR INDEX") || strings.HasPrefix(text, "SHOW ")
+	// Every index query, CREATE or DROP, throws IndexInMulticommandTxException
+	// in an explicit transaction (interpreter.cpp v3.8.0:3810 PrepareIndexQuery,
+	// :4142 PrepareVectorIndexQuery, :4310 PrepareTextIndexQuery).
+	ddl := slices.ContainsFunc([]string{"CREATE INDEX", "CREATE VECTOR INDEX", "CREATE TEXT INDEX", "DROP INDEX", "DROP VECTOR INDEX",
+		"DROP TEXT INDEX", "SHOW "}, func(p string) bool { return strings.HasPrefix(text, p) })
 	if ddl && q.Tx != 0 {
 		if strings.HasPrefix(text, "SHOW VERSION") {
 			return Answer{Fail: clientError("Version info query not allowed in multicommand transactions.")}, true

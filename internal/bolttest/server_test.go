@@ -816,3 +816,22 @@ func TestShowIndexInfoListsVectorIndexesFrom34(t *testing.T) {
 		require.Equal(t, want, got, v)
 	}
 }
+
+// TestIndexDropRefusedInExplicitTx: Memgraph refuses every index query in
+// an explicit transaction, DROPs as well as CREATEs (interpreter.cpp
+// v3.8.0:3810, :4142, :4310 throw IndexInMulticommandTxException).
+func TestIndexDropRefusedInExplicitTx(t *testing.T) {
+	for _, q := range []string{"DROP INDEX ON :`Chunk`(`id`)", "DROP TEXT INDEX `chunk_lex`", "DROP VECTOR INDEX `chunk_embedding`"} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateSchema()
+		tx, err := newSession(t, s).BeginTransaction(ctx)
+		require.NoError(t, err)
+		res, err := tx.Run(ctx, q, nil)
+		if err == nil {
+			_, err = res.Consume(ctx)
+		}
+		require.ErrorContains(t, err, "Index manipulation is not allowed in multicommand transactions.", q)
+		_ = tx.Rollback(ctx)
+	}
+}
