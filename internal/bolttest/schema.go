@@ -3,6 +3,7 @@ package bolttest
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,8 +110,11 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	text := strings.TrimSpace(q.Text)
-	ddl := strings.HasPrefix(text, "CREATE INDEX") || strings.HasPrefix(text, "CREATE VECTOR INDEX") || strings.HasPrefix(text, "CREATE TEXT INDEX") ||
-		strings.HasPrefix(text, "DROP VECTOR INDEX") || strings.HasPrefix(text, "SHOW ")
+	// Every index query, CREATE or DROP, throws IndexInMulticommandTxException
+	// in an explicit transaction (interpreter.cpp v3.8.0:3810 PrepareIndexQuery,
+	// :4142 PrepareVectorIndexQuery, :4310 PrepareTextIndexQuery).
+	ddl := slices.ContainsFunc([]string{"CREATE INDEX", "CREATE VECTOR INDEX", "CREATE TEXT INDEX", "DROP INDEX", "DROP VECTOR INDEX",
+		"DROP TEXT INDEX", "SHOW "}, func(p string) bool { return strings.HasPrefix(text, p) })
 	if ddl && q.Tx != 0 {
 		if strings.HasPrefix(text, "SHOW VERSION") {
 			return Answer{Fail: clientError("Version info query not allowed in multicommand transactions.")}, true
@@ -135,7 +139,18 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		for _, ti := range sc.texts {
 			rows = append(rows, []any{"label_text (name: " + ti.name + ")", ti.label, ti.props, int64(0)})
 		}
+		// From 3.4 the listing has the vector indexes too, the property
+		// a string (interpreter.cpp v3.4.0:5007, v3.12.0:7071).
+		for _, n := range sc.vorder {
+			if r := sc.vectors[n]; sc.minor >= 4 {
+				rows = append(rows, []any{"label+property_vector", sc.vectorLabel(r[0].(string)), r[1], int64(0)})
+			}
+		}
 		return Answer{Fields: []string{"index type", "label", "property", "count"}, Rows: rows}, true
+	case text == "SHOW VECTOR INDEX INFO" && sc.minor < 1:
+		// 3.0's grammar has no vectorIndexInfo (Cypher.g4 gains it in
+		// v3.1.0:61); 3.0 listed vector indexes by a procedure.
+		return Answer{Fail: clientError("Error on line 1 position 6. The underlying parsing error is mismatched input 'VECTOR'")}, true
 	case text == "SHOW VECTOR INDEX INFO":
 		fields := []string{"index_name", "label", "property", "capacity", "dimension", "metric", "size"}
 		if sc.minor >= 4 {
@@ -144,11 +159,7 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		var rows [][]any
 		for _, n := range sc.vorder {
 			r := sc.vectors[n]
-			label := r[0].(string)
-			if sc.minor >= 11 {
-				label = ":" + label
-			}
-			row := []any{n, label, r[1], r[2], r[3], r[4], int64(0)}
+			row := []any{n, sc.vectorLabel(r[0].(string)), r[1], r[2], r[3], r[4], int64(0)}
 			if sc.minor >= 4 {
 				row = append(row, "f32", "label+property_vector")
 			}
@@ -199,12 +210,12 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 			if sc.minor < 8 && !sc.reject[name] {
 				return Answer{Fail: clientError("Given vector index already exists.")}, true
 			}
-			return Answer{Notifications: info("CreateIndex", fmt.Sprintf(
-				"Error while creating vector index on label %s, property %s, for more information check the logs.", label, prop))}, true
+			return Answer{Notifications: info("CreateIndex", "Error while creating vector index "+sc.vectorTitle(name, label, prop)+
+				", for more information check the logs.")}, true
 		}
 		sc.vorder = append(sc.vorder, name)
 		sc.vectors[name] = []any{label, prop, capacity, dim, metric}
-		return Answer{Notifications: info("CreateIndex", fmt.Sprintf("Created vector index on label %s, property %s.", label, prop))}, true
+		return Answer{Notifications: info("CreateIndex", "Created vector index "+sc.vectorTitle(name, label, prop)+".")}, true
 	}
 	if m := reText.FindStringSubmatch(text); m != nil {
 		return sc.createText(unquote(m[1]), unquote(m[2]), m[3] != "", m[4]), true
@@ -224,6 +235,26 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		return Answer{Notifications: info("DropIndex", fmt.Sprintf("Dropped vector index %s.", name))}, true
 	}
 	return Answer{}, false
+}
+
+// vectorLabel is a vector index's label as the emulated version lists
+// it: ":L" from 3.11 (the index's label filter, formatted), else "L".
+func (sc *Schema) vectorLabel(label string) string {
+	if sc.minor >= 11 {
+		return ":" + label
+	}
+	return label
+}
+
+// vectorTitle is how the emulated version names a vector index in the
+// titles of CREATE VECTOR INDEX's notifications: "on label L, property
+// p" before 3.11, the index name from 3.11 (interpreter.cpp v3.10.0:4680,
+// v3.11.0:4708 and :4725).
+func (sc *Schema) vectorTitle(name, label, prop string) string {
+	if sc.minor >= 11 {
+		return name
+	}
+	return fmt.Sprintf("on label %s, property %s", label, prop)
 }
 
 // createText answers CREATE TEXT INDEX name ON :label[(props)] as the

@@ -744,3 +744,94 @@ func TestAnswerTypeAndReadAccess(t *testing.T) {
 	require.Equal(t, neo4j.StatementTypeReadWrite, sum.StatementType())
 	require.NoError(t, tx.Commit(ctx))
 }
+
+// TestShowVectorIndexInfoNeeds31: Memgraph 3.0's grammar has no SHOW
+// VECTOR INDEX INFO (Cypher.g4 gains vectorIndexInfo in v3.1.0), so the
+// emulated 3.0 refuses it; 3.1 lists the indexes.
+func TestShowVectorIndexInfoNeeds31(t *testing.T) {
+	for _, v := range []string{"3.0.0", "3.1.0"} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateMemgraph(Memgraph{Version: v})
+		res, err := newSession(t, s).Run(ctx, "SHOW VECTOR INDEX INFO", nil)
+		if err == nil {
+			_, err = res.Consume(ctx)
+		}
+		if v == "3.0.0" {
+			require.ErrorContains(t, err, "parsing error", v)
+			continue
+		}
+		require.NoError(t, err, v)
+	}
+}
+
+// TestVectorIndexNotificationTitles: CREATE VECTOR INDEX's notification
+// titles name the label and property before 3.11 and the index from 3.11
+// (Memgraph src/query/interpreter.cpp v3.10.0:4680, v3.11.0:4708, :4725).
+func TestVectorIndexNotificationTitles(t *testing.T) {
+	const create = "CREATE VECTOR INDEX `chunk_embedding` ON :`Chunk`(`embedding`) WITH CONFIG {\"dimension\": 3, \"capacity\": 10}"
+	for v, want := range map[string][2]string{
+		"3.10.0": {"Created vector index on label Chunk, property embedding.",
+			"Error while creating vector index on label Chunk, property embedding, for more information check the logs."},
+		"3.11.0": {"Created vector index chunk_embedding.",
+			"Error while creating vector index chunk_embedding, for more information check the logs."},
+	} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateMemgraph(Memgraph{Version: v})
+		sess := newSession(t, s)
+		for i := range 2 {
+			res, err := sess.Run(ctx, create, nil)
+			require.NoError(t, err, v)
+			sum, err := res.Consume(ctx)
+			require.NoError(t, err, v)
+			require.Len(t, sum.Notifications(), 1, v)
+			require.Equal(t, want[i], sum.Notifications()[0].Title(), v)
+		}
+	}
+}
+
+// TestShowIndexInfoListsVectorIndexesFrom34: from 3.4 SHOW INDEX INFO has
+// a "label+property_vector" row per vector index, its property a string
+// and its label ":L" from 3.11 (Memgraph src/query/interpreter.cpp
+// v3.4.0:5007, v3.12.0:7071); before 3.4 only SHOW VECTOR INDEX INFO
+// lists them.
+func TestShowIndexInfoListsVectorIndexesFrom34(t *testing.T) {
+	for v, want := range map[string][][]any{
+		"3.3.0":  nil,
+		"3.4.0":  {{"label+property_vector", "Chunk", "embedding", int64(0)}},
+		"3.11.0": {{"label+property_vector", ":Chunk", "embedding", int64(0)}},
+	} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateMemgraph(Memgraph{Version: v}).AddVectorIndex("chunk_embedding", "Chunk", "embedding", 3)
+		res, err := newSession(t, s).Run(ctx, "SHOW INDEX INFO", nil)
+		require.NoError(t, err, v)
+		recs, err := res.Collect(ctx)
+		require.NoError(t, err, v)
+		var got [][]any
+		for _, r := range recs {
+			got = append(got, r.Values)
+		}
+		require.Equal(t, want, got, v)
+	}
+}
+
+// TestIndexDropRefusedInExplicitTx: Memgraph refuses every index query in
+// an explicit transaction, DROPs as well as CREATEs (interpreter.cpp
+// v3.8.0:3810, :4142, :4310 throw IndexInMulticommandTxException).
+func TestIndexDropRefusedInExplicitTx(t *testing.T) {
+	for _, q := range []string{"DROP INDEX ON :`Chunk`(`id`)", "DROP TEXT INDEX `chunk_lex`", "DROP VECTOR INDEX `chunk_embedding`"} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateSchema()
+		tx, err := newSession(t, s).BeginTransaction(ctx)
+		require.NoError(t, err)
+		res, err := tx.Run(ctx, q, nil)
+		if err == nil {
+			_, err = res.Consume(ctx)
+		}
+		require.ErrorContains(t, err, "Index manipulation is not allowed in multicommand transactions.", q)
+		_ = tx.Rollback(ctx)
+	}
+}

@@ -500,7 +500,13 @@ func (g *Graph) createVector(name, label, prop, dim string) error {
 			if g.Minor < 8 {
 				return fmt.Errorf("Given vector index already exists. (CREATE VECTOR INDEX %s on 3.%d)", name, g.Minor)
 			}
-			g.Notices = append(g.Notices, fmt.Sprintf("Error while creating vector index on label %s, property %s, for more information check the logs.", label, prop))
+			// The title names the index from 3.11 (interpreter.cpp
+			// v3.10.0:4680, v3.11.0:4725).
+			what := fmt.Sprintf("on label %s, property %s", label, prop)
+			if g.Minor >= 11 {
+				what = name
+			}
+			g.Notices = append(g.Notices, "Error while creating vector index "+what+", for more information check the logs.")
 			return nil
 		}
 	}

@@ -1,0 +1,34 @@
+package crashtest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDuplicateVectorIndexNotice: from 3.8 a CREATE VECTOR INDEX whose
+// name is taken is only a notification, whose title names the label and
+// property before 3.11 and the index from 3.11 (Memgraph
+// src/query/interpreter.cpp v3.10.0:4680, v3.11.0:4725); before 3.8 it
+// fails.
+func TestDuplicateVectorIndexNotice(t *testing.T) {
+	t.Parallel()
+	const create = "CREATE VECTOR INDEX `chunk_embedding` ON :`Chunk`(`embedding`) WITH CONFIG {\"dimension\": 3, \"capacity\": 10, \"metric\": \"cos\"}"
+	for minor, want := range map[int]string{
+		7:  "",
+		8:  "Error while creating vector index on label Chunk, property embedding, for more information check the logs.",
+		10: "Error while creating vector index on label Chunk, property embedding, for more information check the logs.",
+		11: "Error while creating vector index chunk_embedding, for more information check the logs.",
+	} {
+		g := NewGraphMinor(minor)
+		_, err := g.Apply(create)
+		require.NoError(t, err, minor)
+		_, err = g.Apply(create)
+		if want == "" {
+			require.ErrorContains(t, err, "Given vector index already exists.", minor)
+			continue
+		}
+		require.NoError(t, err, minor)
+		require.Equal(t, []string{want}, g.Notices, minor)
+	}
+}
