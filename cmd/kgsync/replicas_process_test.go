@@ -32,8 +32,10 @@ import (
 
 const (
 	replicaToken = "replica-token-5d2e"
-	// replicaWait bounds every wait of the replica process test.
-	replicaWait = 15 * time.Second
+	// replicaWait bounds every wait of the replica process test: 20
+	// pipelines over three daemon processes took over 15 s on a 2-core
+	// machine at load average 20, so the bound leaves room for that.
+	replicaWait = 60 * time.Second
 	// replicaPoll is the daemons' poll_interval.
 	replicaPoll = 200 * time.Millisecond
 	// slowDims is the slow pipeline's embedding dimension: that of the
