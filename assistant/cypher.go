@@ -118,7 +118,15 @@ func tokenize(q string) ([]token, error) {
 			i = j + 1
 			prevDot = false
 			continue
-		case c == '_' || unicode.IsLetter(c) || unicode.IsDigit(c):
+		case isDecDigit(c) || c == '.' && i+1 < len(rs) && isDecDigit(rs[i+1]):
+			// A number is no part of a word: Memgraph reads 1DELETE as
+			// 1 and DELETE, and .5SET as .5 and SET.
+			j := numberEnd(rs, i)
+			out = append(out, token{text: string(rs[i:j])})
+			i = j
+			prevDot = false
+			continue
+		case c == '_' || unicode.IsLetter(c):
 			j := i
 			for j < len(rs) && (rs[j] == '_' || unicode.IsLetter(rs[j]) || unicode.IsDigit(rs[j])) {
 				j++
@@ -133,6 +141,55 @@ func tokenize(q string) ([]token, error) {
 		i++
 	}
 	return out, nil
+}
+
+func isDecDigit(c rune) bool { return c >= '0' && c <= '9' }
+
+// numberEnd returns the end of the number literal starting at rs[i] (a
+// decimal digit, or "." before one), read as Memgraph's lexer reads it
+// (src/query/frontend/opencypher/grammar/CypherLexer.g4: DecimalLiteral,
+// OctalLiteral, HexadecimalLiteral "0x…", FloatingLiteral with an
+// optional E-?digits exponent), longest match first.
+func numberEnd(rs []rune, i int) int {
+	digits := func(j int) int {
+		for j < len(rs) && isDecDigit(rs[j]) {
+			j++
+		}
+		return j
+	}
+	exponent := func(j int) int {
+		if j < len(rs) && (rs[j] == 'e' || rs[j] == 'E') {
+			k := j + 1
+			if k < len(rs) && rs[k] == '-' {
+				k++
+			}
+			if e := digits(k); e > k {
+				return e
+			}
+		}
+		return j
+	}
+	if rs[i] == '0' && i+2 < len(rs) && rs[i+1] == 'x' && isHexDigit(rs[i+2]) {
+		j := i + 2
+		for j < len(rs) && isHexDigit(rs[j]) {
+			j++
+		}
+		return j
+	}
+	j := digits(i)
+	if j < len(rs) && rs[j] == '.' {
+		if f := digits(j + 1); f > j+1 {
+			return exponent(f)
+		}
+		if e := exponent(j + 1); e > j+1 && j > i { // 1.e5
+			return e
+		}
+	}
+	return exponent(j)
+}
+
+func isHexDigit(c rune) bool {
+	return isDecDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // checkCypher is step 1 and 2 of the guard: nil when q may be sent, else

@@ -114,6 +114,13 @@ var writeForms = []string{
 	"MATCH (n) WITH n /* set nothing */ SET n.a = 1 RETURN n",
 	"MATCH (n) WHERE n.title = 'it\\'s' SET n.a = 1",
 	"MATCH (n) WHERE n.title = \"a \\\" b\" DELETE n",
+	// A number ends where Memgraph's lexer ends it: the clause after it
+	// is a clause (CypherLexer.g4, DecimalLiteral and FloatingLiteral).
+	"MATCH (n) WHERE n.a = 1DELETE n",
+	"MATCH (n) WHERE n.a = $1DELETE n",
+	"MATCH (n) WHERE n.a = .5SET n.b = 1",
+	"MATCH (n) WHERE n.a = 1e5SET n.b = 1",
+	"MATCH (n) WHERE n.a = 0x1fREMOVE n.b",
 	"USING PERIODIC COMMIT 10 MATCH (n) SET n.a = 1",
 	"CREATE USER eve IDENTIFIED BY 'x'",
 	"SET PASSWORD TO 'x' REPLACE 'y'",
