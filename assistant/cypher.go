@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j/dbtype"
 
+	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/sink/memgraph"
 )
 
@@ -306,13 +307,13 @@ func (s *Server) toolCypher(ctx context.Context, _ *mcp.CallToolRequest, in Cyph
 const maxCypherBytes = 4 << 20
 
 // plain turns driver values into JSON-friendly ones: nodes and
-// relationships as maps without vector properties.
+// relationships as maps without their vector and lexical-index properties.
 func plain(v any) any {
 	switch x := v.(type) {
 	case dbtype.Node:
-		return map[string]any{"labels": x.Labels, "props": withoutVectors(x.Props)}
+		return map[string]any{"labels": x.Labels, "props": withoutVectors(x.Props, x.Labels)}
 	case dbtype.Relationship:
-		return map[string]any{"type": x.Type, "props": withoutVectors(x.Props)}
+		return map[string]any{"type": x.Type, "props": withoutVectors(x.Props, nil)}
 	case dbtype.Path:
 		nodes := make([]any, len(x.Nodes))
 		for i, n := range x.Nodes {
@@ -347,10 +348,18 @@ func plain(v any) any {
 	return v
 }
 
-func withoutVectors(props map[string]any) map[string]any {
+// withoutVectors is props of a node with labels (nil for a relationship)
+// less what kgsync adds for search: vector properties (…_embedding, and a
+// chunk's embedding) and the texts the text indexes cover (a row's _lex;
+// lex of a chunk, element or term). A table row's own attributes called
+// embedding or lex stay (pipeline.PropRowLex).
+func withoutVectors(props map[string]any, labels []string) map[string]any {
+	chunk := slices.Contains(labels, pipeline.LabelChunk)
+	lexical := chunk || slices.Contains(labels, pipeline.LabelElement) || slices.Contains(labels, pipeline.LabelTerm)
 	out := make(map[string]any, len(props))
 	for k, v := range props {
-		if k == "embedding" || strings.HasSuffix(k, "_embedding") || k == "_lex" || k == "lex" {
+		if strings.HasSuffix(k, "_embedding") || k == pipeline.PropRowLex ||
+			chunk && k == pipeline.PropEmbedding || lexical && k == pipeline.PropLex {
 			continue
 		}
 		out[k] = plain(v)
