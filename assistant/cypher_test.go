@@ -18,8 +18,10 @@ import (
 // (src/query/plan/read_write_type_checker.cpp): a plan with a write clause
 // or a write procedure is "rw", a plan that reads the graph (MATCH, a read
 // procedure) is "r", and one that reads nothing (RETURN 1) is "rw" too.
+// A clause may follow a number with no space (1DELETE is 1 and DELETE to
+// Memgraph's lexer, CypherLexer.g4).
 var (
-	planWrites = regexp.MustCompile(`(?i)(?:^|[^.\w{])(CREATE|MERGE|SET|REMOVE|DELETE|FOREACH|LOAD\s+CSV)\b|(?i)CALL\s+(create|merge|refactor|periodic|mg\.load|nxalg)`)
+	planWrites = regexp.MustCompile(`(?i)(?:^|[^.\pL_{])(CREATE|MERGE|SET|REMOVE|DELETE|FOREACH|LOAD\s+CSV)\b|(?i)CALL\s+(create|merge|refactor|periodic|mg\.load|nxalg)`)
 	planReads  = regexp.MustCompile(`(?i)\bMATCH\b|CALL\s+(vector_search|text_search|mg\.procedures)`)
 	ddl        = regexp.MustCompile(`(?i)^\s*(CREATE|DROP)\s+(INDEX|CONSTRAINT|VECTOR|TEXT|EDGE|POINT)`)
 	comments   = regexp.MustCompile(`(?s)//[^\n]*|/\*.*?\*/`)
