@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j/dbtype"
 
+	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/sink/memgraph"
 )
 
@@ -118,7 +119,15 @@ func tokenize(q string) ([]token, error) {
 			i = j + 1
 			prevDot = false
 			continue
-		case c == '_' || unicode.IsLetter(c) || unicode.IsDigit(c):
+		case isDecDigit(c) || c == '.' && i+1 < len(rs) && isDecDigit(rs[i+1]):
+			// A number is no part of a word: Memgraph reads 1DELETE as
+			// 1 and DELETE, and .5SET as .5 and SET.
+			j := numberEnd(rs, i)
+			out = append(out, token{text: string(rs[i:j])})
+			i = j
+			prevDot = false
+			continue
+		case c == '_' || unicode.IsLetter(c):
 			j := i
 			for j < len(rs) && (rs[j] == '_' || unicode.IsLetter(rs[j]) || unicode.IsDigit(rs[j])) {
 				j++
@@ -133,6 +142,55 @@ func tokenize(q string) ([]token, error) {
 		i++
 	}
 	return out, nil
+}
+
+func isDecDigit(c rune) bool { return c >= '0' && c <= '9' }
+
+// numberEnd returns the end of the number literal starting at rs[i] (a
+// decimal digit, or "." before one), read as Memgraph's lexer reads it
+// (src/query/frontend/opencypher/grammar/CypherLexer.g4: DecimalLiteral,
+// OctalLiteral, HexadecimalLiteral "0x…", FloatingLiteral with an
+// optional E-?digits exponent), longest match first.
+func numberEnd(rs []rune, i int) int {
+	digits := func(j int) int {
+		for j < len(rs) && isDecDigit(rs[j]) {
+			j++
+		}
+		return j
+	}
+	exponent := func(j int) int {
+		if j < len(rs) && (rs[j] == 'e' || rs[j] == 'E') {
+			k := j + 1
+			if k < len(rs) && rs[k] == '-' {
+				k++
+			}
+			if e := digits(k); e > k {
+				return e
+			}
+		}
+		return j
+	}
+	if rs[i] == '0' && i+2 < len(rs) && rs[i+1] == 'x' && isHexDigit(rs[i+2]) {
+		j := i + 2
+		for j < len(rs) && isHexDigit(rs[j]) {
+			j++
+		}
+		return j
+	}
+	j := digits(i)
+	if j < len(rs) && rs[j] == '.' {
+		if f := digits(j + 1); f > j+1 {
+			return exponent(f)
+		}
+		if e := exponent(j + 1); e > j+1 && j > i { // 1.e5
+			return e
+		}
+	}
+	return exponent(j)
+}
+
+func isHexDigit(c rune) bool {
+	return isDecDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // checkCypher is step 1 and 2 of the guard: nil when q may be sent, else
@@ -249,13 +307,13 @@ func (s *Server) toolCypher(ctx context.Context, _ *mcp.CallToolRequest, in Cyph
 const maxCypherBytes = 4 << 20
 
 // plain turns driver values into JSON-friendly ones: nodes and
-// relationships as maps without vector properties.
+// relationships as maps without their vector and lexical-index properties.
 func plain(v any) any {
 	switch x := v.(type) {
 	case dbtype.Node:
-		return map[string]any{"labels": x.Labels, "props": withoutVectors(x.Props)}
+		return map[string]any{"labels": x.Labels, "props": withoutVectors(x.Props, x.Labels)}
 	case dbtype.Relationship:
-		return map[string]any{"type": x.Type, "props": withoutVectors(x.Props)}
+		return map[string]any{"type": x.Type, "props": withoutVectors(x.Props, nil)}
 	case dbtype.Path:
 		nodes := make([]any, len(x.Nodes))
 		for i, n := range x.Nodes {
@@ -290,10 +348,18 @@ func plain(v any) any {
 	return v
 }
 
-func withoutVectors(props map[string]any) map[string]any {
+// withoutVectors is props of a node with labels (nil for a relationship)
+// less what kgsync adds for search: vector properties (…_embedding, and a
+// chunk's embedding) and the texts the text indexes cover (a row's _lex;
+// lex of a chunk, element or term). A table row's own attributes called
+// embedding or lex stay (pipeline.PropRowLex).
+func withoutVectors(props map[string]any, labels []string) map[string]any {
+	chunk := slices.Contains(labels, pipeline.LabelChunk)
+	lexical := chunk || slices.Contains(labels, pipeline.LabelElement) || slices.Contains(labels, pipeline.LabelTerm)
 	out := make(map[string]any, len(props))
 	for k, v := range props {
-		if k == "embedding" || strings.HasSuffix(k, "_embedding") || k == "_lex" || k == "lex" {
+		if strings.HasSuffix(k, "_embedding") || k == pipeline.PropRowLex ||
+			chunk && k == pipeline.PropEmbedding || lexical && k == pipeline.PropLex {
 			continue
 		}
 		out[k] = plain(v)

@@ -18,8 +18,10 @@ import (
 // (src/query/plan/read_write_type_checker.cpp): a plan with a write clause
 // or a write procedure is "rw", a plan that reads the graph (MATCH, a read
 // procedure) is "r", and one that reads nothing (RETURN 1) is "rw" too.
+// A clause may follow a number with no space (1DELETE is 1 and DELETE to
+// Memgraph's lexer, CypherLexer.g4).
 var (
-	planWrites = regexp.MustCompile(`(?i)(?:^|[^.\w{])(CREATE|MERGE|SET|REMOVE|DELETE|FOREACH|LOAD\s+CSV)\b|(?i)CALL\s+(create|merge|refactor|periodic|mg\.load|nxalg)`)
+	planWrites = regexp.MustCompile(`(?i)(?:^|[^.\pL_{])(CREATE|MERGE|SET|REMOVE|DELETE|FOREACH|LOAD\s+CSV)\b|(?i)CALL\s+(create|merge|refactor|periodic|mg\.load|nxalg)`)
 	planReads  = regexp.MustCompile(`(?i)\bMATCH\b|CALL\s+(vector_search|text_search|mg\.procedures)`)
 	ddl        = regexp.MustCompile(`(?i)^\s*(CREATE|DROP)\s+(INDEX|CONSTRAINT|VECTOR|TEXT|EDGE|POINT)`)
 	comments   = regexp.MustCompile(`(?s)//[^\n]*|/\*.*?\*/`)
@@ -114,6 +116,13 @@ var writeForms = []string{
 	"MATCH (n) WITH n /* set nothing */ SET n.a = 1 RETURN n",
 	"MATCH (n) WHERE n.title = 'it\\'s' SET n.a = 1",
 	"MATCH (n) WHERE n.title = \"a \\\" b\" DELETE n",
+	// A number ends where Memgraph's lexer ends it: the clause after it
+	// is a clause (CypherLexer.g4, DecimalLiteral and FloatingLiteral).
+	"MATCH (n) WHERE n.a = 1DELETE n",
+	"MATCH (n) WHERE n.a = $1DELETE n",
+	"MATCH (n) WHERE n.a = .5SET n.b = 1",
+	"MATCH (n) WHERE n.a = 1e5SET n.b = 1",
+	"MATCH (n) WHERE n.a = 0x1fREMOVE n.b",
 	"USING PERIODIC COMMIT 10 MATCH (n) SET n.a = 1",
 	"CREATE USER eve IDENTIFIED BY 'x'",
 	"SET PASSWORD TO 'x' REPLACE 'y'",

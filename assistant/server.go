@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -115,6 +116,13 @@ func New(opts Options) (*Server, error) {
 
 // MCP returns the SDK server, for Run over a transport or an HTTP handler.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// HTTPHandler serves the tools over MCP streamable HTTP, every session on
+// this server, the SDK logging to Options.Logger.
+func (s *Server) HTTPHandler() http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{Logger: s.opts.Logger})
+}
 
 // RunStdio serves one client over stdin and stdout until it disconnects or
 // ctx is done.

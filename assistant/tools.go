@@ -431,7 +431,7 @@ func (s *Server) toolTerm(ctx context.Context, _ *mcp.CallToolRequest, in TermIn
 	return nil, out, nil
 }
 
-// RowsTool answers tool rows; exported for kgsync eval, which scores it.
+// Rows answers tool rows; exported for kgsync eval, which scores it.
 func (s *Server) Rows(ctx context.Context, in RowsInput) (RowsOutput, error) {
 	_, out, err := dropOnCancel(s, s.toolRows)(ctx, nil, in)
 	return out, err

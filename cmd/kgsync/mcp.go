@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/kgsync/kgsync/assistant"
@@ -112,8 +111,7 @@ func (m *mcpHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m.closeFn = closeAll
-		m.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() },
-			&mcp.StreamableHTTPOptions{Logger: m.log})
+		m.h = srv.HTTPHandler()
 	}
 	h := m.h
 	m.mu.Unlock()
@@ -153,7 +151,7 @@ func serveMCPHTTP(ctx context.Context, g *globals, srv *assistant.Server, listen
 		return fmt.Errorf("listen on %s: %w", listen, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil))
+	mux.Handle("/mcp", srv.HTTPHandler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(g.stderr, "kgsync mcp: serving http://%s/mcp\n", ln.Addr())
 	go func() {
