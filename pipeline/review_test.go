@@ -590,3 +590,38 @@ func TestReviewRealRegulation(t *testing.T) {
 	}
 	require.True(t, warned, "parse warnings reach the Documents table")
 }
+
+// TestReviewRestoredRowsKeepTheirExpert: rows with expert input that are
+// gone from Grist in numbers are written again by kgsync; Grist computes
+// the trigger columns of a new record it is not given (grist-core
+// sandbox/grist/useractions.py doBulkAddOrReplace) and keeps those it is
+// given (docactions.py BulkUpdateRecord: prevent_recalc), so kgsync gives
+// corrected_by and corrected_at as read back: the correction stays the
+// expert's, not the API key's user's.
+func TestReviewRestoredRowsKeepTheirExpert(t *testing.T) {
+	t.Parallel()
+	rg := newReviewRig(t, 128)
+	rg.write(t, "rules.md", "# Rules\n\nAlpha rule applies.\n\nBeta rule applies.\n\nGamma rule applies.\n")
+	rg.sync(t)
+	a, _ := rg.rowOf(t, "Alpha rule")
+	b, _ := rg.rowOf(t, "Beta rule")
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{
+		a: {"corrected_text": "Alpha rule applies twice."}, b: {"corrected_text": "Beta rule applies twice."}})
+	rg.sync(t)
+	at := rg.srv.Table("Elements")[a]["corrected_at"]
+	require.NotNil(t, at)
+
+	rg.clock = rg.clock.Add(time.Hour)
+	rg.srv.DeleteRows("Elements", a, b)
+	// A full listing (as every FullEvery) finds them gone.
+	require.NoError(t, rg.store.Commit(t.Context(), state.Commit{Pipeline: "docs", Cursors: map[string]string{review.CursorName: ""}}))
+	rg.sync(t)
+	_, row := rg.rowOf(t, "Alpha rule")
+	require.Equal(t, "Alpha rule applies twice.", row["corrected_text"], "the input was written again")
+	require.Equal(t, expert.Email, row["corrected_by"])
+	require.EqualValues(t, at, row["corrected_at"], "the same instant (seconds)")
+	rg.sync(t)
+	el, _ := rg.graph.Node("Element", row["element"].(string))
+	require.Equal(t, "expert", el["text_source"])
+	require.Equal(t, expert.Email, el["corrected_by"])
+}
