@@ -601,23 +601,25 @@ func TestReviewRealRegulation(t *testing.T) {
 func TestReviewRestoredRowsKeepTheirExpert(t *testing.T) {
 	t.Parallel()
 	rg := newReviewRig(t, 128)
-	rg.write(t, "rules.md", "# Rules\n\nAlpha rule applies.\n\nBeta rule applies.\n\nGamma rule applies.\n")
+	rg.write(t, "steps.md", "# Steps\n\nOne step.\n\nTwo steps.\n\nThree steps.\n")
 	rg.sync(t)
-	a, _ := rg.rowOf(t, "Alpha rule")
-	b, _ := rg.rowOf(t, "Beta rule")
-	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{
-		a: {"corrected_text": "Alpha rule applies twice."}, b: {"corrected_text": "Beta rule applies twice."}})
+	edits, rows := map[int64]map[string]any{}, []int64{}
+	for _, text := range []string{"One step", "Two steps"} {
+		id, _ := rg.rowOf(t, text)
+		edits[id], rows = map[string]any{"corrected_text": text + ", twice."}, append(rows, id)
+	}
+	rg.srv.UpdateRowsAs(expert, "Elements", edits)
 	rg.sync(t)
-	at := rg.srv.Table("Elements")[a]["corrected_at"]
+	at := rg.srv.Table("Elements")[rows[0]]["corrected_at"]
 	require.NotNil(t, at)
 
 	rg.clock = rg.clock.Add(time.Hour)
-	rg.srv.DeleteRows("Elements", a, b)
+	rg.srv.DeleteRows("Elements", rows...)
 	// A full listing (as every FullEvery) finds them gone.
 	require.NoError(t, rg.store.Commit(t.Context(), state.Commit{Pipeline: "docs", Cursors: map[string]string{review.CursorName: ""}}))
 	rg.sync(t)
-	_, row := rg.rowOf(t, "Alpha rule")
-	require.Equal(t, "Alpha rule applies twice.", row["corrected_text"], "the input was written again")
+	_, row := rg.rowOf(t, "One step")
+	require.Equal(t, "One step, twice.", row["corrected_text"], "the input was written again")
 	require.Equal(t, expert.Email, row["corrected_by"])
 	require.EqualValues(t, at, row["corrected_at"], "the same instant (seconds)")
 	rg.sync(t)
