@@ -55,10 +55,8 @@ func (r *runner) limitBackoff(source, key string, hash uint64) bool {
 	if !ok || q.Stage != state.StageParse || !strings.HasSuffix(q.Error, limitMark(hash)) {
 		return false
 	}
-	wait := limitRetryBase << min(max(q.Attempts-1, 0), 20)
-	if wait > limitRetryMax || wait <= 0 {
-		wait = limitRetryMax
-	}
+	// Shifts past 8 are over limitRetryMax already; 20 keeps it from overflowing.
+	wait := min(limitRetryBase<<min(max(q.Attempts-1, 0), 20), limitRetryMax)
 	if !r.p.now().Before(q.LastAt.Add(wait)) {
 		return false
 	}
@@ -144,10 +142,10 @@ func (r *runner) settleQuarantine(ctx context.Context, source string, seen func(
 			continue
 		}
 		// A record a complete listing no longer lists is gone from the
-		// source: deleted by the run if stored, never stored otherwise.
-		gone := complete && !seen(ref.Key)
+		// source (deleted by the run if stored, never stored otherwise),
+		// so a complete listing frees it whether it lists it or not.
 		if r.q.released[ref] || (q.Stage == state.StageList && complete) ||
-			(q.Stage != state.StageList && (seen(ref.Key) || gone) && !r.underUnlisted(ref)) {
+			(q.Stage != state.StageList && (complete || seen(ref.Key)) && !r.underUnlisted(ref)) {
 			freed = append(freed, ref)
 		}
 	}

@@ -590,3 +590,40 @@ func TestReviewRealRegulation(t *testing.T) {
 	}
 	require.True(t, warned, "parse warnings reach the Documents table")
 }
+
+// TestReviewRestoredRowsKeepTheirExpert: rows with expert input that are
+// gone from Grist in numbers are written again by kgsync; Grist computes
+// the trigger columns of a new record it is not given (grist-core
+// sandbox/grist/useractions.py doBulkAddOrReplace) and keeps those it is
+// given (docactions.py BulkUpdateRecord: prevent_recalc), so kgsync gives
+// corrected_by and corrected_at as read back: the correction stays the
+// expert's, not the API key's user's.
+func TestReviewRestoredRowsKeepTheirExpert(t *testing.T) {
+	t.Parallel()
+	rg := newReviewRig(t, 128)
+	rg.write(t, "steps.md", "# Steps\n\nOne step.\n\nTwo steps.\n\nThree steps.\n")
+	rg.sync(t)
+	edits, rows := map[int64]map[string]any{}, []int64{}
+	for _, text := range []string{"One step", "Two steps"} {
+		id, _ := rg.rowOf(t, text)
+		edits[id], rows = map[string]any{"corrected_text": text + ", twice."}, append(rows, id)
+	}
+	rg.srv.UpdateRowsAs(expert, "Elements", edits)
+	rg.sync(t)
+	at := rg.srv.Table("Elements")[rows[0]]["corrected_at"]
+	require.NotNil(t, at)
+
+	rg.clock = rg.clock.Add(time.Hour)
+	rg.srv.DeleteRows("Elements", rows...)
+	// A full listing (as every FullEvery) finds them gone.
+	require.NoError(t, rg.store.Commit(t.Context(), state.Commit{Pipeline: "docs", Cursors: map[string]string{review.CursorName: ""}}))
+	rg.sync(t)
+	_, row := rg.rowOf(t, "One step")
+	require.Equal(t, "One step, twice.", row["corrected_text"], "the input was written again")
+	require.Equal(t, expert.Email, row["corrected_by"])
+	require.EqualValues(t, at, row["corrected_at"], "the same instant (seconds)")
+	rg.sync(t)
+	el, _ := rg.graph.Node("Element", row["element"].(string))
+	require.Equal(t, "expert", el["text_source"])
+	require.Equal(t, expert.Email, el["corrected_by"])
+}

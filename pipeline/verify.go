@@ -273,10 +273,7 @@ func (v *verifier) verify(ctx context.Context) error {
 		return err
 	}
 	if v.all {
-		if err := v.verifyExtra(ctx, docIDs); err != nil {
-			return err
-		}
-		return nil
+		return v.verifyExtra(ctx, docIDs)
 	}
 	// A sample leaves the nodes nobody's record holds unfound: a count
 	// that differs says there are some.

@@ -344,7 +344,6 @@ func match(elements []parsed, stored []*elem, sticky func(*elem) bool) ([]assign
 type matcher struct {
 	elements []parsed
 	stored   []*elem
-	sticky   func(*elem) bool
 	out      []assignment
 	byID     map[string]int   // element id → index in elements
 	byHash   map[uint64][]int // text hash → indexes in elements
@@ -359,7 +358,7 @@ type matcher struct {
 
 func newMatcher(elements []parsed, stored []*elem, sticky func(*elem) bool) *matcher {
 	m := &matcher{
-		elements: elements, stored: stored, sticky: sticky,
+		elements: elements, stored: stored,
 		out: make([]assignment, len(elements)), byID: map[string]int{}, byHash: map[uint64][]int{},
 		taken: make([]bool, len(stored)), at: map[*elem]int{},
 	}
@@ -370,10 +369,7 @@ func newMatcher(elements []parsed, stored []*elem, sticky func(*elem) bool) *mat
 	for si, e := range stored {
 		if sticky(e) {
 			m.stick = append(m.stick, si)
-		}
-	}
-	for si, e := range stored {
-		if !sticky(e) {
+		} else {
 			m.others = append(m.others, si)
 		}
 	}
@@ -462,11 +458,11 @@ func (m *matcher) sameIDChanged() {
 // ownID gives the rows that are not sticky their own element, whatever its
 // text.
 func (m *matcher) ownID() {
-	for si, e := range m.stored {
-		if m.taken[si] || m.sticky(e) {
+	for _, si := range m.others {
+		if m.taken[si] {
 			continue
 		}
-		if pi, ok := m.byID[e.Element]; ok && m.out[pi].row == nil {
+		if pi, ok := m.byID[m.stored[si].Element]; ok && m.out[pi].row == nil {
 			m.claim(si, pi, false)
 		}
 	}

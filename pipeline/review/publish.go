@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/diff"
@@ -152,8 +153,18 @@ func (r *Review) reconcile(ctx context.Context, doc *state.ReviewDocument, store
 }
 
 // expertCells are an element's expert columns as Grist stores them, for
-// rows kgsync writes on the expert's behalf (Push).
+// rows kgsync writes on the expert's behalf (Push). corrected_by and
+// corrected_at are given as read back, when known: Grist computes the
+// trigger columns a write does not give (as kgsync's API user, now:
+// grist-core sandbox/grist/useractions.py doBulkAddOrReplace) and keeps
+// those it gives (docactions.py BulkUpdateRecord: prevent_recalc).
 func expertCells(d *data, cells map[string]any) {
+	if d.By != "" {
+		cells[ColCorrectedBy] = d.By
+	}
+	if at, err := time.Parse(time.RFC3339Nano, d.At); err == nil {
+		cells[ColCorrectedAt] = float64(at.UnixNano()) / 1e9 // DateTime: seconds
+	}
 	cells[ColCorrectedText] = d.Corrected
 	cells[ColExclude] = d.Exclude
 	if len(d.With) > 0 {
