@@ -224,12 +224,6 @@ func cosineOf(c *Calibration, decline bool) float64 {
 	return c.HighCosine
 }
 
-// decline decides on e: the reason to decline, or false.
-func (f Floor) decline(e Evidence) (string, bool) {
-	v := f.judge(e)
-	return v.Reason, v.Declined
-}
-
 // evidence computes what the floor needs for a search's result: the
 // coverage of the query's words by the best hits (weighted by idf over the
 // pipeline's chunks in state), the best score and cosine, and whether an
