@@ -264,11 +264,7 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 	weights := make([]float64, len(words))
 	var total, have float64
 	for i, w := range words {
-		df := 0
-		for _, t := range w.terms {
-			df = max(df, st.DF[t])
-		}
-		weight := idf(max(st.Rows, 1), df)
+		weight, df := wordWeight(w, st)
 		if df == 0 {
 			e.Unknown = append(e.Unknown, w.word)
 			if isNumber(w.word) {
@@ -276,11 +272,6 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 				// asks for something the pipeline does not hold.
 				weight *= unknownNumberWeight
 			}
-		}
-		if modalWords[w.word] || framingWords[w.word] {
-			// "must", "may", "define": how the question is put, not what
-			// it asks.
-			weight = 0
 		}
 		weights[i] = weight
 		total += weight
