@@ -86,9 +86,6 @@ type titleIndex struct {
 	maxLen int
 }
 
-// subjectKey is the lexical terms of s in lang, joined.
-func subjectKey(s, lang string) []string { return Terms(s, lang) }
-
 // definitionTargets are the nodes a definition question's subject names
 // exactly: the defined terms whose name (or an alias) has the subject's
 // terms, else the sections whose heading does ("zero value" names "The
@@ -114,12 +111,12 @@ func (d *corpusData) definitionTargets(subjects []string, whole bool) []string {
 			if doc := d.x.docOf[t.DefinedIn]; doc != nil {
 				lang = doc.Lang
 			}
-			want := subjectKey(s, lang)
+			want := Terms(s, lang)
 			if len(want) == 0 {
 				continue
 			}
 			for _, alias := range termAliases(t.Name) {
-				if slices.Equal(subjectKey(alias, lang), want) {
+				if slices.Equal(Terms(alias, lang), want) {
 					add(t.DefinedIn)
 					break
 				}
@@ -132,7 +129,7 @@ func (d *corpusData) definitionTargets(subjects []string, whole bool) []string {
 	ti := d.titles()
 	for _, s := range subjects {
 		for _, lang := range langs {
-			want := subjectKey(s, lang)
+			want := Terms(s, lang)
 			for n := min(len(want), ti.maxLen); n >= 1 && 2*n >= len(want) && (!whole || n == len(want)); n-- {
 				for _, id := range ti.byKey[strings.Join(want[:n], " ")] {
 					if l := ti.lang[id]; l == "" || lang == "" || l == lang {
@@ -159,7 +156,7 @@ func (d *corpusData) titles() *titleIndex {
 					continue
 				}
 				title := reLeadNumber().ReplaceAllString(n.Title, "")
-				key := subjectKey(title, doc.Lang)
+				key := Terms(title, doc.Lang)
 				if len(key) == 0 || len(key) > 8 {
 					continue
 				}
