@@ -106,12 +106,17 @@ func (d *corpusData) definitionTargets(subjects []string, whole bool) []string {
 	}
 	langs := append(slices.Clone(d.langs), "")
 	for _, s := range subjects {
+		wants := map[string][]string{} // the subject's terms in each document language
 		for _, t := range d.x.terms {
 			lang := ""
 			if doc := d.x.docOf[t.DefinedIn]; doc != nil {
 				lang = doc.Lang
 			}
-			want := Terms(s, lang)
+			want, ok := wants[lang]
+			if !ok {
+				want = Terms(s, lang)
+				wants[lang] = want
+			}
 			if len(want) == 0 {
 				continue
 			}
