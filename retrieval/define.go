@@ -86,9 +86,6 @@ type titleIndex struct {
 	maxLen int
 }
 
-// subjectKey is the lexical terms of s in lang, joined.
-func subjectKey(s, lang string) []string { return Terms(s, lang) }
-
 // definitionTargets are the nodes a definition question's subject names
 // exactly: the defined terms whose name (or an alias) has the subject's
 // terms, else the sections whose heading does ("zero value" names "The
@@ -109,17 +106,22 @@ func (d *corpusData) definitionTargets(subjects []string, whole bool) []string {
 	}
 	langs := append(slices.Clone(d.langs), "")
 	for _, s := range subjects {
+		wants := map[string][]string{} // the subject's terms in each document language
 		for _, t := range d.x.terms {
 			lang := ""
 			if doc := d.x.docOf[t.DefinedIn]; doc != nil {
 				lang = doc.Lang
 			}
-			want := subjectKey(s, lang)
+			want, ok := wants[lang]
+			if !ok {
+				want = Terms(s, lang)
+				wants[lang] = want
+			}
 			if len(want) == 0 {
 				continue
 			}
 			for _, alias := range termAliases(t.Name) {
-				if slices.Equal(subjectKey(alias, lang), want) {
+				if slices.Equal(Terms(alias, lang), want) {
 					add(t.DefinedIn)
 					break
 				}
@@ -132,7 +134,7 @@ func (d *corpusData) definitionTargets(subjects []string, whole bool) []string {
 	ti := d.titles()
 	for _, s := range subjects {
 		for _, lang := range langs {
-			want := subjectKey(s, lang)
+			want := Terms(s, lang)
 			for n := min(len(want), ti.maxLen); n >= 1 && 2*n >= len(want) && (!whole || n == len(want)); n-- {
 				for _, id := range ti.byKey[strings.Join(want[:n], " ")] {
 					if l := ti.lang[id]; l == "" || lang == "" || l == lang {
@@ -159,7 +161,7 @@ func (d *corpusData) titles() *titleIndex {
 					continue
 				}
 				title := reLeadNumber().ReplaceAllString(n.Title, "")
-				key := subjectKey(title, doc.Lang)
+				key := Terms(title, doc.Lang)
 				if len(key) == 0 || len(key) > 8 {
 					continue
 				}

@@ -224,12 +224,6 @@ func cosineOf(c *Calibration, decline bool) float64 {
 	return c.HighCosine
 }
 
-// decline decides on e: the reason to decline, or false.
-func (f Floor) decline(e Evidence) (string, bool) {
-	v := f.judge(e)
-	return v.Reason, v.Declined
-}
-
 // evidence computes what the floor needs for a search's result: the
 // coverage of the query's words by the best hits (weighted by idf over the
 // pipeline's chunks in state), the best score and cosine, and whether an
@@ -270,11 +264,7 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 	weights := make([]float64, len(words))
 	var total, have float64
 	for i, w := range words {
-		df := 0
-		for _, t := range w.terms {
-			df = max(df, st.DF[t])
-		}
-		weight := idf(max(st.Rows, 1), df)
+		weight, df := wordWeight(w, st)
 		if df == 0 {
 			e.Unknown = append(e.Unknown, w.word)
 			if isNumber(w.word) {
@@ -282,11 +272,6 @@ func (s *Searcher) evidence(ctx context.Context, d *corpusData, query string, wo
 				// asks for something the pipeline does not hold.
 				weight *= unknownNumberWeight
 			}
-		}
-		if modalWords[w.word] || framingWords[w.word] {
-			// "must", "may", "define": how the question is put, not what
-			// it asks.
-			weight = 0
 		}
 		weights[i] = weight
 		total += weight

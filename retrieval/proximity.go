@@ -37,14 +37,7 @@ func (s *Searcher) proximityList(ctx context.Context, d *corpusData, words []que
 	weights := make([]float64, len(words))
 	var total float64
 	for i, w := range words {
-		df := 0
-		for _, t := range w.terms {
-			df = max(df, st.DF[t])
-		}
-		weights[i] = idf(max(st.Rows, 1), df)
-		if modalWords[w.word] || framingWords[w.word] {
-			weights[i] = 0
-		}
+		weights[i], _ = wordWeight(w, st)
 		total += weights[i]
 	}
 	if total == 0 {
@@ -66,6 +59,19 @@ func (s *Searcher) proximityList(ctx context.Context, d *corpusData, words []que
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(share[b], share[a]) })
 	l.units = order
 	return l, nil
+}
+
+// wordWeight is a query word's weight over the chunks st counts, its idf
+// (modal and framing words, how a question is put, weigh nothing), and
+// its document frequency: that of the commonest of its terms.
+func wordWeight(w queryWord, st state.LexicalStats) (weight float64, df int) {
+	for _, t := range w.terms {
+		df = max(df, st.DF[t])
+	}
+	if modalWords[w.word] || framingWords[w.word] {
+		return 0, df
+	}
+	return idf(max(st.Rows, 1), df), df
 }
 
 // contentStats is the lexical index's statistics over a pipeline's chunks

@@ -203,7 +203,7 @@ var reAskedUnit = sync.OnceValue(func() []askedUnitPattern {
 	}
 	return []askedUnitPattern{
 		p(unitMoney, `\bhow much\b.*\b(?:cost|costs|pay|paid|charge|charges|charged|fee|fees|price)\b|\b(?:what|which) (?:fee|price|cost|sum)\b|`+
-			`\b(?:maximum|minimum|max|min) (?:amount|sum|fine|fee|penalty|price)\b|сколько сто|сколько плат|сколько денег|`+
+			`\b(?:maximum|minimum|max|min) (?:amount|sum|fine|fee|penalty|price)\b|сколько (?:сто(?:ит|ят|ил)|плат(?:ит|ят|ить|ил)|денег)|`+
 			`(?:какой|каков\p{L}*|какая) (?:\p{L}+ )?(?:размер|сумма) (?:штраф|пошлин|платы|взнос|пенси|зарплат|оплат)|cu[áa]nto cuesta|quel montant`),
 		p(unitAge, `\bhow old\b|\b(?:at )?what age\b|\b(?:maximum|minimum|max|min) age\b|(?:какого|каком|какой) возраст|qu[ée] edad|quel âge`),
 		p(unitFreq, `\bhow (?:often|frequently)\b|как часто|con qu[ée] frecuencia|à quelle fréquence`),

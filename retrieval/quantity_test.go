@@ -108,6 +108,14 @@ func TestAskedUnits(t *testing.T) {
 	has("Сколько судей в Конституционном Суде?", "судей")
 	has("На какой срок избирается Президент?", "лет")
 	has("Сколько стоит подать жалобу?", "рублей")
+	has("Сколько платят за регистрацию?", "рублей")
+	// "сколько сто…", "сколько плат…" ask a price only as a verb's start
+	// ("стоит", "платят"); "сторон", "платформ" are the nouns counted.
+	for q, noun := range map[string]string{"Сколько сторон участвует в договоре?": "сторон", "Сколько платформ поддерживается?": "платформ"} {
+		u, name := askedUnits(q)
+		require.Equal(t, noun, name, q)
+		require.False(t, u[stem(LangRussian, "рублей")], "%s: no money", q)
+	}
 	days, name := askedUnits("How many days must pass?")
 	require.False(t, days[stem(LangEnglish, "characters")], "days ask time, not a length")
 	require.Equal(t, "days", name)
