@@ -1,21 +1,16 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/config"
-	"github.com/kgsync/kgsync/daemon"
 	"github.com/kgsync/kgsync/internal/pgtest"
 	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/sources/grist/gristtest"
@@ -46,22 +41,7 @@ func TestDaemonRunsReviewPipelineOnWebhook(t *testing.T) {
 
 			cfg, err := config.Load(path)
 			require.NoError(t, err)
-			cfg.Daemon.PollInterval = time.Hour
-			ctx := context.Background()
-			store, err := pipeline.OpenStore(ctx, cfg.State)
-			require.NoError(t, err)
-			defer store.Close()
-			d, err := daemon.New(daemon.Options{
-				Config: cfg, Store: store, Runner: &pipelineRunner{cfg: cfg, store: store, log: slog.New(slog.DiscardHandler)},
-				Registerer: prometheus.NewRegistry(),
-			})
-			require.NoError(t, err)
-			hs := httptest.NewServer(d.Handler())
-			defer hs.Close()
-			runCtx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- d.Run(runCtx, nil) }()
-			defer func() { cancel(); require.NoError(t, <-done) }()
+			hs := serveDaemon(t, cfg)
 
 			deliver := func(body string) {
 				req, err := http.NewRequest("POST", hs.URL+"/hooks/grist/docs/Elements", strings.NewReader(body))
