@@ -12,7 +12,7 @@ import (
 )
 
 // TestMissedFiringIsFiredOnce: a schedule firing that passed with no River
-// leader to insert it (a takeover takes 18–35 s) was lost. The watch loop
+// leader to insert it (a takeover takes 10–22 s) was lost. The watch loop
 // finds it overdue and not recorded, and fires it once.
 func TestMissedFiringIsFiredOnce(t *testing.T) {
 	t.Parallel()
