@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/daemon"
 	"github.com/kgsync/kgsync/internal/pgtest"
 	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/sources/grist/gristtest"
@@ -81,19 +83,26 @@ func TestDaemonRunsReviewPipelineOnWebhook(t *testing.T) {
 	}
 }
 
-// TestHeldStoreKeepsOptionalInterfaces: the store a daemon's run sees
-// keeps what the pipeline asks of state by type assertion.
-func TestHeldStoreKeepsOptionalInterfaces(t *testing.T) {
+// TestDaemonRunDoesNotRetakeItsLock: the daemon's job holds the
+// pipeline's lock when it asks the runner for a run; the run does not
+// take it again (it would find it held: state.ErrLocked). The run sees
+// the store itself, so the optional interfaces the pipeline finds by type
+// assertion are there (TestDaemonRunsReviewPipelineOnWebhook needs
+// state.ReviewStore).
+func TestDaemonRunDoesNotRetakeItsLock(t *testing.T) {
 	t.Parallel()
-	store, err := pipeline.OpenStore(t.Context(), config.State{Driver: "sqlite", Path: t.TempDir() + "/state.db"})
+	cfg, err := config.Load(quickstart(t))
+	require.NoError(t, err)
+	store, err := pipeline.OpenStore(t.Context(), cfg.State)
 	require.NoError(t, err)
 	defer store.Close()
-	h := heldStore(store)
-	_, ok := h.(state.ReviewStore)
-	require.True(t, ok, "review state")
-	_, ok = h.(state.OriginIndex)
-	require.True(t, ok, "the origin index a Grist source follows rows by")
-	unlock, err := h.Lock(t.Context(), "docs")
+	unlock, err := store.Lock(t.Context(), "docs")
 	require.NoError(t, err)
-	require.NoError(t, unlock())
+	defer func() { require.NoError(t, unlock()) }()
+	_, err = store.Lock(t.Context(), "docs")
+	require.ErrorIs(t, err, state.ErrLocked, "the lock is held")
+	r := &pipelineRunner{cfg: cfg, store: store, log: slog.New(slog.DiscardHandler)}
+	run, err := r.Run(t.Context(), "docs", state.TriggerManual, daemon.ModeIncremental)
+	require.NoError(t, err)
+	require.Equal(t, state.StatusSucceeded, run.Status)
 }
