@@ -32,9 +32,9 @@ type RowSink interface {
 }
 
 // RowBuffer is the default RowSink: it keeps the last delivered copy of
-// each row by (pipeline, table, row id), at most max rows per pipeline
-// (rows of new ids beyond it are dropped and counted: the run reads every
-// change from Grist anyway), until Release says the run that consumed them
+// each row by (pipeline, table, row id), within its limits per pipeline,
+// rows and their RowBytes (a row beyond them is dropped and counted: the
+// run reads every change from Grist anyway), until Release says the run that consumed them
 // succeeded. Safe for concurrent use.
 type RowBuffer struct {
 	mu     sync.Mutex
