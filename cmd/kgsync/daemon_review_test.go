@@ -59,13 +59,7 @@ func TestDaemonRunsReviewPipelineOnWebhook(t *testing.T) {
 			require.Eventually(t, func() bool { return srv.RowCount("Elements") == 4 }, 20*time.Second, 20*time.Millisecond,
 				"the daemon's run published the elements")
 
-			var row int64
-			for id, r := range srv.Table("Elements") {
-				if r["parsed_text"] == "Keep the records for five years." {
-					row = id
-				}
-			}
-			require.NotZero(t, row)
+			row := elementRow(t, srv, "Keep the records for five years.")
 			srv.UpdateRowsAs(gristtest.User{Email: "ann@example.com"}, "Elements", map[int64]map[string]any{row: {"corrected_text": "Keep the records for ten years."}})
 			deliver(fmt.Sprintf(`[{"id": %d, "corrected_text": "Keep the records for ten years."}]`, row))
 			require.Eventually(t, func() bool {
