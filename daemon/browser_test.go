@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,26 +10,6 @@ import (
 
 	"github.com/kgsync/kgsync/config"
 )
-
-// request sends one request to the bundle's server with extra headers.
-func (b *testBundle) request(t *testing.T, method, path string, header map[string]string, body string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
-	require.NoError(t, err)
-	for k, v := range header {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(out)
-}
 
 // TestBrowsersCannotDriveTheLoopbackAPI: a web page open on this machine
 // could POST a re-embed with mass-delete confirmation to the loopback API
@@ -58,15 +37,15 @@ func TestBrowsersCannotDriveTheLoopbackAPI(t *testing.T) {
 		{"rebinding POST", "POST", sync, map[string]string{"Host": "rebind.evil.example"}, "", http.StatusForbidden},
 		{"rebinding metrics", "GET", "/metrics", map[string]string{"Host": "evil.example"}, "", http.StatusForbidden},
 	} {
-		code, body := b.request(t, tc.method, tc.path, tc.header, tc.body)
+		code, body := b.request(t, tc.method, tc.path, tc.header, strings.NewReader(tc.body))
 		require.Equal(t, tc.want, code, "%s: %s", tc.name, body)
 	}
 	b.noCall(t, 200*time.Millisecond)
 
 	// The daemon's own clients pass: same origin, loopback names.
-	code, body := b.request(t, "GET", "/api/pipelines", map[string]string{"Host": "localhost:8080"}, "")
+	code, body := b.request(t, "GET", "/api/pipelines", map[string]string{"Host": "localhost:8080"}, nil)
 	require.Equal(t, http.StatusOK, code, body)
-	code, body = b.request(t, "POST", "/api/pipelines/p/sync", map[string]string{"Origin": b.srv.URL}, "")
+	code, body = b.request(t, "POST", "/api/pipelines/p/sync", map[string]string{"Origin": b.srv.URL}, nil)
 	require.Equal(t, http.StatusAccepted, code, body)
 }
 
@@ -75,11 +54,11 @@ func TestBrowsersCannotDriveTheLoopbackAPI(t *testing.T) {
 func TestWritesNeedTheTokenByDefault(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{strict: true})
-	code, body := b.request(t, "POST", "/api/pipelines/p/sync", nil, "")
+	code, body := b.request(t, "POST", "/api/pipelines/p/sync", nil, nil)
 	require.Equal(t, http.StatusForbidden, code, body)
 	require.Contains(t, body, "daemon.anonymous_writes")
 	b.noCall(t, 200*time.Millisecond)
-	code, body = b.request(t, "GET", "/api/pipelines", nil, "")
+	code, body = b.request(t, "GET", "/api/pipelines", nil, nil)
 	require.Equal(t, http.StatusOK, code, body)
 }
 
@@ -89,11 +68,11 @@ func TestWritesNeedTheTokenByDefault(t *testing.T) {
 func TestHookDoesNotTellPipelineNames(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{daemon: config.Daemon{WebhookSecret: "s3cret"}})
-	codeKnown, bodyKnown := b.request(t, "POST", "/hooks/grist/p/T", nil, `[{"id":1}]`)
-	codeUnknown, bodyUnknown := b.request(t, "POST", "/hooks/grist/nope/T", nil, `[{"id":1}]`)
+	codeKnown, bodyKnown := b.request(t, "POST", "/hooks/grist/p/T", nil, strings.NewReader(`[{"id":1}]`))
+	codeUnknown, bodyUnknown := b.request(t, "POST", "/hooks/grist/nope/T", nil, strings.NewReader(`[{"id":1}]`))
 	require.Equal(t, http.StatusUnauthorized, codeKnown, bodyKnown)
 	require.Equal(t, codeKnown, codeUnknown)
 	require.Equal(t, bodyKnown, bodyUnknown)
-	code, _ := b.request(t, "POST", "/hooks/grist/nope/T", map[string]string{"Authorization": "Bearer s3cret"}, `[{"id":1}]`)
+	code, _ := b.request(t, "POST", "/hooks/grist/nope/T", map[string]string{"Authorization": "Bearer s3cret"}, strings.NewReader(`[{"id":1}]`))
 	require.Equal(t, http.StatusNotFound, code, "the secret's holder is told")
 }

@@ -12,9 +12,15 @@ import (
 )
 
 // Missed schedule firings. River's leader inserts the periodic jobs of the
-// schedules; while a new leader takes over (18–35 s after the old one
-// died) a firing can pass with no leader to insert it, and River does not
-// insert it afterwards. So each firing is recorded in state (the cursor
+// schedules; while a new leader takes over (10–22 s after the old one
+// died: River's leadership expires 15 s after its last renewal, renewed
+// every 5 s, the other replicas bid every 5–6 s and the new leader's
+// periodic-job enqueuer starts within 1 s) a firing can pass with no
+// leader to insert it, and River does not insert it afterwards: the new
+// leader computes each schedule's next firing from its own start (River
+// v0.51.2 internal/leadership/elector.go:28-30, 441, 718-719;
+// internal/maintenance/periodic_job_enqueuer.go:430; the standard pilot
+// keeps no next firings, rivershared/riverpilot/standard_pilot.go:74-75). So each firing is recorded in state (the cursor
 // entry scheduleCursor of the pipeline), and every replica's watch loop
 // looks for a firing that is scheduleGrace overdue and not recorded: it
 // queues that run once (a second replica doing the same joins the queued

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/config"
@@ -12,7 +14,7 @@ import (
 )
 
 // TestMissedFiringIsFiredOnce: a schedule firing that passed with no River
-// leader to insert it (a takeover takes 18–35 s) was lost. The watch loop
+// leader to insert it (a takeover takes 10–22 s) was lost. The watch loop
 // finds it overdue and not recorded, and fires it once.
 func TestMissedFiringIsFiredOnce(t *testing.T) {
 	t.Parallel()
@@ -33,4 +35,21 @@ func TestMissedFiringIsFiredOnce(t *testing.T) {
 	b.clock.waitTimers(t, 1)
 	b.clock.Advance(10 * time.Minute) // 10:18: nothing more is due
 	b.noCall(t, 300*time.Millisecond)
+}
+
+// TestScheduleJobRecordsItsFiring: a schedule job records the firing it
+// stands for (its ScheduledAt), not the replica's clock at work time: a
+// clock behind the database's recorded a time before the firing, and the
+// watch loop fired that firing a second time.
+func TestScheduleJobRecordsItsFiring(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{pipelines: []config.Pipeline{{Name: "p", Schedule: "0 10 * * *", TimeZone: "UTC"}},
+		daemon: config.Daemon{PollInterval: time.Hour}})
+	firing := b.clock.Now().Add(time.Minute).UTC() // the replica's clock is a minute behind
+	job := &river.Job[ScheduleArgs]{JobRow: &rivertype.JobRow{ScheduledAt: firing}, Args: ScheduleArgs{Pipeline: "p"}}
+	require.NoError(t, (&scheduleWorker{d: b.d}).Work(context.Background(), job))
+	require.Equal(t, state.TriggerCron, b.nextCall(t).trigger)
+	raw, err := b.store.CursorGet(context.Background(), "p", scheduleCursor)
+	require.NoError(t, err)
+	require.Equal(t, firing.Format(time.RFC3339Nano), raw)
 }

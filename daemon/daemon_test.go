@@ -217,14 +217,30 @@ func (b *testBundle) job(t *testing.T, id int64) JobJSON {
 	return j
 }
 
+// do sends one JSON request to the bundle's server, with auth as its
+// Authorization header unless empty.
 func (b *testBundle) do(t *testing.T, method, path, auth string, body io.Reader) (int, string) {
+	t.Helper()
+	header := map[string]string{"Content-Type": "application/json"}
+	if auth != "" {
+		header["Authorization"] = auth
+	}
+	return b.request(t, method, path, header, body)
+}
+
+// request sends one request to the bundle's server with header (a "Host"
+// entry sets the request's Host).
+func (b *testBundle) request(t *testing.T, method, path string, header map[string]string, body io.Reader) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, b.srv.URL+path, body)
 	require.NoError(t, err)
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
 	}
-	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

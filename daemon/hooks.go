@@ -32,23 +32,62 @@ type RowSink interface {
 }
 
 // RowBuffer is the default RowSink: it keeps the last delivered copy of
-// each row by (pipeline, table, row id), at most max rows per pipeline
-// (rows of new ids beyond it are dropped and counted: the run reads every
-// change from Grist anyway), until Release says the run that consumed them
+// each row by (pipeline, table, row id), within its limits per pipeline,
+// rows and their RowBytes (a row beyond them is dropped and counted: the
+// run reads every change from Grist anyway), until Release says the run that consumed them
 // succeeded. Safe for concurrent use.
 type RowBuffer struct {
-	mu       sync.Mutex
-	max      int
-	maxBytes int64 // bound of a pipeline's rows in RowBytes
-	pipes    map[string]*bufferedRows
+	mu     sync.Mutex
+	limits rowLimits // of each pipeline's rows
+	pipes  map[string]*bufferedRows
+}
+
+// rowLimits bound the webhook rows kept (a RowBuffer's per pipeline, a
+// collector's in its debounce window): rows, how many, and bytes, their
+// RowBytes.
+type rowLimits struct {
+	rows  int
+	bytes int64
+}
+
+// newRowLimits returns rowLimits of rows and bytes, each <= 0 replaced by
+// its default (daemon.webhook_buffer_rows, daemon.webhook_buffer_bytes).
+func newRowLimits(rows int, bytes int64) rowLimits {
+	if rows <= 0 {
+		rows = config.DefaultDaemonWebhookBufferRows
+	}
+	if bytes <= 0 {
+		bytes = config.DefaultDaemonWebhookBufferBytes
+	}
+	return rowLimits{rows: rows, bytes: bytes}
+}
+
+// rowCount is how many rows are kept and their RowBytes.
+type rowCount struct {
+	n     int
+	bytes int64
+}
+
+// admit counts a row of size RowBytes, replacing a kept one of old
+// RowBytes when had, and reports true; it counts nothing and reports false
+// when the row does not fit l: a new id beyond l.rows, or bytes beyond
+// l.bytes.
+func (c *rowCount) admit(l rowLimits, had bool, old, size int64) bool {
+	if !had && c.n >= l.rows || c.bytes-old+size > l.bytes {
+		return false
+	}
+	if !had {
+		c.n++
+	}
+	c.bytes += size - old
+	return true
 }
 
 // bufferedRows are one pipeline's rows, each with the generation it was
 // kept in (Mark starts a new one).
 type bufferedRows struct {
 	tables  map[string]map[int64]bufferedRow
-	n       int
-	bytes   int64 // RowBytes of the rows kept
+	count   rowCount
 	gen     uint64
 	dropped int64
 }
@@ -66,19 +105,13 @@ func NewRowBuffer() *RowBuffer { return NewBoundedRowBuffer(config.DefaultDaemon
 // NewBoundedRowBuffer returns an empty RowBuffer keeping at most max rows
 // per pipeline (max <= 0: the default).
 func NewBoundedRowBuffer(max int) *RowBuffer {
-	if max <= 0 {
-		max = config.DefaultDaemonWebhookBufferRows
-	}
-	return &RowBuffer{max: max, maxBytes: config.DefaultDaemonWebhookBufferBytes, pipes: map[string]*bufferedRows{}}
+	return &RowBuffer{limits: newRowLimits(max, 0), pipes: map[string]*bufferedRows{}}
 }
 
 // WithByteLimit sets the bound of a pipeline's rows in RowBytes (n <= 0:
 // the default, config.DefaultDaemonWebhookBufferBytes) and returns b.
 func (b *RowBuffer) WithByteLimit(n int64) *RowBuffer {
-	if n <= 0 {
-		n = config.DefaultDaemonWebhookBufferBytes
-	}
-	b.maxBytes = n
+	b.limits = newRowLimits(b.limits.rows, n)
 	return b
 }
 
@@ -139,14 +172,10 @@ func (b *RowBuffer) ApplyRows(_ context.Context, pipeline, table string, rows []
 		}
 		size := RowBytes(r)
 		old, had := m[id]
-		if !had && p.n >= b.max || p.bytes-old.bytes+size > b.maxBytes {
+		if !p.count.admit(b.limits, had, old.bytes, size) {
 			p.dropped++
 			continue
 		}
-		if !had {
-			p.n++
-		}
-		p.bytes += size - old.bytes
 		m[id] = bufferedRow{row: r, gen: p.gen, bytes: size}
 	}
 	return nil
@@ -172,8 +201,8 @@ func (b *RowBuffer) Release(pipeline string, gen uint64) {
 		for id, r := range m {
 			if r.gen <= gen {
 				delete(m, id)
-				p.n--
-				p.bytes -= r.bytes
+				p.count.n--
+				p.count.bytes -= r.bytes
 			}
 		}
 		if len(m) == 0 {
@@ -187,14 +216,14 @@ func (b *RowBuffer) Release(pipeline string, gen uint64) {
 func (b *RowBuffer) Len(pipeline string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.pipe(pipeline).n
+	return b.pipe(pipeline).count.n
 }
 
 // Bytes returns the RowBytes of the rows kept for pipeline.
 func (b *RowBuffer) Bytes(pipeline string) int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.pipe(pipeline).bytes
+	return b.pipe(pipeline).count.bytes
 }
 
 // Dropped returns how many rows of pipeline were not kept (buffer full).
@@ -218,11 +247,11 @@ func (b *RowBuffer) Take(pipeline, table string) []map[string]any {
 	p := b.pipe(pipeline)
 	m := p.tables[table]
 	delete(p.tables, table)
-	p.n -= len(m)
+	p.count.n -= len(m)
 	out := make([]map[string]any, 0, len(m))
 	for _, id := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, m[id].row)
-		p.bytes -= m[id].bytes
+		p.count.bytes -= m[id].bytes
 	}
 	return out
 }
@@ -238,27 +267,18 @@ func rowID(r map[string]any) (int64, bool) {
 }
 
 // collector gathers one pipeline's accepted deliveries until its debounce
-// window ends, at most max rows (rows of new ids beyond it are dropped).
+// window ends, within limits (rows of new ids beyond them are dropped).
 type collector struct {
 	signal chan struct{} // capacity 1
 	mu     sync.Mutex
-	max    int
-	n      int
+	limits rowLimits
+	count  rowCount
 	rows   map[string]map[int64]map[string]any // table → id → row
-	// maxBytes bounds bytes, the RowBytes of the rows held; sizes are
-	// each row's.
-	maxBytes, bytes int64
-	sizes           map[string]map[int64]int64
+	sizes  map[string]map[int64]int64          // table → id → RowBytes of the row
 }
 
 func newCollector(max int, maxBytes int64) *collector {
-	if max <= 0 {
-		max = config.DefaultDaemonWebhookBufferRows
-	}
-	if maxBytes <= 0 {
-		maxBytes = config.DefaultDaemonWebhookBufferBytes
-	}
-	return &collector{signal: make(chan struct{}, 1), max: max, maxBytes: maxBytes, rows: map[string]map[int64]map[string]any{},
+	return &collector{signal: make(chan struct{}, 1), limits: newRowLimits(max, maxBytes), rows: map[string]map[int64]map[string]any{},
 		sizes: map[string]map[int64]int64{}}
 }
 
@@ -278,14 +298,10 @@ func (c *collector) add(table string, rows map[int64]map[string]any) (coalesced 
 	for id, r := range rows {
 		size := RowBytes(r)
 		_, had := m[id]
-		if !had && c.n >= c.max || c.bytes-sz[id]+size > c.maxBytes {
+		if !c.count.admit(c.limits, had, sz[id], size) {
 			dropped++
 			continue
 		}
-		if !had {
-			c.n++
-		}
-		c.bytes += size - sz[id]
 		sz[id] = size
 		m[id] = r
 	}
@@ -304,7 +320,7 @@ func (c *collector) take() map[string]map[int64]map[string]any {
 	out := c.rows
 	c.rows = map[string]map[int64]map[string]any{}
 	c.sizes = map[string]map[int64]int64{}
-	c.n, c.bytes = 0, 0
+	c.count = rowCount{}
 	return out
 }
 

@@ -149,8 +149,10 @@ func (w *scheduleWorker) Work(ctx context.Context, job *river.Job[ScheduleArgs])
 		return err
 	}
 	// Recorded, so that the watch loop knows this firing happened
-	// (catchUp).
-	if err := w.d.recordFiring(ctx, pw.name, w.d.clock.Now()); err != nil {
+	// (catchUp): the job's ScheduledAt is the firing's time (River's
+	// periodic-job enqueuer sets it so), this replica's clock may lag the
+	// database's by which River made the job available.
+	if err := w.d.recordFiring(ctx, pw.name, job.ScheduledAt); err != nil {
 		w.d.log.Warn("record schedule firing", slog.String("err", err.Error()))
 	}
 	return nil

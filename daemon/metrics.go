@@ -83,7 +83,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		webhookRows:   counter("webhook_rows_total", "Distinct rows received in accepted webhook deliveries.", "pipeline"),
 		coalesced:     counter("webhook_coalesced_total", "Accepted deliveries merged into a trigger already waiting in the debounce window.", "pipeline"),
 		rowSinkErrors: counter("webhook_row_sink_errors_total", "Errors of the row sink receiving webhook rows.", "pipeline"),
-		rowsDropped:   counter("webhook_rows_dropped_total", "Webhook rows not kept because the pipeline's buffer was full (daemon.webhook_buffer_rows); their run still reads every change from Grist.", "pipeline"),
+		rowsDropped:   counter("webhook_rows_dropped_total", "Webhook rows not kept because the pipeline's buffer was full (daemon.webhook_buffer_rows or webhook_buffer_bytes); their run still reads every change from Grist.", "pipeline"),
 		rowsBuffered:  gauge("webhook_rows_buffered", "Webhook rows kept for the pipeline until the run they trigger succeeds.", "pipeline"),
 		bytesBuffered: gauge("webhook_buffered_bytes", "Estimated bytes of the webhook rows kept for the pipeline (daemon.webhook_buffer_bytes bounds them).", "pipeline"),
 		jobs:          gauge("jobs", "Run jobs in River by state (available, scheduled, retryable, running): the queue depth, as of the last poll.", "pipeline", "state"),

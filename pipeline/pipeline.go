@@ -69,6 +69,9 @@ type Pipeline struct {
 	Sink sink.Sink
 	// Store keeps state and the embedding cache.
 	Store state.Store
+	// LockHeld says the caller holds the pipeline's lock (Store.Lock) for
+	// the run, as a daemon's job does: Run does not take it.
+	LockHeld bool
 	// Chunking configures the chunker.
 	Chunking chunker.Options
 	// DocumentTimeout is the time budget of one document's parse and
@@ -245,9 +248,11 @@ func (p *Pipeline) hasDocuments() bool {
 // cause (state.ErrLocked when another process runs the pipeline).
 func (p *Pipeline) Run(ctx context.Context, trigger state.Trigger, mode Mode) (res Result, err error) {
 	start := p.now()
-	unlock, err := p.Store.Lock(ctx, p.Name)
-	if err != nil {
-		return res, fmt.Errorf("pipeline %q: lock: %w", p.Name, err)
+	unlock := func() error { return nil }
+	if !p.LockHeld {
+		if unlock, err = p.Store.Lock(ctx, p.Name); err != nil {
+			return res, fmt.Errorf("pipeline %q: lock: %w", p.Name, err)
+		}
 	}
 	defer func() {
 		if uerr := unlock(); uerr != nil && err == nil {

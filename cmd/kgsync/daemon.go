@@ -162,63 +162,6 @@ type pipelineRunner struct {
 	inflight func(name string, bytes int)
 }
 
-// heldLock is the store as seen by a pipeline run by the daemon, which
-// already holds the pipeline's lock: Lock is a no-op. heldStore keeps the
-// store's optional interfaces, which the pipeline finds by type
-// assertion.
-type heldLock struct{ state.Store }
-
-func (heldLock) Lock(context.Context, string) (func() error, error) {
-	return func() error { return nil }, nil
-}
-
-// The store with its lock held and the optional interfaces it has:
-// state.ReviewStore (a pipeline with a review section needs it) and
-// state.OriginIndex (a Grist source follows rows by it).
-type (
-	heldReview struct {
-		heldLock
-		state.ReviewStore
-	}
-	heldOrigins struct {
-		heldLock
-		state.OriginIndex
-	}
-	heldBoth struct {
-		heldLock
-		state.ReviewStore
-		state.OriginIndex
-	}
-)
-
-// heldStore returns s as a run of the daemon sees it: Lock a no-op
-// (heldLock), every other method s's own, and s's state.ReviewStore and
-// state.OriginIndex when it implements them (state/sqlite and
-// state/postgres implement both).
-func heldStore(s state.Store) state.Store {
-	h := heldLock{s}
-	rs, review := s.(state.ReviewStore)
-	oi, origins := s.(state.OriginIndex)
-	switch {
-	case review && origins:
-		return heldBoth{h, rs, oi}
-	case review:
-		return heldReview{h, rs}
-	case origins:
-		return heldOrigins{h, oi}
-	}
-	return h
-}
-
-// CheckLock asks the store whether the daemon's lock is still held
-// (state.LockChecker), so that a run checks it before each sink write.
-func (h heldLock) CheckLock(ctx context.Context, pipeline string) error {
-	if lc, ok := h.Store.(state.LockChecker); ok {
-		return lc.CheckLock(ctx, pipeline)
-	}
-	return nil
-}
-
 // pipelineMode maps the daemon's mode names onto pipeline.Mode, as
 // `kgsync resync` does for its flags; a mode confirming a mass delete
 // (daemon.Mode.AllowsMassDelete) sets AllowMassDelete.
@@ -242,10 +185,11 @@ func (r *pipelineRunner) Run(ctx context.Context, name string, trigger state.Tri
 	if !ok {
 		return state.Run{}, fmt.Errorf("no pipeline %q", name)
 	}
-	p, err := pipeline.Build(ctx, r.cfg, pc, heldStore(r.store), r.log)
+	p, err := pipeline.Build(ctx, r.cfg, pc, r.store, r.log)
 	if err != nil {
 		return state.Run{}, fmt.Errorf("pipeline %q: %w", name, err)
 	}
+	p.LockHeld = true // the daemon's job took it
 	defer func() { _ = p.Sink.Close(context.WithoutCancel(ctx)) }()
 	if r.inflight != nil {
 		p.InFlightFunc = func(bytes int) { r.inflight(name, bytes) }

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kgsync/kgsync/config"
@@ -46,22 +43,7 @@ func TestDaemonRunsReviewPipelineOnWebhook(t *testing.T) {
 
 			cfg, err := config.Load(path)
 			require.NoError(t, err)
-			cfg.Daemon.PollInterval = time.Hour
-			ctx := context.Background()
-			store, err := pipeline.OpenStore(ctx, cfg.State)
-			require.NoError(t, err)
-			defer store.Close()
-			d, err := daemon.New(daemon.Options{
-				Config: cfg, Store: store, Runner: &pipelineRunner{cfg: cfg, store: store, log: slog.New(slog.DiscardHandler)},
-				Registerer: prometheus.NewRegistry(),
-			})
-			require.NoError(t, err)
-			hs := httptest.NewServer(d.Handler())
-			defer hs.Close()
-			runCtx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- d.Run(runCtx, nil) }()
-			defer func() { cancel(); require.NoError(t, <-done) }()
+			hs := serveDaemon(t, cfg)
 
 			deliver := func(body string) {
 				req, err := http.NewRequest("POST", hs.URL+"/hooks/grist/docs/Elements", strings.NewReader(body))
@@ -77,13 +59,7 @@ func TestDaemonRunsReviewPipelineOnWebhook(t *testing.T) {
 			require.Eventually(t, func() bool { return srv.RowCount("Elements") == 4 }, 20*time.Second, 20*time.Millisecond,
 				"the daemon's run published the elements")
 
-			var row int64
-			for id, r := range srv.Table("Elements") {
-				if r["parsed_text"] == "Keep the records for five years." {
-					row = id
-				}
-			}
-			require.NotZero(t, row)
+			row := elementRow(t, srv, "Keep the records for five years.")
 			srv.UpdateRowsAs(gristtest.User{Email: "ann@example.com"}, "Elements", map[int64]map[string]any{row: {"corrected_text": "Keep the records for ten years."}})
 			deliver(fmt.Sprintf(`[{"id": %d, "corrected_text": "Keep the records for ten years."}]`, row))
 			require.Eventually(t, func() bool {
@@ -101,19 +77,26 @@ func TestDaemonRunsReviewPipelineOnWebhook(t *testing.T) {
 	}
 }
 
-// TestHeldStoreKeepsOptionalInterfaces: the store a daemon's run sees
-// keeps what the pipeline asks of state by type assertion.
-func TestHeldStoreKeepsOptionalInterfaces(t *testing.T) {
+// TestDaemonRunDoesNotRetakeItsLock: the daemon's job holds the
+// pipeline's lock when it asks the runner for a run; the run does not
+// take it again (it would find it held: state.ErrLocked). The run sees
+// the store itself, so the optional interfaces the pipeline finds by type
+// assertion are there (TestDaemonRunsReviewPipelineOnWebhook needs
+// state.ReviewStore).
+func TestDaemonRunDoesNotRetakeItsLock(t *testing.T) {
 	t.Parallel()
-	store, err := pipeline.OpenStore(t.Context(), config.State{Driver: "sqlite", Path: t.TempDir() + "/state.db"})
+	cfg, err := config.Load(quickstart(t))
+	require.NoError(t, err)
+	store, err := pipeline.OpenStore(t.Context(), cfg.State)
 	require.NoError(t, err)
 	defer store.Close()
-	h := heldStore(store)
-	_, ok := h.(state.ReviewStore)
-	require.True(t, ok, "review state")
-	_, ok = h.(state.OriginIndex)
-	require.True(t, ok, "the origin index a Grist source follows rows by")
-	unlock, err := h.Lock(t.Context(), "docs")
+	unlock, err := store.Lock(t.Context(), "docs")
 	require.NoError(t, err)
-	require.NoError(t, unlock())
+	defer func() { require.NoError(t, unlock()) }()
+	_, err = store.Lock(t.Context(), "docs")
+	require.ErrorIs(t, err, state.ErrLocked, "the lock is held")
+	r := &pipelineRunner{cfg: cfg, store: store, log: slog.New(slog.DiscardHandler)}
+	run, err := r.Run(t.Context(), "docs", state.TriggerManual, daemon.ModeIncremental)
+	require.NoError(t, err)
+	require.Equal(t, state.StatusSucceeded, run.Status)
 }

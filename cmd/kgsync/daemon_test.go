@@ -30,22 +30,7 @@ func TestDaemonRunsQuickstartFromRemoteSync(t *testing.T) {
 	cfg, err := config.Load(quickstart(t))
 	require.NoError(t, err)
 	cfg.Daemon.APIToken = token
-	cfg.Daemon.PollInterval = time.Hour
-	ctx := context.Background()
-	store, err := pipeline.OpenStore(ctx, cfg.State)
-	require.NoError(t, err)
-	defer store.Close()
-	d, err := daemon.New(daemon.Options{
-		Config: cfg, Store: store, Runner: &pipelineRunner{cfg: cfg, store: store, log: slog.New(slog.DiscardHandler)},
-		Registerer: prometheus.NewRegistry(),
-	})
-	require.NoError(t, err)
-	srv := httptest.NewServer(d.Handler())
-	defer srv.Close()
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx, nil) }()
-	defer func() { cancel(); require.NoError(t, <-done) }()
+	srv := serveDaemon(t, cfg)
 
 	code, _, errOut := kgsync(t, "sync", "--remote", srv.URL, "--json")
 	require.Equal(t, 1, code, "no token: 401")
@@ -113,4 +98,27 @@ func TestDaemonRefusesOpenAPI(t *testing.T) {
 	cancel()
 	require.Equal(t, 0, <-done)
 	require.Contains(t, errb.String(), "the API is open to the network")
+}
+
+// serveDaemon runs a daemon on cfg with the real pipeline runner (poll
+// interval an hour: runs start on triggers only) and serves its API;
+// the test's cleanup stops it and checks that Run returned no error.
+func serveDaemon(t *testing.T, cfg *config.Config) *httptest.Server {
+	t.Helper()
+	cfg.Daemon.PollInterval = time.Hour
+	store, err := pipeline.OpenStore(t.Context(), cfg.State)
+	require.NoError(t, err)
+	t.Cleanup(func() { store.Close() })
+	d, err := daemon.New(daemon.Options{
+		Config: cfg, Store: store, Runner: &pipelineRunner{cfg: cfg, store: store, log: slog.New(slog.DiscardHandler)},
+		Registerer: prometheus.NewRegistry(),
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(d.Handler())
+	t.Cleanup(srv.Close)
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx, nil) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	return srv
 }

@@ -83,13 +83,7 @@ func TestGristReviewInstall(t *testing.T) {
 	code, _, errOut = kgsync(t, "sync", "docs", "--config", cfg)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, 4, srv.RowCount("Elements"), "2 sections and 2 paragraphs")
-	var row int64
-	for id, r := range srv.Table("Elements") {
-		if r["parsed_text"] == "Keep the records for five years." {
-			row = id
-		}
-	}
-	require.NotZero(t, row)
+	row := elementRow(t, srv, "Keep the records for five years.")
 	srv.UpdateRowsAs(gristtest.User{Email: "ann@example.com"}, "Elements", map[int64]map[string]any{row: {"corrected_text": "Keep the records for ten years."}})
 	code, _, errOut = kgsync(t, "sync", "docs", "--config", cfg)
 	require.Equal(t, 0, code, errOut)
@@ -125,4 +119,18 @@ func TestReviewExampleConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Validate())
 	require.Equal(t, "Elements", c.Pipelines[0].Review.Grist.ElementsTable)
+}
+
+// elementRow returns the id of the review's Elements row whose parsed_text
+// is text, failing the test when there is none.
+func elementRow(t *testing.T, srv *gristtest.Server, text string) int64 {
+	t.Helper()
+	var row int64
+	for id, r := range srv.Table("Elements") {
+		if r["parsed_text"] == text {
+			row = id
+		}
+	}
+	require.NotZero(t, row, "no Elements row with parsed_text %q", text)
+	return row
 }
