@@ -160,9 +160,9 @@ type Listing struct {
 	// read (KeepPrefix): their stored records are not deleted.
 	kept []string
 
-	// foundN and newN count the stored and the new keys listed (records
-	// and skips), movedN the stored keys records moved away from.
-	foundN, newN, movedN int
+	// foundN counts the stored keys listed (records and skips), movedN
+	// the stored keys records moved away from.
+	foundN, movedN int
 
 	// newContent counts the content hashes (Page.Content) of the new keys
 	// listed while state holds records of the source, at most
@@ -626,14 +626,9 @@ func (d *Listing) Prune(depth int) {
 	}
 }
 
-// NewKeys is the number of new keys listed so far (records and skips).
-func (d *Listing) NewKeys() int { return d.newN }
-
 func (d *Listing) count(m Match) {
 	if m.Found {
 		d.foundN++
-	} else {
-		d.newN++
 	}
 }
 

@@ -521,14 +521,22 @@ type deletions struct {
 }
 
 // rule lets the mass-delete guard rule on a complete listing, before
-// anything held is written: what the listing did not list, net of its new
-// keys. A partial listing deletes nothing here.
+// anything held is written (runner.rule). A partial listing deletes
+// nothing here.
 func (lr *listingRun) rule(ctx context.Context) (deletions, error) {
-	var del deletions
 	if lr.partial {
-		return del, nil
+		return deletions{}, nil
 	}
-	r, stored := lr.r, lr.stored
+	return lr.r.rule(ctx, lr.stored, lr.unconfirmed)
+}
+
+// rule lets the mass-delete guard rule on a complete listing compared
+// with state (stored): what it did not list, net of renames, of the live
+// records, and whether its end was vouched for (unconfirmed: see
+// unconfirmedGuard). A run and a plan judge alike. The deletions are
+// returned with the guard's error too.
+func (r *runner) rule(ctx context.Context, stored *diff.Listing, unconfirmed bool) (deletions, error) {
+	var del deletions
 	var err error
 	if del.gone, err = stored.Unlisted(ctx); err != nil {
 		return del, err
@@ -542,7 +550,7 @@ func (lr *listingRun) rule(ctx context.Context) (deletions, error) {
 	if err := r.guard(del.loss, del.live); err != nil {
 		return del, err
 	}
-	return del, r.unconfirmedGuard(lr.unconfirmed, len(del.gone))
+	return del, r.unconfirmedGuard(unconfirmed, len(del.gone))
 }
 
 // deleteUnlisted deletes, once every record read is written, what a
