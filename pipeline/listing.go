@@ -19,7 +19,7 @@ import (
 //   - Read: syncListing opens the listing (openListing: from which
 //     cursor) and reads it a page at a time (readPages);
 //   - compare: each page is matched with state (diff.Listing.Page, in
-//     diff/listing.go, given the page as diffPage) and each record
+//     diff/listing.go, given the page as runner.diffPage) and each record
 //     classified (record, runner.classify: where a record's content hash
 //     is compared with the stored one);
 //   - batch: what changed joins the pending batch (add), which flush hands
@@ -212,7 +212,7 @@ func (lr *listingRun) compare(ctx context.Context, page *sources.Page) error {
 		}
 	}
 	r.warn(page.Warnings)
-	matches, froms, err := stored.Page(ctx, diffPage(page))
+	matches, froms, err := stored.Page(ctx, r.diffPage(page))
 	if err != nil {
 		return err
 	}
@@ -245,8 +245,8 @@ func (lr *listingRun) compare(ctx context.Context, page *sources.Page) error {
 // (diff.Page): its records' keys in listing order, its renames and skips,
 // and the content hash of a record listed under a new key (contentHash),
 // which the mass-delete guard counts as a rename of a gone record with the
-// same content.
-func diffPage(pg *sources.Page) *diff.Page {
+// same content; not asked for when the guard is off.
+func (r *runner) diffPage(pg *sources.Page) *diff.Page {
 	dp := &diff.Page{Keys: make([]string, len(pg.Records)), Renamed: pg.Renamed}
 	for i := range pg.Records {
 		dp.Keys[i] = pg.Records[i].Key
@@ -254,7 +254,9 @@ func diffPage(pg *sources.Page) *diff.Page {
 	for _, sk := range pg.Skipped {
 		dp.Skipped = append(dp.Skipped, sk.Key)
 	}
-	dp.Content = func(i int) (uint64, bool) { return contentHash(pg.Records[i]) }
+	if !r.guardOff() {
+		dp.Content = func(i int) (uint64, bool) { return contentHash(pg.Records[i]) }
+	}
 	return dp
 }
 

@@ -209,7 +209,7 @@ func (pl *planner) page(ctx context.Context, name string, stored *diff.Listing, 
 		}
 		stored.Forget(page.Deleted)
 	}
-	matches, froms, err := stored.Page(ctx, diffPage(page))
+	matches, froms, err := stored.Page(ctx, r.diffPage(page))
 	if err != nil {
 		return fmt.Errorf("source %q: %w", name, err)
 	}
