@@ -292,8 +292,9 @@ func (r *runner) deleteKeys(ctx context.Context, source string, stored *diff.Lis
 	}
 	var gone []string
 	for _, k := range keys {
-		if _, ok := sums[k]; ok && !slices.Contains(gone, k) {
+		if _, ok := sums[k]; ok {
 			gone = append(gone, k)
+			delete(sums, k) // a key reported twice is deleted once
 		}
 	}
 	// Deletions the source reports count against the guard too, summed
