@@ -70,10 +70,10 @@ type listingRun struct {
 	// cursor is the source's stored cursor, mark its stored config mark
 	// (configMark), from the cursor the listing is read from.
 	cursor, mark, from string
-	// first: no page read yet; partial: an incremental listing;
-	// unconfirmed: the listing's end is not vouched for
-	// (sources.Page.EndUnconfirmed).
-	first, partial, unconfirmed bool
+	// first: no page read yet; unconfirmed: the listing's end is not
+	// vouched for (sources.Page.EndUnconfirmed). (An incremental listing
+	// is l.partial.)
+	first, unconfirmed bool
 	// lastCursor is the cursor of the last page read, prevCursor the one
 	// before: the cursor a batch commits (flush).
 	lastCursor, prevCursor string
@@ -197,7 +197,6 @@ func (lr *listingRun) compare(ctx context.Context, page *sources.Page) error {
 		stored.Partial, lr.first = page.Partial, false
 	}
 	if page.Partial {
-		lr.partial = true
 		lr.l.partial = true
 	}
 	lr.unconfirmed = page.EndUnconfirmed
@@ -371,7 +370,7 @@ func (lr *listingRun) holding(ctx context.Context) bool {
 	if h.released {
 		return false
 	}
-	if lr.partial {
+	if lr.l.partial {
 		h.released = true
 		return false
 	}
@@ -489,7 +488,7 @@ func (lr *listingRun) drain(ctx context.Context) error {
 func (lr *listingRun) end(ctx context.Context) error {
 	lr.l.complete = true
 	finalCursor := lr.lastCursor
-	if !lr.partial {
+	if !lr.l.partial {
 		// A complete listing's last cursor is committed only after its
 		// deletions: if they fail (the mass-delete guard), the next run
 		// lists everything again instead of moving on without them.
@@ -526,7 +525,7 @@ type deletions struct {
 // anything held is written (runner.rule). A partial listing deletes
 // nothing here.
 func (lr *listingRun) rule(ctx context.Context) (deletions, error) {
-	if lr.partial {
+	if lr.l.partial {
 		return deletions{}, nil
 	}
 	return lr.r.rule(ctx, lr.stored, lr.unconfirmed)
@@ -559,7 +558,7 @@ func (r *runner) rule(ctx context.Context, stored *diff.Listing, unconfirmed boo
 // complete listing did not list (within the guard), or the stale children
 // of a partial listing's records.
 func (lr *listingRun) deleteUnlisted(ctx context.Context, del deletions) error {
-	if lr.partial {
+	if lr.l.partial {
 		// An incremental listing names what changed, not everything that
 		// exists: absent keys are not deletions — except the children of a
 		// listed record (its attachments), which the listing lists whole.
