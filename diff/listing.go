@@ -94,8 +94,9 @@ type Page struct {
 	Skipped []string
 	// Content returns the content hash without the key of the record
 	// Keys[i] (ok false when it has none, as a table row); it is asked only
-	// for records listed under a new key, for the mass-delete guard
-	// (Renames). Nil: no record has one.
+	// for records a complete listing lists under a new key while state
+	// holds records of the source, for the mass-delete guard (Renames).
+	// Nil: no record has one, or no rename can count (the guard is off).
 	Content func(i int) (h uint64, ok bool)
 }
 
@@ -160,9 +161,9 @@ type Listing struct {
 	// read (KeepPrefix): their stored records are not deleted.
 	kept []string
 
-	// foundN and newN count the stored and the new keys listed (records
-	// and skips), movedN the stored keys records moved away from.
-	foundN, newN, movedN int
+	// foundN counts the stored keys listed (records and skips), movedN
+	// the stored keys records moved away from.
+	foundN, movedN int
 
 	// newContent counts the content hashes (Page.Content) of the new keys
 	// listed while state holds records of the source, at most
@@ -398,7 +399,10 @@ func (d *Listing) record(ctx context.Context, pg *Page, i int, looked map[string
 		return m, Match{}, err
 	}
 	d.count(m)
-	if !m.Found && (d.streamed > 0 || !d.exhausted || d.Partial) {
+	if !m.Found && !d.Partial && (d.streamed > 0 || !d.exhausted) {
+		// A new key of a complete listing over stored records may be a
+		// rename (Renames); an incremental listing deletes nothing by
+		// absence.
 		d.noteNew(pg, i)
 	}
 	if f := pg.renamedFrom(key); f != "" {
@@ -626,14 +630,9 @@ func (d *Listing) Prune(depth int) {
 	}
 }
 
-// NewKeys is the number of new keys listed so far (records and skips).
-func (d *Listing) NewKeys() int { return d.newN }
-
 func (d *Listing) count(m Match) {
 	if m.Found {
 		d.foundN++
-	} else {
-		d.newN++
 	}
 }
 

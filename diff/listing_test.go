@@ -271,3 +271,26 @@ func TestListingRenamesAndChildren(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"d#child:1", "d#child:2"}, children)
 }
+
+// TestListingContentOnlyWhenRenamesCount: the content hash of a record
+// listed under a new key is asked for in a complete listing over stored
+// records (the mass-delete guard may net a rename out of its deletions),
+// never in an incremental one, which deletes nothing by absence.
+func TestListingContentOnlyWhenRenamesCount(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := statetest.SQLite(t)
+	require.NoError(t, st.Commit(ctx, state.Commit{Pipeline: "p", Records: []state.Record{{Source: "s", Key: "a", Hash: 1, Ord: ordStep}}}))
+	for _, partial := range []bool{false, true} {
+		asked := 0
+		d := NewListing(st, "p", "s", "#child:")
+		d.Partial = partial
+		_, _, err := d.Page(ctx, &Page{Keys: []string{"a", "b"}, Content: func(int) (uint64, bool) { asked++; return 7, true }})
+		require.NoError(t, err)
+		if partial {
+			require.Zero(t, asked, "incremental listing")
+		} else {
+			require.Equal(t, 1, asked, "complete listing: the new key b")
+		}
+	}
+}

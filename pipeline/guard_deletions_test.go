@@ -86,7 +86,10 @@ func TestReplacementIsADeletion(t *testing.T) {
 		require.NoError(t, os.Remove(filepath.Join(root, fmt.Sprintf("old-%d.md", i))))
 		require.NoError(t, os.WriteFile(filepath.Join(root, fmt.Sprintf("new-%d.md", i)), []byte(fmt.Sprintf("# New %d\n\nAn unrelated text, %s.\n", i, strings.Repeat("x", i+1))), 0o644))
 	}
-	_, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	plan, err := b.p.Plan(t.Context(), pipeline.Mode{})
+	require.NoError(t, err)
+	require.Contains(t, plan.GuardError, "delete 10 of 10 records", "the plan judges as the run")
+	_, err = b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
 	require.ErrorIs(t, err, pipeline.ErrMassDelete)
 	require.ErrorContains(t, err, "delete 10 of 10 records")
 	require.Equal(t, graphBefore, b.graph.Props(), "nothing written or deleted")
@@ -114,7 +117,10 @@ func TestRenameAndReplacement(t *testing.T) {
 		require.NoError(t, os.Remove(filepath.Join(root, fmt.Sprintf("d%d.md", i))))
 		require.NoError(t, os.WriteFile(filepath.Join(root, fmt.Sprintf("other-%d.md", i)), []byte(fmt.Sprintf("# Other\n\nSomething else %d.\n", i)), 0o644))
 	}
-	_, err := b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	plan, err := b.p.Plan(t.Context(), pipeline.Mode{})
+	require.NoError(t, err)
+	require.Contains(t, plan.GuardError, "delete 2 of 4 records", "the plan judges as the run")
+	_, err = b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
 	require.ErrorIs(t, err, pipeline.ErrMassDelete)
 	require.ErrorContains(t, err, "delete 2 of 4 records")
 }
@@ -154,6 +160,9 @@ func TestEmptyPageWithoutTotalDeletesNothing(t *testing.T) {
 	require.Equal(t, 10, b.sync(t, pipeline.Mode{}).RecordsNew)
 
 	broken.Store(true)
+	plan, err := b.p.Plan(t.Context(), pipeline.Mode{})
+	require.NoError(t, err)
+	require.Contains(t, plan.GuardError, "empty page with no stated total", "the plan judges as the run")
 	_, err = b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
 	require.ErrorIs(t, err, pipeline.ErrMassDelete)
 	require.ErrorContains(t, err, "empty page with no stated total")

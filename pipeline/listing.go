@@ -19,7 +19,7 @@ import (
 //   - Read: syncListing opens the listing (openListing: from which
 //     cursor) and reads it a page at a time (readPages);
 //   - compare: each page is matched with state (diff.Listing.Page, in
-//     diff/listing.go, given the page as diffPage) and each record
+//     diff/listing.go, given the page as runner.diffPage) and each record
 //     classified (record, runner.classify: where a record's content hash
 //     is compared with the stored one);
 //   - batch: what changed joins the pending batch (add), which flush hands
@@ -70,10 +70,10 @@ type listingRun struct {
 	// cursor is the source's stored cursor, mark its stored config mark
 	// (configMark), from the cursor the listing is read from.
 	cursor, mark, from string
-	// first: no page read yet; partial: an incremental listing;
-	// unconfirmed: the listing's end is not vouched for
-	// (sources.Page.EndUnconfirmed).
-	first, partial, unconfirmed bool
+	// first: no page read yet; unconfirmed: the listing's end is not
+	// vouched for (sources.Page.EndUnconfirmed). (An incremental listing
+	// is l.partial.)
+	first, unconfirmed bool
 	// lastCursor is the cursor of the last page read, prevCursor the one
 	// before: the cursor a batch commits (flush).
 	lastCursor, prevCursor string
@@ -197,7 +197,6 @@ func (lr *listingRun) compare(ctx context.Context, page *sources.Page) error {
 		stored.Partial, lr.first = page.Partial, false
 	}
 	if page.Partial {
-		lr.partial = true
 		lr.l.partial = true
 	}
 	lr.unconfirmed = page.EndUnconfirmed
@@ -212,7 +211,7 @@ func (lr *listingRun) compare(ctx context.Context, page *sources.Page) error {
 		}
 	}
 	r.warn(page.Warnings)
-	matches, froms, err := stored.Page(ctx, diffPage(page))
+	matches, froms, err := stored.Page(ctx, r.diffPage(page))
 	if err != nil {
 		return err
 	}
@@ -245,8 +244,8 @@ func (lr *listingRun) compare(ctx context.Context, page *sources.Page) error {
 // (diff.Page): its records' keys in listing order, its renames and skips,
 // and the content hash of a record listed under a new key (contentHash),
 // which the mass-delete guard counts as a rename of a gone record with the
-// same content.
-func diffPage(pg *sources.Page) *diff.Page {
+// same content; not asked for when the guard is off.
+func (r *runner) diffPage(pg *sources.Page) *diff.Page {
 	dp := &diff.Page{Keys: make([]string, len(pg.Records)), Renamed: pg.Renamed}
 	for i := range pg.Records {
 		dp.Keys[i] = pg.Records[i].Key
@@ -254,7 +253,9 @@ func diffPage(pg *sources.Page) *diff.Page {
 	for _, sk := range pg.Skipped {
 		dp.Skipped = append(dp.Skipped, sk.Key)
 	}
-	dp.Content = func(i int) (uint64, bool) { return contentHash(pg.Records[i]) }
+	if !r.guardOff() {
+		dp.Content = func(i int) (uint64, bool) { return contentHash(pg.Records[i]) }
+	}
 	return dp
 }
 
@@ -369,7 +370,7 @@ func (lr *listingRun) holding(ctx context.Context) bool {
 	if h.released {
 		return false
 	}
-	if lr.partial {
+	if lr.l.partial {
 		h.released = true
 		return false
 	}
@@ -487,7 +488,7 @@ func (lr *listingRun) drain(ctx context.Context) error {
 func (lr *listingRun) end(ctx context.Context) error {
 	lr.l.complete = true
 	finalCursor := lr.lastCursor
-	if !lr.partial {
+	if !lr.l.partial {
 		// A complete listing's last cursor is committed only after its
 		// deletions: if they fail (the mass-delete guard), the next run
 		// lists everything again instead of moving on without them.
@@ -521,14 +522,22 @@ type deletions struct {
 }
 
 // rule lets the mass-delete guard rule on a complete listing, before
-// anything held is written: what the listing did not list, net of its new
-// keys. A partial listing deletes nothing here.
+// anything held is written (runner.rule). A partial listing deletes
+// nothing here.
 func (lr *listingRun) rule(ctx context.Context) (deletions, error) {
-	var del deletions
-	if lr.partial {
-		return del, nil
+	if lr.l.partial {
+		return deletions{}, nil
 	}
-	r, stored := lr.r, lr.stored
+	return lr.r.rule(ctx, lr.stored, lr.unconfirmed)
+}
+
+// rule lets the mass-delete guard rule on a complete listing compared
+// with state (stored): what it did not list, net of renames, of the live
+// records, and whether its end was vouched for (unconfirmed: see
+// unconfirmedGuard). A run and a plan judge alike. The deletions are
+// returned with the guard's error too.
+func (r *runner) rule(ctx context.Context, stored *diff.Listing, unconfirmed bool) (deletions, error) {
+	var del deletions
 	var err error
 	if del.gone, err = stored.Unlisted(ctx); err != nil {
 		return del, err
@@ -542,14 +551,14 @@ func (lr *listingRun) rule(ctx context.Context) (deletions, error) {
 	if err := r.guard(del.loss, del.live); err != nil {
 		return del, err
 	}
-	return del, r.unconfirmedGuard(lr.unconfirmed, len(del.gone))
+	return del, r.unconfirmedGuard(unconfirmed, len(del.gone))
 }
 
 // deleteUnlisted deletes, once every record read is written, what a
 // complete listing did not list (within the guard), or the stale children
 // of a partial listing's records.
 func (lr *listingRun) deleteUnlisted(ctx context.Context, del deletions) error {
-	if lr.partial {
+	if lr.l.partial {
 		// An incremental listing names what changed, not everything that
 		// exists: absent keys are not deletions — except the children of a
 		// listed record (its attachments), which the listing lists whole.

@@ -151,6 +151,9 @@ func (pl *planner) source(ctx context.Context, src sources.Source) error {
 	// Invariant: only a listing that ends without an error and is not
 	// incremental (complete) says which stored records are deleted.
 	complete := true
+	// unconfirmed: the listing's end is not vouched for
+	// (sources.Page.EndUnconfirmed).
+	unconfirmed := false
 	for page, err := range p.read(ctx, src, cursor) {
 		if errors.Is(err, sources.ErrNotModified) {
 			pl.warn(sources.NotModifiedWarnings(err))
@@ -168,6 +171,7 @@ func (pl *planner) source(ctx context.Context, src sources.Source) error {
 		if page.Partial {
 			complete = false // an incremental listing: absent keys are not deletions
 		}
+		unconfirmed = page.EndUnconfirmed
 		if err := pl.page(ctx, name, stored, page); err != nil {
 			return err
 		}
@@ -175,7 +179,7 @@ func (pl *planner) source(ctx context.Context, src sources.Source) error {
 	if !complete {
 		return nil
 	}
-	return pl.deletes(ctx, name, stored)
+	return pl.deletes(ctx, name, stored, unconfirmed)
 }
 
 // warn adds warnings to the plan's, each once.
@@ -205,7 +209,7 @@ func (pl *planner) page(ctx context.Context, name string, stored *diff.Listing, 
 		}
 		stored.Forget(page.Deleted)
 	}
-	matches, froms, err := stored.Page(ctx, diffPage(page))
+	matches, froms, err := stored.Page(ctx, r.diffPage(page))
 	if err != nil {
 		return fmt.Errorf("source %q: %w", name, err)
 	}
@@ -245,14 +249,18 @@ func (pl *planner) page(ctx context.Context, name string, stored *diff.Listing, 
 }
 
 // deletes plans the deletions of a complete listing: the stored records
-// it did not list, their chunks, and the mass-delete guard's verdict on
-// the net loss, as a run judges it.
-func (pl *planner) deletes(ctx context.Context, name string, stored *diff.Listing) error {
+// it did not list, their chunks, and the mass-delete guard's verdict, as
+// a run judges it (runner.rule: the net loss of renames, an end not
+// vouched for).
+func (pl *planner) deletes(ctx context.Context, name string, stored *diff.Listing, unconfirmed bool) error {
 	p, plan := pl.p, pl.plan
-	gone, err := stored.Unlisted(ctx)
-	if err != nil {
+	del, err := pl.r.rule(ctx, stored, unconfirmed)
+	if errors.Is(err, ErrMassDelete) {
+		plan.GuardError = err.Error()
+	} else if err != nil {
 		return fmt.Errorf("source %q: %w", name, err)
 	}
+	gone := del.gone
 	for start := 0; start < len(gone); start += 1000 { // bounded memory: chunks carry their text
 		part := gone[start:min(start+1000, len(gone))]
 		goneChunks, err := p.Store.ChunkGet(ctx, p.Name, name, part)
@@ -265,13 +273,6 @@ func (pl *planner) deletes(ctx context.Context, name string, stored *diff.Listin
 	}
 	for _, key := range gone {
 		plan.Items = append(plan.Items, PlanItem{Source: name, Key: key, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
-	}
-	total, err := stored.Total(ctx)
-	if err != nil {
-		return fmt.Errorf("source %q: %w", name, err)
-	}
-	if err := pl.r.guard(max(len(gone)-stored.NewKeys(), 0), total); err != nil { // net loss, as a run judges
-		plan.GuardError = err.Error()
 	}
 	return nil
 }

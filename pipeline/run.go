@@ -292,8 +292,9 @@ func (r *runner) deleteKeys(ctx context.Context, source string, stored *diff.Lis
 	}
 	var gone []string
 	for _, k := range keys {
-		if _, ok := sums[k]; ok && !slices.Contains(gone, k) {
+		if _, ok := sums[k]; ok {
 			gone = append(gone, k)
+			delete(sums, k) // a key reported twice is deleted once
 		}
 	}
 	// Deletions the source reports count against the guard too, summed
@@ -498,17 +499,28 @@ func (r *runner) warn(ws []string) {
 	}
 }
 
+// deleteRatio is the share of a source's stored records the mass-delete
+// guard lets a run delete: Pipeline.MaxDeleteRatio, 0.3 when unset.
+func (r *runner) deleteRatio() float64 {
+	if r.p.MaxDeleteRatio <= 0 {
+		return 0.3
+	}
+	return r.p.MaxDeleteRatio
+}
+
 // guardTrips reports whether deleting deletes of stored records is more
 // than the mass-delete guard allows.
 func (r *runner) guardTrips(deletes, stored int) bool {
-	ratio := r.p.MaxDeleteRatio
-	if ratio <= 0 {
-		ratio = 0.3
-	}
-	if r.mode.AllowMassDelete || ratio >= 1 || deletes < 2 {
+	if r.guardOff() || deletes < 2 {
 		return false
 	}
-	return float64(deletes) > ratio*float64(stored)
+	return float64(deletes) > r.deleteRatio()*float64(stored)
+}
+
+// guardOff reports whether the mass-delete guard stops nothing in this
+// run: the operator allowed a mass delete, or the ratio is 1.
+func (r *runner) guardOff() bool {
+	return r.mode.AllowMassDelete || r.deleteRatio() >= 1
 }
 
 // netLoss is what a complete listing deletes net of renames: the stored
@@ -534,7 +546,7 @@ func (r *runner) netLoss(ctx context.Context, stored *diff.Listing, gone []strin
 // total) before it deletes anything, whatever the ratio: an upstream
 // failure answering an empty page would otherwise delete up to the limit.
 func (r *runner) unconfirmedGuard(unconfirmed bool, gone int) error {
-	if !unconfirmed || gone == 0 || r.mode.AllowMassDelete || r.p.MaxDeleteRatio >= 1 {
+	if !unconfirmed || gone == 0 || r.guardOff() {
 		return nil
 	}
 	return fmt.Errorf("%w: the listing ended at an empty page with no stated total, and the run would delete %d records; "+
@@ -545,13 +557,9 @@ func (r *runner) unconfirmedGuard(unconfirmed bool, gone int) error {
 // source's stored records stops the run, unless the operator allowed it. A
 // single deletion never trips it.
 func (r *runner) guard(deletes, stored int) error {
-	ratio := r.p.MaxDeleteRatio
-	if ratio <= 0 {
-		ratio = 0.3
-	}
 	if r.guardTrips(deletes, stored) {
 		return fmt.Errorf("%w: the run would delete %d of %d records (%.0f%%, limit %.0f%%); nothing was deleted; rerun with --allow-mass-delete to confirm",
-			ErrMassDelete, deletes, stored, 100*float64(deletes)/float64(stored), 100*ratio)
+			ErrMassDelete, deletes, stored, 100*float64(deletes)/float64(stored), 100*r.deleteRatio())
 	}
 	return nil
 }
