@@ -107,3 +107,23 @@ func TestUnmarkedKeepsRepeatedText(t *testing.T) {
 	})
 	require.Equal(t, 6, n)
 }
+
+// TestUnmarkedIndexLettersStay: the letters of an index ("C" over an
+// entry set deeper, "   cacheable  24") are no drop caps: the entries
+// keep their words and no letter is dropped.
+func TestUnmarkedIndexLettersStay(t *testing.T) {
+	doc := "# Index\n\n   A\n      Accept header field  38\n\n   C\n      cacheable  24\n      compress (content coding)  11\n\n" +
+		"   I\n      idempotent  23\n\n   S\n      safe  22\n"
+	root, err := chunker.Parse("md", []byte(doc))
+	require.NoError(t, err)
+	for _, n := range root.Noise {
+		require.NotEqual(t, "drop cap", n.Reason, n.Text)
+	}
+	var text []string
+	visit(root, "", func(e *chunker.Element, _ string) { text = append(text, e.Text) })
+	joined := strings.Join(text, "\n")
+	for _, w := range []string{"cacheable", "idempotent", "safe"} {
+		require.Contains(t, joined, w)
+	}
+	require.NotContains(t, joined, "Ccacheable")
+}
