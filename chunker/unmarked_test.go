@@ -127,3 +127,26 @@ func TestUnmarkedIndexLettersStay(t *testing.T) {
 	}
 	require.NotContains(t, joined, "Ccacheable")
 }
+
+// TestUnmarkedKeepsRepeatedSentenceEnd: a wrapped sentence's last line
+// that recurs at page-like intervals ("implementations to reject the
+// request." closing the same sentence of four methods, as in RFC 7231)
+// ends the sentence above it: it is text, never a running line.
+func TestUnmarkedKeepsRepeatedSentenceEnd(t *testing.T) {
+	var b strings.Builder
+	for _, m := range []string{"GET", "HEAD", "DELETE", "CONNECT"} {
+		fmt.Fprintf(&b, "## The %s method\n\nThe %s method asks the server for a thing it holds, as described in the section on methods.\n\n", m, m)
+		fmt.Fprintf(&b, "A payload within a %s request message has no defined semantics;\nsending a payload body on a %s request might cause some existing\nimplementations to reject the request.\n\n", m, m)
+		for i := 0; i < 6; i++ {
+			fmt.Fprintf(&b, "Filler sentence %d about %s, long enough to keep the methods apart.\n\n", i, m)
+		}
+	}
+	root, err := chunker.Parse("md", []byte(b.String()))
+	require.NoError(t, err)
+	require.Empty(t, root.Noise)
+	n := 0
+	visit(root, "", func(e *chunker.Element, _ string) {
+		n += strings.Count(e.Text, "implementations to reject the request.")
+	})
+	require.Equal(t, 4, n)
+}
