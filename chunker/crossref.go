@@ -106,7 +106,7 @@ func elementRefs(e *Element, from string, acr map[string]bool) []Ref {
 // read with; crossrefRe compiles them.
 type crossrefPatterns struct {
 	footnoteMark, genericTitle, rfcFileName, rfcFrontLine, subjectRe *regexp.Regexp
-	statedName, ruLawNumber, shortTitleRe                            *regexp.Regexp
+	statedName, ruLawNumber                                          *regexp.Regexp
 }
 
 // crossrefRe returns the patterns of links and document identifiers,
@@ -118,10 +118,6 @@ var crossrefRe = sync.OnceValue(func() *crossrefPatterns {
 		genericTitle: regexp.MustCompile(`^(?:abstract|introduction|contents|table-of-contents|preface|foreword|содержание|оглавление|введение|предисловие)$`),
 		rfcFileName:  regexp.MustCompile(`(?i)^rfc[-_ ]?(\d{1,5})$`),
 		rfcFrontLine: regexp.MustCompile(`Request for Comments:\s*(\d{1,5})`),
-		// shortTitleRe: "(General Data Protection Regulation)", "(Digital
-		// Services Act)" closing a title, before any "(Text with EEA
-		// relevance)".
-		shortTitleRe: regexp.MustCompile(`\(((?:[A-Z][\pL-]*\s+){1,6}(?:Regulation|Directive|Act|Decision))\)\s*(?:\(Text with EEA relevance\)\s*)?$`),
 		// subjectRe: what an act's title says it is on, up to the first comma,
 		// bracket, or "amending"/"repealing".
 		subjectRe: regexp.MustCompile(`(?i)\bon (?:the )?([a-z][a-z -]{2,60}?)(?:,|\(| amending| repealing| and repealing| and amending|$)`),
@@ -443,11 +439,6 @@ func DocumentIDs(root *Element, fileName string) []string {
 		if i := strings.LastIndexByte(id, ' '); i > 0 {
 			add(id[i+1:])
 		}
-		if name, abbr := shortTitle(rest); name != "" {
-			add(abbr)
-			add(name)
-			stated = append(stated, name)
-		}
 		// A title that states the act's short name gives it; otherwise
 		// the name is read from what the title says the act is on.
 		if name, abbr := shortName(id, rest); name != "" && len(stated) == 0 {
@@ -507,29 +498,6 @@ func actID(title string) (string, string, bool) {
 		}
 	}
 	return "", "", false
-}
-
-// shortTitle is the short title an act gives itself in brackets at the
-// end of its title ("… repealing Directive 95/46/EC (General Data
-// Protection Regulation)") and its initials ("GDPR"); "" when it has
-// none. "(Text with EEA relevance)" is no title.
-func shortTitle(rest string) (string, string) {
-	m := crossrefRe().shortTitleRe.FindStringSubmatch(rest)
-	if m == nil {
-		return "", ""
-	}
-	name := m[1]
-	var abbr strings.Builder
-	for _, w := range strings.Fields(name) {
-		r, _ := utf8.DecodeRuneInString(w)
-		if unicode.IsUpper(r) {
-			abbr.WriteRune(r)
-		}
-	}
-	if abbr.Len() < 2 {
-		return name, ""
-	}
-	return name, abbr.String()
 }
 
 // shortName is the name an act is known by, from what its title says it

@@ -205,9 +205,7 @@ func TestEURLexDefinitions(t *testing.T) {
 // followed by more words before "means" is a term; the act is also named
 // by the short title its title gives in brackets, and its initials.
 func TestConsolidatedMarkersAndShortTitle(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("testdata", "eurlex", "consolidated-markers.html"))
-	require.NoError(t, err)
-	root, err := chunker.Parse("html", b)
+	root, err := chunker.Parse("html", consolidatedWithMarkers(t))
 	require.NoError(t, err)
 	chunks, err := chunker.Split("consolidated-markers.html", root, testOpts)
 	require.NoError(t, err)
@@ -236,4 +234,26 @@ func TestConsolidatedMarkersAndShortTitle(t *testing.T) {
 	require.Contains(t, ids, "Regulation (EU) 2099/1")
 	require.Contains(t, ids, "General Gadget Safety Regulation")
 	require.Contains(t, ids, "GGSR")
+}
+
+// consolidatedWithMarkers is testdata/eurlex/consolidated.html with what
+// a later consolidation adds: a short title in brackets closing the title
+// and "(Text with EEA relevance)", an amendment marker inside a sentence
+// and one in a grid list, a reference line with its page number.
+func consolidatedWithMarkers(t *testing.T) []byte {
+	b, err := os.ReadFile(filepath.Join("testdata", "eurlex", "consolidated.html"))
+	require.NoError(t, err)
+	s := string(b)
+	for _, r := range [][2]string{
+		{`<p class="title-doc-last">on the safety of gadgets</p>`, `<p class="title-doc-last">on the safety of gadgets and repealing Directive 2090/1/EU (General Gadget Safety Regulation)</p>
+<p class="title-doc-oj-reference">(Text with EEA relevance)</p>`},
+		{`<p class="norm">Article 1(2) applies from 2100.</p>`, `<p class="norm">Article 1(2) applies from 2100.</p>
+<p class="norm">►M2 Member States shall report on gadgets every year. ◄</p>
+<div class="grid-container grid-list"><div class="list grid-list-column-1"><span>(a)</span></div><div class="grid-list-column-2"><p class="modref"><a title="32101R0002: INSERTED">▼M2</a> </p><p class="norm">‘gadget’ of a household means a small device.</p></div></div>
+<p class="reference">02099R0001 — EN — 01.01.2100 — 001.001 — 2</p>`},
+	} {
+		require.Equal(t, 1, strings.Count(s, r[0]), r[0])
+		s = strings.Replace(s, r[0], r[1], 1)
+	}
+	return []byte(s)
 }

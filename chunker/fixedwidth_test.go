@@ -3,6 +3,7 @@ package chunker_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -138,4 +139,35 @@ func TestFixedWidthTypeAndTitleRunOn(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `Федеральный закон от 27.07.2006 N 152-ФЗ "О ПЕРСОНАЛЬНЫХ ДАННЫХ"`, root.Title)
 	require.Contains(t, chunker.DocumentIDs(root, "x.txt"), "152-ФЗ")
+}
+
+// TestFixedWidthHeaderWithoutBlankLines: the centred lines of a law's
+// header set without blank lines between them (the state's name, the
+// act's type, the title) are not one wrapped heading: the act keeps its
+// title and names; a centred heading is not run on into a centred
+// heading below it.
+func TestFixedWidthHeaderWithoutBlankLines(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "fixedwidth-law.txt"))
+	require.NoError(t, err)
+	lines := strings.Split(string(b), "\n")
+	var doc []string
+	for i, l := range lines {
+		if i < 6 && strings.TrimSpace(l) == "" {
+			continue // the header's blank lines
+		}
+		doc = append(doc, l)
+	}
+	root, err := chunker.Parse("txt", []byte(strings.Join(doc, "\n")))
+	require.NoError(t, err)
+	require.Equal(t, `Федеральный закон от 27.07.2006 N 152-ФЗ "О персональных данных"`, root.Title)
+	require.Contains(t, chunker.DocumentIDs(root, "x.txt"), "152-ФЗ")
+
+	doc2 := "                    Глава 1. Общие положения\n                    Статья 1. Сфера действия\n\n" +
+		"     1. Текст  первой  части  статьи  идет  здесь  и\nпродолжается.\n     2. Текст второй части\nпродолжается.\n     3. Текст третьей части\nпродолжается.\n"
+	root, err = chunker.Parse("txt", []byte(doc2))
+	require.NoError(t, err)
+	units := citedUnits(root)
+	require.Contains(t, units, "Глава 1")
+	require.Equal(t, "Глава 1. Общие положения", units["Глава 1"].Title)
+	require.Contains(t, units, "Статья 1")
 }

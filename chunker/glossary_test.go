@@ -10,8 +10,9 @@ import (
 
 // TestGlossaryLayouts: glossaries in the layouts documents set them in
 // become terms: a term on a line of its own over its definition, "term:
-// definition", a two-column table, an EU definition whose quoted term is
-// followed by more words before "means".
+// definition", a two-column table, an abbreviation and its expansion on
+// each line (none taken for a term line over its definition), an EU
+// definition whose quoted term is followed by more words before "means".
 func TestGlossaryLayouts(t *testing.T) {
 	for _, tc := range []struct {
 		name, format, doc string
@@ -19,6 +20,9 @@ func TestGlossaryLayouts(t *testing.T) {
 	}{
 		{"term line over its definition", "md", "# Glossary\n\naccess control\n\nThe process of granting or denying requests to use a resource.\n\nauthenticator\n\nSomething the claimant holds and uses to prove who they are.\n\nSee also the acronyms below.\n",
 			map[string]string{"access control": "The process of granting", "authenticator": "Something the claimant"}},
+		{"abbreviation and its expansion on each line", "md", "# Abbreviations\n\nFSCA field safety corrective action\n\nFSN field safety notice\n\nIFU instructions for use\n\nTD technical documentation\n\nSRN single registration number\n\nURL Uniform Resource Locator (internet address)\n",
+			map[string]string{"FSCA": "field safety corrective action", "FSN": "field safety notice", "IFU": "instructions for use", "TD": "technical documentation",
+				"SRN": "single registration number", "URL": "Uniform Resource Locator"}},
 		{"term: definition", "md", "# Terms and definitions\n\nBaseline: the settings a system is configured from.\n\nAsset: anything of value to the organization.\n",
 			map[string]string{"Baseline": "the settings", "Asset": "anything of value"}},
 		{"two-column table", "md", "# Glossary\n\n| Term | Definition |\n|---|---|\n| audit log | A record of the events of a system in the order they happened. |\n| least privilege | Giving each user only the access their work needs. |\n",

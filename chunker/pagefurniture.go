@@ -364,7 +364,10 @@ func joinDropCaps(lines, drop []string) {
 		if j < len(lines) && strings.TrimSpace(lines[j]) == "" {
 			j++
 		}
-		if j >= len(lines) || drop[j] != "" {
+		if j >= len(lines) || drop[j] != "" || indentOf(lines[j]) > indentOf(l) {
+			// The rest of a dropped word starts at the letter's left edge;
+			// a line set deeper is an entry under an index letter ("C"
+			// over "   cacheable  24").
 			continue
 		}
 		next := strings.TrimLeft(lines[j], " \t")

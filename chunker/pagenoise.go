@@ -826,12 +826,21 @@ func okRest(rest string, inDigits bool) bool {
 	return false
 }
 
+// endsSentenceAbove reports whether a trimmed line starts with a lower-case
+// letter and ends with a sentence's full stop, question or exclamation
+// mark: the end of a sentence the line above began.
+func endsSentenceAbove(t string) bool {
+	r, _ := utf8.DecodeRuneInString(t)
+	return unicode.IsLower(r) && strings.ContainsAny(t[len(t)-1:], ".!?")
+}
+
 // repeatedLines drops, in a text without page markers, lines repeated at
 // page-like intervals: at least four times, 15 lines apart or more, not
 // list items, table rows, lead-ins (":") or numbered clauses, and cutting
 // a sentence at least a third of the times (the text before does not end
 // one) — running headers fall where a page broke, repeated boilerplate
-// where a paragraph ends.
+// where a paragraph ends. A line that starts in lower case and ends a
+// sentence ends the sentence above it and is never dropped so.
 func repeatedLines(lines, drop []string) {
 	// Only lines whose trimmed text occurs four times or more are looked
 	// at closely.
@@ -849,7 +858,7 @@ func repeatedLines(lines, drop []string) {
 		t := strings.TrimSpace(l)
 		s := strings.ToLower(mdStrip(l))
 		if utf8.RuneCountInString(s) < 12 || strings.HasSuffix(s, ":") || strings.HasPrefix(t, "|") || noiseRe().listLine.MatchString(t) ||
-			noiseRe().clauseStart.MatchString(s) || isNumberedTitle(s) && !headingUnitOK(s) {
+			noiseRe().clauseStart.MatchString(s) || isNumberedTitle(s) && !headingUnitOK(s) || endsSentenceAbove(t) {
 			continue
 		}
 		at[s] = append(at[s], i)

@@ -100,18 +100,27 @@ func Terms(root *Element) []Term {
 		}
 		// A glossary that sets each term on a line of its own, its
 		// definition in the paragraph below: the pending term line.
+		// A pending line with no definition below that reads as an
+		// abbreviation and its expansion ("FSCA field safety corrective
+		// action") is that.
 		var termLine, termPath string
+		endTermLine := func() {
+			if m := termsRe().acronymDefLine.FindStringSubmatch(termLine); m != nil {
+				add(m[1], m[2], termPath)
+			}
+			termLine = ""
+		}
 		for _, c := range e.Children {
 			p := joinPath(path, c.Address)
 			if termLine != "" {
 				if c.Kind == KindParagraph || c.Kind == KindClause {
-					if def := normalizeSpace(c.Text); def != "" && !isTermLine(def) {
+					if def := normalizeSpace(c.Text); def != "" && !isTermLine(def) && !termsRe().acronymDefLine.MatchString(def) {
 						add(termLine, def, termPath)
 						termLine = ""
 						continue
 					}
 				}
-				termLine = ""
+				endTermLine()
 			}
 			if c.Kind == KindTable && isDefs && !hasSub {
 				tableTerms(c, p, add)
@@ -178,6 +187,9 @@ func Terms(root *Element) []Term {
 			for _, m := range termsRe().termRefersTo.FindAllStringSubmatch(text, -1) {
 				add(m[1], m[2], p)
 			}
+		}
+		if termLine != "" {
+			endTermLine()
 		}
 	}
 	walk(root, "", false)

@@ -257,7 +257,8 @@ func joinHangingParagraphs(lines []string) ([]string, bool) {
 			out = append(out, "")
 		case len(group) > 0 && indentOf(l) == 0:
 			group = append(group, l)
-		case len(group) > 0 && centred(l) && centred(group[len(group)-1]) && !isTableLine(l) && !isTableLine(group[0]):
+		case len(group) > 0 && centred(l) && centred(group[len(group)-1]) && !isTableLine(l) && !isTableLine(group[0]) &&
+			!headerLine(group[len(group)-1]) && !headerLine(l) && !opensHeading(l):
 			// A centred heading wrapped onto a second centred line.
 			group = append(group, l)
 		default:
@@ -267,6 +268,26 @@ func joinHangingParagraphs(lines []string) ([]string, bool) {
 	}
 	emit()
 	return out, true
+}
+
+// headerLine reports whether a centred line is a whole line of a law's
+// header, never part of a wrapped heading: the state's name ("РОССИЙСКАЯ
+// ФЕДЕРАЦИЯ"), the act's type ("ФЕДЕРАЛЬНЫЙ ЗАКОН"). A header set without
+// blank lines keeps its lines apart.
+func headerLine(l string) bool {
+	t := strings.TrimSpace(l)
+	if strings.EqualFold(t, "Российская Федерация") {
+		return true
+	}
+	m := ruActRe().typeLine.FindStringSubmatch(t)
+	return m != nil && m[1] == ""
+}
+
+// opensHeading reports whether a line opens a keyword heading ("Глава
+// 2. …", "Раздел I", "Статья 5"), which no heading above continues into.
+func opensHeading(l string) bool {
+	t := strings.TrimSpace(l)
+	return txtRe().glavaKw.MatchString(t) || txtRe().razdelKw.MatchString(t) || txtRe().statyaKw.MatchString(t)
 }
 
 // isTableLine reports whether l is drawn as part of a table (box-drawing

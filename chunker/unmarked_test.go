@@ -107,3 +107,46 @@ func TestUnmarkedKeepsRepeatedText(t *testing.T) {
 	})
 	require.Equal(t, 6, n)
 }
+
+// TestUnmarkedIndexLettersStay: the letters of an index ("C" over an
+// entry set deeper, "   cacheable  24") are no drop caps: the entries
+// keep their words and no letter is dropped.
+func TestUnmarkedIndexLettersStay(t *testing.T) {
+	doc := "# Index\n\n   A\n      Accept header field  38\n\n   C\n      cacheable  24\n      compress (content coding)  11\n\n" +
+		"   I\n      idempotent  23\n\n   S\n      safe  22\n"
+	root, err := chunker.Parse("md", []byte(doc))
+	require.NoError(t, err)
+	for _, n := range root.Noise {
+		require.NotEqual(t, "drop cap", n.Reason, n.Text)
+	}
+	var text []string
+	visit(root, "", func(e *chunker.Element, _ string) { text = append(text, e.Text) })
+	joined := strings.Join(text, "\n")
+	for _, w := range []string{"cacheable", "idempotent", "safe"} {
+		require.Contains(t, joined, w)
+	}
+	require.NotContains(t, joined, "Ccacheable")
+}
+
+// TestUnmarkedKeepsRepeatedSentenceEnd: a wrapped sentence's last line
+// that recurs at page-like intervals ("implementations to reject the
+// request." closing the same sentence of four methods, as in RFC 7231)
+// ends the sentence above it: it is text, never a running line.
+func TestUnmarkedKeepsRepeatedSentenceEnd(t *testing.T) {
+	var b strings.Builder
+	for _, m := range []string{"GET", "HEAD", "DELETE", "CONNECT"} {
+		fmt.Fprintf(&b, "## The %s method\n\nThe %s method asks the server for a thing it holds, as described in the section on methods.\n\n", m, m)
+		fmt.Fprintf(&b, "A payload within a %s request message has no defined semantics;\nsending a payload body on a %s request might cause some existing\nimplementations to reject the request.\n\n", m, m)
+		for i := 0; i < 6; i++ {
+			fmt.Fprintf(&b, "Filler sentence %d about %s, long enough to keep the methods apart.\n\n", i, m)
+		}
+	}
+	root, err := chunker.Parse("md", []byte(b.String()))
+	require.NoError(t, err)
+	require.Empty(t, root.Noise)
+	n := 0
+	visit(root, "", func(e *chunker.Element, _ string) {
+		n += strings.Count(e.Text, "implementations to reject the request.")
+	})
+	require.Equal(t, 4, n)
+}
