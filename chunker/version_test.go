@@ -22,7 +22,7 @@ var updateVersion = flag.Bool("update-version", false, "rewrite testdata/version
 // TestVersionFollowsOutput: chunker.Version is in every pipeline's config
 // fingerprint, so state built by an older chunker is rechunked once. This
 // test records a hash of what Parse and Split make of every corpus document
-// (element trees, citations, noise, chunks) next to the Version that made
+// (element trees, citations, noise, terms, cross-references, chunks) next to the Version that made
 // it: output that changes under the same Version fails here, so a change
 // to parsing or grouping cannot land without the bump that rechunks the
 // documents users already synced. After bumping, run
@@ -36,6 +36,17 @@ func TestVersionFollowsOutput(t *testing.T) {
 			fmt.Fprintf(h, "noise %q %q %d\n", n.Reason, n.Text, n.Line)
 		}
 		hashTree(h, root, "")
+		// Terms and cross-references become graph nodes and edges
+		// (pipeline/docgraph.go) from the same parse: a change to them
+		// needs the bump as much as a change to the tree.
+		for _, term := range chunker.Terms(root) {
+			fmt.Fprintf(h, "term %q %q %q\n", term.Name, term.Definition, term.Address)
+		}
+		refs := chunker.CrossRefs(root)
+		resolved, _ := chunker.Resolve(root, refs)
+		for i, r := range refs {
+			fmt.Fprintf(h, "ref %q %q %q %q\n", r.From, r.Text, r.Target, resolved[i])
+		}
 		chunks, err := chunker.Split(name, root, testOpts)
 		require.NoError(t, err)
 		for _, c := range chunks {
