@@ -177,6 +177,10 @@ type corpusData struct {
 	textAddr   map[string][]queryAddress
 
 	titleIdx titleIndex
+
+	// renditions are the rendition keys of the chunks another document
+	// repeats (renditionKeys), for foldRenditions.
+	renditions map[int]uint64
 }
 
 // Options narrow one search.
@@ -231,6 +235,10 @@ type Hit struct {
 	Match *Match `json:"match,omitempty"`
 	// Expansions are the context Expand added for this hit.
 	Expansions []Expansion `json:"expansions,omitempty"`
+	// Renditions are the chunks of other documents with the same text,
+	// folded into this hit: the same passage in another format or copy of
+	// the document (a standard synced as .md, .docx and .pdf).
+	Renditions []Rendition `json:"renditions,omitempty"`
 }
 
 // Result is what a search returns.
@@ -318,6 +326,7 @@ func newCorpusData(c *Corpus) *corpusData {
 		d.langs = append(d.langs, l)
 	}
 	slices.Sort(d.langs)
+	d.renditions = renditionKeys(c.Units)
 	return d
 }
 
@@ -473,9 +482,11 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 		}
 		return strings.Compare(d.units[a].ID, d.units[b].ID)
 	})
+	order, folded := d.foldRenditions(order)
 	for _, u := range order[:min(k, len(order))] {
 		h := d.units[u].hit()
 		h.Score, h.Ranks, h.Cosine = fused[u].score, fused[u].ranks, cos[u]
+		h.Renditions = folded[u]
 		if _, ok := cos[u]; !ok && qvec != nil {
 			// Found by other signals than the graph's vector index: the
 			// cosine from the cache, as over state.
