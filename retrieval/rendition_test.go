@@ -72,6 +72,38 @@ func TestSearchFoldsRenditions(t *testing.T) {
 		"the slot the copy took goes to another passage: %+v", res.Hits)
 }
 
+// TestExpandSkipsSharedHeadings: a heading every section of a document
+// repeats ("Verification material") names no one section, so a hit that
+// uses its words pulls none of them in; a heading of one section is still
+// named.
+func TestExpandSkipsSharedHeadings(t *testing.T) {
+	t.Parallel()
+	filler := strings.Repeat("Unrelated sentence about the weather, the tides, the harvest and the village fair. ", 25)
+	var b strings.Builder
+	b.WriteString("# Program\n\n")
+	for _, s := range []string{"1 Policy", "2 Training", "3 Review"} {
+		b.WriteString("## " + s + "\n\nThe organisation keeps the " + strings.ToLower(s[2:]) + " records up to date and current. " + filler + "\n\n")
+		b.WriteString("### Verification material\n\n- A documented " + strings.ToLower(s[2:]) + " record.\n\n")
+	}
+	b.WriteString("## 4 Escalation contacts\n\nEach contact is named with a deputy. " + filler + "\n\n")
+	b.WriteString("## 5 Audits\n\nThe audit checks the verification material and the escalation contacts of the program. " + filler + "\n")
+	f := writeDocs(t, map[string]string{"program.md": b.String()})
+	s := f.p.Searcher()
+	res := search(t, s, "What does the audit check?", retrieval.Options{K: 1, NoFloor: true})
+	require.NotEmpty(t, res.Hits)
+	require.Contains(t, body(res.Hits[0]), "The audit checks")
+	c, err := s.ExpandResult(t.Context(), res, 5000)
+	require.NoError(t, err)
+	var reasons []string
+	for _, x := range c.Hits[0].Expansions {
+		reasons = append(reasons, x.Reason)
+	}
+	require.Contains(t, reasons, `names the heading "4 Escalation contacts"`, "%v %v %v", reasons, c.Hits[0].Address, c.Hits[0].Elements)
+	for _, r := range reasons {
+		require.NotContains(t, r, "Verification material", "%v", reasons)
+	}
+}
+
 // hitIDs lists hits as "node address (renditions)" for failure messages.
 func hitIDs(hs []retrieval.Hit) []string {
 	var out []string
