@@ -104,6 +104,28 @@ func TestExpandSkipsSharedHeadings(t *testing.T) {
 	}
 }
 
+// TestCapitalTermNeedsCapitals: a term the document writes in capitals
+// (the GET method) is named by a question that writes it so, or by one
+// written all in lower case, but not by a question in sentence case
+// whose "get" is the verb.
+func TestCapitalTermNeedsCapitals(t *testing.T) {
+	t.Parallel()
+	doc := "# Methods\n\n## 1 Definitions\n\n" +
+		"(1) ‘GET’ means the method that asks the store for the current state of a record.\n\n" +
+		"(2) ‘store’ means the service that keeps the records.\n\n" +
+		"## 2 Records\n\nA record that was never written is absent: a look-up of it answers that nothing is there.\n"
+	f := writeDocs(t, map[string]string{"methods.md": doc})
+	s := f.p.Searcher()
+	for q, want := range map[string]bool{
+		"What do I get back when I look up a record that was never written?": false,
+		"What does a GET ask the store for?":                                 true,
+		"what does get mean":                                                 true,
+	} {
+		res := search(t, s, q, retrieval.Options{K: 3, NoFloor: true})
+		require.Equal(t, want, slices.Contains(res.Terms, "GET"), "%q: terms %v", q, res.Terms)
+	}
+}
+
 // hitIDs lists hits as "node address (renditions)" for failure messages.
 func hitIDs(hs []retrieval.Hit) []string {
 	var out []string

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/kgsync/kgsync/embed"
 	"github.com/kgsync/kgsync/sink/memgraph"
@@ -939,7 +940,7 @@ func (d *corpusData) termList(query string, allowed []bool, defined unitMatches)
 			name := Terms(alias, lang)
 			// A one-word name must be the word itself, not a word of the
 			// same stem: "connection" does not name CONNECT.
-			if len(name) == 1 && !slices.Contains(plain, strings.ToLower(strings.TrimSpace(alias))) {
+			if len(name) == 1 && (!slices.Contains(plain, strings.ToLower(strings.TrimSpace(alias))) || capsUnmatched(alias, query)) {
 				continue
 			}
 			if len(name) > 0 && containsRun(qs[lang], name) {
@@ -1026,6 +1027,32 @@ func termAliases(name string) []string {
 		}
 	}
 	return out
+}
+
+// capsUnmatched reports whether name is one word in capitals ("GET",
+// "CVE", "PUT") that query, written in both cases, writes only in lower
+// case: in "What do I get back…" get is the verb, not the method. A query
+// written all in lower case ("what does cve mean") matches it still.
+func capsUnmatched(name, query string) bool {
+	name = strings.TrimSpace(name)
+	letters := 0
+	for _, r := range name {
+		if unicode.IsLetter(r) {
+			if !unicode.IsUpper(r) {
+				return false
+			}
+			letters++
+		}
+	}
+	if letters < 2 || strings.ToLower(query) == query || strings.ToUpper(query) == query {
+		return false
+	}
+	for _, w := range strings.FieldsFunc(query, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' }) {
+		if w == name {
+			return false
+		}
+	}
+	return true
 }
 
 // containsRun reports whether sub occurs in list as a contiguous run.
