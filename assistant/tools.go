@@ -1,6 +1,7 @@
 package assistant
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -215,6 +216,10 @@ type SearchHit struct {
 	Element    string      `json:"element,omitempty"`
 	Text       string      `json:"text"`
 	Expansions []Expansion `json:"expansions,omitempty"`
+	// AlsoIn are the element address paths (or chunk ids) of the same
+	// text in other documents, folded into this hit: one document synced
+	// in several formats or copies (retrieval.Hit.Renditions).
+	AlsoIn []string `json:"also_in,omitempty"`
 }
 
 // Omitted is a hit or context left out of an expanded answer: the node's
@@ -312,6 +317,9 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 		}
 		for _, x := range h.Expansions {
 			sh.Expansions = append(sh.Expansions, Expansion{ID: x.ID, Label: x.Label, Reason: x.Reason, Text: x.Text})
+		}
+		for _, r := range h.Renditions {
+			sh.AlsoIn = append(sh.AlsoIn, cmp.Or(r.Address, r.ID))
 		}
 		out.Hits = append(out.Hits, sh)
 	}

@@ -704,9 +704,19 @@ func headingTokens(text, lang string) []string {
 	return out
 }
 
+// newHeadingIndex indexes the section headings a text can name. A
+// heading that several sections of one document share ("Verification
+// Material(s):" under every requirement) names none of them, so it is
+// left out.
 func newHeadingIndex(c *Corpus) *headingIndex {
 	hx := &headingIndex{byFirst: map[string][]headingName{}}
 	for _, d := range c.Documents {
+		shared := map[string]int{}
+		for _, n := range d.Nodes {
+			if n.Label == LabelSection && n.Title != "" {
+				shared[strings.Join(headingTokens(reLeadNumber().ReplaceAllString(n.Title, ""), d.Lang), " ")]++
+			}
+		}
 		for _, n := range d.Nodes {
 			if n.Label != LabelSection || n.Title == "" {
 				continue
@@ -715,7 +725,7 @@ func newHeadingIndex(c *Corpus) *headingIndex {
 			if len(toks) == 0 || len(toks) > 6 || genericHeadings[toks[0]] && len(toks) < 3 {
 				continue
 			}
-			if len(toks) == 1 && !strings.ContainsAny(toks[0], "-0123456789") {
+			if len(toks) == 1 && !strings.ContainsAny(toks[0], "-0123456789") || shared[strings.Join(toks, " ")] > 1 {
 				continue
 			}
 			hx.byFirst[toks[0]] = append(hx.byFirst[toks[0]], headingName{n.ID, toks})

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/kgsync/kgsync/embed"
 	"github.com/kgsync/kgsync/sink/memgraph"
@@ -177,6 +178,10 @@ type corpusData struct {
 	textAddr   map[string][]queryAddress
 
 	titleIdx titleIndex
+
+	// renditions are the rendition keys of the chunks another document
+	// repeats (renditionKeys), for foldRenditions.
+	renditions map[int]uint64
 }
 
 // Options narrow one search.
@@ -231,6 +236,10 @@ type Hit struct {
 	Match *Match `json:"match,omitempty"`
 	// Expansions are the context Expand added for this hit.
 	Expansions []Expansion `json:"expansions,omitempty"`
+	// Renditions are the chunks of other documents with the same text,
+	// folded into this hit: the same passage in another format or copy of
+	// the document (a standard synced as .md, .docx and .pdf).
+	Renditions []Rendition `json:"renditions,omitempty"`
 }
 
 // Result is what a search returns.
@@ -318,6 +327,7 @@ func newCorpusData(c *Corpus) *corpusData {
 		d.langs = append(d.langs, l)
 	}
 	slices.Sort(d.langs)
+	d.renditions = renditionKeys(c.Units)
 	return d
 }
 
@@ -473,9 +483,11 @@ func (s *Searcher) Search(ctx context.Context, query string, opts Options) (*Res
 		}
 		return strings.Compare(d.units[a].ID, d.units[b].ID)
 	})
+	order, folded := d.foldRenditions(order)
 	for _, u := range order[:min(k, len(order))] {
 		h := d.units[u].hit()
 		h.Score, h.Ranks, h.Cosine = fused[u].score, fused[u].ranks, cos[u]
+		h.Renditions = folded[u]
 		if _, ok := cos[u]; !ok && qvec != nil {
 			// Found by other signals than the graph's vector index: the
 			// cosine from the cache, as over state.
@@ -928,7 +940,7 @@ func (d *corpusData) termList(query string, allowed []bool, defined unitMatches)
 			name := Terms(alias, lang)
 			// A one-word name must be the word itself, not a word of the
 			// same stem: "connection" does not name CONNECT.
-			if len(name) == 1 && !slices.Contains(plain, strings.ToLower(strings.TrimSpace(alias))) {
+			if len(name) == 1 && (!slices.Contains(plain, strings.ToLower(strings.TrimSpace(alias))) || capsUnmatched(alias, query)) {
 				continue
 			}
 			if len(name) > 0 && containsRun(qs[lang], name) {
@@ -1015,6 +1027,32 @@ func termAliases(name string) []string {
 		}
 	}
 	return out
+}
+
+// capsUnmatched reports whether name is one word in capitals ("GET",
+// "CVE", "PUT") that query, written in both cases, writes only in lower
+// case: in "What do I get back…" get is the verb, not the method. A query
+// written all in lower case ("what does cve mean") matches it still.
+func capsUnmatched(name, query string) bool {
+	name = strings.TrimSpace(name)
+	letters := 0
+	for _, r := range name {
+		if unicode.IsLetter(r) {
+			if !unicode.IsUpper(r) {
+				return false
+			}
+			letters++
+		}
+	}
+	if letters < 2 || strings.ToLower(query) == query || strings.ToUpper(query) == query {
+		return false
+	}
+	for _, w := range strings.FieldsFunc(query, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' }) {
+		if w == name {
+			return false
+		}
+	}
+	return true
 }
 
 // containsRun reports whether sub occurs in list as a contiguous run.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -190,6 +191,9 @@ func printSearch(g *globals, out searchResult) {
 			}
 		}
 		fmt.Fprintf(g.stdout, "%d. %.3f  %s  (%s)\n   %s\n", i+1, h.Score, where, strings.Join(ranks, ", "), oneLine(text, 160))
+		for _, r := range h.Renditions {
+			fmt.Fprintf(g.stdout, "   = the same text in %s\n", cmp.Or(r.Address, r.ID))
+		}
 		for _, x := range h.Expansions {
 			fmt.Fprintf(g.stdout, "   + %s: %s\n     %s\n", x.Reason, x.ID, oneLine(x.Text, 140))
 		}
