@@ -28,7 +28,9 @@ func renditionKeys(units []Unit) map[int]uint64 {
 	keyOf := map[int]uint64{}
 	seen := map[uint64]*first{}
 	for i, u := range units {
-		if u.Label != LabelChunk {
+		// A row's long attribute ("<node>#<attribute>" in the address)
+		// is a record of its own: rows that say the same are not copies.
+		if u.Label != LabelChunk || strings.Contains(u.Address, u.Node+"#") {
 			continue
 		}
 		h, ok := bodyHash(u)

@@ -1048,7 +1048,8 @@ func capsUnmatched(name, query string) bool {
 		return false
 	}
 	for _, w := range strings.FieldsFunc(query, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' }) {
-		if w == name {
+		// Written in capitals inside a hyphenated word: "HTTP-GET", "152-ФЗ".
+		if w == name || slices.Contains(strings.Split(w, "-"), name) {
 			return false
 		}
 	}
