@@ -228,11 +228,17 @@ func (s *Searcher) Eval(ctx context.Context, qs []GoldenQuestion, opts EvalOptio
 			if len(q.Answers) == 0 {
 				return m
 			}
+			hits = d.withRenditions(hits)
 			m.At1 = found(answers, hits[:min(1, len(hits))])
 			m.AtK = found(answers, hits[:min(k, len(hits))])
 			covered := map[string]bool{}
 			if c != nil {
 				covered, m.Tokens = c.Covered(), c.Tokens
+				for _, h := range hits {
+					for _, e := range h.Elements {
+						covered[e] = true
+					}
+				}
 			} else {
 				for _, h := range hits[:min(k, len(hits))] {
 					for _, e := range h.Elements {

@@ -175,9 +175,15 @@ func (s *Searcher) SearchExpand(ctx context.Context, query string, opts Options,
 	if err != nil {
 		return nil, nil, err
 	}
+	d, err := s.load(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	var more []Hit
 	for _, h := range w.Hits {
-		if !slices.ContainsFunc(res.Hits, func(r Hit) bool { return r.ID == h.ID }) && len(more) < MoreHits {
+		// The wider search may rank another copy of a result's hit
+		// first: it is that hit again, not one more passage.
+		if !slices.ContainsFunc(res.Hits, func(r Hit) bool { return r.ID == h.ID || d.sameRendition(r, h) }) && len(more) < MoreHits {
 			more = append(more, h)
 		}
 	}

@@ -1,6 +1,7 @@
 package retrieval
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 
@@ -115,4 +116,54 @@ func (d *corpusData) foldRenditions(order []int) ([]int, map[int][]Rendition) {
 		kept = append(kept, u)
 	}
 	return kept, folded
+}
+
+// renditionKey is the rendition key of the chunk id, and false for a
+// unit no other document repeats.
+func (d *corpusData) renditionKey(id string) (uint64, bool) {
+	for _, u := range d.byID[id] {
+		if h, ok := d.renditions[u]; ok {
+			return h, true
+		}
+	}
+	return 0, false
+}
+
+// sameRendition reports whether hits a and b hold the same text in two
+// documents.
+func (d *corpusData) sameRendition(a, b Hit) bool {
+	ka, ok := d.renditionKey(a.ID)
+	if !ok || a.Node == b.Node {
+		return false
+	}
+	kb, ok := d.renditionKey(b.ID)
+	return ok && ka == kb
+}
+
+// withRenditions returns hits whose Elements also hold the elements of
+// the chunks folded into them, for eval: the answer's text is in what
+// the user receives whichever copy the golden set names. A hit cut to a
+// part of its chunk (expansion's matched part) keeps its own elements.
+func (d *corpusData) withRenditions(hits []Hit) []Hit {
+	out, cloned := hits, false
+	for i, h := range hits {
+		if len(h.Renditions) == 0 {
+			continue
+		}
+		own := d.byID[h.ID]
+		if len(own) == 0 || len(d.units[own[0]].Elements) != len(h.Elements) {
+			continue
+		}
+		if !cloned {
+			out, cloned = slices.Clone(hits), true
+		}
+		els := slices.Clone(h.Elements)
+		for _, r := range h.Renditions {
+			for _, u := range d.byID[r.ID] {
+				els = append(els, d.units[u].Elements...)
+			}
+		}
+		out[i].Elements = els
+	}
+	return out
 }
