@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -176,4 +177,46 @@ func TestUnmarshalPythonBackReferences(t *testing.T) {
 		require.NoError(t, err, tc.hex)
 		require.Equal(t, tc.want, v, tc.hex)
 	}
+}
+
+// TestUnmarshalPythonBounds: nested lists that each claim a long length
+// allocate no more than the input holds (each level used to allocate the
+// claimed length up front: 10 KB of input took 328 MB), nesting deeper
+// than CPython's MAX_MARSHAL_STACK_DEPTH (2000, Python/marshal.c r_object)
+// is refused as CPython refuses it, and so are a long's out-of-range or
+// zero top digit (r_PyLong).
+func TestUnmarshalPythonBounds(t *testing.T) {
+	levels := 1999
+	n := 5*levels + 1
+	var b bytes.Buffer
+	for range levels {
+		b.Write([]byte{'[', byte(n), byte(n >> 8), byte(n >> 16), 0})
+	}
+	b.WriteByte('N')
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	_, err := unmarshalPython(b.Bytes())
+	runtime.ReadMemStats(&m1)
+	require.Error(t, err) // every list is one element short
+	require.Less(t, m1.TotalAlloc-m0.TotalAlloc, uint64(64*b.Len()), "allocated for %d bytes of input", b.Len())
+
+	nested := func(depth int) []byte {
+		return append(bytes.Repeat([]byte{')', 1}, depth-1), 'N')
+	}
+	v, err := unmarshalPython(nested(2000))
+	require.NoError(t, err)
+	require.NotNil(t, v)
+	_, err = unmarshalPython(nested(2001))
+	require.ErrorContains(t, err, "nested deeper than 2000")
+
+	for _, bad := range [][]byte{
+		{'l', 1, 0, 0, 0, 0x00, 0x80},             // digit 2**15
+		{'l', 2, 0, 0, 0, 0x01, 0x00, 0x00, 0x00}, // zero top digit
+	} {
+		_, err := unmarshalPython(bad)
+		require.Error(t, err, "%x", bad)
+	}
+	v, err = unmarshalPython([]byte{'l', 0xfe, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x01, 0x00})
+	require.NoError(t, err)
+	require.Equal(t, int64(-(1<<15 + 0x7fff)), v)
 }

@@ -28,7 +28,14 @@ type marshalDecoder struct {
 	b    []byte
 	pos  int
 	refs []any
+	// depth is the number of values being decoded, this one included.
+	depth int
 }
+
+// maxMarshalDepth is how deeply values may nest: CPython's r_object
+// refuses a value nested deeper than MAX_MARSHAL_STACK_DEPTH (2000) with
+// "recursion limit exceeded".
+const maxMarshalDepth = 2000
 
 var errMarshalShort = errors.New("marshal data too short")
 
@@ -68,6 +75,11 @@ func (d *marshalDecoder) value() (any, error) {
 		return nil, err
 	}
 	code := s[0]
+	d.depth++
+	defer func() { d.depth-- }()
+	if d.depth > maxMarshalDepth {
+		return nil, fmt.Errorf("marshal value nested deeper than %d at offset %d", maxMarshalDepth, d.pos-1)
+	}
 	flag := code&0x80 != 0
 	code &^= 0x80
 	refIdx := -1
@@ -192,6 +204,15 @@ func (d *marshalDecoder) long() (any, error) {
 			return nil, err
 		}
 		digits[i] = binary.LittleEndian.Uint16(s)
+		// CPython's r_PyLong refuses a digit of 2**15 or more ("digit
+		// out of range in long") and a zero top digit ("unnormalized
+		// long data").
+		if digits[i] >= 1<<15 {
+			return nil, fmt.Errorf("marshal long digit %#x at offset %d out of range", digits[i], d.pos-2)
+		}
+	}
+	if size > 0 && digits[size-1] == 0 {
+		return nil, fmt.Errorf("marshal long at offset %d has a zero top digit", d.pos)
 	}
 	for i := len(digits) - 1; i >= 0; i-- {
 		acc.Lsh(acc, 15)
@@ -226,10 +247,14 @@ func (d *marshalDecoder) sequence(code byte, flag bool, refIdx int) (any, int, e
 		}
 		n = int(m)
 	}
-	if n < 0 || n > len(d.b) {
+	// Each element takes at least one byte, so a length beyond the bytes
+	// left is malformed. The list grows as its elements decode: nested
+	// lists that each claim a long length allocate no more than the
+	// elements the input holds.
+	if n < 0 || n > len(d.b)-d.pos {
 		return nil, refIdx, fmt.Errorf("marshal list length %d at offset %d", n, d.pos)
 	}
-	list := make([]any, 0, n)
+	list := make([]any, 0, min(n, 16))
 	if flag {
 		refIdx = d.reserve()
 	}

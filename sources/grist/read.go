@@ -18,6 +18,9 @@ import (
 type row struct {
 	id    int64
 	attrs map[string]any
+	// bad says why a cell of the row could not be decoded: the row's
+	// record is skipped, kept as it was, and the other rows are read.
+	bad error
 }
 
 // run holds what one Read learns lazily: attachment metadata, the keys of
@@ -429,16 +432,17 @@ func (s *Source) sql(ctx context.Context, t *table, cols []column, stmt string, 
 		if !ok {
 			return nil, fmt.Errorf("grist document %s table %s: sql row %d has no integer id", s.cfg.DocID, t.ID, i)
 		}
-		attrs := make(map[string]any, len(cols))
+		rw := row{id: id, attrs: make(map[string]any, len(cols))}
 		for ci := range cols {
 			c := &cols[ci]
 			v, err := decodeSQLCell(c, rec.Fields[c.ID])
 			if err != nil {
-				return nil, fmt.Errorf("grist document %s table %s row %d: %w", s.cfg.DocID, t.ID, id, err)
+				rw.bad = fmt.Errorf("grist document %s table %s row %d: %w", s.cfg.DocID, t.ID, id, err)
+				continue
 			}
-			attrs[c.Name] = v
+			rw.attrs[c.Name] = v
 		}
-		rows = append(rows, row{id: id, attrs: attrs})
+		rows = append(rows, rw)
 	}
 	return rows, nil
 }
@@ -765,12 +769,19 @@ func (r *run) pageFacts(ctx context.Context, t *table, rows []row) (pageFacts, e
 
 // recordKey returns the key of rw's record: "<table>:<row id>", or
 // "<table>:<key column value>" for a keyed table. skip is set instead when
-// the row has no usable key: an empty key cell, a key another row holds
-// (the skip names the row's stored record, which is kept as it was) or
-// one an earlier row of the listing has.
+// a cell of the row could not be decoded or the row has no usable key: an
+// empty key cell, a key another row holds (the skip names the row's
+// stored record, which is kept as it was) or one an earlier row of the
+// listing has.
 func (r *run) recordKey(t *table, rw row, f pageFacts) (key string, skip *sources.Skip) {
 	s := r.s
 	key = rowKey(t.Name, rw.id)
+	if rw.bad != nil {
+		if prev, had := f.stored[rw.id]; had {
+			key = prev // the row's record, kept as it was
+		}
+		return "", &sources.Skip{Key: key, Err: rw.bad}
+	}
 	if t.KeyCol == "" {
 		return key, nil
 	}
