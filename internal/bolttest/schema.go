@@ -136,15 +136,26 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 			}
 			rows = append(rows, []any{"label+property", k[0], prop, int64(0)})
 		}
-		for _, ti := range sc.texts {
-			rows = append(rows, []any{"label_text (name: " + ti.name + ")", ti.label, ti.props, int64(0)})
+		// Text indexes are "text (name: N)" on 3.5 and "label_text (name:
+		// N)" from 3.6 (interpreter.cpp v3.5.0:5195, v3.6.0:5344).
+		textMark := "label_text"
+		if sc.minor < 6 {
+			textMark = "text"
 		}
-		// From 3.4 the listing has the vector indexes too, the property
-		// a string (interpreter.cpp v3.4.0:5007, v3.12.0:7071).
+		for _, ti := range sc.texts {
+			rows = append(rows, []any{textMark + " (name: " + ti.name + ")", ti.label, ti.props, int64(0)})
+		}
+		// The vector indexes are listed too, the property a string: as
+		// "vector" on 3.0–3.3, "label+property_vector" from 3.4
+		// (interpreter.cpp v3.0.0:4454 and :4489, v3.4.0:4963 and :5007,
+		// v3.12.0:7071).
+		vectorMark := "label+property_vector"
+		if sc.minor < 4 {
+			vectorMark = "vector"
+		}
 		for _, n := range sc.vorder {
-			if r := sc.vectors[n]; sc.minor >= 4 {
-				rows = append(rows, []any{"label+property_vector", sc.vectorLabel(r[0].(string)), r[1], int64(0)})
-			}
+			r := sc.vectors[n]
+			rows = append(rows, []any{vectorMark, sc.vectorLabel(r[0].(string)), r[1], int64(0)})
 		}
 		return Answer{Fields: []string{"index type", "label", "property", "count"}, Rows: rows}, true
 	case text == "SHOW VECTOR INDEX INFO" && sc.minor < 1:

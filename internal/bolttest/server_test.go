@@ -791,14 +791,15 @@ func TestVectorIndexNotificationTitles(t *testing.T) {
 	}
 }
 
-// TestShowIndexInfoListsVectorIndexesFrom34: from 3.4 SHOW INDEX INFO has
-// a "label+property_vector" row per vector index, its property a string
-// and its label ":L" from 3.11 (Memgraph src/query/interpreter.cpp
-// v3.4.0:5007, v3.12.0:7071); before 3.4 only SHOW VECTOR INDEX INFO
-// lists them.
-func TestShowIndexInfoListsVectorIndexesFrom34(t *testing.T) {
+// TestShowIndexInfoListsVectorIndexes: SHOW INDEX INFO has a row per
+// vector index, its property a string: of type "vector" on 3.0–3.3,
+// "label+property_vector" from 3.4, its label ":L" from 3.11 (Memgraph
+// src/query/interpreter.cpp v3.0.0:4454 and :4489, v3.4.0:4963 and :5007,
+// v3.12.0:7071).
+func TestShowIndexInfoListsVectorIndexes(t *testing.T) {
 	for v, want := range map[string][][]any{
-		"3.3.0":  nil,
+		"3.0.0":  {{"vector", "Chunk", "embedding", int64(0)}},
+		"3.3.0":  {{"vector", "Chunk", "embedding", int64(0)}},
 		"3.4.0":  {{"label+property_vector", "Chunk", "embedding", int64(0)}},
 		"3.11.0": {{"label+property_vector", ":Chunk", "embedding", int64(0)}},
 	} {
@@ -833,5 +834,27 @@ func TestIndexDropRefusedInExplicitTx(t *testing.T) {
 		}
 		require.ErrorContains(t, err, "Index manipulation is not allowed in multicommand transactions.", q)
 		_ = tx.Rollback(ctx)
+	}
+}
+
+// TestShowIndexInfoTextMark: SHOW INDEX INFO lists a text index as "text
+// (name: N)" on 3.5 and as "label_text (name: N)" from 3.6 (Memgraph
+// src/query/interpreter.cpp v3.5.0:5195, v3.6.0:5344).
+func TestShowIndexInfoTextMark(t *testing.T) {
+	for v, want := range map[string]string{"3.5.0": "text (name: chunk_lex)", "3.6.0": "label_text (name: chunk_lex)"} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateMemgraph(Memgraph{Version: v, TextSearchFlag: true})
+		sess := newSession(t, s)
+		res, err := sess.Run(ctx, "CREATE TEXT INDEX `chunk_lex` ON :`Chunk`(`lex`)", nil)
+		require.NoError(t, err, v)
+		_, err = res.Consume(ctx)
+		require.NoError(t, err, v)
+		res, err = sess.Run(ctx, "SHOW INDEX INFO", nil)
+		require.NoError(t, err, v)
+		recs, err := res.Collect(ctx)
+		require.NoError(t, err, v)
+		require.Len(t, recs, 1, v)
+		require.Equal(t, want, recs[0].Values[0], v)
 	}
 }
