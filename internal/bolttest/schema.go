@@ -18,7 +18,8 @@ type Memgraph struct {
 	// (docs/memgraph.md §12); SHOW INDEX INFO lists a label-property
 	// index's property as a string below 3.2, as a list from 3.2
 	// (§3); SHOW VECTOR INDEX INFO has scalar_kind and index_type from 3.4
-	// and shows the label as ":L" from 3.11 (§3, §4).
+	// and shows the label as ":L" from 3.11 (§3, §4); a write in a
+	// transaction begun with mode "r" fails from 3.2 (§1).
 	Version string
 	// NoEdgeProperties emulates a server started with
 	// --storage-properties-on-edges=false (the binary's default): any query
@@ -73,6 +74,9 @@ var (
 	reCap    = regexp.MustCompile(`"capacity":\s*(\d+)`)
 	reMetric = regexp.MustCompile(`"metric":\s*"([^"]*)"`)
 	reMinor  = regexp.MustCompile(`^3\.(\d+)`)
+	// a write clause, outside backtick-quoted names (kgsync passes
+	// values as parameters).
+	reWrite = regexp.MustCompile(`(^|\s)(CREATE|MERGE|DELETE|SET|REMOVE)\s`)
 	// edge property writes: SET e…, a keyed edge pattern in MERGE.
 	reEdgeWrite = regexp.MustCompile("SET e[ .]|MERGE \\(a\\)-\\[e:`(?:[^`]|``)+` \\{")
 )
@@ -116,10 +120,14 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 	ddl := slices.ContainsFunc([]string{"CREATE INDEX", "CREATE VECTOR INDEX", "CREATE TEXT INDEX", "DROP INDEX", "DROP VECTOR INDEX",
 		"DROP TEXT INDEX", "SHOW "}, func(p string) bool { return strings.HasPrefix(text, p) })
 	if ddl && q.Tx != 0 {
-		if strings.HasPrefix(text, "SHOW VERSION") {
-			return Answer{Fail: clientError("Version info query not allowed in multicommand transactions.")}, true
-		}
-		return Answer{Fail: clientError("Index manipulation is not allowed in multicommand transactions. Please run it outside a transaction.")}, true
+		return Answer{Fail: clientError(sc.multicommand(text))}, true
+	}
+	// A write in a transaction begun with mode "r" fails from 3.2, which
+	// reads the mode (src/glue/SessionHL.cpp v3.2.0:53) and checks the
+	// plan against the storage access (interpreter.cpp v3.2.0:2328
+	// AccessorCompliance); 3.0 and 3.1 ignore the mode.
+	if q.Tx != 0 && q.Meta["mode"] == "r" && sc.minor >= 2 && reWrite.MatchString(text) {
+		return Answer{Fail: &Failure{Code: CodeClient, Message: "Accessor type READ and query type RW are misaligned!"}}, true
 	}
 	if sc.cfg.NoEdgeProperties && reEdgeWrite.MatchString(text) {
 		return Answer{Fail: clientError("Can't set property because properties on edges are disabled.")}, true
@@ -136,15 +144,26 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 			}
 			rows = append(rows, []any{"label+property", k[0], prop, int64(0)})
 		}
-		for _, ti := range sc.texts {
-			rows = append(rows, []any{"label_text (name: " + ti.name + ")", ti.label, ti.props, int64(0)})
+		// Text indexes are "text (name: N)" on 3.5 and "label_text (name:
+		// N)" from 3.6 (interpreter.cpp v3.5.0:5195, v3.6.0:5344).
+		textMark := "label_text"
+		if sc.minor < 6 {
+			textMark = "text"
 		}
-		// From 3.4 the listing has the vector indexes too, the property
-		// a string (interpreter.cpp v3.4.0:5007, v3.12.0:7071).
+		for _, ti := range sc.texts {
+			rows = append(rows, []any{textMark + " (name: " + ti.name + ")", ti.label, ti.props, int64(0)})
+		}
+		// The vector indexes are listed too, the property a string: as
+		// "vector" on 3.0–3.3, "label+property_vector" from 3.4
+		// (interpreter.cpp v3.0.0:4454 and :4489, v3.4.0:4963 and :5007,
+		// v3.12.0:7071).
+		vectorMark := "label+property_vector"
+		if sc.minor < 4 {
+			vectorMark = "vector"
+		}
 		for _, n := range sc.vorder {
-			if r := sc.vectors[n]; sc.minor >= 4 {
-				rows = append(rows, []any{"label+property_vector", sc.vectorLabel(r[0].(string)), r[1], int64(0)})
-			}
+			r := sc.vectors[n]
+			rows = append(rows, []any{vectorMark, sc.vectorLabel(r[0].(string)), r[1], int64(0)})
 		}
 		return Answer{Fields: []string{"index type", "label", "property", "count"}, Rows: rows}, true
 	case text == "SHOW VECTOR INDEX INFO" && sc.minor < 1:
@@ -235,6 +254,25 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 		return Answer{Notifications: info("DropIndex", fmt.Sprintf("Dropped vector index %s.", name))}, true
 	}
 	return Answer{}, false
+}
+
+// multicommand is the error of SHOW or index DDL text in an explicit
+// transaction on the emulated version: 3.0's own messages, from 3.1
+// MulticommandTxException's (src/query/exceptions.hpp v3.0.0:108, :140,
+// :430; v3.1.0:113, :142, :169, :440).
+func (sc *Schema) multicommand(text string) string {
+	what, old := "Index manipulation", "Index manipulation not allowed in multicommand transactions."
+	switch {
+	case strings.HasPrefix(text, "SHOW VERSION"):
+		what, old = "Version information query", "Version info query not allowed in multicommand transactions."
+	case strings.HasPrefix(text, "SHOW "):
+		what, old = "Storage information query", "Info reporting not allowed in multicommand transactions."
+	}
+	if sc.minor < 1 {
+		return old
+	}
+	return what + " is not allowed in multicommand transactions. A multicommand transaction, also known as an explicit transaction, " +
+		"groups multiple commands into a single atomic operation."
 }
 
 // vectorLabel is a vector index's label as the emulated version lists

@@ -791,14 +791,15 @@ func TestVectorIndexNotificationTitles(t *testing.T) {
 	}
 }
 
-// TestShowIndexInfoListsVectorIndexesFrom34: from 3.4 SHOW INDEX INFO has
-// a "label+property_vector" row per vector index, its property a string
-// and its label ":L" from 3.11 (Memgraph src/query/interpreter.cpp
-// v3.4.0:5007, v3.12.0:7071); before 3.4 only SHOW VECTOR INDEX INFO
-// lists them.
-func TestShowIndexInfoListsVectorIndexesFrom34(t *testing.T) {
+// TestShowIndexInfoListsVectorIndexes: SHOW INDEX INFO has a row per
+// vector index, its property a string: of type "vector" on 3.0–3.3,
+// "label+property_vector" from 3.4, its label ":L" from 3.11 (Memgraph
+// src/query/interpreter.cpp v3.0.0:4454 and :4489, v3.4.0:4963 and :5007,
+// v3.12.0:7071).
+func TestShowIndexInfoListsVectorIndexes(t *testing.T) {
 	for v, want := range map[string][][]any{
-		"3.3.0":  nil,
+		"3.0.0":  {{"vector", "Chunk", "embedding", int64(0)}},
+		"3.3.0":  {{"vector", "Chunk", "embedding", int64(0)}},
 		"3.4.0":  {{"label+property_vector", "Chunk", "embedding", int64(0)}},
 		"3.11.0": {{"label+property_vector", ":Chunk", "embedding", int64(0)}},
 	} {
@@ -832,6 +833,87 @@ func TestIndexDropRefusedInExplicitTx(t *testing.T) {
 			_, err = res.Consume(ctx)
 		}
 		require.ErrorContains(t, err, "Index manipulation is not allowed in multicommand transactions.", q)
+		_ = tx.Rollback(ctx)
+	}
+}
+
+// TestShowIndexInfoTextMark: SHOW INDEX INFO lists a text index as "text
+// (name: N)" on 3.5 and as "label_text (name: N)" from 3.6 (Memgraph
+// src/query/interpreter.cpp v3.5.0:5195, v3.6.0:5344).
+func TestShowIndexInfoTextMark(t *testing.T) {
+	for v, want := range map[string]string{"3.5.0": "text (name: chunk_lex)", "3.6.0": "label_text (name: chunk_lex)"} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateMemgraph(Memgraph{Version: v, TextSearchFlag: true})
+		sess := newSession(t, s)
+		res, err := sess.Run(ctx, "CREATE TEXT INDEX `chunk_lex` ON :`Chunk`(`lex`)", nil)
+		require.NoError(t, err, v)
+		_, err = res.Consume(ctx)
+		require.NoError(t, err, v)
+		res, err = sess.Run(ctx, "SHOW INDEX INFO", nil)
+		require.NoError(t, err, v)
+		recs, err := res.Collect(ctx)
+		require.NoError(t, err, v)
+		require.Len(t, recs, 1, v)
+		require.Equal(t, want, recs[0].Values[0], v)
+	}
+}
+
+// TestEmulatedReadAccessByVersion: a write in a transaction begun with
+// mode "r" runs on Memgraph 3.0 and 3.1, which ignore the mode, and fails
+// from 3.2 (src/glue/SessionHL.cpp v3.2.0:53, src/query/interpreter.cpp
+// v3.2.0:2328 AccessorCompliance); a read runs on every version.
+func TestEmulatedReadAccessByVersion(t *testing.T) {
+	const write = "UNWIND $rows AS row MERGE (n:`Doc` {id: row.id}) SET n += row.props"
+	for v, refused := range map[string]bool{"3.0.0": false, "3.1.1": false, "3.2.0": true, "3.12.0": true} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateMemgraph(Memgraph{Version: v})
+		read := newDriver(t, s, neo4j.NoAuth()).NewSession(ctx, neo4j.SessionConfig{AccessMode: neo4j.AccessModeRead})
+		tx, err := read.BeginTransaction(ctx)
+		require.NoError(t, err, v)
+		res, err := tx.Run(ctx, "MATCH (n:`Doc`) RETURN n.`id`", nil)
+		require.NoError(t, err, v)
+		_, err = res.Consume(ctx)
+		require.NoError(t, err, v)
+		res, err = tx.Run(ctx, write, map[string]any{"rows": []any{}})
+		if err == nil {
+			_, err = res.Consume(ctx)
+		}
+		if refused {
+			require.ErrorContains(t, err, "Accessor type READ and query type RW are misaligned!", v)
+			_ = tx.Rollback(ctx)
+		} else {
+			require.NoError(t, err, v)
+			require.NoError(t, tx.Commit(ctx), v)
+		}
+		require.NoError(t, read.Close(ctx))
+	}
+}
+
+// TestMulticommandMessagesByVersion: SHOW and index DDL in an explicit
+// transaction fail with 3.0's own messages and, from 3.1, with
+// MulticommandTxException's (src/query/exceptions.hpp v3.0.0:108, :140,
+// :430; v3.1.0:113, :142, :169, :440).
+func TestMulticommandMessagesByVersion(t *testing.T) {
+	for _, tc := range []struct{ v, q, want string }{
+		{"3.0.0", "CREATE INDEX ON :`Doc`(`id`)", "Index manipulation not allowed in multicommand transactions."},
+		{"3.0.0", "SHOW INDEX INFO", "Info reporting not allowed in multicommand transactions."},
+		{"3.0.0", "SHOW VERSION", "Version info query not allowed in multicommand transactions."},
+		{"3.1.0", "CREATE INDEX ON :`Doc`(`id`)", "Index manipulation is not allowed in multicommand transactions."},
+		{"3.12.0", "SHOW INDEX INFO", "Storage information query is not allowed in multicommand transactions."},
+		{"3.12.0", "SHOW VERSION", "Version information query is not allowed in multicommand transactions."},
+	} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateMemgraph(Memgraph{Version: tc.v})
+		tx, err := newSession(t, s).BeginTransaction(ctx)
+		require.NoError(t, err)
+		res, err := tx.Run(ctx, tc.q, nil)
+		if err == nil {
+			_, err = res.Consume(ctx)
+		}
+		require.ErrorContains(t, err, tc.want, tc.v+" "+tc.q)
 		_ = tx.Rollback(ctx)
 	}
 }

@@ -109,15 +109,21 @@ func (p *literalParser) digits() string {
 func (p *literalParser) number() (any, error) {
 	start := p.pos
 	intPart := p.digits()
-	isFloat := false
+	isFloat, fraction := false, ""
 	if p.pos < len(p.s) && p.s[p.pos] == '.' {
 		p.pos++
-		if p.digits() == "" && intPart == "" {
+		if fraction = p.digits(); fraction == "" && intPart == "" {
 			return nil, fmt.Errorf("bad number at %d", start)
 		}
 		isFloat = true
 	}
-	if p.pos < len(p.s) && (p.s[p.pos] == 'e' || p.s[p.pos] == 'E') {
+	exponent := p.pos < len(p.s) && (p.s[p.pos] == 'e' || p.s[p.pos] == 'E')
+	if isFloat && fraction == "" && !exponent {
+		// "1." lexes as 1 and a '.': FloatingLiteral takes a '.' without
+		// digits after it only before an exponent.
+		return nil, fmt.Errorf("bad number at %d: %q has no digits after '.'", start, p.s[start:p.pos])
+	}
+	if exponent {
 		p.pos++
 		if p.pos < len(p.s) && p.s[p.pos] == '-' {
 			p.pos++

@@ -32,3 +32,20 @@ func TestDuplicateVectorIndexNotice(t *testing.T) {
 		require.Equal(t, []string{want}, g.Notices, minor)
 	}
 }
+
+// TestParseLiteralFloatNeedsFraction: Memgraph's FloatingLiteral takes a
+// '.' with no digits after it only before an exponent (CypherLexer.g4
+// v3.0.0:164–167, unchanged to v3.12.0:166–169), so "1." is refused while
+// "1.e5", "1.5" and ".5" are floats.
+func TestParseLiteralFloatNeedsFraction(t *testing.T) {
+	t.Parallel()
+	for lit, want := range map[string]float64{"1.e5": 1e5, "1.5": 1.5, ".5": 0.5, "-2.5e-3": -2.5e-3} {
+		v, err := ParseWholeLiteral(lit)
+		require.NoError(t, err, lit)
+		require.Equal(t, want, v, lit)
+	}
+	for _, lit := range []string{"1.", "[1., 2.0]", "-3."} {
+		_, err := ParseWholeLiteral(lit)
+		require.Error(t, err, lit)
+	}
+}
