@@ -79,10 +79,17 @@ type token struct {
 	afterDot bool
 }
 
-// tokenize reads q as Cypher's lexer does: strings ('…', "…" with
-// backslash escapes), backtick names, // and /* */ comments, words and
-// single punctuation characters. Errors: an unterminated string, name or
-// comment.
+// tokenize reads q as Memgraph's lexer does (CypherLexer.g4): strings
+// ('…', "…" with its backslash escapes), backtick names, // (to the end
+// of the line, \n or \r) and /* */ comments, numbers, words and single
+// punctuation characters. A word is ASCII letters, digits, _ and $ (which
+// continues a name there, IdentifierPart: ID_Continue | Sc); every other
+// character is a token of its own, so a word never holds a character
+// Memgraph's lexer drops (one no rule matches, such as a letter outside
+// its Unicode tables: the parser reads on without it), and a name with
+// other letters is read as more tokens than Memgraph reads, which can
+// only refuse more. Errors: an unterminated string, name or comment, and
+// an escape Memgraph's lexer does not know.
 func tokenize(q string) ([]token, error) {
 	var out []token
 	rs := []rune(q)
@@ -94,7 +101,7 @@ func tokenize(q string) ([]token, error) {
 			i++
 			continue
 		case c == '/' && i+1 < len(rs) && rs[i+1] == '/':
-			for i < len(rs) && rs[i] != '\n' {
+			for i < len(rs) && rs[i] != '\n' && rs[i] != '\r' {
 				i++
 			}
 			continue
@@ -109,7 +116,11 @@ func tokenize(q string) ([]token, error) {
 			j := i + 1
 			for ; j < len(rs) && rs[j] != c; j++ {
 				if rs[j] == '\\' && c != '`' {
-					j++
+					n := escapeLen(rs[j+1:])
+					if n == 0 {
+						return nil, fmt.Errorf("unknown escape in a string at %q", string(rs[j:min(j+2, len(rs))]))
+					}
+					j += n
 				}
 			}
 			if j >= len(rs) {
@@ -127,9 +138,9 @@ func tokenize(q string) ([]token, error) {
 			i = j
 			prevDot = false
 			continue
-		case c == '_' || unicode.IsLetter(c):
+		case c == '_' || isASCIILetter(c):
 			j := i
-			for j < len(rs) && (rs[j] == '_' || unicode.IsLetter(rs[j]) || unicode.IsDigit(rs[j])) {
+			for j < len(rs) && (rs[j] == '_' || rs[j] == '$' || isASCIILetter(rs[j]) || isDecDigit(rs[j])) {
 				j++
 			}
 			out = append(out, token{text: string(rs[i:j]), word: true, afterDot: prevDot})
@@ -145,6 +156,34 @@ func tokenize(q string) ([]token, error) {
 }
 
 func isDecDigit(c rune) bool { return c >= '0' && c <= '9' }
+
+func isASCIILetter(c rune) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// escapeLen is the length of the escape after a backslash in a string,
+// as Memgraph's lexer reads it (CypherLexer.g4 EscapeSequence: b f n r
+// t in either case, \\ ' ", u and 4 hex digits, U and 8), or 0 when
+// there is none: Memgraph's lexer then drops the string's start and reads
+// on from there.
+func escapeLen(rs []rune) int {
+	if len(rs) == 0 {
+		return 0
+	}
+	hex := 0
+	switch rs[0] {
+	case 'b', 'B', 'f', 'F', 'n', 'N', 'r', 'R', 't', 'T', '\\', '\'', '"':
+		return 1
+	case 'u':
+		hex = 4
+	case 'U':
+		hex = 8
+	default:
+		return 0
+	}
+	if len(rs) <= hex || slices.ContainsFunc(rs[1:hex+1], func(c rune) bool { return !isHexDigit(c) }) {
+		return 0
+	}
+	return 1 + hex
+}
 
 // numberEnd returns the end of the number literal starting at rs[i] (a
 // decimal digit, or "." before one), read as Memgraph's lexer reads it

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/kgsync/kgsync/internal/editdist"
 	"github.com/kgsync/kgsync/retrieval"
 )
 
@@ -58,7 +59,7 @@ func termHint(c *retrieval.Corpus, pipeline, term string) ([]string, string) {
 // edit distance of a third of the longer one's runes (at least 2), or
 // sharing a prefix of 4 runes or more, or a name the term contains.
 func termDistance(want, name string) (int, bool) {
-	d := levenshtein(want, name)
+	d := editdist.Levenshtein(want, name)
 	n := max(utf8.RuneCountInString(want), utf8.RuneCountInString(name))
 	if d <= max(2, n/3) {
 		return d, true
@@ -70,26 +71,4 @@ func termDistance(want, name string) (int, bool) {
 	for w, m := []rune(want), []rune(name); p < min(len(w), len(m)) && w[p] == m[p]; p++ {
 	}
 	return d, p >= 4
-}
-
-// levenshtein is the edit distance between a and b, in runes.
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			c := 1
-			if ra[i-1] == rb[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

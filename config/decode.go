@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/kgsync/kgsync/internal/editdist"
 )
 
 // maxNodes bounds the work of decoding one file, counted in visited YAML nodes
@@ -377,8 +379,11 @@ func where(path string) string {
 }
 
 // suggest returns ` (did you mean "x"?)` for the known key closest to name
-// within edit distance 2, or "".
+// within edit distance 2, or "". A name past 64 bytes is no misspelt key.
 func suggest(name string, fields map[string]int) string {
+	if len(name) > 64 {
+		return ""
+	}
 	keys := make([]string, 0, len(fields))
 	for k := range fields {
 		keys = append(keys, k)
@@ -386,7 +391,7 @@ func suggest(name string, fields map[string]int) string {
 	sort.Strings(keys)
 	best, bestDist := "", 3
 	for _, k := range keys {
-		if dist := editDistance(name, k); dist < bestDist {
+		if dist := editdist.Levenshtein(name, k); dist < bestDist {
 			best, bestDist = k, dist
 		}
 	}
@@ -394,30 +399,6 @@ func suggest(name string, fields map[string]int) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return math.MaxInt
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // kindName describes a node's kind for messages.
