@@ -66,9 +66,20 @@ type Options struct {
 	// CypherTimeout and CypherMaxRows bound cypher calls (0: the defaults).
 	CypherTimeout time.Duration
 	CypherMaxRows int
+	// SessionTimeout closes an MCP streamable HTTP session that has had no
+	// request for this long (0: DefaultSessionTimeout), so a long-running
+	// daemon does not keep every client that went away. The go-sdk keeps
+	// idle sessions forever when it is zero (StreamableHTTPOptions,
+	// mcp/streamable.go:166-171 at v1.8.0). A client whose session closed
+	// gets 404 and initializes again, as the MCP transport specification
+	// says for an unknown session.
+	SessionTimeout time.Duration
 	// Logger receives the server's logs; nil discards.
 	Logger *slog.Logger
 }
+
+// DefaultSessionTimeout is Options.SessionTimeout when unset.
+const DefaultSessionTimeout = 30 * time.Minute
 
 // Server is the MCP server over a set of pipelines. It reads the
 // pipelines' state and, for cypher and rows on Memgraph, their sink; it
@@ -102,6 +113,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -118,10 +132,11 @@ func New(opts Options) (*Server, error) {
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // HTTPHandler serves the tools over MCP streamable HTTP, every session on
-// this server, the SDK logging to Options.Logger.
+// this server, the SDK logging to Options.Logger; a session idle for
+// Options.SessionTimeout is closed.
 func (s *Server) HTTPHandler() http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{Logger: s.opts.Logger})
+		&mcp.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: s.opts.SessionTimeout})
 }
 
 // RunStdio serves one client over stdin and stdout until it disconnects or
