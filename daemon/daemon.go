@@ -302,7 +302,7 @@ func (d *Daemon) riverConfig() *river.Config {
 		JobTimeout:           d.cfg.RunTimeout,
 		RescueStuckJobsAfter: d.cfg.RunTimeout + time.Minute,
 		MaxAttempts:          d.cfg.MaxAttempts,
-		RetryPolicy:          backoff{base: d.cfg.RetryBackoff, max: max(10*time.Minute, d.cfg.RetryBackoff)},
+		RetryPolicy:          retryPolicy{base: d.cfg.RetryBackoff, max: max(10*time.Minute, d.cfg.RetryBackoff)},
 		Logger:               slog.New(minLevel{d.log.Handler(), slog.LevelWarn}),
 	}
 }

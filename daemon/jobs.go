@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/robfig/cron/v3"
 
+	"github.com/kgsync/kgsync/internal/backoff"
 	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/state"
 )
@@ -99,22 +100,15 @@ type zonedSchedule struct {
 // Next returns the schedule's next time after t, computed in the zone.
 func (z zonedSchedule) Next(t time.Time) time.Time { return z.sched.Next(t.In(z.loc)) }
 
-// backoff is the retry policy of failed jobs: base, then doubling with
+// retryPolicy is the retry policy of failed jobs: base, then doubling with
 // each further failed attempt, capped at max, with ±10% jitter so
 // replicas' retries do not line up.
-type backoff struct{ base, max time.Duration }
+type retryPolicy struct{ base, max time.Duration }
 
 // NextRetry returns when job, which just failed, is tried again.
-func (b backoff) NextRetry(job *rivertype.JobRow) time.Time {
-	n := len(job.Errors) // earlier failures; snoozes are not errors
-	d := b.base
-	for range min(n, 30) {
-		if d >= b.max {
-			break
-		}
-		d *= 2
-	}
-	d = min(d, b.max)
+func (b retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	// Doubled once for each earlier failure (snoozes are not errors).
+	d := backoff.Doubled(b.base, b.max, len(job.Errors))
 	jitter := time.Duration((rand.Float64()*0.2 - 0.1) * float64(d))
 	return time.Now().Add(d + jitter)
 }

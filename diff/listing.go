@@ -136,6 +136,10 @@ type Listing struct {
 
 	pending map[string]state.RecordEntry // passed over by the stream, not listed yet
 	ahead   map[string]state.RecordEntry // listed, not reached by the stream yet
+	// placed are keys given a place the stream has not passed (a tie
+	// ahead of it, or in a range it jumped over): written there, they are
+	// the listing's own records, which the stream passes (placeAhead).
+	placed map[string]bool
 	// jumped are ranges of the stream jumped over (not read), and
 	// jumpedListed the keys in them listed already.
 	jumped       []span
@@ -188,7 +192,7 @@ func NewListing(st Store, pipeline, source, childMarker string) *Listing {
 	return &Listing{st: st, pipeline: pipeline, source: source, childMarker: childMarker, winIdx: map[string]int{},
 		pending: map[string]state.RecordEntry{}, ahead: map[string]state.RecordEntry{},
 		fresh: map[string]int{}, movedFrom: map[string]bool{}, seen: map[string]bool{}, removed: map[string]bool{},
-		jumpedListed: map[string]bool{}}
+		jumpedListed: map[string]bool{}, placed: map[string]bool{}}
 }
 
 // span is a range of the stream after from (nil: from its start) and
@@ -229,18 +233,25 @@ func (d *Listing) jump(to state.RecordPos, probe []state.RecordEntry) {
 		last := probe[len(probe)-1].RecordPos
 		d.fetched = &last
 	}
-	d.streamed += 1 + len(probe) // to, found by a look-up, and the probe
+	d.streamed++ // to, found by a look-up
 	d.take(probe)
 }
 
 // take appends entries read from the stream to the window, except those
-// listed already (ahead): the stream passes them.
+// listed already (ahead) and the listing's own records placed ahead of it
+// (placed, not stored when the listing began, or counted where they
+// were): the stream passes them. It counts the entries streamed.
 func (d *Listing) take(entries []state.RecordEntry) {
 	for _, e := range entries {
 		if _, ok := d.ahead[e.Key]; ok {
 			delete(d.ahead, e.Key)
+			d.streamed++
 			continue
 		}
+		if d.placed[e.Key] {
+			continue
+		}
+		d.streamed++
 		d.winIdx[e.Key] = len(d.win)
 		d.win = append(d.win, e)
 	}
@@ -284,7 +295,6 @@ func (d *Listing) fill(ctx context.Context) error {
 			last := page[len(page)-1].RecordPos
 			d.fetched = &last
 		}
-		d.streamed += len(page)
 		d.take(page)
 	}
 	return nil
@@ -304,7 +314,7 @@ func (d *Listing) known(key string) bool {
 	_, p := d.pending[key]
 	_, a := d.ahead[key]
 	_, f := d.fresh[key]
-	return w || p || a || f || d.movedFrom[key] || d.jumpedListed[key]
+	return w || p || a || f || d.movedFrom[key] || d.jumpedListed[key] || d.placed[key]
 }
 
 // renamedFrom is the key the record listed as key moved from, "" when it
@@ -416,7 +426,7 @@ func (d *Listing) record(ctx context.Context, pg *Page, i int, looked map[string
 			fm = Match{}
 		}
 	}
-	if err := d.place(ctx, &m); err != nil {
+	if err := d.place(ctx, key, &m); err != nil {
 		return Match{}, Match{}, err
 	}
 	if d.Partial && !strings.Contains(key, d.childMarker) {
@@ -466,7 +476,7 @@ func (d *Listing) match(ctx context.Context, key, next string, looked map[string
 		delete(d.pending, key)
 		return Match{Found: true, Entry: e, Moved: true}, nil
 	}
-	if _, ok := d.ahead[key]; ok || d.jumpedListed[key] {
+	if _, ok := d.ahead[key]; ok || d.jumpedListed[key] || d.placed[key] {
 		return Match{Dup: true}, nil
 	}
 	if d.sureNew[key] {
@@ -550,10 +560,10 @@ func (d *Listing) matchLooked(ctx context.Context, key, next string, looked map[
 	return Match{Found: true, Entry: e, Moved: true}, nil
 }
 
-// place gives a matched record its place in the listing: a record found
-// in order keeps its ord, a new or moved one gets one between the previous
-// record's and the stream's next entry's.
-func (d *Listing) place(ctx context.Context, m *Match) error {
+// place gives the matched record key its place in the listing: a record
+// found in order keeps its ord, a new or moved one gets one between the
+// previous record's and the stream's next entry's.
+func (d *Listing) place(ctx context.Context, key string, m *Match) error {
 	if d.Partial {
 		if m.Found {
 			m.Ord = m.Entry.Ord
@@ -588,8 +598,23 @@ func (d *Listing) place(ctx context.Context, m *Match) error {
 		m.Ord = d.prevOrd + ordStep
 	}
 	m.Moved = m.Found && m.Ord != m.Entry.Ord
+	if !m.Found || m.Moved {
+		d.placeAhead(state.RecordPos{Ord: m.Ord, Key: key})
+	}
 	d.prevOrd = m.Ord
 	return nil
+}
+
+// placeAhead notes a new or moved record placed at p when the stream has
+// not passed p, or passed it by a jump (a tie with the stream's head, whose
+// key sorts after what the stream read): written there, it would be met
+// by the stream again (or by Unlisted in the range jumped over) as a
+// stored record not listed, a deletion. A place between two ords is
+// behind the stream, and after every range jumped over.
+func (d *Listing) placeAhead(p state.RecordPos) {
+	if !d.behind(p) || d.inJumped(p) {
+		d.placed[p.Key] = true
+	}
 }
 
 func (d *Listing) loadStats(ctx context.Context) error {
@@ -747,6 +772,7 @@ func (d *Listing) Forget(keys []string) {
 		delete(d.pending, k)
 		delete(d.ahead, k)
 		delete(d.jumpedListed, k)
+		delete(d.placed, k)
 		d.removed[k] = true
 	}
 }
@@ -803,6 +829,9 @@ func (d *Listing) unlistedIn(ctx context.Context, sp span, out []string) ([]stri
 			if !e.RecordPos.Less(sp.to) {
 				done = true
 				break
+			}
+			if d.placed[e.Key] && !d.jumpedListed[e.Key] {
+				continue // placed here by this listing (placeAhead)
 			}
 			d.streamed++
 			if !d.jumpedListed[e.Key] && !d.removed[e.Key] {

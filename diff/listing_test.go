@@ -294,3 +294,66 @@ func TestListingContentOnlyWhenRenamesCount(t *testing.T) {
 		}
 	}
 }
+
+// TestListingPlacedInATieAheadOfTheStream: records that share an ord (a
+// block inserted at one place, past the room ords leave) are streamed in
+// key order. A record listed new or moved inside such a tie gets the
+// tie's ord, and its key can sort after what the stream has read by
+// then: written, it is met by the stream later, and must not count as a
+// stored record the listing did not list (a deletion of the record just
+// written), nor as one stored when the listing began.
+func TestListingPlacedInATieAheadOfTheStream(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := statetest.SQLite(t)
+	// a, u, then 3 windows of keys tied at one ord, then z.
+	recs := []state.Record{{Source: "s", Key: "a", Hash: 1, Ord: ordStep}, {Source: "s", Key: "u", Hash: 1, Ord: ordStep + ordStep/2}}
+	var tied []string
+	for i := range 3 * windowChunk {
+		k := fmt.Sprintf("t%05d", i)
+		recs = append(recs, state.Record{Source: "s", Key: k, Hash: 1, Ord: 2 * ordStep})
+		tied = append(tied, k)
+	}
+	recs = append(recs, state.Record{Source: "s", Key: "z", Hash: 1, Ord: 3 * ordStep})
+	require.NoError(t, st.Commit(ctx, state.Commit{Pipeline: "p", Records: recs}))
+
+	d := NewListing(st, "p", "s", "#child:")
+	// u moves after the tie's first record, and a new key follows it;
+	// both sort after every key of the tie: their place is the tie's,
+	// ahead of the stream.
+	first := []string{"a", "t00000", "u", "t99999"}
+	ms, _, err := d.Page(ctx, &Page{Keys: first})
+	require.NoError(t, err)
+	var moved []state.Record
+	for i, k := range first[2:] {
+		m := ms[2+i]
+		require.Equal(t, k == "u", m.Found, k)
+		require.Equal(t, int64(2*ordStep), m.Ord, "%s: no room, the tie's ord", k)
+		require.True(t, d.fetched.Less(state.RecordPos{Ord: m.Ord, Key: k}), "%s: placed ahead of the stream", k)
+		moved = append(moved, state.Record{Source: "s", Key: k, Hash: 2, Ord: m.Ord})
+	}
+	require.NoError(t, st.Commit(ctx, state.Commit{Pipeline: "p", Records: moved}))
+	d.Formed(slices.Values([]string{"t99999"}))
+	for range writerDepth {
+		d.Formed(slices.Values([]string(nil)))
+	}
+	for rest := append(tied[1:], "z"); len(rest) > 0; {
+		d.Prune(writerDepth)
+		n := min(100, len(rest))
+		ms, _, err := d.Page(ctx, &Page{Keys: rest[:n]})
+		require.NoError(t, err)
+		for i, m := range ms {
+			require.True(t, m.Found && !m.Dup, "key %q", rest[i])
+		}
+		rest = rest[n:]
+	}
+	ms, _, err = d.Page(ctx, &Page{Keys: []string{"t99999", "u"}})
+	require.NoError(t, err)
+	require.True(t, ms[0].Dup && ms[1].Dup, "listed twice")
+	gone, err := d.Unlisted(ctx)
+	require.NoError(t, err)
+	require.Empty(t, gone, "every stored record was listed, and t99999 too")
+	total, err := d.Total(ctx)
+	require.NoError(t, err)
+	require.Equal(t, len(recs), total, "the records stored when the listing began")
+}

@@ -497,7 +497,7 @@ func (lr *listingRun) end(ctx context.Context) error {
 	if err := lr.drain(ctx); err != nil {
 		return err
 	}
-	del, err := lr.rule(ctx)
+	gone, err := lr.rule(ctx)
 	if err != nil {
 		return err
 	}
@@ -508,63 +508,57 @@ func (lr *listingRun) end(ctx context.Context) error {
 	if err := lr.w.wait(); err != nil {
 		return err
 	}
-	if err := lr.deleteUnlisted(ctx, del); err != nil {
+	if err := lr.deleteUnlisted(ctx, gone); err != nil {
 		return err
 	}
 	return lr.commitCursors(ctx, finalCursor)
 }
 
-// deletions are what a complete listing deletes: the stored keys it did
-// not list (gone), loss of the live records net of its new keys.
-type deletions struct {
-	gone       []string
-	loss, live int
-}
-
 // rule lets the mass-delete guard rule on a complete listing, before
-// anything held is written (runner.rule). A partial listing deletes
-// nothing here.
-func (lr *listingRun) rule(ctx context.Context) (deletions, error) {
+// anything held is written (runner.rule), and returns what it deletes. A
+// partial listing deletes nothing here.
+func (lr *listingRun) rule(ctx context.Context) (gone []string, err error) {
 	if lr.l.partial {
-		return deletions{}, nil
+		return nil, nil
 	}
 	return lr.r.rule(ctx, lr.stored, lr.unconfirmed)
 }
 
 // rule lets the mass-delete guard rule on a complete listing compared
-// with state (stored): what it did not list, net of renames, of the live
-// records, and whether its end was vouched for (unconfirmed: see
-// unconfirmedGuard). A run and a plan judge alike. The deletions are
-// returned with the guard's error too.
-func (r *runner) rule(ctx context.Context, stored *diff.Listing, unconfirmed bool) (deletions, error) {
-	var del deletions
-	var err error
-	if del.gone, err = stored.Unlisted(ctx); err != nil {
-		return del, err
+// with state (stored): what it did not list (gone, the deletions), net of
+// renames, of the live records, and whether its end was vouched for
+// (unconfirmed: see unconfirmedGuard). A run and a plan judge alike; the
+// run deletes gone only when the guard passes. gone is returned with the
+// guard's error too.
+func (r *runner) rule(ctx context.Context, stored *diff.Listing, unconfirmed bool) (gone []string, err error) {
+	if gone, err = stored.Unlisted(ctx); err != nil {
+		return nil, err
 	}
-	if del.live, err = stored.Live(ctx); err != nil {
-		return del, err
+	live, err := stored.Live(ctx)
+	if err != nil {
+		return gone, err
 	}
-	if del.loss, err = r.netLoss(ctx, stored, del.gone, del.live); err != nil {
-		return del, err
+	loss, err := r.netLoss(ctx, stored, gone, live)
+	if err != nil {
+		return gone, err
 	}
-	if err := r.guard(del.loss, del.live); err != nil {
-		return del, err
+	if err := r.guard(loss, live); err != nil {
+		return gone, err
 	}
-	return del, r.unconfirmedGuard(unconfirmed, len(del.gone))
+	return gone, r.unconfirmedGuard(unconfirmed, len(gone))
 }
 
 // deleteUnlisted deletes, once every record read is written, what a
-// complete listing did not list (within the guard), or the stale children
-// of a partial listing's records.
-func (lr *listingRun) deleteUnlisted(ctx context.Context, del deletions) error {
+// complete listing did not list (gone, which the guard passed: rule), or
+// the stale children of a partial listing's records.
+func (lr *listingRun) deleteUnlisted(ctx context.Context, gone []string) error {
 	if lr.l.partial {
 		// An incremental listing names what changed, not everything that
 		// exists: absent keys are not deletions — except the children of a
 		// listed record (its attachments), which the listing lists whole.
 		return lr.r.deleteStaleChildren(ctx, lr.name, lr.stored)
 	}
-	return lr.r.deleteMissing(ctx, lr.name, del.gone, del.loss, del.live)
+	return lr.r.deleteStored(ctx, lr.name, gone)
 }
 
 // commitCursors moves the listing's cursor to the last page's (when it

@@ -254,13 +254,12 @@ func (pl *planner) page(ctx context.Context, name string, stored *diff.Listing, 
 // vouched for).
 func (pl *planner) deletes(ctx context.Context, name string, stored *diff.Listing, unconfirmed bool) error {
 	p, plan := pl.p, pl.plan
-	del, err := pl.r.rule(ctx, stored, unconfirmed)
+	gone, err := pl.r.rule(ctx, stored, unconfirmed)
 	if errors.Is(err, ErrMassDelete) {
 		plan.GuardError = err.Error()
 	} else if err != nil {
 		return fmt.Errorf("source %q: %w", name, err)
 	}
-	gone := del.gone
 	for start := 0; start < len(gone); start += 1000 { // bounded memory: chunks carry their text
 		part := gone[start:min(start+1000, len(gone))]
 		goneChunks, err := p.Store.ChunkGet(ctx, p.Name, name, part)

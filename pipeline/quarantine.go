@@ -12,6 +12,7 @@ import (
 
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/embed"
+	"github.com/kgsync/kgsync/internal/backoff"
 	"github.com/kgsync/kgsync/state"
 )
 
@@ -55,8 +56,7 @@ func (r *runner) limitBackoff(source, key string, hash uint64) bool {
 	if !ok || q.Stage != state.StageParse || !strings.HasSuffix(q.Error, limitMark(hash)) {
 		return false
 	}
-	// Shifts past 8 are over limitRetryMax already; 20 keeps it from overflowing.
-	wait := min(limitRetryBase<<min(max(q.Attempts-1, 0), 20), limitRetryMax)
+	wait := backoff.Doubled(limitRetryBase, limitRetryMax, q.Attempts-1)
 	if !r.p.now().Before(q.LastAt.Add(wait)) {
 		return false
 	}

@@ -405,19 +405,6 @@ func recordHash(rec sources.Record) (uint64, error) {
 	return diff.RecordHash(d)
 }
 
-// deleteMissing deletes the records that were in state but not in the
-// complete listing (gone), within the mass-delete guard: loss is what the
-// listing loses net of its new keys, of live stored records.
-func (r *runner) deleteMissing(ctx context.Context, source string, gone []string, loss, live int) error {
-	if len(gone) == 0 {
-		return nil
-	}
-	if err := r.guard(loss, live); err != nil {
-		return err
-	}
-	return r.deleteStored(ctx, source, gone)
-}
-
 // loadStored fills in the stored version of the batch's known records (and
 // of the records they move from).
 func (r *runner) loadStored(ctx context.Context, source string, items []item) error {
