@@ -23,6 +23,20 @@ func (rg *reviewRig) mandatoryEdges() []graphtest.Edge {
 	return out
 }
 
+// requireSettled checks that the review state committed: no document is
+// pending, and the next run has no warnings and changes nothing. It
+// returns the summary taken before that run.
+func (rg *reviewRig) requireSettled(t *testing.T) review.Summary {
+	t.Helper()
+	sum, err := review.Summarize(t.Context(), rg.store, "docs")
+	require.NoError(t, err)
+	require.Zero(t, sum.Pending)
+	run := rg.sync(t)
+	require.Empty(t, run.Warnings)
+	require.Zero(t, run.Counts.RecordsChanged)
+	return sum
+}
+
 // TestReviewRemovedParagraphKeepsItsRow: paragraphs are named by ordinal
 // (p1, p2), so when a paragraph with expert input is removed from its
 // file, the paragraph after it takes its id. The removed paragraph's row is
@@ -128,12 +142,7 @@ func TestReviewRemovedParagraphKeepsItsRow(t *testing.T) {
 				mand = rg.mandatoryEdges()
 				require.Len(t, mand, 1)
 				require.Equal(t, rg.srv.Table("Elements")[nextID]["element"], mand[0].From.ID)
-				sum, err = review.Summarize(t.Context(), rg.store, "docs")
-				require.NoError(t, err)
-				require.Zero(t, sum.Pending)
-				run = rg.sync(t)
-				require.Empty(t, run.Warnings)
-				require.Zero(t, run.Counts.RecordsChanged)
+				rg.requireSettled(t)
 			})
 		}
 	}
@@ -183,12 +192,7 @@ func TestReviewMissingRowAfterRenumbering(t *testing.T) {
 	_, drow := rg.rowOf(t, "Delta")
 	require.Equal(t, false, drow["needs_review"])
 	require.Empty(t, drow["corrected_text"])
-	sum, err := review.Summarize(t.Context(), rg.store, "docs")
-	require.NoError(t, err)
-	require.Zero(t, sum.Pending)
-	run = rg.sync(t)
-	require.Empty(t, run.Warnings)
-	require.Zero(t, run.Counts.RecordsChanged)
+	rg.requireSettled(t)
 }
 
 // TestReviewRemovedParagraphAfterLostPublish: the publish of a removal
@@ -231,13 +235,8 @@ func TestReviewRemovedParagraphAfterLostPublish(t *testing.T) {
 	mand := rg.mandatoryEdges()
 	require.Len(t, mand, 1)
 	require.Equal(t, alphaElem, mand[0].From.ID)
-	sum, err := review.Summarize(t.Context(), rg.store, "docs")
-	require.NoError(t, err)
-	require.Zero(t, sum.Pending)
+	sum := rg.requireSettled(t)
 	require.Len(t, sum.NeedsReview, 1)
-	run = rg.sync(t)
-	require.Empty(t, run.Warnings)
-	require.Zero(t, run.Counts.RecordsChanged)
 	// mini, rules, the missing Alpha, Bravo; other and its form.
 	require.Equal(t, 6, rg.srv.RowCount("Elements"), "no duplicate rows")
 }

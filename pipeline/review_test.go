@@ -627,3 +627,34 @@ func TestReviewRestoredRowsKeepTheirExpert(t *testing.T) {
 	require.Equal(t, "expert", el["text_source"])
 	require.Equal(t, expert.Email, el["corrected_by"])
 }
+
+// TestReviewMovedEditKeepsItsExpert: an edit of parsed_text in a row that
+// already carries the expert's input (a note) moves to corrected_text;
+// Grist recomputes corrected_by and corrected_at when corrected_text
+// changes and trims a given value equal to the cell (grist-core
+// engine.py trim_update_action), so kgsync gives them back in a request
+// of their own: the correction stays the expert's, not the API key's
+// user's.
+func TestReviewMovedEditKeepsItsExpert(t *testing.T) {
+	t.Parallel()
+	rg := newReviewRig(t, 128)
+	rg.write(t, "steps.md", "# Steps\n\nOne step.\n\nTwo steps.\n")
+	rg.sync(t)
+	id, _ := rg.rowOf(t, "One step")
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{id: {"note": "check the wording"}})
+	rg.sync(t)
+	at := rg.srv.Table("Elements")[id]["corrected_at"]
+	require.NotNil(t, at)
+
+	rg.clock = rg.clock.Add(time.Hour)
+	rg.srv.UpdateRowsAs(expert, "Elements", map[int64]map[string]any{id: {"parsed_text": "One single step."}})
+	rg.sync(t)
+	row := rg.srv.Table("Elements")[id]
+	require.Equal(t, "One single step.", row["corrected_text"])
+	require.Equal(t, "One step.", row["parsed_text"])
+	require.Equal(t, expert.Email, row["corrected_by"])
+	require.EqualValues(t, at, row["corrected_at"], "the same instant (seconds)")
+	rg.sync(t)
+	el, _ := rg.graph.Node("Element", row["element"].(string))
+	require.Equal(t, expert.Email, el["corrected_by"])
+}

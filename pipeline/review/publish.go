@@ -153,18 +153,10 @@ func (r *Review) reconcile(ctx context.Context, doc *state.ReviewDocument, store
 }
 
 // expertCells are an element's expert columns as Grist stores them, for
-// rows kgsync writes on the expert's behalf (Push). corrected_by and
-// corrected_at are given as read back, when known: Grist computes the
-// trigger columns a write does not give (as kgsync's API user, now:
-// grist-core sandbox/grist/useractions.py doBulkAddOrReplace) and keeps
-// those it gives (docactions.py BulkUpdateRecord: prevent_recalc).
+// rows kgsync writes on the expert's behalf (Push). Grist computes the
+// trigger columns corrected_by and corrected_at of such a write as
+// kgsync's API user, now (stampCells gives them back).
 func expertCells(d *data, cells map[string]any) {
-	if d.By != "" {
-		cells[ColCorrectedBy] = d.By
-	}
-	if at, err := time.Parse(time.RFC3339Nano, d.At); err == nil {
-		cells[ColCorrectedAt] = float64(at.UnixNano()) / 1e9 // DateTime: seconds
-	}
 	cells[ColCorrectedText] = d.Corrected
 	cells[ColExclude] = d.Exclude
 	if len(d.With) > 0 {
@@ -177,6 +169,29 @@ func expertCells(d *data, cells map[string]any) {
 		cells[ColMandatoryWith] = nil
 	}
 	cells[ColNote] = d.Note
+}
+
+// stampCells are corrected_by and corrected_at as last read back, or nil
+// when Grist had not set them: written in a request of their own after a
+// row whose expert cells kgsync wrote (plan.stamps), since Grist computes
+// them again in the write itself whatever it is given: a new record's
+// (grist-core sandbox/grist/useractions.py doBulkAddOrReplace invalidates
+// every column, and they depend on the expert's columns), and an update's
+// when the value given is the one the cell has (trimmed, engine.py
+// trim_update_action) and an expert column changes. A value that changes
+// the cell is kept (docactions.py BulkUpdateRecord: prevent_recalc).
+func stampCells(d *data) map[string]any {
+	cells := map[string]any{}
+	if d.By != "" {
+		cells[ColCorrectedBy] = d.By
+	}
+	if at, err := time.Parse(time.RFC3339Nano, d.At); err == nil {
+		cells[ColCorrectedAt] = float64(at.UnixNano()) / 1e9 // DateTime: seconds
+	}
+	if len(cells) == 0 {
+		return nil
+	}
+	return cells
 }
 
 func cellsHash(cells map[string]any) uint64 {
@@ -198,7 +213,10 @@ type plan struct {
 	adds    []rowWrite
 	patches []grist.Row
 	deletes []int64
-	commit  state.ReviewCommit
+	// stamps are the rows of adds and patches whose expert cells kgsync
+	// writes: their stampCells follow (writeStamps).
+	stamps []*elem
+	commit state.ReviewCommit
 }
 
 // elementRows plans the Elements rows of a (its Documents row is docRow):
@@ -258,6 +276,9 @@ func (r *Review) elementRow(a *Applied, as assignment, docRow int64, pl *plan) {
 		r.mu.Unlock()
 	case !c && e.d.Flag && (e.d.Reason != "" || wasMissing):
 		flag = false
+	}
+	if e.d.Push || e.RowID == 0 && e.d.expert() {
+		pl.stamps = append(pl.stamps, e)
 	}
 	if e.d.Push {
 		expertCells(&e.d, cells)
@@ -336,6 +357,7 @@ func (r *Review) keepGone(e *elem, status, reason string, docRow int64, pl *plan
 		cells[ColParsedText], cells[ColCorrectedFrom], cells[ColNeedsReview] = e.d.BaseText, e.d.BaseText, true
 		expertCells(&e.d, cells)
 		pl.adds = append(pl.adds, rowWrite{e: e, cells: cells})
+		pl.stamps = append(pl.stamps, e)
 	case h != e.d.Pub || !e.d.Flag:
 		pl.patches = append(pl.patches, grist.Row{ID: e.RowID, Fields: map[string]any{ColElementStatus: status, ColReviewReason: reason, ColNeedsReview: true}})
 	}
@@ -568,12 +590,16 @@ func (r *Review) publishDocuments(ctx context.Context, batch []*Applied, now flo
 }
 
 // writeElementRows writes pl's Elements rows: the adds (addElementRows),
-// the patches, then the deletes (sorted, each once).
+// the patches, the stamps (writeStamps), then the deletes (sorted, each
+// once).
 func (r *Review) writeElementRows(ctx context.Context, pl *plan) error {
 	if err := r.addElementRows(ctx, pl); err != nil {
 		return err
 	}
 	if err := r.w.UpdateRecords(ctx, r.cfg.ElementsTable, pl.patches); err != nil {
+		return err
+	}
+	if err := r.writeStamps(ctx, pl); err != nil {
 		return err
 	}
 	sort.Slice(pl.deletes, func(i, j int) bool { return pl.deletes[i] < pl.deletes[j] })
@@ -608,6 +634,18 @@ func (r *Review) addElementRows(ctx context.Context, pl *plan) error {
 		}
 	}
 	return nil
+}
+
+// writeStamps gives the rows of pl.stamps, once written, their
+// corrected_by and corrected_at as read back (stampCells).
+func (r *Review) writeStamps(ctx context.Context, pl *plan) error {
+	var rows []grist.Row
+	for _, e := range pl.stamps {
+		if cells := stampCells(&e.d); cells != nil {
+			rows = append(rows, grist.Row{ID: e.RowID, Fields: cells})
+		}
+	}
+	return r.w.UpdateRecords(ctx, r.cfg.ElementsTable, rows)
 }
 
 // dedupeRefs drops the deletions of keys that are upserted too (an element
@@ -673,6 +711,9 @@ func (r *Review) deleted(ctx context.Context, docIDs []string) error {
 		return err
 	}
 	if err := r.w.UpdateRecords(ctx, r.cfg.ElementsTable, pl.patches); err != nil {
+		return err
+	}
+	if err := r.writeStamps(ctx, pl); err != nil {
 		return err
 	}
 	if err := r.w.DeleteRecords(ctx, r.cfg.ElementsTable, pl.deletes); err != nil {

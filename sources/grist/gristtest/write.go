@@ -763,27 +763,48 @@ func (act *action) merge(tid string, delta map[int64]*rowChange) {
 }
 
 // triggersLocked computes the trigger formula columns of row r (after the
-// change) as grist-core does (sandbox/grist/schema.py RecalcWhen): on a new
-// record (before == nil) every trigger column not given; on an update,
-// those with RecalcWhen 2, and those with RecalcWhen 0 one of whose
-// RecalcDeps columns changed value. A column set by the change itself is
-// left as given.
+// change) as grist-core does (sandbox/grist/schema.py RecalcWhen; checked
+// by running grist-core f98cda9's engine on these cases):
+//   - on a new record (before == nil), every trigger column not given, and
+//     one with RecalcWhen 0 and RecalcDeps even when given: a new record
+//     invalidates all its columns, so the dependencies' edges make the
+//     column dirty, and BulkAddRecord prevents no recalculation
+//     (useractions.py:448-458 doBulkAddOrReplace, engine.py:1094-1111
+//     invalidate_records, :1231-1236 the trigger edges, docactions.py:21-29);
+//   - on an update, one with RecalcWhen 2 when the update changed any
+//     cell, and one with RecalcWhen 0 one of whose RecalcDeps columns
+//     changed value. A column the update sets to another value keeps it
+//     (docactions.py:85-86 prevent_recalc), unless it is among its own
+//     RecalcDeps (useractions.py:585-590); one set to the value it had is
+//     trimmed from the update (useractions.py:520, engine.py:1062-1092
+//     trim_update_action) and so is recomputed like any other.
 func (s *Server) triggersLocked(t *table, r, before, given map[string]any, u User) {
 	byRef := map[int]string{}
 	for _, c := range t.cols {
 		byRef[c.colRef] = c.ID
 	}
+	changed := func(col string) bool { return before != nil && !sameCell(before[col], r[col]) }
+	rowChanged := false
+	for col := range given {
+		rowChanged = rowChanged || changed(col)
+	}
 	for _, c := range t.cols {
 		if c.IsFormula || c.Formula == "" || c.RecalcWhen == 1 {
 			continue
 		}
-		if _, set := given[c.ID]; set {
-			continue
-		}
-		due := before == nil || c.RecalcWhen == 2
-		for _, ref := range c.RecalcDeps {
-			if col := byRef[ref]; col != "" && before != nil && !sameCell(before[col], r[col]) {
-				due = true
+		_, set := given[c.ID]
+		due := false
+		switch {
+		case before == nil:
+			due = !set || c.RecalcWhen == 0 && len(c.RecalcDeps) > 0
+		case set && changed(c.ID):
+			due = c.RecalcWhen == 0 && slices.Contains(c.RecalcDeps, c.colRef)
+		default:
+			due = c.RecalcWhen == 2 && rowChanged
+			for _, ref := range c.RecalcDeps {
+				if col := byRef[ref]; col != "" && changed(col) && c.RecalcWhen == 0 {
+					due = true
+				}
 			}
 		}
 		if !due {

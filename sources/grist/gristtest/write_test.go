@@ -193,3 +193,50 @@ func TestAddTableDropsTriggerSettings(t *testing.T) {
 	require.Contains(t, body, `"formula":"user.Email"`)
 	require.NotContains(t, body, `"recalcDeps":["L"`)
 }
+
+// TestTriggerGivenValues: which given values of a trigger column (recalcWhen
+// 0, recalcDeps = text) grist-core keeps, as its engine (f98cda9) does with
+// the same columns: a new record recomputes it even when given (every
+// column of a new record is invalidated, and BulkAddRecord prevents no
+// recalculation); an update keeps a given value only when it changes the
+// cell, since an unchanged cell is trimmed from the update.
+func TestTriggerGivenValues(t *testing.T) {
+	s := New(t)
+	s.AddTable("T", Column{ID: "text", Type: "Text"}, Column{ID: "other", Type: "Text"})
+	textRef := 0
+	for _, c := range s.Columns("T") {
+		if c.ID == "text" {
+			textRef = c.colRef
+		}
+	}
+	code, body, _ := call(t, s, "POST", "/tables/T/columns",
+		`{"columns":[{"id":"by","fields":{"type":"Text","isFormula":false,"formula":"user.Email if $text else \"\""}}]}`, nil)
+	require.Equal(t, 200, code, body)
+	byRef := 0
+	for _, c := range s.Columns("T") {
+		if c.ID == "by" {
+			byRef = c.colRef
+		}
+	}
+	code, body, _ = call(t, s, "POST", "/apply",
+		fmt.Sprintf(`[["UpdateRecord","_grist_Tables_column",%d,{"recalcWhen":0,"recalcDeps":["L",%d]}]]`, byRef, textRef), nil)
+	require.Equal(t, 200, code, body)
+	s.AddAPIKey("kg-key", User{Email: "kgsync@example.com"})
+	write := func(method, path, body string) {
+		t.Helper()
+		code, got := callAs(t, s, "kg-key", method, path, body)
+		require.Equal(t, 200, code, got)
+	}
+
+	write("POST", "/tables/T/records", `{"records":[{"fields":{"text":"x","by":"ann@example.com"}},{"fields":{"by":"ann@example.com"}}]}`)
+	rows := s.Table("T")
+	require.Equal(t, "kgsync@example.com", rows[1]["by"], "a new record recomputes a trigger column with recalcDeps")
+	require.Equal(t, "", rows[2]["by"], "even when no dependency is given")
+
+	write("PATCH", "/tables/T/records", `{"records":[{"id":1,"fields":{"by":"ann@example.com"}}]}`)
+	require.Equal(t, "ann@example.com", s.Table("T")[1]["by"], "a value that changes the cell is kept")
+	write("PATCH", "/tables/T/records", `{"records":[{"id":1,"fields":{"text":"y","by":"ann@example.com"}}]}`)
+	require.Equal(t, "kgsync@example.com", s.Table("T")[1]["by"], "a value equal to the cell is trimmed: the dependency's change recomputes it")
+	write("PATCH", "/tables/T/records", `{"records":[{"id":1,"fields":{"text":"z","by":"ann@example.com"}}]}`)
+	require.Equal(t, "ann@example.com", s.Table("T")[1]["by"], "a changed value and a dependency's change: the value given")
+}
