@@ -15,17 +15,18 @@ import (
 var reSubjects = sync.OnceValue(func() []*regexp.Regexp {
 	var out []*regexp.Regexp
 	for _, p := range []string{
-		`^what\s+(?:does|do)\s+(?:the\s+(?:term|word|phrase|expression)\s+)?(.+?)\s+(?:mean|stand\s+for)\b`,
+		`^what\s+(?:does|do)\s+(?:the\s+(?:term|word|phrase|expression|abbreviation|acronym|letters)\s+)?(.+?)\s+(?:mean|stand\s+for)\b`,
 		`^what\s+is\s+meant\s+by\s+(.+)$`,
 		`^what\s+is\s+understood\s+by\s+(.+)$`,
 		`^(?:please\s+)?define\s+(.+)$`,
 		`^(?:what\s+is\s+)?the\s+(?:definition|meaning)\s+of\s+(.+)$`,
 		`^(?:definition|meaning)\s+of\s+(.+)$`,
-		`^what\s+(?:is|are)\s+(?:an?\s+|the\s+)?(.+)$`,
-		`^что\s+(?:означает|обозначает|значит|такое|понимается\s+под|подразумевается\s+под)\s+(.+)$`,
-		`^(?:дайте\s+)?определение\s+(.+)$`,
+		`^what(?:\s+(?:is|are)|'s)\s+(?:an?\s+|the\s+)?(.+)$`,
+		`^что\s+(?:означает|обозначает|значит|такое|понимается\s+под|подразумевается\s+под)\s+(?:(?:термин|понятие|слово|выражение)\s+)?(.+)$`,
+		`^(?:дайте\s+)?определение\s+(?:(?:термина|понятия|слова|выражения)\s+)?(.+)$`,
 		`^qu[ée]\s+(?:se\s+entiende\s+por|significa|quiere\s+decir|es|son)\s+(.+)$`,
-		`^(?:definici[óo]n\s+de|define)\s+(.+)$`,
+		`^(?:(?:cu[áa]l\s+es\s+)?(?:la\s+)?definici[óo]n\s+de|define)\s+(.+)$`,
+		`^(?:que\s+(?:signifie|veut\s+dire)|qu['’]entend-on\s+par|qu['’]est-ce\s+qu['’](?:e\s+)?|(?:quelle\s+est\s+la\s+)?d[ée]finition\s+(?:de\s+|d['’]|du\s+|des\s+))\s*(.+)$`,
 	} {
 		out = append(out, regexp.MustCompile(`(?i)`+p))
 	}

@@ -20,6 +20,18 @@ func TestDefinitionSubjects(t *testing.T) {
 		"¿Qué se entiende por evacuación?":               {"evacuación"},
 		"What is an implantable device?":                 {"implantable device"},
 		"How quickly must a controller notify a breach?": nil,
+		// Wordings the patterns were not written for.
+		"What do the letters SBOM stand for?":             {"SBOM"},
+		"What's an SBOM?":                                 {"SBOM"},
+		"Что означает термин «оператор»?":                 {"оператор"},
+		"Дайте определение понятия «гражданство»":         {"гражданство"},
+		"Что делает Президент при роспуске Думы?":         nil,
+		"¿Cuál es la definición de responsable?":          {"responsable"},
+		"Qu'est-ce qu'un dispositif médical ?":            {"un dispositif médical"},
+		"Que signifie « mise sur le marché » ?":           {"mise sur le marché"},
+		"Qu'entend-on par fabricant ?":                    {"fabricant"},
+		"Quelle est la définition d'un incident grave ?":  {"un incident grave"},
+		"Que fait le fabricant après un incident grave ?": nil,
 	} {
 		require.Equal(t, want, definitionSubjects(q), q)
 	}

@@ -17,14 +17,19 @@ import (
 // "сколько", "на какой срок", "с какого возраста", "cuántos"). Its answer
 // has a number near the question's words.
 var reAsksQuantity = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)\bhow (?:many|much|long|old|often|far|soon|large|big|high|frequently)\b|` +
+	return regexp.MustCompile(`(?i)\bhow (?:many|much|long|old|often|far|soon|large|big|high|frequently)\b(?:[^-]|$)|` +
 		`\b(?:maximum|minimum|max|min) (?:number|amount|size|length|duration|period|age|value|sum|fine|fee|penalty|term|time|count|rate|percentage)\b|` +
 		`\b(?:what|which) (?:age|percentage|proportion|amount|sum|fee|price|cost|deadline|time limit)\b|\bat what age\b|` +
-		`(?:^|[^\p{L}])сколько|на какой срок|какого (?:срока|времени|периода|возраста)|какой (?:срок|возраст|размер|процент)|` +
-		`как\p{L}* (?:максимальн|минимальн)\p{L}* (?:размер|срок|число|количеств|возраст|сумм|штраф)|какое (?:число|количество)|` +
-		`какова (?:сумма|величина|продолжительность)|` +
-		`cu[áa]nt[oa]s?\b|qu[ée] (?:edad|plazo|importe|porcentaje)|por cu[áa]nto tiempo|` +
-		`combien\b|quel (?:âge|délai|montant)`)
+		`\b(?:what|which)(?:'s| is| are) the (?:deadline|time limit)s?\b|` +
+		`(?:^|[^\p{L}])сколь(?:ко|ких|ким|кими)(?:[^\p{L}-]|$)|на какой срок|какого (?:срока|времени|периода|возраста)|(?:какой|каков) (?:срок|возраст|размер|процент)|` +
+		`как\p{L}* (?:максимальн|минимальн)\p{L}* (?:размер|срок|число|количеств|возраст|сумм|штраф)|(?:какое|каково) (?:\p{L}+ )?(?:число|количество)|` +
+		`(?:какова|какая) (?:сумма|величина|продолжительность)|как (?:долго|часто)|` +
+		`cu[áa]nt[oa]s?\b|qu[ée] (?:edad|plazo|importe|porcentaje)|por cu[áa]nto tiempo|con qu[ée] frecuencia|` +
+		`cu[áa]l(?:es)? (?:es|son) (?:el|la|los|las) (?:plazo|importe|edad|duraci[óo]n|cantidad|n[úu]mero|porcentaje|cuant[íi]a)s?\b|` +
+		`\b(?:plazo|importe|edad|duraci[óo]n|cantidad|n[úu]mero|porcentaje|multa|cuant[íi]a|anchura|altura|longitud|tama[ñn]o|per[íi]odo|valor|sanci[óo]n)(?:es|s)? (?:m[áa]xim|m[íi]nim)[oa]s?\b|` +
+		`combien\b|quel (?:âge|délai|montant)|à quelle fréquence|` +
+		`quel(?:le)?s? (?:est|sont) (?:le |la |les |l['’])(?:délai|montant|durée|âge|nombre|taille|prix|coût|pourcentage|taux)|` +
+		`(?:^|[^\p{L}])(?:délai|montant|durée|âge|nombre|taille|amende|période|valeur)s? (?:maxim|minim)(?:al|ale|ales|aux|um)\b`)
 })
 
 // quantityTables holds the word lists quantityTerms tells quantities from
@@ -204,15 +209,16 @@ var reAskedUnit = sync.OnceValue(func() []askedUnitPattern {
 	return []askedUnitPattern{
 		p(unitMoney, `\bhow much\b.*\b(?:cost|costs|pay|paid|charge|charges|charged|fee|fees|price)\b|\b(?:what|which) (?:fee|price|cost|sum)\b|`+
 			`\b(?:maximum|minimum|max|min) (?:amount|sum|fine|fee|penalty|price)\b|сколько (?:сто(?:ит|ят|ил)|плат(?:ит|ят|ить|ил)|денег)|`+
-			`(?:какой|каков\p{L}*|какая) (?:\p{L}+ )?(?:размер|сумма) (?:штраф|пошлин|платы|взнос|пенси|зарплат|оплат)|cu[áa]nto cuesta|quel montant`),
-		p(unitAge, `\bhow old\b|\b(?:at )?what age\b|\b(?:maximum|minimum|max|min) age\b|(?:какого|каком|какой) возраст|qu[ée] edad|quel âge`),
-		p(unitFreq, `\bhow (?:often|frequently)\b|как часто|con qu[ée] frecuencia|à quelle fréquence`),
-		p(unitSize, `\bhow (?:big|large)\b|\b(?:maximum|minimum|max|min) size\b|какого размера`),
-		p(unitLength, `\b(?:maximum|minimum|max|min) length\b|\bhow long\b[^?]*\bbe(?: at (?:most|least))?\s*\??\s*$`),
-		p(unitTime, `\bhow (?:long|soon)\b|\b(?:maximum|minimum|max|min) (?:duration|period|term|time)\b|\b(?:what|which) (?:deadline|time limit)\b|`+
+			`(?:какой|каков\p{L}*|какая) (?:\p{L}+ )?(?:размер|сумма) (?:\p{L}+ )?(?:штраф|пошлин|платы|взнос|пенси|зарплат|оплат)|cu[áa]nto cuesta|`+
+			`(?:importe|cuant[íi]a) (?:de la|del) (?:multa|tasa|sanci[óo]n)|multa (?:m[áa]xima|m[íi]nima)|quel (?:est le )?montant|montant (?:maximal|minimal)|combien co[ûu]te`),
+		p(unitAge, `\bhow old\b|\b(?:at )?what age\b|\b(?:maximum|minimum|max|min) age\b|(?:какого|каком|какой) возраст|qu[ée] edad|edad (?:m[íi]nima|m[áa]xima)|quel âge`),
+		p(unitFreq, `\bhow (?:often|frequently)\b|как часто|cada cu[áa]nto|con qu[ée] frecuencia|à quelle fréquence`),
+		p(unitSize, `\bhow (?:big|large)\b|\b(?:maximum|minimum|max|min) size\b|какого размера|tama[ñn]o (?:m[áa]ximo|m[íi]nimo)|taille (?:maximale|minimale)`),
+		p(unitLength, `\b(?:maximum|minimum|max|min) length\b|\bhow long\s[^?]*\bbe(?: at (?:most|least))?\s*\??\s*$`),
+		p(unitTime, `\bhow (?:long|soon)\b(?:[^-]|$)|как долго|сколько времени|\b(?:maximum|minimum|max|min) (?:duration|period|term|time)\b|\b(?:what|which)(?:(?:'s| is| are) the)? (?:deadline|time limit)s?\b|`+
 			`на какой срок|(?:какой|каков\p{L}*) (?:\p{L}+ )?срок|какого (?:срока|времени|периода)|какова продолжительность|`+
-			`por cu[áa]nto tiempo|qu[ée] plazo|quel délai`),
-		p("noun", `\bhow many ([\p{L}-]+)(?: ([\p{L}-]+))?|\b(?:maximum|minimum|max|min) number of ([\p{L}-]+)|(?:^|[^\p{L}])сколько ([\p{L}-]+)|`+
+			`cu[áa]nto tiempo|qu[ée] plazo|cu[áa]l es el plazo|plazo (?:m[áa]ximo|m[íi]nimo)|combien de temps|quel délai|quel(?:le)? est (?:le délai|la durée)|(?:délai|durée) (?:maximal|minimal)`),
+		p("noun", `\bhow many ([\p{L}-]+)(?: ([\p{L}-]+))?|\b(?:maximum|minimum|max|min) number of ([\p{L}-]+)|(?:^|[^\p{L}])сколь(?:ко|ких|ким|кими) ([\p{L}-]+)|`+
 			`(?:какое|каково) (?:\p{L}+ )?(?:число|количество) ([\p{L}-]+)|cu[áa]nt[oa]s ([\p{L}-]+)|combien de ([\p{L}-]+)`),
 	}
 })

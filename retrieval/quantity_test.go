@@ -147,3 +147,50 @@ func TestWithUnit(t *testing.T) {
 	require.Equal(t, []string{"annual"}, marked("The review takes place annually.", often))
 	require.Equal(t, []string{"4"}, marked("scores above 4 are fixed", nil), "no unit asked: every quantity")
 }
+
+// TestQuantityPatternsUnseen tries the quantity patterns on questions in
+// each language they were not written for: whether it asks a quantity,
+// and the unit askedUnits reads ("" for none). Every question whose unit
+// askedUnits reads asks a quantity (askedUnits is only asked then).
+func TestQuantityPatternsUnseen(t *testing.T) {
+	for _, c := range []struct {
+		q    string
+		asks bool
+		unit string
+	}{
+		{"What's the deadline to notify a breach?", true, "time"},
+		{"What is the time limit for an appeal?", true, "time"},
+		{"How many members does the board have?", true, "members"},
+		{"How long-lived are the identifiers meant to be, conceptually?", false, ""},
+		{"How does the server handle a long request?", false, ""},
+		{"What time zone is used for timestamps?", false, ""},
+		{"Как долго хранятся персональные данные?", true, "time"},
+		{"Как часто проводится проверка?", true, "frequency"},
+		{"Каков размер штрафа за нарушение?", true, "money"},
+		{"Какова сумма государственной пошлины?", true, "money"},
+		{"Каково число членов Совета Федерации?", true, "членов"},
+		{"Скольких судей назначает Совет Федерации?", true, "судей"},
+		{"Сколько-нибудь значимые изменения требуют согласования?", false, ""},
+		{"Какой документ подтверждает личность?", false, ""},
+		{"Кто определяет размер оплаты труда?", false, ""},
+		{"¿Cuánto tiempo se conservan los datos?", true, "time"},
+		{"¿Cuál es el plazo para notificar una violación?", true, "time"},
+		{"¿Cuál es la multa máxima?", true, "money"},
+		{"¿Cuál es la anchura mínima de las puertas de evacuación?", true, ""},
+		{"¿Con qué frecuencia se realiza la auditoría?", true, "frequency"},
+		{"¿Cuál es el importe de la tasa?", true, "money"},
+		{"¿Qué es un producto sanitario?", false, ""},
+		{"¿Cuándo entra en vigor el reglamento?", false, ""},
+		{"Combien de temps les données sont-elles conservées ?", true, "time"},
+		{"Quel est le délai de notification ?", true, "time"},
+		{"Quelle est la durée maximale de conservation ?", true, "time"},
+		{"Quel est le montant maximal de l'amende ?", true, "money"},
+		{"Quelle est la taille maximale d'un fichier ?", true, "size"},
+		{"À partir de quel âge peut-on voter ?", true, "age"},
+		{"Qu'est-ce qu'un dispositif médical ?", false, ""},
+	} {
+		require.Equal(t, c.asks, reAsksQuantity().MatchString(c.q), c.q)
+		_, name := askedUnits(c.q)
+		require.Equal(t, c.unit, name, c.q)
+	}
+}
