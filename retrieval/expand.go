@@ -717,24 +717,25 @@ func headingTokens(text, lang string) []string {
 func newHeadingIndex(c *Corpus) *headingIndex {
 	hx := &headingIndex{byFirst: map[string][]headingName{}}
 	for _, d := range c.Documents {
+		var names []headingName
 		shared := map[string]int{}
-		for _, n := range d.Nodes {
-			if n.Label == LabelSection && n.Title != "" {
-				shared[strings.Join(headingTokens(reLeadNumber().ReplaceAllString(n.Title, ""), d.Lang), " ")]++
-			}
-		}
 		for _, n := range d.Nodes {
 			if n.Label != LabelSection || n.Title == "" {
 				continue
 			}
 			toks := headingTokens(reLeadNumber().ReplaceAllString(n.Title, ""), d.Lang)
+			names = append(names, headingName{n.ID, toks})
+			shared[strings.Join(toks, " ")]++
+		}
+		for _, h := range names {
+			toks := h.tokens
 			if len(toks) == 0 || len(toks) > 6 || genericHeadings[toks[0]] && len(toks) < 3 {
 				continue
 			}
 			if len(toks) == 1 && !strings.ContainsAny(toks[0], "-0123456789") || shared[strings.Join(toks, " ")] > 1 {
 				continue
 			}
-			hx.byFirst[toks[0]] = append(hx.byFirst[toks[0]], headingName{n.ID, toks})
+			hx.byFirst[toks[0]] = append(hx.byFirst[toks[0]], h)
 		}
 	}
 	return hx
