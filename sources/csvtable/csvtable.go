@@ -36,6 +36,8 @@
 // pipeline deletes none of its stored rows and reads the other tables): a
 // file that cannot be opened, an empty file (no header row), a CSV syntax
 // error (bare or missing quote, a file truncated inside a quoted cell), a
+// row longer than 64 MiB (maxRowBytes; a row is held whole, so an open
+// quote stops there instead of gathering the rest of the file), a
 // header without the key column or with a duplicate name, and a configured
 // column absent from the header. A done context fails the listing.
 //
@@ -168,6 +170,8 @@ type table struct {
 	skip    map[string]bool
 	delim   rune
 	display string // the path as shown in messages
+	// maxRow bounds one row's bytes; 0 is maxRowBytes.
+	maxRow int64
 }
 
 var (

@@ -3,6 +3,7 @@ package csvtable
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/csv"
@@ -134,16 +135,72 @@ func (t *table) sameContent(ctx context.Context, want digestSummary) bool {
 	return got.rows == want.rows && len(got.blocks) == len(want.blocks) && got.blocks[len(got.blocks)-1] == want.blocks[len(want.blocks)-1]
 }
 
+// maxRowBytes bounds the bytes of one row of a table's file (its cells
+// and separators, and the line breaks of quoted cells): encoding/csv holds
+// a row whole, so a quote left open would otherwise gather the rest of
+// the file in memory.
+const maxRowBytes = 64 << 20
+
+// errRowTooLong is what the bounded file reader answers once a row has
+// passed the bound.
+var errRowTooLong = errors.New("row too long")
+
+// rowReader is the CSV reader of a table's file, each Read bounded to
+// t.maxRow bytes.
+type rowReader struct {
+	*csv.Reader
+	lim *boundedReader
+	// bom is the length of the byte order mark skipped, so that offsets
+	// are the file's.
+	bom int64
+	max int64
+}
+
+// boundedReader fails a read at or past max bytes from the start.
+type boundedReader struct {
+	r        io.Reader
+	n, limit int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.n >= b.limit {
+		return 0, errRowTooLong
+	}
+	p = p[:min(int64(len(p)), b.limit-b.n)]
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	return n, err
+}
+
+// Read reads the next row; a row longer than the bound is an error
+// naming its byte offset in the file. The bound counts from the bytes
+// read so far, which the row starts before: a row within it is never
+// refused, and at most the bound plus the read buffer is held.
+func (r *rowReader) Read() ([]string, error) {
+	start := r.InputOffset() + r.bom
+	r.lim.limit = r.lim.n + r.max
+	rec, err := r.Reader.Read()
+	if errors.Is(err, errRowTooLong) {
+		return nil, fmt.Errorf("the row at byte %d is longer than %d bytes; a quoted cell may be left open", start, r.max)
+	}
+	return rec, err
+}
+
 // csvReader is the CSV reader of a table's file: a leading byte order
-// mark skipped, the table's delimiter, ragged rows allowed.
-func (t *table) csvReader(r io.Reader) *csv.Reader {
-	br := bufio.NewReaderSize(r, 64<<10)
+// mark skipped, the table's delimiter, ragged rows allowed, rows bounded
+// to t.maxRow bytes (maxRowBytes unless set).
+func (t *table) csvReader(r io.Reader) *rowReader {
+	rr := &rowReader{max: cmp.Or(t.maxRow, maxRowBytes)}
+	rr.lim = &boundedReader{r: r, limit: rr.max}
+	br := bufio.NewReaderSize(rr.lim, 64<<10)
 	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
 		_, _ = br.Discard(len(utf8BOM))
+		rr.bom = int64(len(utf8BOM))
 	}
 	cr := csv.NewReader(br)
 	cr.Comma = t.delim
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
-	return cr
+	rr.Reader = cr
+	return rr
 }

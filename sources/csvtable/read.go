@@ -2,7 +2,6 @@ package csvtable
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,7 +127,7 @@ type columns struct {
 // returns the columns it names. A header name no property can be named
 // after leaves its column out, named in quarantine on p's page; the rows
 // sync.
-func (t *table) header(cr *csv.Reader, p *pager, d *contentDigest) (*columns, error) {
+func (t *table) header(cr *rowReader, p *pager, d *contentDigest) (*columns, error) {
 	header, err := cr.Read()
 	if errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("csv table %s: %s: empty file, no header row", t.id, t.display)
@@ -199,7 +198,7 @@ func (t *table) rowKey(c *columns, rec []string, row, line int) (string, error) 
 // Dropped columns and empty generated cells are left out. bad is the
 // first cell that is not valid UTF-8 or not a value of its column's type,
 // named by line and column (the row is skipped).
-func (t *table) record(cr *csv.Reader, c *columns, rec []string, key string, line int) (out sources.Record, bad error) {
+func (t *table) record(cr *rowReader, c *columns, rec []string, key string, line int) (out sources.Record, bad error) {
 	out = sources.Record{Key: key, Anchor: t.id, Attributes: make(map[string]any, len(rec)),
 		Where: t.display + " line " + strconv.Itoa(line)}
 	// cellLine is the line cell i starts on (a quoted cell may span

@@ -414,12 +414,15 @@ func (cfg Config) validatePagination() []error {
 	return errs
 }
 
-// validateLimits checks that max_pages, concurrency, rate_limit and
-// timeout are not negative.
+// validateLimits checks that max_pages, max_body_bytes, concurrency,
+// rate_limit and timeout are not negative.
 func (cfg Config) validateLimits() []error {
 	var errs []error
 	if cfg.MaxPages < 0 {
 		errs = append(errs, fmt.Errorf("max_pages: %d, want > 0", cfg.MaxPages))
+	}
+	if cfg.MaxBodyBytes < 0 {
+		errs = append(errs, fmt.Errorf("max_body_bytes: %d, want > 0", cfg.MaxBodyBytes))
 	}
 	if cfg.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("concurrency: %d, want > 0", cfg.Concurrency))

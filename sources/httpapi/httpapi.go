@@ -551,28 +551,21 @@ type item struct {
 // Grist table to the anchor reaches it (docs/config.md, "Node ids").
 func RecordKey(anchor, key string) string { return anchor + ":" + key }
 
-// page turns the raw records of one page into a Page: keys (a record without
-// one fails the page), duplicates (skipped), high-water mark, detail fetch,
-// mapping (a record that cannot be mapped is skipped).
+// page turns the raw records of one page into a Page: keys, duplicates
+// (skipped), high-water mark, detail fetch, mapping (a record that cannot
+// be mapped is skipped). A record without a key (not an object, or the key
+// expression yields none) is unlisted under the anchor's prefix: the other
+// records are read, and no stored record of the anchor is deleted, since
+// the keyless one may be any of them.
 func (s *Source) page(ctx context.Context, l *listing, at string, raws []any) (*sources.Page, error) {
 	page := &sources.Page{Partial: !l.full, Records: make([]sources.Record, 0, len(raws))}
 	items := make([]item, 0, len(raws))
 	for i, raw := range raws {
-		obj, ok := raw.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s: record index %d: records %q yielded %s, want object", at, i, s.records.expr, typeName(raw))
-		}
-		kv, found, err := s.key.first(ctx, obj)
+		k, obj, err := s.keyOf(ctx, raw)
 		if err != nil {
-			return nil, fmt.Errorf("%s: record index %d: %w", at, i, err)
-		}
-		k, ok := keyString(kv)
-		if !found || !ok {
-			got := "nothing"
-			if found {
-				got = fmt.Sprintf("%s %s", typeName(kv), compact(kv))
-			}
-			return nil, fmt.Errorf("%s: record index %d: key %q yielded no key (got %s), want a non-empty string or number", at, i, s.key.expr, got)
+			page.Unlisted = append(page.Unlisted, sources.Unlisted{Prefix: RecordKey(s.cfg.Anchor, ""),
+				Err: fmt.Errorf("%s: record index %d: %w", at, i, err)})
+			continue
 		}
 		id := RecordKey(s.cfg.Anchor, k)
 		if first, dup := l.seen[id]; dup {
@@ -614,6 +607,28 @@ func (s *Source) page(ctx context.Context, l *listing, at string, raws []any) (*
 		page.Records = append(page.Records, rec)
 	}
 	return page, nil
+}
+
+// keyOf returns the key of a raw record and the record as an object; an
+// error when it is not an object or its key expression yields no key.
+func (s *Source) keyOf(ctx context.Context, raw any) (string, map[string]any, error) {
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return "", nil, fmt.Errorf("records %q yielded %s, want object", s.records.expr, typeName(raw))
+	}
+	kv, found, err := s.key.first(ctx, obj)
+	if err != nil {
+		return "", nil, err
+	}
+	k, ok := keyString(kv)
+	if !found || !ok {
+		got := "nothing"
+		if found {
+			got = fmt.Sprintf("%s %s", typeName(kv), compact(kv))
+		}
+		return "", nil, fmt.Errorf("key %q yielded no key (got %s), want a non-empty string or number", s.key.expr, got)
+	}
+	return k, obj, nil
 }
 
 // details fetches and merges every item's detail document, at most

@@ -528,8 +528,9 @@ func TestRateLimit(t *testing.T) {
 }
 
 // TestJQErrors: compile errors name the field and expression; a record
-// without a key fails its page naming the record index; an attribute that
-// fails at run time skips only that record.
+// without a key is unlisted under the anchor's prefix, naming the page and
+// record index, and the other records are read; an attribute that fails at
+// run time skips only that record.
 func TestJQErrors(t *testing.T) {
 	t.Parallel()
 	_, err := New("tickets", Config{
@@ -543,11 +544,14 @@ func TestJQErrors(t *testing.T) {
 	require.NotContains(t, err.Error(), `attributes["ok"]`)
 
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("page") == "2" {
-			_, _ = w.Write([]byte(`{"data":[{"id":3,"subject":"ok"},{"ticket_id":4,"subject":"no id"}]}`))
-			return
+		switch r.URL.Query().Get("page") {
+		case "", "1":
+			_, _ = w.Write([]byte(`{"data":[{"id":1,"subject":"Paper jam"},{"id":2,"subject":17}]}`))
+		case "2":
+			_, _ = w.Write([]byte(`{"data":[{"ticket_id":4,"subject":"no id"},7,{"id":3,"subject":"ok"}],"total":5}`))
+		default:
+			_, _ = w.Write([]byte(`{"data":[],"total":5}`))
 		}
-		_, _ = w.Write([]byte(`{"data":[{"id":1,"subject":"Paper jam"},{"id":2,"subject":17}]}`))
 	})
 	b := setup(t, Config{
 		URL: srv.URL + "/tickets", Records: ".data[]", Key: ".id", Anchor: "ticket",
@@ -555,13 +559,20 @@ func TestJQErrors(t *testing.T) {
 		Attributes: map[string]string{"title": ".subject | ascii_downcase"},
 	})
 	pages, err := readAll(t, b.src, "")
-	require.Len(t, pages, 1)
-	require.Equal(t, []string{"1"}, keys(pages))
+	require.NoError(t, err)
+	require.Len(t, pages, 3)
+	require.Equal(t, []string{"1", "3"}, keys(pages))
 	require.Equal(t, "paper jam", pages[0].Records[0].Attributes["title"])
 	require.Len(t, pages[0].Skipped, 1)
 	require.Equal(t, "ticket:2", pages[0].Skipped[0].Key)
 	require.ErrorContains(t, pages[0].Skipped[0].Err, `record "2" (index 1): attributes["title"]: jq ".subject | ascii_downcase": ascii_downcase cannot be applied to: number (17)`)
-	require.ErrorContains(t, err, `page 2 (GET `+srv.URL+`/tickets?page=2): record index 1: key ".id" yielded no key (got null null)`)
+	require.Empty(t, pages[1].Skipped)
+	require.Len(t, pages[1].Unlisted, 2)
+	for _, u := range pages[1].Unlisted {
+		require.Equal(t, "ticket:", u.Prefix)
+	}
+	require.EqualError(t, pages[1].Unlisted[0].Err, `page 2 (GET `+srv.URL+`/tickets?page=2): record index 0: key ".id" yielded no key (got null null), want a non-empty string or number`)
+	require.EqualError(t, pages[1].Unlisted[1].Err, `page 2 (GET `+srv.URL+`/tickets?page=2): record index 1: records ".data[]" yielded number, want object`)
 }
 
 // TestHTMLErrorPage200: a maintenance page served with status 200 is an

@@ -38,3 +38,13 @@ func TestNewValidationOrder(t *testing.T) {
 		pos += i + len(want)
 	}
 }
+
+// TestNegativeMaxBodyBytes: a negative max_body_bytes is refused by New,
+// naming the field, not found out on every page as a body "larger than
+// -1 bytes".
+func TestNegativeMaxBodyBytes(t *testing.T) {
+	t.Parallel()
+	_, err := New("tickets", Config{URL: "https://api.example.com/tickets", Records: ".[]", Key: ".id", Anchor: "ticket",
+		MaxBodyBytes: -1}, nil)
+	require.ErrorContains(t, err, "max_body_bytes: -1, want > 0")
+}
