@@ -480,11 +480,10 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 	if err := r.chunkAttributes(out, embeds); err != nil {
 		return nil, err
 	}
-	old := map[string]uint64{} // the stored chunks' hashes, by id
-	if err := out.decodeStored(old); err != nil {
+	if err := out.decodeStored(); err != nil {
 		return nil, err
 	}
-	if err := r.compareChunks(out, old); err != nil {
+	if err := r.compareChunks(out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -610,16 +609,12 @@ func (r *runner) chunkAttributes(out *recordOutput, embeds map[string]string) er
 
 // decodeStored takes what state holds of o's record into o (its stored
 // chunks, props, document graph, links, edge, vectors and node
-// properties) and the stored chunks' hashes into old, by chunk id
-// (nothing for a record state does not hold). It sets oldNode when the
-// record's node is no longer the one stored.
-func (o *recordOutput) decodeStored(old map[string]uint64) error {
+// properties; nothing for a record state does not hold). It sets oldNode
+// when the record's node is no longer the one stored.
+func (o *recordOutput) decodeStored() error {
 	it := o.it
 	if it.stored == nil {
 		return nil
-	}
-	for _, c := range it.storedChunks {
-		old[c.ID] = c.Hash
 	}
 	o.oldChunks = it.storedChunks
 	o.oldProps = it.stored.Props
@@ -648,14 +643,18 @@ func (o *recordOutput) decodeStored(old map[string]uint64) error {
 }
 
 // compareChunks hashes each of out's chunks as its node is written and
-// compares the hash with the stored one (old, by chunk id): out.write
-// marks the chunks to write, out.removed the stored chunks that go.
+// compares the hash with the stored one (out.oldChunks): out.write marks
+// the chunks to write, out.removed the stored chunks that go.
 //
 // Invariant: a chunk whose stored hash equals its hash is not rewritten,
 // unless the whole record is (forceAll); every stored chunk the record
 // no longer has is in removed.
-func (r *runner) compareChunks(out *recordOutput, old map[string]uint64) error {
+func (r *runner) compareChunks(out *recordOutput) error {
 	it, rec := out.it, out.it.rec
+	old := make(map[string]uint64, len(out.oldChunks)) // the stored chunks' hashes, by id
+	for _, c := range out.oldChunks {
+		old[c.ID] = c.Hash
+	}
 	// A stored hash of 0 marks a write that was interrupted (see intent):
 	// the graph may hold any mix of the two versions, so rewrite it all.
 	forceAll := it.stored == nil || it.stored.Hash == 0 || r.mode.Full || r.mode.Reembed ||
