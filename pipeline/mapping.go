@@ -779,11 +779,11 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		case o.mandatory != nil:
 			r.docsChanged = true // the link pass rewrites the MANDATORY edges
 			rp, _ := json.Marshal(recordProps{Mandatory: o.mandatory})
-			commit.Records = append(commit.Records, r.recordState(source, o, "", rp))
+			commit.Records = append(commit.Records, r.recordState(o, rp))
 		case o.edge != nil:
 			r.edgeOps(b, o.edge, o.oldEdge, o.prevEdge)
 			rp, _ := json.Marshal(recordProps{Edge: o.edge})
-			commit.Records = append(commit.Records, r.recordState(source, o, "", rp))
+			commit.Records = append(commit.Records, r.recordState(o, rp))
 		default:
 			r.nodeRecordOps(b, &commit, ref, o, vectors, &synced)
 		}
@@ -843,13 +843,13 @@ func (r *runner) retireOps(b *sink.Batch, commit *state.Commit, ref state.Record
 }
 
 // recordState is the state record a mapped record commits: its hash,
-// fingerprint and stored props (rp); anchor is "" for a record that is
-// no node.
-func (r *runner) recordState(source string, o *recordOutput, anchor string, rp []byte) state.Record {
+// fingerprint, anchor (its node's label, "" for a record that is no
+// node) and stored props (rp).
+func (r *runner) recordState(o *recordOutput, rp []byte) state.Record {
 	rec := o.it.rec
 	return state.Record{
-		Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
-		Fingerprint: r.fingerprint(rec), Anchor: anchor, Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
+		Pipeline: r.p.Name, Source: o.it.source, Key: rec.Key, Hash: o.it.hash,
+		Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
 	}
 }
 
@@ -894,7 +894,7 @@ func (r *runner) nodeRecordOps(b *sink.Batch, commit *state.Commit, ref state.Re
 	if docGraph {
 		rp = o.storedProps(vecAttrs)
 	}
-	commit.Records = append(commit.Records, r.recordState(ref.Source, o, o.label, rp))
+	commit.Records = append(commit.Records, r.recordState(o, rp))
 	if len(o.states) > 0 || o.it.found {
 		// A record state does not hold has no chunks to replace.
 		commit.ReplaceChunks[ref] = o.states
