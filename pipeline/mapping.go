@@ -882,7 +882,7 @@ func (r *runner) nodeRecordOps(b *sink.Batch, commit *state.Commit, ref state.Re
 	docRef := sink.NodeRef{Label: o.label, ID: o.nodeID}
 	r.linkOps(b, docRef, o.links, o.oldLinks)
 	if docGraph {
-		r.docGraphOps(b, o, vectors, o.forceAll)
+		r.docGraphOps(b, o, vectors)
 		r.docsChanged = true
 		r.touchDocs(o.it.rec.Key, o.docIDs, o.oldDocIDs)
 		if commit.LinkDocs == nil {
