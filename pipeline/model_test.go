@@ -736,3 +736,27 @@ func storedBeforeSourceID(t *testing.T) *modelBundle {
 	require.EqualValues(t, 1, n)
 	return b
 }
+
+// A link or mandatory table's fingerprint is hashed when the model is
+// built, not on each of its rows' three asks (classify, compare, commit),
+// and it changes with the table's part of the model.
+// (Not parallel: testing.AllocsPerRun refuses a parallel test.)
+func TestLinkAndMandatoryTableFingerprintsAreHashedOnce(t *testing.T) {
+	cfg := func(prop, note string) *config.Model {
+		return &config.Model{
+			Anchors: []config.Anchor{{Name: "heading", Table: "headings"}, {Name: "guide", Table: "guides"}},
+			LinkTables: []config.LinkTable{{Name: "REQUIRES_GUIDE", Table: "headings_guides",
+				From: config.LinkEnd{Anchor: "heading", Column: "heading"}, To: config.LinkEnd{Anchor: "guide", Column: "guide"},
+				Properties: []string{prop}}},
+			MandatoryTables: []config.MandatoryTable{{Table: "pairs", From: "a", To: "b", Note: note}},
+		}
+	}
+	m := pipeline.NewModel(cfg("since", "why"))
+	for _, table := range []string{"headings_guides", "pairs"} {
+		require.Zero(t, testing.AllocsPerRun(100, func() { _ = m.Fingerprint(table) }), table)
+	}
+	require.NotEqual(t, m.Fingerprint("headings_guides"), pipeline.NewModel(cfg("until", "why")).Fingerprint("headings_guides"))
+	require.Equal(t, m.Fingerprint("pairs"), pipeline.NewModel(cfg("until", "why")).Fingerprint("pairs"))
+	require.NotEqual(t, m.Fingerprint("pairs"), pipeline.NewModel(cfg("since", "because")).Fingerprint("pairs"))
+	require.NotEqual(t, m.Fingerprint("pairs"), m.Fingerprint("headings_guides"))
+}
