@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
 	"github.com/kgsync/kgsync/state/sqlite"
+	"github.com/kgsync/kgsync/state/statetest"
 )
 
 // tableSource is an in-memory tabular source: records by key, listed in key
@@ -123,9 +123,7 @@ type modelBundle struct {
 
 func setupModel(t *testing.T) *modelBundle {
 	t.Helper()
-	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
+	store := statetest.SQLite(t)
 	tok, err := chunker.NewTokenizer("cl100k_base")
 	require.NoError(t, err)
 	b := &modelBundle{src: tariff(), graph: graphtest.New(), emb: &countingEmbedder{Embedder: hashing.New("hashing-v1", 16)}, store: store}
