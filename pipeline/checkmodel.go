@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -237,7 +238,7 @@ func (c *modelCheck) anchors(path string) {
 			continue
 		}
 		for j, attr := range a.Attributes {
-			col := cmpOr(attr.Column, attr.Name)
+			col := cmp.Or(attr.Column, attr.Name)
 			kind, ok := c.column(fmt.Sprintf("%s.attributes[%d]", at, j), t, cols, col)
 			if ok && attr.Embeddable && kind != "text" && kind != "any" {
 				c.add("%s.attributes[%d]: embeddable, but column %q of table %q is %s: only text is embedded", at, j, col, t, kind)
@@ -252,7 +253,7 @@ func (c *modelCheck) anchors(path string) {
 // link checks an anchor's link l (at lat) against its table t's columns:
 // its column is a Ref or RefList to the table of the anchor it links to.
 func (c *modelCheck) link(lat, t string, cols map[string]string, l config.Link) {
-	col := cmpOr(l.Column, l.Name)
+	col := cmp.Or(l.Column, l.Name)
 	kind, ok := cols[col]
 	if !ok {
 		// Links match their column ignoring case.
@@ -330,13 +331,6 @@ func (c *modelCheck) keys(have []SourceTables) {
 			}
 		}
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // CheckConfig runs, for every command that reads or writes a graph or

@@ -100,9 +100,7 @@ func (p *Pipeline) Corpus(ctx context.Context) (*retrieval.Corpus, error) {
 		return nil, err
 	}
 	if cur != "" {
-		var m struct {
-			Edges []xrefEdge `json:"edges"`
-		}
+		var m mandatoryState
 		if err := json.Unmarshal([]byte(cur), &m); err != nil {
 			return nil, fmt.Errorf("stored mandatory links: %w", err)
 		}

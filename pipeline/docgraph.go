@@ -255,20 +255,20 @@ func (s elementNode) props(docID string) map[string]any {
 
 // docGraphOps writes a document's element tree, terms and same-document
 // references, skipping nodes whose content did not change since the stored
-// version (unless force), and deletes what the document no longer has.
-func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, vectors map[uint64][]float32, force bool) {
-	keep := o.elementOps(b, force)
-	o.termOps(b, vectors, force)
+// version (unless o.forceAll), and deletes what the document no longer has.
+func (r *runner) docGraphOps(b *sink.Batch, o *recordOutput, vectors map[uint64][]float32) {
+	keep := o.elementOps(b)
+	o.termOps(b, vectors)
 	o.xrefOps(b, keep)
 }
 
 // elementOps writes o's sections and elements whose hash differs from the
-// stored one (all of them when force) and deletes the stored ones it no
+// stored one (all of them when o.forceAll) and deletes the stored ones it no
 // longer has; it sets each node's Hash, and returns the nodes o has.
 //
 // Invariant: a node is keyed by label and id (an element that became a
 // section, as it gained sub-clauses, keeps its id but is another node).
-func (o *recordOutput) elementOps(b *sink.Batch, force bool) (keep map[sink.NodeRef]bool) {
+func (o *recordOutput) elementOps(b *sink.Batch) (keep map[sink.NodeRef]bool) {
 	old := map[sink.NodeRef]uint64{}
 	for _, s := range o.oldSections {
 		old[sink.NodeRef{Label: LabelSection, ID: s.ID}] = s.Hash
@@ -291,7 +291,7 @@ func (o *recordOutput) elementOps(b *sink.Batch, force bool) (keep map[sink.Node
 			s.Hash = nodeHash(props)
 			ref := sink.NodeRef{Label: label, ID: s.ID}
 			keep[ref] = true
-			if h, ok := old[ref]; ok && h == s.Hash && !force {
+			if h, ok := old[ref]; ok && h == s.Hash && !o.forceAll {
 				continue
 			}
 			b.NodeUpserts = append(b.NodeUpserts, sink.NodeUpsert{Label: label, ID: s.ID, Props: props})
@@ -320,8 +320,8 @@ func (o *recordOutput) elementOps(b *sink.Batch, force bool) (keep map[sink.Node
 
 // termOps writes o's terms, rewritten with the document, their vectors
 // from the embed pass; the lexical index gets only the terms whose text
-// changed (all of them when force). Stored terms o no longer has go.
-func (o *recordOutput) termOps(b *sink.Batch, vectors map[uint64][]float32, force bool) {
+// changed (all of them when o.forceAll). Stored terms o no longer has go.
+func (o *recordOutput) termOps(b *sink.Batch, vectors map[uint64][]float32) {
 	oldTerm := map[string]string{}
 	for _, t := range o.oldTerms {
 		oldTerm[t.ID] = t.embedText()
@@ -335,7 +335,7 @@ func (o *recordOutput) termOps(b *sink.Batch, vectors map[uint64][]float32, forc
 			PropEmbedding: vectors[diff.TextHash(t.embedText())],
 			PropLex:       retrieval.LexicalText(t.embedText(), o.lang()),
 		}})
-		if old, ok := oldTerm[t.ID]; force || !ok || old != t.embedText() {
+		if old, ok := oldTerm[t.ID]; o.forceAll || !ok || old != t.embedText() {
 			o.lexUpsert(state.LexicalTerm, t.ID, t.embedText())
 		}
 		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: RelDefinedIn, From: tref, To: sink.NodeRef{Label: t.DefinedInLabel, ID: t.DefinedIn}})

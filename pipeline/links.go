@@ -370,7 +370,7 @@ func (r *runner) linkPass(ctx context.Context) error {
 	if idx.err != nil {
 		return fmt.Errorf("link pass: %w", idx.err)
 	}
-	cur, err := json.Marshal(mandatoryState{fmt.Sprintf("%016x", mandatoryHash), mandatory})
+	cur, err := json.Marshal(mandatoryState{mandatoryHash, mandatory})
 	if err != nil {
 		return fmt.Errorf("link pass: %w", err)
 	}
@@ -381,32 +381,33 @@ func (r *runner) linkPass(ctx context.Context) error {
 }
 
 // mandatoryWanted hashes the MANDATORY links asked for (the config's and
-// the expert review's) and reads the ones stored; changed reports that
-// they differ from what the last link pass wrote.
-func (r *runner) mandatoryWanted(ctx context.Context) (hash uint64, stored mandatoryState, changed bool, _ error) {
+// the expert review's; hash as mandatoryState holds it) and reads the
+// ones stored; changed reports that they differ from what the last link
+// pass wrote.
+func (r *runner) mandatoryWanted(ctx context.Context) (hash string, stored mandatoryState, changed bool, _ error) {
 	var expertLinks []review.Link
 	if r.p.Review != nil {
 		var err error
 		if expertLinks, err = r.p.Review.Mandatory(ctx); err != nil {
-			return 0, stored, false, fmt.Errorf("link pass: expert mandatory links: %w", err)
+			return "", stored, false, fmt.Errorf("link pass: expert mandatory links: %w", err)
 		}
 	}
 	mv := mandatoryValue(r.p.Mandatory)
 	for _, l := range expertLinks {
 		mv = append(mv, []any{"expert", l.From, l.To, l.Note, l.By, l.At})
 	}
-	hash = mustHash(mv)
+	hash = hashHex(mustHash(mv))
 	storedMandatory, err := r.p.Store.CursorGet(ctx, r.p.Name, mandatoryCursor)
 	if err != nil {
-		return 0, stored, false, fmt.Errorf("link pass: %w", err)
+		return "", stored, false, fmt.Errorf("link pass: %w", err)
 	}
 	if storedMandatory != "" {
 		if err := json.Unmarshal([]byte(storedMandatory), &stored); err != nil {
-			return 0, stored, false, fmt.Errorf("link pass: stored mandatory links: %w", err)
+			return "", stored, false, fmt.Errorf("link pass: stored mandatory links: %w", err)
 		}
 	}
 	// No mandatory link configured and none written is no change.
-	changed = stored.Hash != fmt.Sprintf("%016x", hash) &&
+	changed = stored.Hash != hash &&
 		(storedMandatory != "" || len(r.p.Mandatory) > 0 || r.p.Model.hasMandatoryTables())
 	return hash, stored, changed, nil
 }

@@ -480,11 +480,10 @@ func (r *runner) mapRecord(ctx context.Context, it item) (*recordOutput, error) 
 	if err := r.chunkAttributes(out, embeds); err != nil {
 		return nil, err
 	}
-	old := map[string]uint64{} // the stored chunks' hashes, by id
-	if err := out.decodeStored(old); err != nil {
+	if err := out.decodeStored(); err != nil {
 		return nil, err
 	}
-	if err := r.compareChunks(out, old); err != nil {
+	if err := r.compareChunks(out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -610,16 +609,12 @@ func (r *runner) chunkAttributes(out *recordOutput, embeds map[string]string) er
 
 // decodeStored takes what state holds of o's record into o (its stored
 // chunks, props, document graph, links, edge, vectors and node
-// properties) and the stored chunks' hashes into old, by chunk id
-// (nothing for a record state does not hold). It sets oldNode when the
-// record's node is no longer the one stored.
-func (o *recordOutput) decodeStored(old map[string]uint64) error {
+// properties; nothing for a record state does not hold). It sets oldNode
+// when the record's node is no longer the one stored.
+func (o *recordOutput) decodeStored() error {
 	it := o.it
 	if it.stored == nil {
 		return nil
-	}
-	for _, c := range it.storedChunks {
-		old[c.ID] = c.Hash
 	}
 	o.oldChunks = it.storedChunks
 	o.oldProps = it.stored.Props
@@ -648,14 +643,18 @@ func (o *recordOutput) decodeStored(old map[string]uint64) error {
 }
 
 // compareChunks hashes each of out's chunks as its node is written and
-// compares the hash with the stored one (old, by chunk id): out.write
-// marks the chunks to write, out.removed the stored chunks that go.
+// compares the hash with the stored one (out.oldChunks): out.write marks
+// the chunks to write, out.removed the stored chunks that go.
 //
 // Invariant: a chunk whose stored hash equals its hash is not rewritten,
 // unless the whole record is (forceAll); every stored chunk the record
 // no longer has is in removed.
-func (r *runner) compareChunks(out *recordOutput, old map[string]uint64) error {
+func (r *runner) compareChunks(out *recordOutput) error {
 	it, rec := out.it, out.it.rec
+	old := make(map[string]uint64, len(out.oldChunks)) // the stored chunks' hashes, by id
+	for _, c := range out.oldChunks {
+		old[c.ID] = c.Hash
+	}
 	// A stored hash of 0 marks a write that was interrupted (see intent):
 	// the graph may hold any mix of the two versions, so rewrite it all.
 	forceAll := it.stored == nil || it.stored.Hash == 0 || r.mode.Full || r.mode.Reembed ||
@@ -780,11 +779,11 @@ func (r *runner) buildBatch(source string, outs []*recordOutput, vectors map[uin
 		case o.mandatory != nil:
 			r.docsChanged = true // the link pass rewrites the MANDATORY edges
 			rp, _ := json.Marshal(recordProps{Mandatory: o.mandatory})
-			commit.Records = append(commit.Records, r.recordState(source, o, "", rp))
+			commit.Records = append(commit.Records, r.recordState(o, rp))
 		case o.edge != nil:
 			r.edgeOps(b, o.edge, o.oldEdge, o.prevEdge)
 			rp, _ := json.Marshal(recordProps{Edge: o.edge})
-			commit.Records = append(commit.Records, r.recordState(source, o, "", rp))
+			commit.Records = append(commit.Records, r.recordState(o, rp))
 		default:
 			r.nodeRecordOps(b, &commit, ref, o, vectors, &synced)
 		}
@@ -844,13 +843,13 @@ func (r *runner) retireOps(b *sink.Batch, commit *state.Commit, ref state.Record
 }
 
 // recordState is the state record a mapped record commits: its hash,
-// fingerprint and stored props (rp); anchor is "" for a record that is
-// no node.
-func (r *runner) recordState(source string, o *recordOutput, anchor string, rp []byte) state.Record {
+// fingerprint, anchor (its node's label, "" for a record that is no
+// node) and stored props (rp).
+func (r *runner) recordState(o *recordOutput, rp []byte) state.Record {
 	rec := o.it.rec
 	return state.Record{
-		Pipeline: r.p.Name, Source: source, Key: rec.Key, Hash: o.it.hash,
-		Fingerprint: r.fingerprint(rec), Anchor: anchor, Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
+		Pipeline: r.p.Name, Source: o.it.source, Key: rec.Key, Hash: o.it.hash,
+		Fingerprint: r.fingerprint(rec), Anchor: o.label, Props: rp, Origin: stateOrigin(rec.Origin), Ord: o.it.ord,
 	}
 }
 
@@ -883,7 +882,7 @@ func (r *runner) nodeRecordOps(b *sink.Batch, commit *state.Commit, ref state.Re
 	docRef := sink.NodeRef{Label: o.label, ID: o.nodeID}
 	r.linkOps(b, docRef, o.links, o.oldLinks)
 	if docGraph {
-		r.docGraphOps(b, o, vectors, o.forceAll)
+		r.docGraphOps(b, o, vectors)
 		r.docsChanged = true
 		r.touchDocs(o.it.rec.Key, o.docIDs, o.oldDocIDs)
 		if commit.LinkDocs == nil {
@@ -895,7 +894,7 @@ func (r *runner) nodeRecordOps(b *sink.Batch, commit *state.Commit, ref state.Re
 	if docGraph {
 		rp = o.storedProps(vecAttrs)
 	}
-	commit.Records = append(commit.Records, r.recordState(ref.Source, o, o.label, rp))
+	commit.Records = append(commit.Records, r.recordState(o, rp))
 	if len(o.states) > 0 || o.it.found {
 		// A record state does not hold has no chunks to replace.
 		commit.ReplaceChunks[ref] = o.states

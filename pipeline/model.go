@@ -26,6 +26,9 @@ type Model struct {
 	byName     map[string]*anchorModel
 	linkTables map[string]*config.LinkTable
 	mandatory  map[string]*config.MandatoryTable
+	// tableFingerprints are the link and mandatory tables' parts of the
+	// model (ownFingerprint), hashed once: every row of theirs asks.
+	tableFingerprints map[string]uint64
 	// labels hashes every table → label mapping: a link's target label
 	// comes from it, so renaming an anchor reprocesses the records that
 	// link to it too.
@@ -43,7 +46,7 @@ type anchorModel struct {
 // NewModel builds a Model from the config (nil = default mapping only).
 func NewModel(cfg *config.Model) *Model {
 	m := &Model{byTable: map[string]*anchorModel{}, byName: map[string]*anchorModel{},
-		linkTables: map[string]*config.LinkTable{}, mandatory: map[string]*config.MandatoryTable{}}
+		linkTables: map[string]*config.LinkTable{}, mandatory: map[string]*config.MandatoryTable{}, tableFingerprints: map[string]uint64{}}
 	if cfg == nil {
 		return m
 	}
@@ -74,10 +77,14 @@ func NewModel(cfg *config.Model) *Model {
 	for i := range cfg.LinkTables {
 		lt := &cfg.LinkTables[i]
 		m.linkTables[lt.Table] = lt
+		m.tableFingerprints[lt.Table] = mustHash(map[string]any{"link_table": lt.Name, "from": lt.From.Anchor + "." + lt.From.Column,
+			"to": lt.To.Anchor + "." + lt.To.Column, "properties": strings.Join(lt.Properties, "\x00")})
 	}
+	// A table both a link and a mandatory table hashes as a mandatory table.
 	for i := range cfg.MandatoryTables {
 		mt := &cfg.MandatoryTables[i]
 		m.mandatory[mt.Table] = mt
+		m.tableFingerprints[mt.Table] = mustHash(map[string]any{"mandatory_table": mt.Table, "from": mt.From, "to": mt.To, "note": mt.Note})
 	}
 	var pairs []any
 	for _, a := range cfg.Anchors {
@@ -156,14 +163,7 @@ func (m *Model) ownFingerprint(table string) uint64 {
 	if am, ok := m.byTable[table]; ok {
 		return am.fingerprint
 	}
-	if mt, ok := m.mandatory[table]; ok {
-		return mustHash(map[string]any{"mandatory_table": mt.Table, "from": mt.From, "to": mt.To, "note": mt.Note})
-	}
-	if lt, ok := m.linkTables[table]; ok {
-		return mustHash(map[string]any{"link_table": lt.Name, "from": lt.From.Anchor + "." + lt.From.Column,
-			"to": lt.To.Anchor + "." + lt.To.Column, "properties": strings.Join(lt.Properties, "\x00")})
-	}
-	return 0
+	return m.tableFingerprints[table] // 0 for a table the model does not list
 }
 
 // Mark fingerprints the whole model as far as it shapes the graph: every

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
 	"github.com/kgsync/kgsync/state/sqlite"
+	"github.com/kgsync/kgsync/state/statetest"
 )
 
 // tableSource is an in-memory tabular source: records by key, listed in key
@@ -123,9 +123,7 @@ type modelBundle struct {
 
 func setupModel(t *testing.T) *modelBundle {
 	t.Helper()
-	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
+	store := statetest.SQLite(t)
 	tok, err := chunker.NewTokenizer("cl100k_base")
 	require.NoError(t, err)
 	b := &modelBundle{src: tariff(), graph: graphtest.New(), emb: &countingEmbedder{Embedder: hashing.New("hashing-v1", 16)}, store: store}
@@ -735,4 +733,28 @@ func storedBeforeSourceID(t *testing.T) *modelBundle {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	return b
+}
+
+// A link or mandatory table's fingerprint is hashed when the model is
+// built, not on each of its rows' three asks (classify, compare, commit),
+// and it changes with the table's part of the model.
+// (Not parallel: testing.AllocsPerRun refuses a parallel test.)
+func TestLinkAndMandatoryTableFingerprintsAreHashedOnce(t *testing.T) {
+	cfg := func(prop, note string) *config.Model {
+		return &config.Model{
+			Anchors: []config.Anchor{{Name: "heading", Table: "headings"}, {Name: "guide", Table: "guides"}},
+			LinkTables: []config.LinkTable{{Name: "REQUIRES_GUIDE", Table: "headings_guides",
+				From: config.LinkEnd{Anchor: "heading", Column: "heading"}, To: config.LinkEnd{Anchor: "guide", Column: "guide"},
+				Properties: []string{prop}}},
+			MandatoryTables: []config.MandatoryTable{{Table: "pairs", From: "a", To: "b", Note: note}},
+		}
+	}
+	m := pipeline.NewModel(cfg("since", "why"))
+	for _, table := range []string{"headings_guides", "pairs"} {
+		require.Zero(t, testing.AllocsPerRun(100, func() { _ = m.Fingerprint(table) }), table)
+	}
+	require.NotEqual(t, m.Fingerprint("headings_guides"), pipeline.NewModel(cfg("until", "why")).Fingerprint("headings_guides"))
+	require.Equal(t, m.Fingerprint("pairs"), pipeline.NewModel(cfg("until", "why")).Fingerprint("pairs"))
+	require.NotEqual(t, m.Fingerprint("pairs"), pipeline.NewModel(cfg("since", "because")).Fingerprint("pairs"))
+	require.NotEqual(t, m.Fingerprint("pairs"), m.Fingerprint("headings_guides"))
 }
