@@ -1,6 +1,7 @@
 package chunker_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -134,6 +135,26 @@ func BenchmarkCrossRefs(b *testing.B) {
 			b.ReportMetric(float64(same), "same-doc-refs")
 			b.ReportMetric(float64(len(refs)-same), "external-refs")
 			b.ReportMetric(float64(len(chunker.Terms(root))), "terms")
+		})
+	}
+}
+
+// BenchmarkCrossRefsOneLine reads the cross-references of 2 MiB of
+// text on one line (a corpus document with its line breaks taken out),
+// one element whose text the reference scanner reads whole.
+func BenchmarkCrossRefsOneLine(b *testing.B) {
+	for _, name := range []string{"rfc7231.txt", "constitutionrf.txt"} {
+		b.Run(name, func(b *testing.B) {
+			words := strings.Join(strings.Fields(string(readDoc(b, name))), " ")
+			text := strings.Repeat(words+" ", 2<<20/len(words)+1)[:2<<20]
+			root, err := chunker.Parse("txt", []byte(text))
+			require.NoError(b, err)
+			b.SetBytes(int64(len(text)))
+			var refs []chunker.Ref
+			for b.Loop() {
+				refs = chunker.CrossRefs(root)
+			}
+			b.ReportMetric(float64(len(refs)), "refs")
 		})
 	}
 }

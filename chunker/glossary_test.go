@@ -11,7 +11,8 @@ import (
 // TestGlossaryLayouts: glossaries in the layouts documents set them in
 // become terms: a term on a line of its own over its definition, "term:
 // definition", a two-column table, an abbreviation and its expansion on
-// each line (none taken for a term line over its definition), an EU
+// each line (none taken for a term line over its definition, and no term
+// line or definition that opens with capitals read as one), an EU
 // definition whose quoted term is followed by more words before "means".
 func TestGlossaryLayouts(t *testing.T) {
 	for _, tc := range []struct {
@@ -23,6 +24,10 @@ func TestGlossaryLayouts(t *testing.T) {
 		{"abbreviation and its expansion on each line", "md", "# Abbreviations\n\nFSCA field safety corrective action\n\nFSN field safety notice\n\nIFU instructions for use\n\nTD technical documentation\n\nSRN single registration number\n\nURL Uniform Resource Locator (internet address)\n",
 			map[string]string{"FSCA": "field safety corrective action", "FSN": "field safety notice", "IFU": "instructions for use", "TD": "technical documentation",
 				"SRN": "single registration number", "URL": "Uniform Resource Locator"}},
+		{"term line over a definition that opens with an abbreviation", "md", "# Glossary\n\nJSON Web Token\n\nJWT compact token format defined in RFC 7519.\n\nTransport Layer Security\n\nTLS protocol that secures connections between two parties.\n\nsoftware bill of materials\n\nSBOM inventory of the components of a piece of software.\n",
+			map[string]string{"JSON Web Token": "JWT compact token format", "Transport Layer Security": "TLS protocol", "software bill of materials": "SBOM inventory"}},
+		{"term lines over lists are no abbreviations", "md", "# Glossary\n\nCPU time\n\n- the time a processor spends on a task\n\nAPI key\n\n- a secret that identifies a caller\n\nHTTP status\n\n* the three-digit code of a response\n",
+			map[string]string{}},
 		{"term: definition", "md", "# Terms and definitions\n\nBaseline: the settings a system is configured from.\n\nAsset: anything of value to the organization.\n",
 			map[string]string{"Baseline": "the settings", "Asset": "anything of value"}},
 		{"two-column table", "md", "# Glossary\n\n| Term | Definition |\n|---|---|\n| audit log | A record of the events of a system in the order they happened. |\n| least privilege | Giving each user only the access their work needs. |\n",

@@ -364,15 +364,17 @@ func joinDropCaps(lines, drop []string) {
 		if j < len(lines) && strings.TrimSpace(lines[j]) == "" {
 			j++
 		}
-		if j >= len(lines) || drop[j] != "" || indentOf(lines[j]) > indentOf(l) {
-			// The rest of a dropped word starts at the letter's left edge;
-			// a line set deeper is an entry under an index letter ("C"
-			// over "   cacheable  24").
+		if j >= len(lines) || drop[j] != "" {
 			continue
 		}
 		next := strings.TrimLeft(lines[j], " \t")
 		nr, _ := utf8.DecodeRuneInString(next)
-		if !unicode.IsLower(nr) {
+		if !unicode.IsLower(nr) || unicode.ToUpper(nr) == r {
+			// The rest of a dropped word goes on from the letter, at the
+			// letter's left edge or, from a converter that keeps the
+			// layout, set clear of it ("T" / "     his chapter …"); an
+			// entry under an index letter starts with the letter again
+			// ("C" over "   cacheable  24").
 			continue
 		}
 		lines[j] = t + next

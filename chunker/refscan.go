@@ -55,17 +55,22 @@ type refScanner struct {
 
 // refPatterns holds the reference scanner's patterns; refRe compiles them.
 type refPatterns struct {
-	startRe, leadIn, gazette, acronymRe, docContinues, defaultDocRe         *regexp.Regexp
+	startAt, leadIn, gazette, acronymRe, docContinues, defaultDocRe         *regexp.Regexp
 	andNext, otherDoc, thereof, docSep, listNextRe, connectorRe, acronymDef *regexp.Regexp
 	docTypeWord, abbrevLine                                                 *regexp.Regexp
 }
 
+// startPattern matches the places a reference can start; every one starts
+// with a letter, a digit, "§" or "[".
+const startPattern = `(?i)(?:articles?|arts?\.|artículos?|articulos?|artigos?|artico[li]|artikels?|artykuł|стат\p{L}*|ст\.|annex\p{L}*|appendi\p{L}*|app\.|anex\p{L}*|anej\p{L}*|apéndice\p{L}*|apendice|anhang|allegat\p{L}*|bijlage|приложени\p{L}*|прил\.|chapters?|chapitre|cap[íi]tul\p{L}*|kapitel|capo|глав\p{L}*|гл\.|parts?|partie|parte\p{L}*|teil|titles?|titre|t[íi]tul\p{L}*|titel|recitals?|considerando\p{L}*|considérant\p{L}*|erwägungsgr\p{L}*|tabl\p{L}*|tabelle\p{L}*|tabella|таблиц\p{L}*|табл\.|tab\.|figur\p{L}*|figs?\.|abbildung|abb\.|рисун\p{L}*|рис\.|част\p{L}*|ч\.|sections?|subsections?|sec\.|§|secci\p{L}*|abschnitt|sezione|раздел\p{L}*|clauses?|subclauses?|paragraphs?|paras?\.|subparagraphs?|points?|pt\.|items?|apartados?|subapartados?|puntos?|párraf\p{L}*|requirements?|подпункт\p{L}*|пункт\p{L}*|пп\.|п\.|требовани\p{L}*|параграф\p{L}*|see|cf\.|в соответствии с|согласно|см\.|según|véase|conforme a|de acuerdo con|\[?RFC|regulation|directive|decision|recommendation|reglamento|directiva|decisión|règlement|verordnung|richtlinie|регламент|директива|commission|council|implementing|delegated|(?:EN |UNE-EN |UNE |DIN EN |BS EN )?(?:ISO|IEC|ИСО|МЭК)|ГОСТ|СП|\d{1,4}-ФЗ|(?:CTE )?DB[\s-])`
+
 // refRe returns the reference scanner's patterns, compiled on first use.
 var refRe = sync.OnceValue(func() *refPatterns {
 	return &refPatterns{
-		// startRe finds the places a reference can start: an address keyword, a
-		// document identifier, a lead-in before a bare number, an acronym.
-		startRe: regexp.MustCompile(`(?i)(?:articles?|arts?\.|artículos?|articulos?|artigos?|artico[li]|artikels?|artykuł|стат\p{L}*|ст\.|annex\p{L}*|appendi\p{L}*|app\.|anex\p{L}*|anej\p{L}*|apéndice\p{L}*|apendice|anhang|allegat\p{L}*|bijlage|приложени\p{L}*|прил\.|chapters?|chapitre|cap[íi]tul\p{L}*|kapitel|capo|глав\p{L}*|гл\.|parts?|partie|parte\p{L}*|teil|titles?|titre|t[íi]tul\p{L}*|titel|recitals?|considerando\p{L}*|considérant\p{L}*|erwägungsgr\p{L}*|tabl\p{L}*|tabelle\p{L}*|tabella|таблиц\p{L}*|табл\.|tab\.|figur\p{L}*|figs?\.|abbildung|abb\.|рисун\p{L}*|рис\.|част\p{L}*|ч\.|sections?|subsections?|sec\.|§|secci\p{L}*|abschnitt|sezione|раздел\p{L}*|clauses?|subclauses?|paragraphs?|paras?\.|subparagraphs?|points?|pt\.|items?|apartados?|subapartados?|puntos?|párraf\p{L}*|requirements?|подпункт\p{L}*|пункт\p{L}*|пп\.|п\.|требовани\p{L}*|параграф\p{L}*|see|cf\.|в соответствии с|согласно|см\.|según|véase|conforme a|de acuerdo con|\[?RFC|regulation|directive|decision|recommendation|reglamento|directiva|decisión|règlement|verordnung|richtlinie|регламент|директива|commission|council|implementing|delegated|(?:EN |UNE-EN |UNE |DIN EN |BS EN )?(?:ISO|IEC|ИСО|МЭК)|ГОСТ|СП|\d{1,4}-ФЗ|(?:CTE )?DB[\s-])`),
+		// startAt matches a place a reference can start, anchored where it
+		// is tried: an address keyword, a document identifier, a lead-in
+		// before a bare number, an acronym.
+		startAt: regexp.MustCompile(`^(?:` + startPattern + `)`),
 		// leadIn matches a lead-in before a bare clause number.
 		leadIn: regexp.MustCompile(`^(?i)(?:see|cf\.|в соответствии с|согласно|см\.|según|véase|conforme a|de acuerdo con)\s+(?:(?:the|el|la|los)\s+)?`),
 		// gazette ends the issue number of an official gazette before "ст. N".
@@ -116,7 +121,7 @@ func (sc *refScanner) scan(out []AddressMatch) []AddressMatch {
 	t := sc.text
 	next := 0 // text before next is used
 	prevDoc, prevEnd := sc.defaultDoc(), -1
-	locs := refRe().startRe.FindAllStringIndex(t, -1)
+	locs := startLocs(t)
 	// Acronyms are only candidates when the document defines them.
 	if len(sc.acronyms) > 0 {
 		locs = mergeLocs(locs, acronymLocs(t, sc.acronyms))
@@ -161,6 +166,29 @@ func (sc *refScanner) defaultDoc() string {
 		return m[1]
 	}
 	return ""
+}
+
+// startLocs returns where references can start in t: the matches of
+// startAt that start at a word boundary, each tried only there (not at
+// every byte, as an unanchored FindAllStringIndex does, which costs seconds on a
+// megabyte of text), none inside the one before.
+func startLocs(t string) [][]int {
+	var out [][]int
+	prev := ' ' // the rune before i
+	for i := 0; i < len(t); {
+		r, n := utf8.DecodeRuneInString(t[i:])
+		if !unicode.IsLetter(prev) && !unicode.IsDigit(prev) && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '§' || r == '[') {
+			if m := refRe().startAt.FindStringIndex(t[i:]); m != nil {
+				out = append(out, []int{i, i + m[1]})
+				i += m[1]
+				prev, _ = utf8.DecodeLastRuneInString(t[:i])
+				continue
+			}
+		}
+		prev = r
+		i += n
+	}
+	return out
 }
 
 func mergeLocs(a, b [][]int) [][]int {

@@ -105,8 +105,8 @@ func Terms(root *Element) []Term {
 		// action") is that.
 		var termLine, termPath string
 		endTermLine := func() {
-			if m := termsRe().acronymDefLine.FindStringSubmatch(termLine); m != nil {
-				add(m[1], m[2], termPath)
+			if abbr, expansion, ok := abbreviationLine(termLine); ok {
+				add(abbr, expansion, termPath)
 			}
 			termLine = ""
 		}
@@ -114,7 +114,7 @@ func Terms(root *Element) []Term {
 			p := joinPath(path, c.Address)
 			if termLine != "" {
 				if c.Kind == KindParagraph || c.Kind == KindClause {
-					if def := normalizeSpace(c.Text); def != "" && !isTermLine(def) && !termsRe().acronymDefLine.MatchString(def) {
+					if def := normalizeSpace(c.Text); def != "" && !isTermLine(def) && !isAbbreviationLine(def) {
 						add(termLine, def, termPath)
 						termLine = ""
 						continue
@@ -179,8 +179,8 @@ func Terms(root *Element) []Term {
 					add(m[1], m[2], p)
 					continue
 				}
-				if m := termsRe().acronymDefLine.FindStringSubmatch(body); m != nil && body == text {
-					add(m[1], m[2], p)
+				if abbr, expansion, ok := abbreviationLine(body); ok && body == text {
+					add(abbr, expansion, p)
 					continue
 				}
 			}
@@ -216,6 +216,30 @@ func restText(e, c *Element) string {
 		after = after || k == c
 	}
 	return strings.Join(parts, " ")
+}
+
+// abbreviationLine reads a line of an abbreviation list ("FSCA field
+// safety corrective action", "CS 'common specifications' as defined in
+// the MDR"): the abbreviation and its expansion, whose first word starts
+// with the abbreviation's first letter. A term in capitals and other
+// words ("JSON Web Token", "CPU time") or a definition that opens with an
+// abbreviation ("TLS protocol that secures …") is no such line.
+func abbreviationLine(s string) (abbr, expansion string, ok bool) {
+	m := termsRe().acronymDefLine.FindStringSubmatch(s)
+	if m == nil {
+		return "", "", false
+	}
+	first := strings.TrimLeftFunc(m[2], func(r rune) bool { return !unicode.IsLetter(r) })
+	r, _ := utf8.DecodeRuneInString(first)
+	if unicode.ToUpper(r) != rune(m[1][0]) {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+func isAbbreviationLine(s string) bool {
+	_, _, ok := abbreviationLine(s)
+	return ok
 }
 
 // isTermLine reports whether a glossary paragraph is a term standing on

@@ -150,3 +150,20 @@ func TestUnmarkedKeepsRepeatedSentenceEnd(t *testing.T) {
 	})
 	require.Equal(t, 4, n)
 }
+
+// TestUnmarkedDropCapSetClear: a converter that keeps the layout sets the
+// rest of a dropped word clear of the letter ("T" over "     his chapter
+// …"): it is joined all the same; the index letters of
+// TestUnmarkedIndexLettersStay differ in that their entries start with
+// the letter again.
+func TestUnmarkedDropCapSetClear(t *testing.T) {
+	doc := "# Introduction\n\nT\n     his chapter describes the protocol and how a client uses\n     it to reach a server across the network.\n" +
+		"The third line of the paragraph is back at the margin here.\n\nW\n   hen a request arrives, the server reads its header fields first.\n"
+	root, err := chunker.Parse("md", []byte(doc))
+	require.NoError(t, err)
+	var text []string
+	visit(root, "", func(e *chunker.Element, _ string) { text = append(text, e.Text) })
+	joined := strings.Join(text, "\n")
+	require.Contains(t, joined, "This chapter describes")
+	require.Contains(t, joined, "When a request arrives")
+}
