@@ -28,13 +28,15 @@
 // removed above (every later row changes key, so is deleted and re-created).
 //
 // What is skipped (Page.Skipped, naming file, line and column; never
-// treated as deleted): a row with an empty key, a typed cell
+// treated as deleted): a blank row (every cell empty), a typed cell
 // that does not parse (never coerced silently), or a cell with invalid
 // UTF-8.
 //
-// What blocks one table (Page.Unlisted with prefix "<table>:", so the
-// pipeline deletes none of its stored rows and reads the other tables): a
-// file that cannot be opened, an empty file (no header row), a CSV syntax
+// What blocks one table's deletions (Page.Unlisted with prefix "<table>:",
+// so the pipeline deletes none of its stored rows): a row with cells but an
+// empty key (it may be any stored row; the table's other rows are read).
+// What blocks one table (the same, and the pipeline reads the other
+// tables): a file that cannot be opened, an empty file (no header row), a CSV syntax
 // error (bare or missing quote, a file truncated inside a quoted cell), a
 // row longer than 64 MiB (maxRowBytes; a row is held whole, so an open
 // quote stops there instead of gathering the rest of the file), a

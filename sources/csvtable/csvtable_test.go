@@ -678,3 +678,26 @@ func TestNotModifiedBlocks(t *testing.T) {
 	require.False(t, nm)
 	require.Equal(t, 2*digestRows, got)
 }
+
+// TestClearedKeyHoldsDeletions: a row whose key cell was cleared but whose
+// other cells remain may be any stored row, so it holds its table's
+// deletions (Unlisted "<table>:", naming the line) while the other rows
+// are read; a blank row is no record and is only skipped.
+func TestClearedKeyHoldsDeletions(t *testing.T) {
+	t.Parallel()
+	p := writeCSV(t, "t.csv", "id,name\n1,one\n,two\n3,three\n , \n")
+	l := readAll(t, newSource(t, Table{Path: p, Table: "t", Key: "id"}))
+	require.NoError(t, l.err)
+	require.Len(t, l.records, 2)
+	require.Contains(t, l.byKey, "t:1")
+	require.Contains(t, l.byKey, "t:3")
+	var unlisted []sources.Unlisted
+	for _, pg := range l.pages {
+		unlisted = append(unlisted, pg.Unlisted...)
+	}
+	require.Len(t, unlisted, 1)
+	require.Equal(t, "t:", unlisted[0].Prefix)
+	require.EqualError(t, unlisted[0].Err, `csv table t: `+p+` line 3: key column "id" is empty`)
+	require.Len(t, l.skipped, 1, "the blank row")
+	require.ErrorContains(t, l.skipped[0].Err, "line 5")
+}

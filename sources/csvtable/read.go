@@ -95,12 +95,21 @@ func (t *table) read(ctx context.Context, r io.Reader, p *pager, d *contentDiges
 		line, _ := cr.FieldPos(0)
 		cols.widen(t, len(rec))
 		key, err := t.rowKey(cols, rec, row, line)
-		if err != nil {
+		switch {
+		case err != nil && blankRow(rec):
+			// No record at all (",,,"): nothing stored can be its.
 			p.page.Skipped = append(p.page.Skipped, sources.Skip{Key: t.id + ":", Err: err})
-		} else if out, bad := t.record(cr, cols, rec, key, line); bad != nil {
-			p.page.Skipped = append(p.page.Skipped, sources.Skip{Key: key, Err: bad})
-		} else {
-			p.page.Records = append(p.page.Records, out)
+		case err != nil:
+			// A row whose key was cleared may be any stored row: the
+			// table's other rows are read, none of its stored rows is
+			// deleted.
+			p.page.Unlisted = append(p.page.Unlisted, sources.Unlisted{Prefix: t.id + ":", Err: err})
+		default:
+			if out, bad := t.record(cr, cols, rec, key, line); bad != nil {
+				p.page.Skipped = append(p.page.Skipped, sources.Skip{Key: key, Err: bad})
+			} else {
+				p.page.Records = append(p.page.Records, out)
+			}
 		}
 		if err := p.add(); err != nil {
 			return row, err
@@ -177,9 +186,21 @@ func (c *columns) widen(t *table, n int) {
 	}
 }
 
+// blankRow reports whether every cell of rec is empty or spaces: a row
+// with no record in it (",,," from a spreadsheet's trailing rows).
+func blankRow(rec []string) bool {
+	for _, c := range rec {
+		if strings.TrimSpace(c) != "" {
+			return false
+		}
+	}
+	return true
+}
+
 // rowKey returns the key of the record of rec, the row-th data row at
 // line: "<table>:<row>" without a key column, else "<table>:<key cell>"
-// trimmed. An empty key cell is an error (the row is skipped).
+// trimmed. An empty key cell is an error: the row is skipped when it is
+// blank, else it holds its table's deletions (read).
 func (t *table) rowKey(c *columns, rec []string, row, line int) (string, error) {
 	if c.keyIdx < 0 {
 		return t.id + ":" + strconv.Itoa(row), nil
