@@ -12,13 +12,18 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/config"
+	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/pipeline"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/sources/csvtable"
+	"github.com/kgsync/kgsync/sources/grist"
+	"github.com/kgsync/kgsync/sources/grist/gristtest"
 	"github.com/kgsync/kgsync/sources/httpapi"
 	"github.com/kgsync/kgsync/state"
 )
@@ -172,4 +177,50 @@ func TestEmptyPageWithoutTotalDeletesNothing(t *testing.T) {
 	n.Store(9) // a short last page ends the listing: one deletion
 	c := b.sync(t, pipeline.Mode{})
 	require.Equal(t, 1, c.RecordsDeleted)
+}
+
+// TestPlanGuardsReportedDeletions: five Grist rows, each with an attached
+// document; four rows are deleted upstream, which an incremental
+// (/compare) read reports as deletions. The run stops on the mass-delete
+// guard; the plan gives the same verdict, and lists what the run deletes
+// when allowed: the rows, their attachments and the attachments' chunks.
+func TestPlanGuardsReportedDeletions(t *testing.T) {
+	t.Parallel()
+	srv := gristtest.New(t)
+	srv.AddTable("Regulations", gristtest.Column{ID: "title"}, gristtest.Column{ID: "files", Type: "Attachments"})
+	var ids []int64
+	for i := range 5 {
+		a := srv.AddAttachment(fmt.Sprintf("rule-%d.md", i), []byte(fmt.Sprintf("# Rule %d\n\nThe text of rule number %d.\n\n## Scope\n\nWhere rule %d applies.\n", i, i, i)))
+		ids = append(ids, srv.AddRows("Regulations", map[string]any{"title": fmt.Sprintf("Rule %d", i), "files": []any{"L", a}})...)
+	}
+	src, err := grist.New("grist", grist.Config{Server: srv.URL, DocID: gristtest.DocID, APIKey: gristtest.APIKey,
+		AttachmentFormats: chunker.Formats(), RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond}, nil)
+	require.NoError(t, err)
+	b := setup(t, t.TempDir(), 256, 32)
+	b.p.Sources = []sources.Source{src}
+	require.Equal(t, 10, b.sync(t, pipeline.Mode{}).RecordsNew, "five rows and their five documents")
+	chunks := b.graph.Count(pipeline.LabelChunk)
+	require.Positive(t, chunks)
+
+	srv.DeleteRows("Regulations", ids[:4]...)
+	plan, err := b.p.Plan(t.Context(), pipeline.Mode{})
+	require.NoError(t, err)
+	require.Contains(t, plan.GuardError, "delete 4 of 10 records")
+	_, err = b.p.Run(t.Context(), state.TriggerManual, pipeline.Mode{})
+	require.ErrorIs(t, err, pipeline.ErrMassDelete)
+	require.ErrorContains(t, err, plan.GuardError, "the plan judges as the run")
+	require.Equal(t, 5, b.graph.Count("Document"), "nothing deleted")
+
+	allowed := pipeline.Mode{AllowMassDelete: true}
+	planAllowed, err := b.p.Plan(t.Context(), allowed)
+	require.NoError(t, err)
+	require.Empty(t, planAllowed.GuardError)
+	for _, pl := range []*pipeline.Plan{plan, planAllowed} {
+		require.Equal(t, 8, pl.Count(diff.ClassDeleted), "four rows and their documents")
+		require.Equal(t, chunks*4/5, pl.ChunksToDelete, "the documents' chunks")
+	}
+	c := b.sync(t, allowed)
+	require.Equal(t, 8, c.RecordsDeleted)
+	require.Equal(t, plan.ChunksToDelete, c.ChunksDeleted)
+	require.Equal(t, 1, b.graph.Count("Document"))
 }

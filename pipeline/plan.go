@@ -198,16 +198,15 @@ func (pl *planner) page(ctx context.Context, name string, stored *diff.Listing, 
 	p, r, plan := pl.p, pl.r, pl.plan
 	pl.warn(page.Warnings)
 	if len(page.Deleted) > 0 {
-		sums, err := p.Store.RecordSummaries(ctx, p.Name, name, page.Deleted)
-		if err != nil {
-			return fmt.Errorf("source %q: %w", name, err)
+		// As the run judges them (runner.reported): with their children,
+		// against the mass-delete guard.
+		gone, err := r.reported(ctx, name, stored, page.Deleted)
+		if err := pl.guardVerdict(name, err); err != nil {
+			return err
 		}
-		for _, k := range page.Deleted {
-			if _, ok := sums[k]; ok {
-				plan.Items = append(plan.Items, PlanItem{Source: name, Key: k, Class: diff.ClassDeleted, Reason: diff.ReasonDeleted})
-			}
+		if err := pl.gone(ctx, name, gone); err != nil {
+			return err
 		}
-		stored.Forget(page.Deleted)
 	}
 	matches, froms, err := stored.Page(ctx, r.diffPage(page))
 	if err != nil {
@@ -253,13 +252,32 @@ func (pl *planner) page(ctx context.Context, name string, stored *diff.Listing, 
 // a run judges it (runner.rule: the net loss of renames, an end not
 // vouched for).
 func (pl *planner) deletes(ctx context.Context, name string, stored *diff.Listing, unconfirmed bool) error {
-	p, plan := pl.p, pl.plan
 	gone, err := pl.r.rule(ctx, stored, unconfirmed)
+	if err := pl.guardVerdict(name, err); err != nil {
+		return err
+	}
+	return pl.gone(ctx, name, gone)
+}
+
+// guardVerdict keeps the mass-delete guard's error in the plan: the first
+// one, where the run stops. Other errors are returned.
+func (pl *planner) guardVerdict(name string, err error) error {
 	if errors.Is(err, ErrMassDelete) {
-		plan.GuardError = err.Error()
-	} else if err != nil {
+		if pl.plan.GuardError == "" {
+			pl.plan.GuardError = err.Error()
+		}
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("source %q: %w", name, err)
 	}
+	return nil
+}
+
+// gone adds stored records a run would delete to the plan, with their
+// chunks.
+func (pl *planner) gone(ctx context.Context, name string, gone []string) error {
+	p, plan := pl.p, pl.plan
 	for start := 0; start < len(gone); start += 1000 { // bounded memory: chunks carry their text
 		part := gone[start:min(start+1000, len(gone))]
 		goneChunks, err := p.Store.ChunkGet(ctx, p.Name, name, part)

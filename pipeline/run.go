@@ -284,13 +284,27 @@ func (p *Pipeline) configMark() string {
 }
 
 // deleteKeys deletes records the source reported as removed, with their
-// children (sources.ChildMarker).
+// children, once the mass-delete guard passes them (reported).
 func (r *runner) deleteKeys(ctx context.Context, source string, stored *diff.Listing, keys []string) error {
+	gone, err := r.reported(ctx, source, stored, keys)
+	if err != nil {
+		return err
+	}
+	return r.deleteStored(ctx, source, gone)
+}
+
+// reported lets the mass-delete guard rule on deletions the source
+// reports (sources.Page.Deleted, an incremental listing), summed over the
+// listing, and returns what they delete: the stored records among keys,
+// with their children (sources.ChildMarker). A run and a plan judge alike
+// (as rule does for a complete listing); the run deletes gone only when
+// the guard passes. gone is returned with the guard's error too, and
+// stored counts it as deleted either way.
+func (r *runner) reported(ctx context.Context, source string, stored *diff.Listing, keys []string) (gone []string, err error) {
 	sums, err := r.p.Store.RecordSummaries(ctx, r.p.Name, source, keys)
 	if err != nil {
-		return fmt.Errorf("get stored records: %w", err)
+		return nil, fmt.Errorf("get stored records: %w", err)
 	}
-	var gone []string
 	for _, k := range keys {
 		if _, ok := sums[k]; ok {
 			gone = append(gone, k)
@@ -303,19 +317,17 @@ func (r *runner) deleteKeys(ctx context.Context, source string, stored *diff.Lis
 	reported := len(gone)
 	total, err := stored.Total(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := r.guard(stored.Deleted+reported, total); err != nil {
-		return err
-	}
+	guardErr := r.guard(stored.Deleted+reported, total)
 	children, err := stored.ChildrenOf(ctx, keys)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	gone = append(gone, children...)
 	stored.Forget(gone)
 	stored.Deleted += reported
-	return r.deleteStored(ctx, source, gone)
+	return gone, guardErr
 }
 
 // deleteStaleChildren deletes, after a partial listing, the stored children
