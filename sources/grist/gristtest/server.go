@@ -371,19 +371,26 @@ func (s *Server) insertLocked(t *table, rows []map[string]any, u User, asAction 
 	return ids, nil
 }
 
-// UpdateRows sets the given cells of existing rows, as the owner.
+// UpdateRows sets the given cells of existing rows as they are, formula
+// columns' results included, as the owner.
 func (s *Server) UpdateRows(tableID string, updates map[int64]map[string]any) {
-	s.UpdateRowsAs(Owner, tableID, updates)
+	s.updateRows(Owner, tableID, updates, false)
 }
 
 // UpdateRowsAs sets the given cells of existing rows as user u: what an
-// expert's edit in the Grist UI does, trigger formulas (user.Email, NOW())
-// included.
+// expert's edit in the Grist UI does (the BulkUpdateRecord user action),
+// trigger formulas (user.Email, NOW()) included; a value for a column with
+// a formula fails the test, and an empty column becomes a data column
+// (acceptDataLocked).
 func (s *Server) UpdateRowsAs(u User, tableID string, updates map[int64]map[string]any) {
+	s.updateRows(u, tableID, updates, true)
+}
+
+func (s *Server) updateRows(u User, tableID string, updates map[int64]map[string]any, asAction bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.mustTable(tableID)
-	delta, err := s.updateLocked(t, updates, u, false)
+	delta, err := s.updateLocked(t, updates, u, asAction)
 	if err != nil {
 		s.t.Fatalf("gristtest: table %s: %v", t.id, err)
 	}
