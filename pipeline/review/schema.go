@@ -212,13 +212,19 @@ type tableInstall struct {
 	out    []Change
 }
 
-// newColumn is d as created: every column as data (a trigger column with
-// its formula and isFormula false); recalcDeps is set afterwards
-// (setTriggers, see Install).
+// newColumn is d as created: every column as data, isFormula false given
+// (a trigger column with its formula); recalcDeps is set afterwards
+// (setTriggers, see Install). POST /tables/{t}/columns takes a column
+// without isFormula for an empty formula column (grist-core
+// sandbox/grist/useractions.py:130-142 _make_clean_col_info, at f98cda9),
+// which the first value written turns into data (:1043-1075
+// _ensure_column_accepts_data): its isFormula would change after Install,
+// and with it the schema the read-back's cursor holds, so the read-back
+// would list the whole Elements table again.
 func newColumn(d colDef) grist.NewColumn {
-	f := map[string]any{"type": d.typ, "label": d.label}
+	f := map[string]any{"type": d.typ, "label": d.label, "isFormula": false}
 	if d.formula != "" {
-		f["isFormula"], f["formula"] = false, d.formula
+		f["formula"] = d.formula
 	}
 	return grist.NewColumn{ID: d.id, Fields: f}
 }

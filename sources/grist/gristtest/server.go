@@ -324,7 +324,7 @@ func (s *Server) AddRows(tableID string, rows ...map[string]any) []int64 {
 }
 
 func (s *Server) addRowsLocked(t *table, rows []map[string]any) []int64 {
-	ids, err := s.insertLocked(t, rows, Owner)
+	ids, err := s.insertLocked(t, rows, Owner, false)
 	if err != nil {
 		s.t.Fatalf("gristtest: %v", err)
 	}
@@ -334,12 +334,21 @@ func (s *Server) addRowsLocked(t *table, rows []map[string]any) []int64 {
 // insertLocked adds rows as user u: every column gets its type's empty
 // value, then the given cells, then trigger formulas of columns not given
 // are computed (new records). An unknown column fails before any change.
-func (s *Server) insertLocked(t *table, rows []map[string]any, u User) ([]int64, error) {
+// asAction: the rows come through the API (the BulkAddRecord user action),
+// which refuses values for formula columns and makes an empty column a
+// data column (acceptDataLocked); AddRows sets cells as they are, formula
+// columns' results included.
+func (s *Server) insertLocked(t *table, rows []map[string]any, u User, asAction bool) ([]int64, error) {
 	for _, in := range rows {
 		for k := range in {
 			if t.col(k) == nil {
 				return nil, &apiErr{400, fmt.Sprintf("Invalid column %q", k)}
 			}
+		}
+	}
+	if asAction {
+		if err := t.acceptDataLocked(rows); err != nil {
+			return nil, err
 		}
 	}
 	ids := make([]int64, 0, len(rows))
@@ -362,19 +371,26 @@ func (s *Server) insertLocked(t *table, rows []map[string]any, u User) ([]int64,
 	return ids, nil
 }
 
-// UpdateRows sets the given cells of existing rows, as the owner.
+// UpdateRows sets the given cells of existing rows as they are, formula
+// columns' results included, as the owner.
 func (s *Server) UpdateRows(tableID string, updates map[int64]map[string]any) {
-	s.UpdateRowsAs(Owner, tableID, updates)
+	s.updateRows(Owner, tableID, updates, false)
 }
 
 // UpdateRowsAs sets the given cells of existing rows as user u: what an
-// expert's edit in the Grist UI does, trigger formulas (user.Email, NOW())
-// included.
+// expert's edit in the Grist UI does (the BulkUpdateRecord user action),
+// trigger formulas (user.Email, NOW()) included; a value for a column with
+// a formula fails the test, and an empty column becomes a data column
+// (acceptDataLocked).
 func (s *Server) UpdateRowsAs(u User, tableID string, updates map[int64]map[string]any) {
+	s.updateRows(u, tableID, updates, true)
+}
+
+func (s *Server) updateRows(u User, tableID string, updates map[int64]map[string]any, asAction bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.mustTable(tableID)
-	delta, err := s.updateLocked(t, updates, u)
+	delta, err := s.updateLocked(t, updates, u, asAction)
 	if err != nil {
 		s.t.Fatalf("gristtest: table %s: %v", t.id, err)
 	}
@@ -383,9 +399,10 @@ func (s *Server) UpdateRowsAs(u User, tableID string, updates map[int64]map[stri
 
 // updateLocked sets cells of existing rows as user u and computes the
 // trigger formulas the changes call for. An unknown row or column fails
-// before any change.
-func (s *Server) updateLocked(t *table, updates map[int64]map[string]any, u User) (map[int64]*rowChange, error) {
-	for _, id := range slices.Sorted(maps.Keys(updates)) {
+// before any change. asAction is insertLocked's (BulkUpdateRecord).
+func (s *Server) updateLocked(t *table, updates map[int64]map[string]any, u User, asAction bool) (map[int64]*rowChange, error) {
+	ids := slices.Sorted(maps.Keys(updates))
+	for _, id := range ids {
 		if _, ok := t.rows[id]; !ok {
 			return nil, &apiErr{400, fmt.Sprintf("Invalid row id %d", id)}
 		}
@@ -393,6 +410,15 @@ func (s *Server) updateLocked(t *table, updates map[int64]map[string]any, u User
 			if t.col(k) == nil {
 				return nil, &apiErr{400, fmt.Sprintf("Invalid column %q", k)}
 			}
+		}
+	}
+	if asAction {
+		rows := make([]map[string]any, len(ids))
+		for i, id := range ids {
+			rows[i] = updates[id]
+		}
+		if err := t.acceptDataLocked(rows); err != nil {
+			return nil, err
 		}
 	}
 	delta := map[int64]*rowChange{}

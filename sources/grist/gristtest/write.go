@@ -9,8 +9,15 @@ package gristtest
 //     {"tables":[{"id"}]}; POST /tables/{t}/columns {"columns":[…]} →
 //     {"columns":[{"id"}]}. A taken id gets a number appended ("Notes2"),
 //     as Grist's AddTable and AddColumn do.
+//     A column POST /columns or AddColumn adds without isFormula is an
+//     empty column (isFormula true, formula "", type Any unless given);
+//     POST /tables makes it a data column unless it has a formula
+//     (sandbox/grist/useractions.py _make_clean_col_info, doAddTable).
 //   - POST /tables/{t}/records {"records":[{"fields"}]} →
 //     {"records":[{"id"}]}; an unknown column is 400 `Invalid column "x"`.
+//     Writes through the API (POST and PATCH /records, BulkAddRecord and
+//     BulkUpdateRecord) refuse a value for a column with a formula and make
+//     an empty column a data column (acceptDataLocked).
 //   - PATCH /tables/{t}/records {"records":[{"id","fields"}]} → null; every
 //     record must have the same fields (400 `PATCH requires all records to
 //     have same fields`), an unknown row is 400 `Invalid row id N`.
@@ -233,13 +240,23 @@ type colSpec struct {
 	Fields map[string]any `json:"fields"`
 }
 
-// newColumn builds a column from REST fields or an AddColumn colInfo.
-func newColumn(id string, f map[string]any) Column {
-	c := Column{ID: id, Type: "Any"}
+// newColumn builds a column from REST fields or an AddColumn colInfo as
+// grist-core's _make_clean_col_info does (sandbox/grist/useractions.py:130-142
+// at f98cda9): isFormula absent is isFormula, the type absent is Any for a
+// formula column and Text for a data one, the formula absent is "". A
+// formula column with no formula is an empty column (acceptDataLocked).
+func newColumn(id string, f map[string]any, isFormula bool) Column {
+	c := Column{ID: id, IsFormula: isFormula}
+	if v, ok := f["isFormula"].(bool); ok {
+		c.IsFormula = v
+	}
+	c.Type = "Text"
+	if c.IsFormula {
+		c.Type = "Any"
+	}
 	if v, ok := f["type"].(string); ok && v != "" {
 		c.Type = v
 	}
-	c.IsFormula, _ = f["isFormula"].(bool)
 	c.Formula, _ = f["formula"].(string)
 	c.Label, _ = f["label"].(string)
 	if n, ok := cellValue(f["recalcWhen"]).(int64); ok {
@@ -314,7 +331,10 @@ func (s *Server) postTables(w http.ResponseWriter, r *http.Request) {
 		id := uniqueID(tb.ID, s.tableTaken)
 		cols := make([]Column, 0, len(tb.Columns))
 		for _, cs := range tb.Columns {
-			cols = append(cols, newColumn(cs.ID, addTableFields(cs.Fields)))
+			// doAddTable: isFormula defaults to bool(formula)
+			// (useractions.py:2160), a data column unless a formula is given.
+			formula, _ := cs.Fields["formula"].(string)
+			cols = append(cols, newColumn(cs.ID, addTableFields(cs.Fields), formula != ""))
 		}
 		t := s.addTableLocked(id, cols)
 		s.record(&action{deltas: map[string]map[int64]*rowChange{}, renames: [][2]string{{"", id}},
@@ -364,7 +384,9 @@ func (s *Server) postColumns(w http.ResponseWriter, r *http.Request) {
 	out := []map[string]any{}
 	var added [][2]string
 	for _, cs := range body.Columns {
-		c := s.addColumnLocked(t, newColumn(cs.ID, cs.Fields))
+		// AddVisibleColumn (DocApi.ts:617-626): an empty column unless
+		// isFormula or a formula says otherwise.
+		c := s.addColumnLocked(t, newColumn(cs.ID, cs.Fields, true))
 		added = append(added, [2]string{"", c.ID})
 		out = append(out, map[string]any{"id": c.ID})
 	}
@@ -398,7 +420,7 @@ func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
 			rows[i][k] = cellValue(v)
 		}
 	}
-	ids, err := s.insertLocked(t, rows, s.userOf(r))
+	ids, err := s.insertLocked(t, rows, s.userOf(r), true)
 	if err != nil {
 		writeAPIErr(w, r, err)
 		return
@@ -413,8 +435,16 @@ func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, 200, map[string]any{"records": out})
 }
 
+// writeAPIErr answers a failed /records write. A data engine error
+// ("[Sandbox] …") is a 400 "Error manipulating data: …", as grist-core's
+// TableOperations answer it (app/plugin/TableOperationsImpl.ts
+// handleSandboxErrorOnPlatform); /apply answers it as it came.
 func writeAPIErr(w http.ResponseWriter, r *http.Request, err error) {
 	if ae, ok := err.(*apiErr); ok {
+		if strings.HasPrefix(ae.msg, "[Sandbox] ") {
+			writeErr(w, r, 400, "Error manipulating data: "+ae.msg)
+			return
+		}
 		writeErr(w, r, ae.status, ae.msg)
 		return
 	}
@@ -454,7 +484,7 @@ func (s *Server) patchRecords(w http.ResponseWriter, r *http.Request) {
 	if t == nil {
 		return
 	}
-	delta, err := s.updateLocked(t, updates, s.userOf(r))
+	delta, err := s.updateLocked(t, updates, s.userOf(r), true)
 	if err != nil {
 		writeAPIErr(w, r, err)
 		return
@@ -534,7 +564,11 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) {
 	for _, a := range actions {
 		v, err := s.applyOne(act, a, u)
 		if err != nil {
-			writeErr(w, r, 400, err.Error())
+			status := 400
+			if ae, ok := err.(*apiErr); ok {
+				status = ae.status
+			}
+			writeErr(w, r, status, err.Error())
 			return
 		}
 		ret = append(ret, v)
@@ -663,7 +697,7 @@ func (s *Server) applyOne(act *action, a []any, u User) (any, error) {
 		// ["AddColumn", tableId, colId, colInfo] (AddVisibleColumn also
 		// shows it in the table's views, which the server has none of)
 		info, _ := cellValue(a[min(3, len(a)-1)]).(map[string]any)
-		c := s.addColumnLocked(t, newColumn(argString(a, 2), info))
+		c := s.addColumnLocked(t, newColumn(argString(a, 2), info, true))
 		act.colRenames[t.id] = append(act.colRenames[t.id], [2]string{"", c.ID})
 		return map[string]any{"colId": c.ID, "colRef": c.colRef}, nil
 	case "RemoveTable":
@@ -690,7 +724,7 @@ func (s *Server) applyOne(act *action, a []any, u User) (any, error) {
 		for i, id := range ids {
 			updates[id] = rows[i]
 		}
-		delta, err := s.updateLocked(t, updates, u)
+		delta, err := s.updateLocked(t, updates, u, true)
 		if err != nil {
 			return nil, err
 		}
@@ -715,7 +749,7 @@ func (s *Server) applyMetaColumns(a []any) error {
 		return err
 	}
 	for c, f := range ups {
-		nc := newColumn(c.ID, f)
+		nc := newColumn(c.ID, f, c.IsFormula)
 		if _, ok := f["recalcWhen"]; ok {
 			c.RecalcWhen = nc.RecalcWhen
 		}
@@ -734,7 +768,7 @@ func (s *Server) bulkAdd(act *action, t *table, a []any, u User) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids, err := s.insertLocked(t, rows, u)
+	ids, err := s.insertLocked(t, rows, u, true)
 	if err != nil {
 		return nil, err
 	}
@@ -909,4 +943,119 @@ func (c *Column) recalcDeps() any {
 		out = append(out, r)
 	}
 	return out
+}
+
+// acceptDataLocked is grist-core's _ensure_column_accepts_data
+// (sandbox/grist/useractions.py:1043-1075 at f98cda9), which the
+// BulkAddRecord and BulkUpdateRecord user actions run on each column they
+// write (useractions.py:396, :615): a value for a column with a formula is
+// refused ("[Sandbox] ValueError Can't save value to formula column X",
+// :1058), and an empty column (isFormula with no formula) becomes a data
+// column (ModifyColumn isFormula false, :1074) of its type or, when it is
+// Any, of the type guessed from the values written (:1062-1072), unless
+// they are all blank, which leaves it empty. Every refusal comes before a
+// change; the values of a column guessed from text are converted in rows.
+func (t *table) acceptDataLocked(rows []map[string]any) error {
+	var ids []string
+	for _, r := range rows {
+		for k := range r {
+			if !slices.Contains(ids, k) {
+				ids = append(ids, k)
+			}
+		}
+	}
+	slices.Sort(ids)
+	for _, k := range ids {
+		if c := t.col(k); c.IsFormula && c.Formula != "" {
+			return &apiErr{500, "[Sandbox] ValueError Can't save value to formula column " + k}
+		}
+	}
+	for _, k := range ids {
+		c := t.col(k)
+		if !c.IsFormula {
+			continue
+		}
+		if c.Type == "Any" {
+			var vals []any
+			for _, r := range rows {
+				if v, ok := r[k]; ok {
+					vals = append(vals, v)
+				}
+			}
+			typ, conv := guessColType(vals)
+			if typ == "" {
+				continue
+			}
+			c.Type = typ
+			if conv != nil {
+				for _, r := range rows {
+					if v, ok := r[k]; ok {
+						r[k] = conv(v)
+					}
+				}
+			}
+		}
+		c.IsFormula = false
+	}
+	return nil
+}
+
+// guessColType is the type grist-core gives an empty Any column from the
+// first values written to it, "" when they are all blank (None or "")
+// (useractions.py guess_col_info): text alone goes to the client's
+// guessColInfo (app/common/ValueGuesser.ts: Bool when every value is
+// "true" or "false", Numeric when every non-blank one is a number written
+// as it formats, Text otherwise; its 10% of unparsed values allowed and
+// its Date guess are not emulated), with conv turning the values into the
+// type's; other values to guess_type (Numeric when 90% of the non-blank
+// ones convert to a number, bools included, Text otherwise; values kept).
+func guessColType(vals []any) (typ string, conv func(any) any) {
+	text, blank := true, true
+	for _, v := range vals {
+		_, isStr := v.(string)
+		text = text && (v == nil || isStr)
+		blank = blank && (v == nil || v == "")
+	}
+	switch {
+	case blank:
+		return "", nil
+	case !text:
+		numeric, total := 0, 0
+		for _, v := range vals {
+			if v == nil || v == "" {
+				continue
+			}
+			total++
+			switch x := v.(type) {
+			case int64, float64, bool:
+				numeric++
+			case string:
+				if _, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+					numeric++
+				}
+			}
+		}
+		if numeric*10 >= total*9 {
+			return "Numeric", nil
+		}
+		return "Text", nil
+	}
+	if !slices.ContainsFunc(vals, func(v any) bool { return v != "true" && v != "false" }) {
+		return "Bool", func(v any) any { return v == "true" }
+	}
+	isNumber := func(v any) bool {
+		s, _ := v.(string)
+		f, err := strconv.ParseFloat(s, 64)
+		return s == "" || err == nil && strconv.FormatFloat(f, 'f', -1, 64) == s
+	}
+	if !slices.ContainsFunc(vals, func(v any) bool { return v != nil && !isNumber(v) }) {
+		return "Numeric", func(v any) any {
+			if s, _ := v.(string); s != "" {
+				f, _ := strconv.ParseFloat(s, 64)
+				return f
+			}
+			return nil
+		}
+	}
+	return "Text", nil
 }

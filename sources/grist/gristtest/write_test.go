@@ -240,3 +240,70 @@ func TestTriggerGivenValues(t *testing.T) {
 	write("PATCH", "/tables/T/records", `{"records":[{"id":1,"fields":{"text":"z","by":"ann@example.com"}}]}`)
 	require.Equal(t, "ann@example.com", s.Table("T")[1]["by"], "a changed value and a dependency's change: the value given")
 }
+
+// TestEmptyColumns: a column POST /columns or AddColumn creates without
+// isFormula is an empty formula column (type Any unless given), one POST
+// /tables creates is data unless it has a formula; the first value written
+// makes an empty column a data column (an Any one of the type guessed),
+// all-blank values leave an Any one empty, and a value for a column with a
+// formula is refused — as grist-core's useractions.py
+// _make_clean_col_info, doAddTable and _ensure_column_accepts_data do.
+func TestEmptyColumns(t *testing.T) {
+	s := New(t)
+	code, body, _ := call(t, s, "POST", "/tables", `{"tables":[{"id":"T","columns":[{"id":"a","fields":{}},{"id":"f","fields":{"formula":"$a"}}]}]}`, nil)
+	require.Equal(t, 200, code, body)
+	code, body, _ = call(t, s, "POST", "/tables/T/columns", `{"columns":[{"id":"any","fields":{}},{"id":"txt","fields":{"type":"Text"}},`+
+		`{"id":"data","fields":{"type":"Text","isFormula":false}},{"id":"num","fields":{}}]}`, nil)
+	require.Equal(t, 200, code, body)
+	code, body, _ = call(t, s, "POST", "/apply", `[["AddColumn","T","flag",{}]]`, nil)
+	require.Equal(t, 200, code, body)
+	kind := func() map[string]string {
+		out := map[string]string{}
+		var cl struct {
+			Columns []struct {
+				ID     string `json:"id"`
+				Fields struct {
+					IsFormula bool   `json:"isFormula"`
+					Formula   string `json:"formula"`
+					Type      string `json:"type"`
+				} `json:"fields"`
+			} `json:"columns"`
+		}
+		_, body, _ := call(t, s, "GET", "/tables/T/columns", "", nil)
+		require.NoError(t, json.Unmarshal([]byte(body), &cl))
+		for _, c := range cl.Columns {
+			out[c.ID] = fmt.Sprintf("%v %q %s", c.Fields.IsFormula, c.Fields.Formula, c.Fields.Type)
+		}
+		return out
+	}
+	require.Equal(t, map[string]string{
+		"a": `false "" Text`, "f": `true "$a" Any`,
+		"any": `true "" Any`, "txt": `true "" Text`, "data": `false "" Text`, "num": `true "" Any`, "flag": `true "" Any`,
+	}, kind())
+
+	code, body, _ = call(t, s, "POST", "/tables/T/records", `{"records":[{"fields":{"a":"x","f":"y"}}]}`, nil)
+	require.Equal(t, 400, code)
+	require.JSONEq(t, `{"error":"Error manipulating data: [Sandbox] ValueError Can't save value to formula column f"}`, body)
+	require.Zero(t, s.RowCount("T"))
+	code, body, _ = call(t, s, "POST", "/apply", `[["BulkAddRecord","T",[null],{"f":["y"]}]]`, nil)
+	require.Equal(t, 500, code)
+	require.JSONEq(t, `{"error":"[Sandbox] ValueError Can't save value to formula column f"}`, body)
+
+	code, body, _ = call(t, s, "POST", "/tables/T/records", `{"records":[{"fields":{"any":"", "txt":"", "num":"12.5"}},{"fields":{"any":null,"txt":"","num":"3"}}]}`, nil)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, 12.5, s.Table("T")[1]["num"])
+	code, body, _ = call(t, s, "POST", "/apply", `[["BulkUpdateRecord","T",[1,2],{"flag":[true,false]}]]`, nil)
+	require.Equal(t, 200, code, body)
+	got := kind()
+	require.Equal(t, `true "" Any`, got["any"], "blank values leave an Any column empty")
+	require.Equal(t, `false "" Text`, got["txt"])
+	require.Equal(t, `false "" Numeric`, got["num"])
+	require.Equal(t, `false "" Numeric`, got["flag"], "guess_type takes bools for numbers")
+	_, body, _ = call(t, s, "GET", "/tables/_grist_Tables_column/records", "", nil)
+	require.Regexp(t, `"colId":"num","description":"","displayCol":0,"formula":"","isFormula":false,[^}]*"type":"Numeric"`, body)
+
+	code, body, _ = call(t, s, "PATCH", "/tables/T/records", `{"records":[{"id":1,"fields":{"any":"true"}},{"id":2,"fields":{"any":"false"}}]}`, nil)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, `false "" Bool`, kind()["any"])
+	require.Equal(t, true, s.Table("T")[1]["any"])
+}
