@@ -197,21 +197,32 @@ func (s *Source) do(ctx context.Context, req *retryablehttp.Request) (*http.Resp
 	return resp, attempts, nil
 }
 
+// errBodyBytes bounds what is read of an error answer's body (a status
+// outside 2xx): its start is only quoted. A longer body is not read to
+// its end: closing it drops the connection instead of downloading up to
+// max_body_bytes, as go-retryablehttp does with the answers it retries
+// (4 KiB too); a body that ends within the bound leaves the connection
+// to be reused.
+const errBodyBytes = 4 << 10
+
 // decode reads resp's body (at most MaxBodyBytes) and decodes it as JSON.
-// 304 is sources.ErrNotModified; another status outside 2xx is an error
-// (errClient4xx for a 4xx but 429, which retrying cannot fix).
+// 304 (which has no body) is sources.ErrNotModified; another status
+// outside 2xx is an error (errClient4xx for a 4xx but 429, which
+// retrying cannot fix) quoting the
+// start of the body, of which at most errBodyBytes are read.
 func (s *Source) decode(resp *http.Response, attempts int) (*response, error) {
-	b, readErr := io.ReadAll(io.LimitReader(resp.Body, s.cfg.MaxBodyBytes+1))
 	switch {
 	case resp.StatusCode == http.StatusNotModified:
 		return nil, sources.ErrNotModified
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, min(errBodyBytes, s.cfg.MaxBodyBytes)))
 		err := fmt.Errorf("status %d %s after %d attempts%s", resp.StatusCode, http.StatusText(resp.StatusCode), attempts, snippet(b))
 		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
 			err = fmt.Errorf("%w: %w", errClient4xx, err)
 		}
 		return nil, err
 	}
+	b, readErr := io.ReadAll(io.LimitReader(resp.Body, s.cfg.MaxBodyBytes+1))
 	if readErr != nil {
 		return nil, fmt.Errorf("read body: %w", readErr)
 	}

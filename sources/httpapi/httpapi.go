@@ -35,6 +35,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/hashicorp/go-retryablehttp"
 	"golang.org/x/sync/errgroup"
 
@@ -270,6 +271,12 @@ type listing struct {
 	// where next URLs must stay.
 	nextURL *url.URL
 	origin  string
+	// followed maps the xxhash64 of every cursor or next URL this
+	// listing has requested (page 1's URL included) to the page read
+	// with it, so that pages cycling A→B→C→A fail at the first repeat
+	// rather than at max_pages. At most max_pages entries of 8-byte keys;
+	// a hash collision would fail the listing, never delete.
+	followed map[uint64]int
 }
 
 // Read yields the endpoint's pages after cursor. A read without cursor, or
@@ -278,7 +285,7 @@ type listing struct {
 // the sequence stops at the first error (so nothing is deleted).
 func (s *Source) Read(ctx context.Context, cursor string) iter.Seq2[*sources.Page, error] {
 	return func(yield func(*sources.Page, error) bool) {
-		l := &listing{full: true, start: s.cfg.Now(), seen: map[string]int{}}
+		l := &listing{full: true, start: s.cfg.Now(), seen: map[string]int{}, followed: map[uint64]int{}}
 		if s.cfg.Incremental != nil {
 			prev, last, err := decodeCursor(cursor)
 			if err != nil {
@@ -392,8 +399,8 @@ func (s *Source) advance(ctx context.Context, l *listing, a *pageAnswer) (done b
 		if !ok || v == false {
 			return true, nil
 		}
-		if tok == l.data["cursor"] {
-			return false, fmt.Errorf("%s: pagination.next %q yielded the same cursor %q again", a.at, s.next.expr, tok)
+		if err := l.follow(tok, fmt.Sprintf("cursor %q", tok)); err != nil {
+			return false, fmt.Errorf("%s: pagination.next %q yielded %w", a.at, s.next.expr, err)
 		}
 		l.data["cursor"] = tok
 	case StyleNextURL, StyleLink:
@@ -433,11 +440,27 @@ func (s *Source) advanceURL(ctx context.Context, l *listing, a *pageAnswer) (don
 	if o := nu.Scheme + "://" + nu.Host; o != l.origin {
 		return false, fmt.Errorf("%s: next URL points to %s, not %s; refusing to send credentials elsewhere", a.at, o, l.origin)
 	}
-	if nu.String() == a.u.String() {
-		return false, fmt.Errorf("%s: next URL is the current URL", a.at)
+	if l.pageNo == 1 {
+		l.followed[xxhash.Sum64String(a.u.String())] = 1
+	}
+	if err := l.follow(nu.String(), "next URL "+nu.Redacted()); err != nil {
+		return false, fmt.Errorf("%s: %w", a.at, err)
 	}
 	l.nextURL = nu
 	return false, nil
+}
+
+// follow records that the next page is read with ref (a cursor or next
+// URL). A ref already followed in this listing is an error naming it (as
+// what) and the page first read with it: the pages cycle, and following
+// them would only repeat records until max_pages.
+func (l *listing) follow(ref, what string) error {
+	h := xxhash.Sum64String(ref)
+	if first, ok := l.followed[h]; ok {
+		return fmt.Errorf("%s, which page %d was already read with; the pages cycle, so the listing is incomplete and deletes nothing", what, first)
+	}
+	l.followed[h] = l.pageNo + 1
+	return nil
 }
 
 // finishPage checks the listing's completeness after a's page (complete,
