@@ -178,6 +178,8 @@ func TestFixedWidthHeaderWithoutBlankLines(t *testing.T) {
 //   - fixedwidth-header-runon.txt, a federal law whose header runs on
 //     without blank lines ("О СВЯЗИ", "Принят", "Государственной Думой", …)
 //     into "Глава 1. …" and "Статья 1. …";
+//   - fixedwidth-belarus.txt, a Belarus law indented by 4 and 8 spaces,
+//     its date and number under its type, "ГЛАВА 1" over its title;
 //   - fixedwidth-sections.txt, an act numbered "Section 1." with its
 //     headings indented like its paragraphs (such acts are not named).
 func TestFixedWidthVariants(t *testing.T) {
@@ -194,6 +196,14 @@ func TestFixedWidthVariants(t *testing.T) {
 				"Статья 6": "Статья 6. Регулирование отношений, связанных с использованием земли",
 			},
 			title: `Федеральный закон от 07.07.2003 N 126-ФЗ "О СВЯЗИ"`,
+		},
+		"fixedwidth-belarus.txt": {
+			sections: []string{"Глава 1", "Статья 1", "Статья 2"},
+			titles: map[string]string{
+				"Глава 1":  "ГЛАВА 1 ОБЩИЕ ПОЛОЖЕНИЯ",
+				"Статья 1": "Статья 1. Основные термины, применяемые в настоящем Законе, и их определения",
+			},
+			title: `Закон Республики Беларусь от 10.11.2008 N 455-З "Об информации, информатизации и защите информации"`,
 		},
 		"fixedwidth-sections.txt": {
 			sections: []string{"1", "2", "3", "4"},
