@@ -187,6 +187,7 @@ func TestFixedWidthVariants(t *testing.T) {
 		sections []string // citations of the sections, in order
 		titles   map[string]string
 		title    string
+		signer   string // the signature, outside the last section
 	}{
 		"fixedwidth-header-runon.txt": {
 			sections: []string{"Глава 1", "Статья 1", "Статья 2", "Глава 2", "Статья 5", "Статья 6"},
@@ -195,7 +196,8 @@ func TestFixedWidthVariants(t *testing.T) {
 				"Статья 2": "Статья 2. Основные термины, используемые в настоящем Федеральном законе",
 				"Статья 6": "Статья 6. Регулирование отношений, связанных с использованием земли",
 			},
-			title: `Федеральный закон от 07.07.2003 N 126-ФЗ "О СВЯЗИ"`,
+			title:  `Федеральный закон от 07.07.2003 N 126-ФЗ "О СВЯЗИ"`,
+			signer: "Путин",
 		},
 		"fixedwidth-belarus.txt": {
 			sections: []string{"Глава 1", "Статья 1", "Статья 2"},
@@ -203,7 +205,8 @@ func TestFixedWidthVariants(t *testing.T) {
 				"Глава 1":  "ГЛАВА 1 ОБЩИЕ ПОЛОЖЕНИЯ",
 				"Статья 1": "Статья 1. Основные термины, применяемые в настоящем Законе, и их определения",
 			},
-			title: `Закон Республики Беларусь от 10.11.2008 N 455-З "Об информации, информатизации и защите информации"`,
+			title:  `Закон Республики Беларусь от 10.11.2008 N 455-З "Об информации, информатизации и защите информации"`,
+			signer: "Лукашенко",
 		},
 		"fixedwidth-sections.txt": {
 			sections: []string{"1", "2", "3", "4"},
@@ -231,6 +234,9 @@ func TestFixedWidthVariants(t *testing.T) {
 				require.Equal(t, want, titles[c], c)
 			}
 			require.Equal(t, tc.title, root.Title)
+			if tc.signer != "" {
+				require.NotContains(t, flatText(citedUnits(root)[got[len(got)-1]]), tc.signer)
+			}
 		})
 	}
 }
