@@ -171,3 +171,72 @@ func TestFixedWidthHeaderWithoutBlankLines(t *testing.T) {
 	require.Equal(t, "Глава 1. Общие положения", units["Глава 1"].Title)
 	require.Contains(t, units, "Статья 1")
 }
+
+// TestFixedWidthVariants: fixed-width acts laid out otherwise than
+// testdata/fixedwidth-law.txt keep their chapters, articles and sections,
+// cited as the chunker numbers them, and their title:
+//   - fixedwidth-header-runon.txt, a federal law whose header runs on
+//     without blank lines ("О СВЯЗИ", "Принят", "Государственной Думой", …)
+//     into "Глава 1. …" and "Статья 1. …";
+//   - fixedwidth-belarus.txt, a Belarus law indented by 4 and 8 spaces,
+//     its date and number under its type, "ГЛАВА 1" over its title;
+//   - fixedwidth-sections.txt, an act numbered "Section 1." with its
+//     headings indented like its paragraphs (such acts are not named).
+func TestFixedWidthVariants(t *testing.T) {
+	for name, tc := range map[string]struct {
+		sections []string // citations of the sections, in order
+		titles   map[string]string
+		title    string
+		signer   string // the signature, outside the last section
+	}{
+		"fixedwidth-header-runon.txt": {
+			sections: []string{"Глава 1", "Статья 1", "Статья 2", "Глава 2", "Статья 5", "Статья 6"},
+			titles: map[string]string{
+				"Глава 1":  "Глава 1. Общие положения",
+				"Статья 2": "Статья 2. Основные термины, используемые в настоящем Федеральном законе",
+				"Статья 6": "Статья 6. Регулирование отношений, связанных с использованием земли",
+			},
+			title:  `Федеральный закон от 07.07.2003 N 126-ФЗ "О СВЯЗИ"`,
+			signer: "Путин",
+		},
+		"fixedwidth-belarus.txt": {
+			sections: []string{"Глава 1", "Статья 1", "Статья 2"},
+			titles: map[string]string{
+				"Глава 1":  "ГЛАВА 1 ОБЩИЕ ПОЛОЖЕНИЯ",
+				"Статья 1": "Статья 1. Основные термины, применяемые в настоящем Законе, и их определения",
+			},
+			title:  `Закон Республики Беларусь от 10.11.2008 N 455-З "Об информации, информатизации и защите информации"`,
+			signer: "Лукашенко",
+		},
+		"fixedwidth-sections.txt": {
+			sections: []string{"1", "2", "3", "4"},
+			titles: map[string]string{
+				"1": "Section 1. Short title and commencement",
+				"4": "Section 4. Purpose limitation",
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("testdata", name))
+			require.NoError(t, err)
+			root, err := chunker.Parse("txt", b)
+			require.NoError(t, err)
+			var got []string
+			titles := map[string]string{}
+			visit(root, "", func(e *chunker.Element, _ string) {
+				if e.Kind == chunker.KindSection {
+					got = append(got, e.Citation)
+					titles[e.Citation] = e.Title
+				}
+			})
+			require.Equal(t, tc.sections, got)
+			for c, want := range tc.titles {
+				require.Equal(t, want, titles[c], c)
+			}
+			require.Equal(t, tc.title, root.Title)
+			if tc.signer != "" {
+				require.NotContains(t, flatText(citedUnits(root)[got[len(got)-1]]), tc.signer)
+			}
+		})
+	}
+}

@@ -18,7 +18,7 @@ import (
 // ruActPatterns holds the patterns of a Russian act's header and
 // signature block; ruActRe compiles them.
 type ruActPatterns struct {
-	typeLine, signature, dateLine, numberLine, citedAs, edition *regexp.Regexp
+	typeLine, signature, dateLine, numberLine, headerDate, citedAs, edition *regexp.Regexp
 }
 
 var ruMonths = map[string]string{
@@ -30,17 +30,20 @@ var ruMonths = map[string]string{
 // block, compiled on first use.
 var ruActRe = sync.OnceValue(func() *ruActPatterns {
 	return &ruActPatterns{
-		typeLine: regexp.MustCompile(`^(?i:федеральный конституционный закон|федеральный закон|закон российской федерации|кодекс российской федерации|указ президента российской федерации|постановление правительства российской федерации|распоряжение правительства российской федерации)(?:\s+(\S.*))?$`),
+		typeLine: regexp.MustCompile(`^(?i:федеральный конституционный закон|федеральный закон|закон российской федерации|закон республики беларусь|кодекс российской федерации|указ президента российской федерации|постановление правительства российской федерации|распоряжение правительства российской федерации)(?:\s+(\S.*))?$`),
 		// signature: the office and the signatory's initials and name, nothing
 		// else ("Президент Российской Федерации является …" is a sentence).
-		signature:  regexp.MustCompile(`^(?:Президент|Председатель Правительства|Исполняющий обязанности Президента) Российской Федерации(?:\s+[А-ЯЁ]\.\s?(?:[А-ЯЁ]\.\s?)?[А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?)?$`),
+		signature:  regexp.MustCompile(`^(?:Президент|Председатель Правительства|Исполняющий обязанности Президента) (?:Российской Федерации|Республики Беларусь)(?:\s+[А-ЯЁ]\.\s?(?:[А-ЯЁ]\.\s?)?[А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?)?$`),
 		dateLine:   regexp.MustCompile(`^(\d{1,2})\s+(января|февраля|марта|апреля|мая|июня|июля|августа|сентября|октября|ноября|декабря)\s+(\d{4})\s*(?:года|г\.)?$`),
 		numberLine: regexp.MustCompile(`^(?:N|№)\s*(\d{1,5}(?:-[А-ЯЁ]{1,4})?)$`),
+		// headerDate: a Belarus law's date and number set under its type
+		// ("10 ноября 2008 г. № 455-З"), not under its signature.
+		headerDate: regexp.MustCompile(`^(\d{1,2})\s+(января|февраля|марта|апреля|мая|июня|июля|августа|сентября|октября|ноября|декабря)\s+(\d{4})\s*(?:года|г\.)?\s+(?:N|№)\s*(\d{1,5}(?:-[А-ЯЁ]{1,4})?)$`),
 		// citedAs: "Федеральный закон от 27.07.2006 N 152-ФЗ" at the start
 		// of a title.
 		// edition: "(ред. от 08.08.2024)", the version a copy shows.
 		edition: regexp.MustCompile(`^\(ред\.[^)]*\)`),
-		citedAs: regexp.MustCompile(`^((?:Федеральный конституционный закон|Федеральный закон|Закон Российской Федерации|Указ Президента Российской Федерации|Постановление Правительства Российской Федерации|Распоряжение Правительства Российской Федерации)\s+от\s+\d{2}\.\d{2}\.\d{4}(?:\s*г\.)?\s+(?:N|№)\s*(\d{1,5}(?:-[А-ЯЁ]{1,4})?))`),
+		citedAs: regexp.MustCompile(`^((?:Федеральный конституционный закон|Федеральный закон|Закон Российской Федерации|Закон Республики Беларусь|Указ Президента Российской Федерации|Постановление Правительства Российской Федерации|Распоряжение Правительства Российской Федерации)\s+от\s+\d{2}\.\d{2}\.\d{4}(?:\s*г\.)?\s+(?:N|№)\s*(\d{1,5}(?:-[А-ЯЁ]{1,4})?))`),
 	}
 })
 
@@ -54,7 +57,7 @@ func isRuSignature(text string) bool { return ruActRe().signature.MatchString(te
 // it is cited: `Федеральный закон от 27.07.2006 N 152-ФЗ "О персональных
 // данных"`; "" when either is missing.
 func ruActTitle(root *Element) string {
-	var kind, name string
+	var kind, name, date, number string
 	for i, c := range root.Children {
 		if isContainer(c.Kind) || i > 12 {
 			break
@@ -80,6 +83,11 @@ func ruActTitle(root *Element) string {
 			kind = strings.Replace(kind, "российской федерации", "Российской Федерации", 1)
 			kind = strings.Replace(kind, "президента", "Президента", 1)
 			kind = strings.Replace(kind, "правительства", "Правительства", 1)
+			kind = strings.Replace(kind, "республики беларусь", "Республики Беларусь", 1)
+			continue
+		}
+		if m := ruActRe().headerDate.FindStringSubmatch(t); kind != "" && name == "" && m != nil {
+			date, number = ruDate(m[1], m[2], m[3]), m[4]
 			continue
 		}
 		if kind != "" && name == "" {
@@ -89,7 +97,6 @@ func ruActTitle(root *Element) string {
 	if kind == "" || name == "" {
 		return ""
 	}
-	var date, number string
 	kids := root.Children
 	for i := len(kids) - 1; i >= 0 && i >= len(kids)-8; i-- {
 		t := normalizeSpace(kids[i].Text)
@@ -97,11 +104,7 @@ func ruActTitle(root *Element) string {
 			number = m[1]
 		}
 		if m := ruActRe().dateLine.FindStringSubmatch(t); m != nil && date == "" {
-			d := m[1]
-			if len(d) == 1 {
-				d = "0" + d
-			}
-			date = d + "." + ruMonths[m[2]] + "." + m[3]
+			date = ruDate(m[1], m[2], m[3])
 		}
 	}
 	if date == "" || number == "" {
@@ -109,6 +112,14 @@ func ruActTitle(root *Element) string {
 	}
 	name = strings.Trim(name, `"«»“” `)
 	return kind + " от " + date + " N " + number + ` "` + name + `"`
+}
+
+// ruDate writes a date set as "7 июля 2003" as it is cited: "07.07.2003".
+func ruDate(day, month, year string) string {
+	if len(day) == 1 {
+		day = "0" + day
+	}
+	return day + "." + ruMonths[month] + "." + year
 }
 
 // ruActIDs are the ways other documents cite a Russian act titled as

@@ -397,12 +397,17 @@ func (p *txtParser) run() {
 			block = block[:0]
 			continue
 		}
-		if len(block) == 0 {
+		// In the fixed-width layout every line is a paragraph or a
+		// heading of its own, blank lines or not: a header set without
+		// them runs on into "Глава 1. …" and "Статья 1. …".
+		if len(block) == 0 || p.hanging && !isTableLine(line) {
 			next := ""
 			if i+1 < len(p.lines) {
 				next = p.lines[i+1]
 			}
 			if h, ok := p.heading(line, next); ok {
+				p.flush(block)
+				block = block[:0]
 				i = p.open(h, i)
 				continue
 			}
@@ -421,8 +426,11 @@ func (p *txtParser) open(h txtHeading, i int) int {
 			j++
 		}
 		if j < len(p.lines) {
+			// The line as set: a title indented like the keyword line
+			// ("        ГЛАВА 1" over "        ОБЩИЕ ПОЛОЖЕНИЯ") is no
+			// flush-left heading of its own.
 			cand := strings.TrimSpace(p.lines[j])
-			if _, isHeading := p.heading(cand, ""); !isHeading && isCapitals(cand) && utf8.RuneCountInString(cand) <= 2*maxHeadingRunes {
+			if _, isHeading := p.heading(strings.TrimRight(p.lines[j], " \t"), ""); !isHeading && isCapitals(cand) && utf8.RuneCountInString(cand) <= 2*maxHeadingRunes {
 				h.title += " " + normalizeSpace(cand)
 				i = j
 			}
@@ -482,7 +490,10 @@ func (p *txtParser) heading(line, next string) (txtHeading, bool) {
 	if m := txtRe().appendixKw.FindStringSubmatch(trimmed); m != nil && indentOf(line) == 0 {
 		return txtHeading{level: 1, address: "Appendix " + m[1], title: title, keyword: true}, true
 	}
-	if m := txtRe().sectionKw.FindStringSubmatch(trimmed); m != nil && indentOf(line) == 0 {
+	if m := txtRe().sectionKw.FindStringSubmatch(trimmed); m != nil && (indentOf(line) == 0 ||
+		// The fixed-width layout indents headings like paragraphs; a
+		// sentence opening with "Section 2 applies …" ends in a stop.
+		p.hanging && !strings.ContainsAny(m[2][len(m[2])-1:], ".,;:")) {
 		if h, ok := p.numbered(m[1], title); ok {
 			return h, true
 		}
