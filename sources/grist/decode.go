@@ -21,9 +21,12 @@ type column struct {
 	Target string // referenced table for Ref/RefList (its current tableId)
 	// TargetName is the name the referenced table's records use.
 	TargetName string
-	IsFormula  bool
-	ParentPos  float64
-	ColRef     int64
+	// IsFormula: a formula computes the values (isFormula with a
+	// non-empty formula). An empty column, isFormula with formula "",
+	// is not one: it holds what a data column does.
+	IsFormula bool
+	ParentPos float64
+	ColRef    int64
 }
 
 func newColumn(id, typ string, isFormula bool, pos float64, ref int64) column {

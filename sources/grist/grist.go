@@ -474,6 +474,7 @@ func (s *Source) columns(ctx context.Context, id string) (*table, error) {
 				ColRef    int64       `json:"colRef"`
 				Type      string      `json:"type"`
 				IsFormula bool        `json:"isFormula"`
+				Formula   string      `json:"formula"`
 				ParentPos json.Number `json:"parentPos"`
 			} `json:"fields"`
 		} `json:"columns"`
@@ -487,7 +488,12 @@ func (s *Source) columns(ctx context.Context, id string) (*table, error) {
 			continue
 		}
 		pos, _ := c.Fields.ParentPos.Float64()
-		col := newColumn(c.ID, c.Fields.Type, c.Fields.IsFormula, pos, c.Fields.ColRef)
+		// An empty column (isFormula with no formula) is data to us: no
+		// formula computes its values, and grist-core makes it a data
+		// column when its first value is written
+		// (sandbox/grist/useractions.py _ensure_column_accepts_data).
+		formula := c.Fields.IsFormula && c.Fields.Formula != ""
+		col := newColumn(c.ID, c.Fields.Type, formula, pos, c.Fields.ColRef)
 		if col.Base == "Attachments" {
 			t.HasAtt = true
 		}
@@ -504,8 +510,9 @@ func (s *Source) columns(ctx context.Context, id string) (*table, error) {
 }
 
 // fingerprint hashes the shape of the records the tables yield: the names
-// they use, key columns, types. A rename the config follows under the old
-// name leaves it as it was.
+// they use, key columns, types, formula or data. A rename the config
+// follows under the old name leaves it as it was, and so does an empty
+// column becoming data (column.IsFormula).
 func fingerprint(tables []*table) string {
 	h := sha1.New()
 	for _, t := range tables {

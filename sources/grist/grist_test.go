@@ -563,3 +563,46 @@ func TestAdmin(t *testing.T) {
 	require.NotContains(t, err.Error(), gristtest.APIKey)
 	require.Empty(t, s.Webhooks())
 }
+
+// TestEmptyColumnFirstValueIncremental: a column added without isFormula
+// is an empty formula column until its first value makes it a data column
+// (grist-core useractions.py _ensure_column_accepts_data); the two hold
+// the same records, so the flip lists only the rows written, not the
+// whole table.
+func TestEmptyColumnFirstValueIncremental(t *testing.T) {
+	s := gristtest.New(t)
+	s.LoadCSV("Guides", corpus(t, "uk-tariff-guides.csv"), nil)
+	src := newSource(t, s, nil)
+	a, err := grist.NewAdmin(grist.Config{Server: s.URL, DocID: gristtest.DocID, APIKey: gristtest.APIKey})
+	require.NoError(t, err)
+	ctx := context.Background()
+	l := readAll(t, src, "")
+	require.NoError(t, l.err)
+	require.Len(t, l.records, 19)
+
+	require.NoError(t, a.Call(ctx, http.MethodPost, "/tables/Guides/columns",
+		map[string]any{"columns": []any{map[string]any{"id": "note", "fields": map[string]any{"type": "Text"}}}}, nil))
+	l2 := readAll(t, src, l.cursor)
+	require.NoError(t, l2.err)
+	require.Equal(t, 19, len(l2.records), "an added column lists the table")
+
+	require.NoError(t, a.Call(ctx, http.MethodPatch, "/tables/Guides/records",
+		map[string]any{"records": []any{map[string]any{"id": 1, "fields": map[string]any{"note": "checked"}}}}, nil))
+	var cl struct {
+		Columns []struct {
+			ID     string
+			Fields struct{ IsFormula bool }
+		}
+	}
+	require.NoError(t, a.Call(ctx, http.MethodGet, "/tables/Guides/columns", nil, &cl))
+	for _, c := range cl.Columns {
+		if c.ID == "note" {
+			require.False(t, c.Fields.IsFormula, "the first value makes the column data")
+		}
+	}
+	l3 := readAll(t, src, l2.cursor)
+	require.NoError(t, l3.err)
+	require.Equal(t, 1, len(l3.records), "only the row written is listed")
+	require.Equal(t, "checked", l3.records["Guides:1"].Attributes["note"])
+	require.ErrorIs(t, readAll(t, src, l3.cursor).err, sources.ErrNotModified)
+}
