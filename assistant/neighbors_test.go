@@ -73,7 +73,7 @@ pipelines:
 // returns how many node ends of each edge type it compared.
 func compareNeighbors(t *testing.T, cs *mcp.ClientSession, dir, name string) map[string]int {
 	t.Helper()
-	g, _, err := crashtest.ReplayDir(dir)
+	g, _, err := crashtest.ReplayDir(dir, 8) // the default target, 3.8
 	require.NoError(t, err)
 	want := map[string][]string{}
 	labels := map[string]map[string]bool{}

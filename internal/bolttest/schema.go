@@ -125,7 +125,11 @@ func (sc *Schema) answer(q Query) (Answer, bool) {
 	// A write in a transaction begun with mode "r" fails from 3.2, which
 	// reads the mode (src/glue/SessionHL.cpp v3.2.0:53) and checks the
 	// plan against the storage access (interpreter.cpp v3.2.0:2328
-	// AccessorCompliance); 3.0 and 3.1 ignore the mode.
+	// AccessorCompliance); 3.0 and 3.1 ignore the mode. An auto-commit
+	// query runs whatever its RUN's mode: only BEGIN turns the mode into a
+	// READ accessor (interpreter.cpp v3.2.0:2390, v3.12.0:3449); outside a
+	// transaction the accessor follows the query's own plan
+	// (v3.2.0:6054–6070 parsed_query.is_cypher_read, v3.12.0:9948).
 	if q.Tx != 0 && q.Meta["mode"] == "r" && sc.minor >= 2 && reWrite.MatchString(text) {
 		return Answer{Fail: &Failure{Code: CodeClient, Message: "Accessor type READ and query type RW are misaligned!"}}, true
 	}

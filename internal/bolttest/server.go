@@ -278,7 +278,9 @@ type Answer struct {
 	// or RW; Type then defaults to "rw"). In an explicit transaction begun
 	// with mode "r" the query fails as Memgraph 3.2+ fails it
 	// (AccessorCompliance in src/query/interpreter.cpp: "Accessor type
-	// READ and query type RW are misaligned!"), reported on the RUN.
+	// READ and query type RW are misaligned!"), reported on the RUN; an
+	// auto-commit query runs with any mode (only BEGIN reads it into the
+	// accessor: interpreter.cpp v3.2.0:2390).
 	Writes bool
 }
 

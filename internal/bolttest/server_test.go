@@ -891,6 +891,48 @@ func TestEmulatedReadAccessByVersion(t *testing.T) {
 	}
 }
 
+// TestEmulatedReadAccessAutoCommit: a write sent as one auto-commit query
+// of a read session (RUN with mode "r" in its extra) runs on every
+// version. Memgraph reads the mode of a RUN's extra as of a BEGIN's
+// (src/glue/SessionHL.cpp v3.2.0:53 ToQueryExtras, :300 Prepare), but
+// only the BEGIN handler turns it into a READ accessor
+// (src/query/interpreter.cpp v3.2.0:2389–2390, v3.12.0:3448–3449); a
+// query outside a transaction gets its accessor from its own plan
+// (parsed_query.is_cypher_read: interpreter.cpp v3.2.0:6054–6070,
+// v3.12.0:9947–9948 and :9793–9802 cypher_access_type), so
+// AccessorCompliance (v3.2.0:2328) finds a WRITE accessor.
+func TestEmulatedReadAccessAutoCommit(t *testing.T) {
+	const write = "UNWIND $rows AS row MERGE (n:`Doc` {id: row.id}) SET n += row.props"
+	for _, v := range []string{"3.1.1", "3.2.0", "3.12.0"} {
+		ctx := testCtx(t)
+		s := Start(t)
+		s.EmulateMemgraph(Memgraph{Version: v})
+		read := newDriver(t, s, neo4j.NoAuth()).NewSession(ctx, neo4j.SessionConfig{AccessMode: neo4j.AccessModeRead})
+		res, err := read.Run(ctx, write, map[string]any{"rows": []any{}})
+		require.NoError(t, err, v)
+		_, err = res.Consume(ctx)
+		require.NoError(t, err, v)
+		require.NoError(t, read.Close(ctx))
+		qs := s.Queries()
+		require.Len(t, qs, 1, v)
+		require.Zero(t, qs[0].Tx, v)
+		require.Equal(t, "r", qs[0].Meta["mode"], v)
+		require.True(t, qs[0].Committed, v)
+		require.False(t, qs[0].Failed, v)
+	}
+	// The same for an Answer that marks the plan as writing.
+	s := Start(t)
+	s.Answer(func(q Query) (Answer, bool) { return Answer{Writes: true}, true })
+	ctx := testCtx(t)
+	read := newDriver(t, s, neo4j.NoAuth()).NewSession(ctx, neo4j.SessionConfig{AccessMode: neo4j.AccessModeRead})
+	defer read.Close(ctx)
+	res, err := read.Run(ctx, "CREATE (n)", nil)
+	require.NoError(t, err)
+	sum, err := res.Consume(ctx)
+	require.NoError(t, err)
+	require.Equal(t, neo4j.StatementTypeReadWrite, sum.StatementType())
+}
+
 // TestMulticommandMessagesByVersion: SHOW and index DDL in an explicit
 // transaction fail with 3.0's own messages and, from 3.1, with
 // MulticommandTxException's (src/query/exceptions.hpp v3.0.0:108, :140,

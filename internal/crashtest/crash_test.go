@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/kgsync/kgsync/internal/crashtest"
 	"github.com/kgsync/kgsync/internal/pgtest"
 	"github.com/kgsync/kgsync/pipeline"
+	"github.com/kgsync/kgsync/sink"
 	"github.com/kgsync/kgsync/state"
 	"github.com/kgsync/kgsync/state/postgres"
 	"github.com/kgsync/kgsync/state/sqlite"
@@ -45,11 +47,36 @@ const (
 	maxKills = 3
 )
 
+// target is a Memgraph version the trials write CYPHERL for
+// (sink.cypherl.memgraph_version) with the 3.x minor versions whose
+// answers the replays of its files give.
+type target struct {
+	version string
+	minors  []int
+}
+
+// targets are the oldest and the newest Memgraph versions kgsync supports
+// (the first supported and the last row of sink.MemgraphRanges), each
+// replayed as both ends of its row: a statement one of them refuses fails
+// the trial as it would stop mgconsole.
+func targets(t *testing.T) []target {
+	first := slices.IndexFunc(sink.MemgraphRanges, func(r sink.MemgraphRange) bool { return r.Supported })
+	require.GreaterOrEqual(t, first, 0)
+	oldest, newest := sink.MemgraphRanges[first], sink.MemgraphRanges[len(sink.MemgraphRanges)-1]
+	require.Negative(t, newest.MaxMinor, "the last row holds every later version")
+	return []target{
+		{version: fmt.Sprintf("3.%d", oldest.MinMinor), minors: []int{oldest.MinMinor, oldest.MaxMinor}},
+		{version: fmt.Sprintf("3.%d", newest.MinMinor+1), minors: []int{newest.MinMinor, newest.MinMinor + 1}},
+	}
+}
+
 // suite is what every trial shares.
 type suite struct {
 	bin      string
 	template string // the documents of a first sync
-	// refs are the uninterrupted runs' results, by phase.
+	targets  []target
+	// refs are the uninterrupted runs' results, by version, provider and
+	// phase.
 	refs map[string]reference
 }
 
@@ -70,6 +97,7 @@ type trial struct {
 	incremental bool   // kill the second sync (after mutate) instead of the first
 	driver      string // "sqlite" or "postgres"
 	provider    string // "hashing" or "openai"
+	target      target // the Memgraph version the files are written for
 	kills       int
 	delays      []float64 // fraction of the reference duration, per kill
 }
@@ -80,17 +108,20 @@ type trial struct {
 // and the embedding cache equal those of an uninterrupted run. The plan is
 // drawn from a seeded math/rand ($KGSYNC_CRASH_SEED, default 1), so a
 // failing trial is reproducible; $KGSYNC_CRASH_TRIALS sets the number of
-// trials (default 50, one in five with Postgres state).
+// trials (default 50, one in five with Postgres state). Trials write CYPHERL
+// for the oldest and the newest supported Memgraph version in turn, and
+// their files are replayed as each end of that version's row answers.
 func TestCrashConvergence(t *testing.T) {
 	trials := envInt(t, envTrials, defaultTrials)
 	seed := uint64(envInt(t, envSeed, 1))
-	s := &suite{bin: crashtest.BuildKgsync(t, t.TempDir()), template: docSet(t)}
+	s := &suite{bin: crashtest.BuildKgsync(t, t.TempDir()), template: docSet(t), targets: targets(t)}
 	s.references(t)
 
 	rng := rand.New(rand.NewPCG(seed, 0x6b6773796e63))
 	plan := make([]trial, trials)
 	for i := range plan {
-		tr := trial{n: i, incremental: i%2 == 1, driver: "sqlite", provider: "hashing", kills: 1 + rng.IntN(maxKills)}
+		tr := trial{n: i, incremental: i%2 == 1, driver: "sqlite", provider: "hashing", target: s.targets[(i/4)%len(s.targets)],
+			kills: 1 + rng.IntN(maxKills)}
 		if i%5 == 4 {
 			tr.driver = "postgres"
 		}
@@ -106,7 +137,7 @@ func TestCrashConvergence(t *testing.T) {
 	var mu sync.Mutex
 	var killed, afterWrite, missed, torn, failedRuns int
 	for _, tr := range plan {
-		t.Run(fmt.Sprintf("%02d-%s-%s-%s", tr.n, phaseName(tr.incremental), tr.driver, tr.provider), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%02d-%s-%s-%s-%s", tr.n, phaseName(tr.incremental), tr.driver, tr.provider, tr.target.version), func(t *testing.T) {
 			t.Parallel()
 			r := s.runTrial(t, tr)
 			mu.Lock()
@@ -208,6 +239,7 @@ func mutate(t *testing.T, docs string) {
 type workspace struct {
 	dir, docs string
 	driver    string
+	target    target
 	dsn       string
 	schema    string
 	provider  string
@@ -216,9 +248,9 @@ type workspace struct {
 	emb *crashtest.EmbedServer
 }
 
-func (s *suite) newWorkspace(t *testing.T, driver, provider string) *workspace {
+func (s *suite) newWorkspace(t *testing.T, driver, provider string, tg target) *workspace {
 	t.Helper()
-	w := &workspace{dir: t.TempDir(), driver: driver, provider: provider}
+	w := &workspace{dir: t.TempDir(), driver: driver, provider: provider, target: tg}
 	w.docs = filepath.Join(w.dir, "docs")
 	require.NoError(t, os.Mkdir(w.docs, 0o755))
 	entries, err := os.ReadDir(s.template)
@@ -238,7 +270,7 @@ func (s *suite) newWorkspace(t *testing.T, driver, provider string) *workspace {
 			w.emb.URL(), dims, callSize)
 	}
 	cfg := "state:\n" + stateCfg +
-		"sink:\n  type: cypherl\n  cypherl:\n    dir: cypherl\n" +
+		"sink:\n  type: cypherl\n  cypherl:\n    dir: cypherl\n    memgraph_version: \"" + tg.version + "\"\n" +
 		"embedder:\n" + embCfg +
 		"chunking:\n  max_tokens: 128\n  overlap_tokens: 16\n" +
 		"pipelines:\n  - name: docs\n    batch_size: 1\n    sources:\n      - name: docs\n        files:\n          root: docs\n"
@@ -291,41 +323,70 @@ func (s *suite) mustSync(t *testing.T, w *workspace) (crashtest.Outcome, runJSON
 	return out, j
 }
 
-// references runs each phase uninterrupted with both providers: the graphs
-// must agree (the server answers with the hashing embedder's vectors), and
-// they are what trials converge to.
+// replay replays the workspace's CYPHERL directory file by file as each
+// minor version of its target answers; the graphs must agree. It returns
+// the first one and its stats.
+func (w *workspace) replay(t *testing.T) (*crashtest.Graph, crashtest.ReplayStats) {
+	t.Helper()
+	var g *crashtest.Graph
+	var st crashtest.ReplayStats
+	for _, minor := range w.target.minors {
+		mg, mst, err := crashtest.ReplayDir(filepath.Join(w.dir, "cypherl", "docs"), minor)
+		require.NoError(t, err, "files for %s replayed on 3.%d", w.target.version, minor)
+		if g == nil {
+			g, st = mg, mst
+			continue
+		}
+		require.Equal(t, st, mst, "3.%d", minor)
+		requireSameGraph(t, g, mg)
+	}
+	return g, st
+}
+
+// refKey names a reference run.
+func refKey(version, provider string, incremental bool) string {
+	return version + "/" + provider + "/" + phaseName(incremental)
+}
+
+// references runs each phase uninterrupted with both providers, writing
+// for each target version: the graphs must agree (the server answers with
+// the hashing embedder's vectors, and the versions differ only in their
+// DDL), and they are what trials converge to.
 func (s *suite) references(t *testing.T) {
 	s.refs = map[string]reference{}
 	var graphs = map[string]*crashtest.Graph{}
-	for _, provider := range []string{"hashing", "openai"} {
-		w := s.newWorkspace(t, "sqlite", provider)
-		for _, incremental := range []bool{false, true} {
-			if incremental {
-				mutate(t, w.docs)
+	for _, tg := range s.targets {
+		for _, provider := range []string{"hashing", "openai"} {
+			w := s.newWorkspace(t, "sqlite", provider, tg)
+			for _, incremental := range []bool{false, true} {
+				if incremental {
+					mutate(t, w.docs)
+				}
+				before := w.texts()
+				out, j := s.mustSync(t, w)
+				g, st := w.replay(t)
+				require.Empty(t, st.TornTails)
+				key := refKey(tg.version, provider, incremental)
+				s.refs[key] = reference{graph: g, duration: out.Duration, cache: cacheCount(t, w), texts: w.texts() - before}
+				if provider == "openai" {
+					require.Equal(t, j.Chunks.Embedded, s.refs[key].texts, "the server saw every text the run embedded, once")
+				}
+				if other, ok := graphs[phaseName(incremental)]; ok {
+					requireSameGraph(t, other, g)
+				}
+				graphs[phaseName(incremental)] = g
+				requireStateMatchesGraph(t, w, g)
 			}
-			before := w.texts()
-			out, j := s.mustSync(t, w)
-			g, st, err := crashtest.ReplayDir(filepath.Join(w.dir, "cypherl", "docs"))
-			require.NoError(t, err)
-			require.Empty(t, st.TornTails)
-			key := provider + "/" + phaseName(incremental)
-			s.refs[key] = reference{graph: g, duration: out.Duration, cache: cacheCount(t, w), texts: w.texts() - before}
-			if provider == "openai" {
-				require.Equal(t, j.Chunks.Embedded, s.refs[key].texts, "the server saw every text the run embedded, once")
-			}
-			if other, ok := graphs[phaseName(incremental)]; ok {
-				requireSameGraph(t, other, g)
-			}
-			graphs[phaseName(incremental)] = g
-			requireStateMatchesGraph(t, w, g)
 		}
 	}
-	first, incr := s.refs["hashing/first"], s.refs["hashing/incremental"]
+	newest := s.targets[len(s.targets)-1].version
+	first, incr := s.refs[refKey(newest, "hashing", false)], s.refs[refKey(newest, "hashing", true)]
 	require.Equal(t, 12, first.graph.Count("Document"))
 	require.Equal(t, 12, incr.graph.Count("Document"), "one deleted, one added, one renamed")
 	require.Greater(t, first.graph.Count(pipeline.LabelChunk), 200)
 	t.Logf("reference runs: first sync %v (%d chunks), incremental %v; openai texts first %d, incremental %d",
-		first.duration, first.graph.Count(pipeline.LabelChunk), incr.duration, s.refs["openai/first"].texts, s.refs["openai/incremental"].texts)
+		first.duration, first.graph.Count(pipeline.LabelChunk), incr.duration, s.refs[refKey(newest, "openai", false)].texts,
+		s.refs[refKey(newest, "openai", true)].texts)
 }
 
 type trialResult struct{ killed, afterWrite, missed, torn, failed int }
@@ -349,9 +410,8 @@ func dirSize(t *testing.T, dir string) int64 {
 
 func (s *suite) runTrial(t *testing.T, tr trial) trialResult {
 	var res trialResult
-	w := s.newWorkspace(t, tr.driver, tr.provider)
-	phase := phaseName(tr.incremental)
-	ref := s.refs[tr.provider+"/"+phase]
+	w := s.newWorkspace(t, tr.driver, tr.provider, tr.target)
+	ref := s.refs[refKey(tr.target.version, tr.provider, tr.incremental)]
 	if tr.incremental {
 		s.mustSync(t, w)
 		mutate(t, w.docs)
@@ -405,16 +465,18 @@ func (s *suite) runTrial(t *testing.T, tr trial) trialResult {
 	require.Zero(t, noop.Sink.Statements)
 
 	// (a) + (c): the graph equals the uninterrupted run's, and every line
-	// is a MERGE/MATCH shape (Apply rejects anything else, CREATE included).
-	g, st, err := crashtest.ReplayDir(filepath.Join(w.dir, "cypherl", "docs"))
-	require.NoError(t, err)
+	// is a MERGE/MATCH shape (Apply rejects anything else, CREATE included)
+	// that each version of the target accepts.
+	g, st := w.replay(t)
 	res.torn = len(st.TornTails)
 	requireSameGraph(t, ref.graph, g)
 	// The files concatenated, as mgconsole loads them, give the same graph.
-	sg, sst, err := crashtest.ReplayStream(filepath.Join(w.dir, "cypherl", "docs"))
-	require.NoError(t, err)
-	require.Empty(t, sst.TornTails)
-	requireSameGraph(t, ref.graph, sg)
+	for _, minor := range tr.target.minors {
+		sg, sst, err := crashtest.ReplayStream(filepath.Join(w.dir, "cypherl", "docs"), minor)
+		require.NoError(t, err, "3.%d", minor)
+		require.Empty(t, sst.TornTails)
+		requireSameGraph(t, ref.graph, sg)
+	}
 	// (b) state matches the graph.
 	requireStateMatchesGraph(t, w, g)
 	// (d) the embedding bill: the cache holds exactly what an uninterrupted

@@ -136,17 +136,19 @@ var (
 func unquote(s string) string { return strings.ReplaceAll(s, "``", "`") }
 
 // ReplayDir replays every NNNNNN-*.cypherl file of dir in name order (the
-// order sink/cypherl wrote them in) into a new graph. A file's incomplete
+// order sink/cypherl wrote them in) into a new graph answering like
+// Memgraph 3.minor (NewGraphMinor): a statement that version refuses fails
+// the replay, as it stops mgconsole. A file's incomplete
 // last line — one not ending in ";\n", the tail of a write cut short by a
 // crash — is ignored and reported in ReplayStats.TornTails; any other line
 // that is not a complete statement of a known shape fails the replay.
-func ReplayDir(dir string) (*Graph, ReplayStats, error) {
+func ReplayDir(dir string, minor int) (*Graph, ReplayStats, error) {
 	var st ReplayStats
 	names, err := cypherlFiles(dir)
 	if err != nil {
 		return nil, st, err
 	}
-	g := NewGraph()
+	g := NewGraphMinor(minor)
 	for _, n := range names {
 		data, err := os.ReadFile(filepath.Join(dir, n))
 		if err != nil {
@@ -165,10 +167,11 @@ func ReplayDir(dir string) (*Graph, ReplayStats, error) {
 }
 
 // ReplayStream replays the concatenation of every NNNNNN-*.cypherl file of
-// dir in name order as one stream, as `cat dir/*.cypherl | mgconsole` reads
-// them: an incomplete line at the end of one file runs into the next
+// dir in name order as one stream into a new graph answering like Memgraph
+// 3.minor, as `cat dir/*.cypherl | mgconsole` loads them into that
+// version: an incomplete line at the end of one file runs into the next
 // file's first line and fails the replay.
-func ReplayStream(dir string) (*Graph, ReplayStats, error) {
+func ReplayStream(dir string, minor int) (*Graph, ReplayStats, error) {
 	var st ReplayStats
 	names, err := cypherlFiles(dir)
 	if err != nil {
@@ -183,7 +186,7 @@ func ReplayStream(dir string) (*Graph, ReplayStats, error) {
 		all = append(all, data...)
 		st.Files++
 	}
-	g := NewGraph()
+	g := NewGraphMinor(minor)
 	torn, err := g.ReplayFile(all, &st)
 	if err != nil {
 		return nil, st, fmt.Errorf("replay stream of %s: %w", dir, err)

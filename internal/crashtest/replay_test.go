@@ -1,6 +1,8 @@
 package crashtest
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,5 +49,31 @@ func TestParseLiteralFloatNeedsFraction(t *testing.T) {
 	for _, lit := range []string{"1.", "[1., 2.0]", "-3."} {
 		_, err := ParseWholeLiteral(lit)
 		require.Error(t, err, lit)
+	}
+}
+
+// TestReplayDirVersion: ReplayDir and ReplayStream answer like the version
+// they are given. A text index with a property list is a syntax error
+// before 3.5 and runs from 3.6; a duplicate CREATE VECTOR INDEX fails
+// before 3.8 and is a notification from 3.8 on.
+func TestReplayDirVersion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const vec = "CREATE VECTOR INDEX `chunk_embedding` ON :`Chunk`(`embedding`) WITH CONFIG {\"dimension\": 3, \"capacity\": 10, \"metric\": \"cos\"};\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "000000-schema.cypherl"),
+		[]byte("CREATE INDEX ON :`Chunk`(`id`);\nCREATE TEXT INDEX `chunk_lex` ON :`Chunk`(`lex`);\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "000001-run.cypherl"), []byte(vec+vec), 0o644))
+	for _, replay := range []func(string, int) (*Graph, ReplayStats, error){ReplayDir, ReplayStream} {
+		_, _, err := replay(dir, 4)
+		require.ErrorContains(t, err, "no property list before 3.5")
+		_, _, err = replay(dir, 7)
+		require.ErrorContains(t, err, "Given vector index already exists.")
+		for _, minor := range []int{8, 12} {
+			g, st, err := replay(dir, minor)
+			require.NoError(t, err, minor)
+			require.Equal(t, 4, st.Statements)
+			require.True(t, g.HasTextIndex("chunk_lex"))
+			require.Len(t, g.Notices, 1)
+		}
 	}
 }
