@@ -134,6 +134,9 @@ type Server struct {
 	// broken: a refused recalcDeps left the data engine inconsistent;
 	// writes fail until Reload.
 	broken bool
+	// pending: a POST /apply bundle is being applied; its trigger
+	// formulas are computed at its end (flushTriggersLocked).
+	pending *pendingTriggers
 
 	mu          sync.Mutex
 	tables      map[string]*table
@@ -363,7 +366,7 @@ func (s *Server) insertLocked(t *table, rows []map[string]any, u User, asAction 
 		for k, v := range in {
 			r[k] = normValue(v)
 		}
-		s.triggersLocked(t, r, nil, in, u)
+		s.triggersLocked(t, id, r, nil, in, u)
 		t.rows[id] = r
 		t.gen++
 		ids = append(ids, id)
@@ -428,7 +431,7 @@ func (s *Server) updateLocked(t *table, updates map[int64]map[string]any, u User
 		for k, v := range upd {
 			r[k] = normValue(v)
 		}
-		s.triggersLocked(t, r, before, upd, u)
+		s.triggersLocked(t, id, r, before, upd, u)
 		delta[id] = &rowChange{before: before, after: maps.Clone(r)}
 	}
 	return delta, nil

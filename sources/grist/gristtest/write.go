@@ -561,9 +561,20 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) {
 	u := s.userOf(r)
 	ret := make([]any, 0, len(actions))
 	act := &action{deltas: map[string]map[int64]*rowChange{}, colRenames: map[string][][2]string{}}
+	// engine.py apply_user_actions (grist-core f98cda9, :1313-1340): on an
+	// exception the changes of the bundle's earlier actions are undone
+	// (_undo_to_checkpoint) and the exception is raised as it came, so the
+	// answer is the failing action's alone and nothing is applied.
+	snap := s.snapshotLocked()
+	s.pending = &pendingTriggers{dirty: map[string]map[int64]map[string]bool{}}
+	defer func() { s.pending = nil }()
 	for _, a := range actions {
+		// engine.py:1318-1320: protections of given trigger values last
+		// one user action.
+		s.pending.kept = map[string]map[int64]map[string]bool{}
 		v, err := s.applyOne(act, a, u)
 		if err != nil {
+			s.restoreLocked(snap)
 			status := 400
 			if ae, ok := err.(*apiErr); ok {
 				status = ae.status
@@ -573,9 +584,33 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) {
 		}
 		ret = append(ret, v)
 	}
+	s.flushTriggersLocked(act, u)
 	s.record(act)
 	head := s.history[len(s.history)-1]
 	writeJSON(w, r, 200, map[string]any{"actionNum": head.n, "actionHash": head.h, "retValues": ret, "isModification": true})
+}
+
+// sandboxErr is a /records write error as grist-core's data engine raises
+// it, which /apply answers as it came (HTTP 500, app/server/lib/expressWrap.ts
+// jsonErrorHandler: no status on a SandboxError) and the /records endpoints
+// translate (app/plugin/TableOperationsImpl.ts:240-250
+// handleSandboxErrorOnPlatform at f98cda9): an unknown row fails the
+// docaction's assertion (sandbox/grist/docactions.py:70-72), an unknown
+// column the schema lookup (useractions.py:1051).
+func sandboxErr(err error) error {
+	ae, ok := err.(*apiErr)
+	if !ok || ae.status != 400 {
+		return err
+	}
+	if n, ok := strings.CutPrefix(ae.msg, "Invalid row id "); ok {
+		return &apiErr{500, "[Sandbox] AssertionError docactions.[Bulk]UpdateRecord for non-existent record #" + n}
+	}
+	if c, ok := strings.CutPrefix(ae.msg, "Invalid column "); ok {
+		if col, err := strconv.Unquote(c); err == nil {
+			return &apiErr{500, "[Sandbox] KeyError '" + col + "'"}
+		}
+	}
+	return err
 }
 
 func argString(a []any, i int) string {
@@ -726,12 +761,14 @@ func (s *Server) applyOne(act *action, a []any, u User) (any, error) {
 		}
 		delta, err := s.updateLocked(t, updates, u, true)
 		if err != nil {
-			return nil, err
+			return nil, sandboxErr(err)
 		}
 		act.merge(t.id, delta)
 		return nil, nil
 	case "BulkRemoveRecord":
-		delta, err := s.removeLocked(t, rowIDs(a[min(2, len(a)-1)]))
+		// docactions.py BulkRemoveRecord ignores records that do not exist.
+		ids := slices.DeleteFunc(rowIDs(a[min(2, len(a)-1)]), func(id int64) bool { return t.rows[id] == nil })
+		delta, err := s.removeLocked(t, ids)
 		if err != nil {
 			return nil, err
 		}
@@ -770,7 +807,7 @@ func (s *Server) bulkAdd(act *action, t *table, a []any, u User) (any, error) {
 	}
 	ids, err := s.insertLocked(t, rows, u, true)
 	if err != nil {
-		return nil, err
+		return nil, sandboxErr(err)
 	}
 	delta := map[int64]*rowChange{}
 	ret := make([]any, len(ids))
@@ -812,7 +849,7 @@ func (act *action) merge(tid string, delta map[int64]*rowChange) {
 //     RecalcDeps (useractions.py:585-590); one set to the value it had is
 //     trimmed from the update (useractions.py:520, engine.py:1062-1092
 //     trim_update_action) and so is recomputed like any other.
-func (s *Server) triggersLocked(t *table, r, before, given map[string]any, u User) {
+func (s *Server) triggersLocked(t *table, id int64, r, before, given map[string]any, u User) {
 	byRef := map[int]string{}
 	for _, c := range t.cols {
 		byRef[c.colRef] = c.ID
@@ -827,29 +864,138 @@ func (s *Server) triggersLocked(t *table, r, before, given map[string]any, u Use
 			continue
 		}
 		_, set := given[c.ID]
-		due := false
+		// dirty: the change invalidates the column's cell; kept: the
+		// action gives it a new value, which prevents its recalculation
+		// (docactions.py:85-86) unless the column depends on itself
+		// (useractions.py:585-590).
+		dirty, kept := false, false
 		switch {
 		case before == nil:
-			due = !set || c.RecalcWhen == 0 && len(c.RecalcDeps) > 0
-		case set && changed(c.ID):
-			due = c.RecalcWhen == 0 && slices.Contains(c.RecalcDeps, c.colRef)
+			dirty = !set || c.RecalcWhen == 0 && len(c.RecalcDeps) > 0
 		default:
-			due = c.RecalcWhen == 2 && rowChanged
+			dirty = c.RecalcWhen == 2 && rowChanged
 			for _, ref := range c.RecalcDeps {
 				if col := byRef[ref]; col != "" && changed(col) && c.RecalcWhen == 0 {
-					due = true
+					dirty = true
+				}
+			}
+			kept = set && changed(c.ID) && !(c.RecalcWhen == 0 && slices.Contains(c.RecalcDeps, c.colRef))
+		}
+		if p := s.pending; p != nil {
+			if dirty {
+				p.mark(p.dirty, t.id, id, c.ID)
+			}
+			if kept {
+				p.mark(p.kept, t.id, id, c.ID)
+			}
+			continue
+		}
+		if dirty && !kept {
+			s.evalTriggerLocked(t, c, r, u)
+		}
+	}
+}
+
+func (s *Server) evalTriggerLocked(t *table, c *Column, r map[string]any, u User) {
+	v, err := evalTrigger(c.Formula, r, u, s.now())
+	if err != nil {
+		s.t.Errorf("gristtest: table %s column %s: %v", t.id, c.ID, err)
+		return
+	}
+	r[c.ID] = v
+}
+
+// pendingTriggers are the trigger formula cells a POST /apply bundle has
+// invalidated so far (dirty) and those its current user action gives a
+// value that prevents their recalculation (kept), by table, row and
+// column. grist-core computes formulas once, after all the user actions
+// of a bundle (engine.py apply_user_actions :1346-1354,
+// _bring_all_up_to_date at f98cda9), on the rows as the bundle left them,
+// skipping the cells its recompute map exempts (engine.py:799-807); that
+// map is cleared before each user action (engine.py:1318-1320), so only
+// the last action's given values are kept.
+type pendingTriggers struct {
+	dirty, kept map[string]map[int64]map[string]bool
+}
+
+func (p *pendingTriggers) mark(m map[string]map[int64]map[string]bool, tid string, id int64, col string) {
+	if m[tid] == nil {
+		m[tid] = map[int64]map[string]bool{}
+	}
+	if m[tid][id] == nil {
+		m[tid][id] = map[string]bool{}
+	}
+	m[tid][id][col] = true
+}
+
+// flushTriggersLocked computes, at the end of a bundle, the trigger cells
+// it invalidated and its last action does not keep, of the rows and
+// columns still there, and records the rows' final values in act.
+func (s *Server) flushTriggersLocked(act *action, u User) {
+	p := s.pending
+	for _, tid := range slices.Sorted(maps.Keys(p.dirty)) {
+		t := s.tables[tid]
+		if t == nil {
+			continue
+		}
+		for _, id := range slices.Sorted(maps.Keys(p.dirty[tid])) {
+			r := t.rows[id]
+			if r == nil {
+				continue
+			}
+			for _, c := range t.cols {
+				if p.dirty[tid][id][c.ID] && !p.kept[tid][id][c.ID] {
+					s.evalTriggerLocked(t, c, r, u)
 				}
 			}
 		}
-		if !due {
+	}
+	for tid, delta := range act.deltas {
+		t := s.tables[tid]
+		if t == nil {
 			continue
 		}
-		v, err := evalTrigger(c.Formula, r, u, s.now())
-		if err != nil {
-			s.t.Errorf("gristtest: table %s column %s: %v", t.id, c.ID, err)
-			continue
+		for id, ch := range delta {
+			if r := t.rows[id]; r != nil && ch.after != nil {
+				ch.after = maps.Clone(r)
+			}
 		}
-		r[c.ID] = v
+	}
+	s.pending = nil
+}
+
+// snapshot is the document's tables and counters, which POST /apply
+// restores when one of its actions fails.
+type snapshot struct {
+	tables                 map[string]*table
+	nextTabRef, nextColRef int
+}
+
+func (s *Server) snapshotLocked() snapshot {
+	out := snapshot{tables: make(map[string]*table, len(s.tables)), nextTabRef: s.nextTabRef, nextColRef: s.nextColRef}
+	for id, t := range s.tables {
+		tc := *t
+		tc.cols = make([]*Column, len(t.cols))
+		for i, c := range t.cols {
+			cc := *c
+			cc.RecalcDeps = slices.Clone(c.RecalcDeps)
+			tc.cols[i] = &cc
+		}
+		tc.rows = make(map[int64]map[string]any, len(t.rows))
+		for rid, r := range t.rows {
+			tc.rows[rid] = maps.Clone(r)
+		}
+		tc.sorted = slices.Clone(t.sorted)
+		out.tables[id] = &tc
+	}
+	return out
+}
+
+func (s *Server) restoreLocked(snap snapshot) {
+	s.tables = snap.tables
+	s.nextTabRef, s.nextColRef = snap.nextTabRef, snap.nextColRef
+	for _, t := range s.tables {
+		t.gen++ // row order caches are rebuilt
 	}
 }
 

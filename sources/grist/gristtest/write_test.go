@@ -307,3 +307,81 @@ func TestEmptyColumns(t *testing.T) {
 	require.Equal(t, `false "" Bool`, kind()["any"])
 	require.Equal(t, true, s.Table("T")[1]["any"])
 }
+
+// TestApplyBundleAtomic: a POST /apply bundle whose later action fails
+// leaves the document as it was, as grist-core's engine undoes the
+// bundle's earlier actions (engine.py apply_user_actions,
+// _undo_to_checkpoint), and answers the failing action's data engine
+// error as it came: HTTP 500 {"error":"[Sandbox] …"}.
+func TestApplyBundleAtomic(t *testing.T) {
+	s := New(t)
+	s.AddTable("T", Column{ID: "text", Type: "Text"})
+	s.AddRows("T", map[string]any{"text": "a"})
+	head := s.Head()
+	cols := s.Columns("T")
+	for _, tc := range []struct{ last, status, answer string }{
+		{`["BulkUpdateRecord","T",[99],{"text":["x"]}]`, "500",
+			`{"error":"[Sandbox] AssertionError docactions.[Bulk]UpdateRecord for non-existent record #99"}`},
+		{`["BulkAddRecord","T",[null],{"nope":["x"]}]`, "500", `{"error":"[Sandbox] KeyError 'nope'"}`},
+		{`["BulkAddRecord","T",[null],{"text":["x"],"f":["y"]}]`, "500",
+			`{"error":"[Sandbox] ValueError Can't save value to formula column f"}`},
+	} {
+		bundle := `[["BulkUpdateRecord","T",[1],{"text":["b"]}],["AddColumn","T","f",{"formula":"$text"}],` +
+			`["BulkAddRecord","T",[null],{"text":["n"]}],["BulkRemoveRecord","T",[1]],` + tc.last + `]`
+		code, body, _ := call(t, s, "POST", "/apply", bundle, nil)
+		require.Equal(t, map[int64]map[string]any{1: {"manualSort": int64(1), "text": "a"}}, s.Table("T"), tc.last)
+		require.Equal(t, cols, s.Columns("T"), tc.last)
+		require.Equal(t, head, s.Head(), "no action recorded")
+		require.Equal(t, tc.status, fmt.Sprint(code), body)
+		require.JSONEq(t, tc.answer, body)
+	}
+	code, body, _ := call(t, s, "POST", "/tables/T/records", `{"records":[{"fields":{"text":"c"}}]}`, nil)
+	require.Equal(t, 200, code, body)
+	require.JSONEq(t, `{"records":[{"id":2}]}`, body, "the undone add's row id is free again")
+	code, body, _ = call(t, s, "POST", "/apply", `[["BulkRemoveRecord","T",[1,99]]]`, nil)
+	require.Equal(t, 200, code, body, "BulkRemoveRecord ignores records that do not exist (docactions.py)")
+	require.Equal(t, 1, s.RowCount("T"))
+}
+
+// TestApplyBundleTriggers: in one POST /apply, grist-core computes trigger
+// formulas once, after the bundle's last action (engine.py
+// apply_user_actions: _bring_all_up_to_date after the loop), on the rows
+// as the bundle left them; a value an action gives a trigger column is
+// kept only when no later action follows, since the exemptions are
+// cleared before each action (engine.py:1318-1320).
+func TestApplyBundleTriggers(t *testing.T) {
+	s := New(t)
+	s.AddTable("T", Column{ID: "text", Type: "Text"}, Column{ID: "other", Type: "Text"})
+	code, body, _ := call(t, s, "POST", "/apply", `[["AddColumn","T","by",{"type":"Text","isFormula":false,"formula":"user.Email"}],`+
+		`["AddColumn","T","copy",{"type":"Text","isFormula":false,"formula":"$other"}]]`, nil)
+	require.Equal(t, 200, code, body)
+	refs := map[string]int{}
+	for _, c := range s.Columns("T") {
+		refs[c.ID] = c.colRef
+	}
+	code, body, _ = call(t, s, "POST", "/apply", fmt.Sprintf(`[["BulkUpdateRecord","_grist_Tables_column",[%d,%d],`+
+		`{"recalcWhen":[0,0],"recalcDeps":[["L",%d],["L",%d]]}]]`, refs["by"], refs["copy"], refs["text"], refs["text"]), nil)
+	require.Equal(t, 200, code, body)
+	s.AddAPIKey("kg-key", User{Email: "kgsync@example.com"})
+	apply := func(actions ...string) {
+		t.Helper()
+		code, got := callAs(t, s, "kg-key", "POST", "/apply", "["+strings.Join(actions, ",")+"]")
+		require.Equal(t, 200, code, got)
+	}
+	apply(`["BulkAddRecord","T",[null,null],{"text":["a","b"],"other":["o1","o2"]}]`)
+	require.Equal(t, "o1", s.Table("T")[1]["copy"])
+
+	apply(`["BulkUpdateRecord","T",[1],{"text":["y"],"by":["ann@example.com"]}]`)
+	require.Equal(t, "ann@example.com", s.Table("T")[1]["by"], "alone, the given value is kept")
+	apply(`["BulkUpdateRecord","T",[1],{"text":["z"],"by":["bob@example.com"]}]`,
+		`["BulkUpdateRecord","T",[2],{"other":["q"]}]`)
+	require.Equal(t, "kgsync@example.com", s.Table("T")[1]["by"], "a later action clears the given value's protection")
+	apply(`["BulkUpdateRecord","T",[2],{"text":["c"]}]`, `["BulkUpdateRecord","T",[2],{"by":["carl@example.com"]}]`)
+	require.Equal(t, "carl@example.com", s.Table("T")[2]["by"], "the last action's given value is kept")
+
+	before := s.Head()
+	apply(`["BulkUpdateRecord","T",[2],{"text":["d"]}]`, `["BulkUpdateRecord","T",[2],{"other":["o3"]}]`)
+	require.Equal(t, "o3", s.Table("T")[2]["copy"], "computed on the row as the bundle left it")
+	_, body, _ = call(t, s, "GET", "/compare?left="+before+"&right=HEAD", "", nil)
+	require.Contains(t, body, `"copy":{"2":[["q"],["o3"]]}`, "the action records the computed value")
+}
