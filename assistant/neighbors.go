@@ -185,7 +185,7 @@ func (s *Server) neighborsState(ctx context.Context, p *pipeline.Pipeline, out *
 		}
 	}
 	for _, e := range c.Mandatory {
-		edge(pipeline.RelMandatory, e.From, e.To, map[string]any{"note": e.Text})
+		edge(pipeline.RelMandatory, e.From, e.To, pipeline.MandatoryProps(e))
 	}
 	for _, u := range c.Units {
 		if u.Label != retrieval.LabelChunk {

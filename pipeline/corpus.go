@@ -104,8 +104,16 @@ func (p *Pipeline) Corpus(ctx context.Context) (*retrieval.Corpus, error) {
 		if err := json.Unmarshal([]byte(cur), &m); err != nil {
 			return nil, fmt.Errorf("stored mandatory links: %w", err)
 		}
+		// The edges as the graph has them: one per pair of ends, the
+		// first asked for (mandatoryOps), with the properties written
+		// (MandatoryProps). A cursor written before mandatoryOps kept
+		// only the first may list a pair twice.
+		seen := map[[2]string]bool{}
 		for _, e := range m.Edges {
-			c.Mandatory = append(c.Mandatory, e.edge())
+			if k := [2]string{e.From, e.To}; !seen[k] {
+				seen[k] = true
+				c.Mandatory = append(c.Mandatory, e.edge())
+			}
 		}
 	}
 	return c, nil
@@ -258,5 +266,6 @@ func documentOrder(sections, elements []elementNode, node func(elementNode, stri
 }
 
 func (e xrefEdge) edge() retrieval.Edge {
-	return retrieval.Edge{From: e.From, FromLabel: e.FromLabel, To: e.To, ToLabel: e.ToLabel, Text: e.Text}
+	return retrieval.Edge{From: e.From, FromLabel: e.FromLabel, To: e.To, ToLabel: e.ToLabel, Text: e.Text,
+		Source: e.Source, By: e.By, At: e.At}
 }

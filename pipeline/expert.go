@@ -9,6 +9,7 @@ import (
 	"github.com/kgsync/kgsync/chunker"
 	"github.com/kgsync/kgsync/diff"
 	"github.com/kgsync/kgsync/pipeline/review"
+	"github.com/kgsync/kgsync/retrieval"
 	"github.com/kgsync/kgsync/sources"
 	"github.com/kgsync/kgsync/state"
 )
@@ -289,7 +290,12 @@ func (r *runner) expertMandatory(ctx context.Context, idx *corpusIndex) ([]xrefE
 }
 
 // mandatoryProps are a MANDATORY edge's properties.
-func mandatoryProps(e xrefEdge) map[string]any {
+func mandatoryProps(e xrefEdge) map[string]any { return MandatoryProps(e.edge()) }
+
+// MandatoryProps are the properties the pipeline writes on a MANDATORY
+// edge: its note and, for an expert's link, source "expert",
+// corrected_by and corrected_at.
+func MandatoryProps(e retrieval.Edge) map[string]any {
 	p := map[string]any{"note": e.Text}
 	if e.Source != "" {
 		p["source"] = e.Source

@@ -529,7 +529,8 @@ func (r *runner) resolvedRecord(ctx context.Context, d *indexedDoc, want []xrefE
 
 // mandatoryOps adds the MANDATORY edges (from the config, mandatory tables
 // and the expert review) to b, and deletes the stored ones no longer
-// asked for; it returns the edges written, for the mandatory cursor.
+// asked for; it returns the edges written (one per pair of ends, the first
+// asked for), for the mandatory cursor.
 func (r *runner) mandatoryOps(ctx context.Context, b *sink.Batch, idx *corpusIndex, stored mandatoryState) ([]xrefEdge, error) {
 	links := append([]MandatoryLink{}, r.p.Mandatory...)
 	tableLinks, err := r.p.mandatoryRows(ctx)
@@ -552,21 +553,35 @@ func (r *runner) mandatoryOps(ctx context.Context, b *sink.Batch, idx *corpusInd
 		return nil, err
 	}
 	mandatory = append(mandatory, expert...)
+	was := map[string]xrefEdge{}
+	for _, e := range stored.Edges {
+		was[mandatoryRef(e).Key] = e
+	}
 	mkeys := map[string]bool{}
+	written := mandatory[:0]
 	for _, e := range mandatory {
 		k := mandatoryRef(e)
 		if mkeys[k.Key] {
 			continue // the config and an expert ask for the same link
 		}
 		mkeys[k.Key] = true
-		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: k.Type, From: k.From, To: k.To, Key: k.Key, Props: mandatoryProps(e)})
+		written = append(written, e)
+		props := mandatoryProps(e)
+		// An upsert keeps the properties it does not set: those the edge
+		// had and no longer has (an expert's link now the config's) go.
+		for k := range mandatoryProps(was[k.Key]) {
+			if _, ok := props[k]; !ok {
+				props[k] = nil
+			}
+		}
+		b.EdgeUpserts = append(b.EdgeUpserts, sink.EdgeUpsert{Type: k.Type, From: k.From, To: k.To, Key: k.Key, Props: props})
 	}
 	for _, e := range stored.Edges {
 		if k := mandatoryRef(e); !mkeys[k.Key] {
 			b.DeleteEdges = append(b.DeleteEdges, k)
 		}
 	}
-	return mandatory, nil
+	return written, nil
 }
 
 func mandatoryRef(e xrefEdge) sink.EdgeRef {

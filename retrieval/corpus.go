@@ -96,6 +96,10 @@ type Term struct {
 // reference as written ("Section 5.2") or the MANDATORY note.
 type Edge struct {
 	From, FromLabel, To, ToLabel, Text string
+	// Source is "expert" for a MANDATORY edge an expert asked for in the
+	// review, "" otherwise; By and At are who asked for it and when, as
+	// the edge's corrected_by and corrected_at hold them.
+	Source, By, At string
 }
 
 // Unit is one ranked retrieval unit: a chunk, or a row's embeddable

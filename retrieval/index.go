@@ -71,7 +71,8 @@ func newCorpusIndex(c *Corpus) *corpusIndex {
 	}
 	for _, e := range c.Mandatory {
 		x.mandatory[e.From] = append(x.mandatory[e.From], e)
-		x.mandatory[e.To] = append(x.mandatory[e.To], Edge{From: e.To, FromLabel: e.ToLabel, To: e.From, ToLabel: e.FromLabel, Text: e.Text})
+		x.mandatory[e.To] = append(x.mandatory[e.To], Edge{From: e.To, FromLabel: e.ToLabel, To: e.From, ToLabel: e.FromLabel, Text: e.Text,
+			Source: e.Source, By: e.By, At: e.At})
 	}
 	return x
 }
