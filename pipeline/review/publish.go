@@ -483,6 +483,7 @@ func (r *Review) Publish(ctx context.Context, batch []*Applied) error {
 	if err == nil {
 		return nil
 	}
+	r.refusedColumn(ctx, err)
 	c := state.ReviewCommit{Pipeline: r.cfg.Pipeline}
 	r.mu.Lock()
 	for _, a := range batch {
@@ -496,6 +497,18 @@ func (r *Review) Publish(ctx context.Context, batch []*Applied) error {
 		err = errors.Join(err, cerr)
 	}
 	return fmt.Errorf("review: publish to Grist: %w", err)
+}
+
+// refusedColumn adds back the review columns when Grist refused a write
+// for a column the table no longer has (removed since the read-back, or a
+// Documents column, which the read-back does not read), so that the next
+// batches and runs write again; the refused batch stays pending.
+func (r *Review) refusedColumn(ctx context.Context, err error) {
+	table, col, ok := invalidColumn(err)
+	if !ok || ctx.Err() != nil {
+		return
+	}
+	_ = r.reinstall(ctx, table, col, "is gone from the Grist document (Grist refused a write naming it: the documents of that write are written on the next run)")
 }
 
 // publish is Publish's work, in stages: the write-ahead (writeAhead), the
@@ -679,6 +692,7 @@ func (r *Review) Deleted(ctx context.Context, docIDs []string) error {
 	if err == nil {
 		return nil
 	}
+	r.refusedColumn(ctx, err)
 	// The documents stay pending deletion (PrepareDeleted): the next
 	// run's Begin retries.
 	return fmt.Errorf("review: document deletion in Grist: %w", err)

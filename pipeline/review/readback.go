@@ -142,6 +142,26 @@ func take(e *elem, in input) bool {
 // misses more than a third of the rows with expert input drops none of it
 // (a table emptied or replaced by mistake) and publishes them again.
 func (r *Review) readBack(ctx context.Context) error {
+	err := r.readBackOnce(ctx)
+	var se *grist.SchemaError
+	if !errors.As(err, &se) || se.Column == "" || se.Table != r.cfg.ElementsTable {
+		return err
+	}
+	// A column kgsync needs was removed or renamed in Grist: it is added
+	// back (Install) and the read runs again, so the experts' changes in
+	// the other columns are read now and the run's writes succeed.
+	found := "is gone from the Grist document (removed)"
+	if what, _, _ := strings.Cut(se.Problem, ";"); strings.Contains(what, "renamed") {
+		found = "is gone from the Grist document (" + what + "; the renamed column is left as it is)"
+	}
+	if err := r.reinstall(ctx, se.Table, se.Column, found); err != nil {
+		return err
+	}
+	return r.readBackOnce(ctx)
+}
+
+// readBackOnce is one read of readBack.
+func (r *Review) readBackOnce(ctx context.Context) error {
 	cursor, err := r.cfg.Store.CursorGet(ctx, r.cfg.Pipeline, CursorName)
 	if err != nil {
 		return err
@@ -163,8 +183,9 @@ func (r *Review) readBack(ctx context.Context) error {
 				return nil
 			}
 			if errors.As(err, &se) {
-				// A column of the experts' removed or renamed: the next
-				// publish adds what is missing (Install).
+				// A review table or column removed or renamed: the
+				// next publish adds what is missing (Install); a
+				// column is added back now (readBack).
 				r.mu.Lock()
 				r.installed = false
 				r.mu.Unlock()

@@ -30,6 +30,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -127,8 +129,11 @@ func New(cfg Config) (*Review, error) {
 		path = "review.grist"
 	}
 	rc.Path = path
-	for _, c := range append(slices.Clone(expertCols), ColNeedsReview, ColElement, ColParsedText, ColDoc) {
-		rc.Names = append(rc.Names, grist.Name{Table: cfg.ElementsTable, Column: c, Path: path + ".elements_table"})
+	// Every Elements column kgsync needs: the read-back's schema check
+	// finds one removed or renamed before anything is written (readBack
+	// adds it back).
+	for _, d := range elementsCols(cfg.DocumentsTable, cfg.ElementsTable) {
+		rc.Names = append(rc.Names, grist.Name{Table: cfg.ElementsTable, Column: d.id, Path: path + ".elements_table"})
 	}
 	src, err := grist.New("review", rc, cfg.Logger)
 	if err != nil {
@@ -159,6 +164,50 @@ func (r *Review) Install(ctx context.Context) ([]Change, error) {
 		r.mu.Unlock()
 	}
 	return ch, err
+}
+
+// invalidColumn returns the table and column a write failed on when Grist
+// refused it for naming a column the table does not have: 400 `Invalid
+// column "x"` (grist-core app/plugin/TableOperationsImpl.ts:247-253).
+func invalidColumn(err error) (table, col string, ok bool) {
+	var ae *grist.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		return "", "", false
+	}
+	m := invalidColumnRE.FindStringSubmatch(ae.Message)
+	if m == nil {
+		return "", "", false
+	}
+	return ae.Table, m[1], true
+}
+
+var invalidColumnRE = regexp.MustCompile(`^Invalid column "([^"]+)"`)
+
+// reinstall adds back the review columns an expert removed (or renamed) in
+// Grist, as `kgsync grist review install` does, and warns naming them:
+// table and column as the read-back or the refused write found them
+// (found), then what Install added.
+func (r *Review) reinstall(ctx context.Context, table, col, found string) error {
+	r.mu.Lock()
+	r.installed = false
+	r.mu.Unlock()
+	ch, err := r.Install(ctx)
+	var added []string
+	for _, c := range ch {
+		if c.Action == "added column" || c.Action == "created table" {
+			added = append(added, strings.TrimSpace(c.Table+" "+c.Column))
+		}
+	}
+	msg := fmt.Sprintf("review: table %q column %q, which kgsync writes, %s; kgsync adds the review columns that are missing, as `kgsync grist review install` does", table, col, found)
+	if err != nil {
+		r.warn("%s: %v", msg, err)
+		return err
+	}
+	if len(added) > 0 {
+		msg += " (added: " + strings.Join(added, ", ") + ")"
+	}
+	r.warn("%s; the values it held are not restored (Grist's document history has them)", msg)
+	return nil
 }
 
 func (r *Review) ensure(ctx context.Context) error {

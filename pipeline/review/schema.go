@@ -296,7 +296,9 @@ func (t *tableInstall) addMissing(ctx context.Context) error {
 // setTriggers sets the trigger columns' recalcWhen and recalcDeps in one
 // POST /apply, on the columns just created, and on one created with
 // kgsync's formula and no dependencies (an install cut short between the
-// two steps): an expert's own trigger settings are left as they are.
+// two steps) or with a dependency just added (an expert's column removed,
+// which Grist also drops from recalcDeps, and added back): an expert's
+// own trigger settings are left as they are.
 func (t *tableInstall) setTriggers(ctx context.Context) error {
 	var actions [][]any
 	var set []string
@@ -308,7 +310,8 @@ func (t *tableInstall) setTriggers(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("review table %q: column %q is missing", t.id, d.id)
 		}
-		if !t.added[d.id] && !(len(c.RecalcDeps) == 0 && c.Formula == d.formula && !c.IsFormula) {
+		depAdded := slices.ContainsFunc(d.deps, func(dep string) bool { return t.added[dep] })
+		if !t.added[d.id] && !((len(c.RecalcDeps) == 0 || depAdded) && c.Formula == d.formula && !c.IsFormula) {
 			continue
 		}
 		deps := []any{"L"}

@@ -507,27 +507,51 @@ func (s *Server) SetColumnType(tableID, col, typ string) {
 	s.record(&action{deltas: map[string]map[int64]*rowChange{}})
 }
 
-// RemoveColumn drops a column and its values. As in Grist, /compare lists
-// the removal in columnRenames ([col, null]), every row in updateRows (the
-// undo restores each row's value), and the old values under "-col"
-// (grist-core ActionSummarizer: defunctTableName).
+// RemoveColumn drops a column and its values, as the RemoveColumn user
+// action does (an expert deleting the column in the UI; DELETE
+// /tables/{t}/columns/{c} and /apply do the same: removeColumnLocked).
+// As in Grist, /compare lists the removal in columnRenames ([col, null]),
+// every row in updateRows (the undo restores each row's value), and the
+// old values under "-col" (grist-core ActionSummarizer: defunctTableName).
 func (s *Server) RemoveColumn(tableID, col string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.mustTable(tableID)
-	i := slices.IndexFunc(t.cols, func(c *Column) bool { return c.ID == col })
-	if i < 0 {
+	act := &action{deltas: map[string]map[int64]*rowChange{}, colRenames: map[string][][2]string{}}
+	if !s.removeColumnLocked(act, t, col) {
 		s.t.Fatalf("gristtest: table %s has no column %q", tableID, col)
 	}
+	s.record(act)
+}
+
+// removeColumnLocked removes column col of t into act; false when t has
+// no such column. Like grist-core's RemoveColumn
+// (sandbox/grist/useractions.py:1684-1688, doRemoveColumns :1410-1478 at
+// f98cda9), it also drops the column's colRef from the other columns'
+// recalcDeps: removing the _grist_Tables_column record removes the
+// references to it from RefList columns of metadata tables
+// (doBulkRemoveRecord :1248-1268), recalcDeps among them.
+func (s *Server) removeColumnLocked(act *action, t *table, col string) bool {
+	i := slices.IndexFunc(t.cols, func(c *Column) bool { return c.ID == col })
+	if i < 0 {
+		return false
+	}
+	ref := t.cols[i].colRef
 	t.cols = slices.Delete(t.cols, i, i+1)
+	for _, tt := range s.tables {
+		for _, c := range tt.cols {
+			c.RecalcDeps = slices.DeleteFunc(c.RecalcDeps, func(d int) bool { return d == ref })
+		}
+	}
 	delta := map[int64]*rowChange{}
 	for id, r := range t.rows {
 		before := maps.Clone(r)
 		delete(r, col)
 		delta[id] = &rowChange{before: before, after: maps.Clone(r)}
 	}
-	s.record(&action{deltas: map[string]map[int64]*rowChange{t.id: delta},
-		colRenames: map[string][][2]string{t.id: {{col, ""}}}})
+	act.merge(t.id, delta)
+	act.colRenames[t.id] = append(act.colRenames[t.id], [2]string{col, ""})
+	return true
 }
 
 // RenameColumn renames a column, keeping its colRef, position and values

@@ -22,8 +22,17 @@ package gristtest
 //     record must have the same fields (400 `PATCH requires all records to
 //     have same fields`), an unknown row is 400 `Invalid row id N`.
 //   - POST /tables/{t}/records/delete [ids] → null.
+//   - DELETE /tables/{t}/columns/{c} → null: the RemoveColumn user action
+//     (DocApi.ts:863-873 at f98cda9), as an expert removing the column in
+//     the UI; an unknown column is 404 `Table or column not found "t.c"`
+//     (docmodel.py:239-244 get_column_rec's ValueError, mapped by
+//     app/plugin/TableOperationsImpl.ts:234-262). A later write naming the
+//     removed column is 400 `Invalid column "c"` (the sandbox's KeyError
+//     from useractions.py:1051 _ensure_column_accepts_data, mapped by
+//     TableOperationsImpl.ts:247-253 for the columns the request names).
 //   - POST /apply [[action, …], …] → {actionNum, actionHash, retValues,
-//     isModification} for the user actions AddColumn, AddVisibleColumn, RemoveTable,
+//     isModification} for the user actions AddColumn, AddVisibleColumn,
+//     RemoveColumn, RemoveTable,
 //     BulkAddRecord, BulkUpdateRecord and BulkRemoveRecord, and UpdateRecord
 //     and BulkUpdateRecord of recalcWhen and recalcDeps on
 //     _grist_Tables_column. recalcDeps given to a column being added is
@@ -113,6 +122,7 @@ func (s *Server) Columns(tableID string) []Column {
 func (s *Server) writeRoutes(mux *http.ServeMux, p string) {
 	mux.HandleFunc("POST "+p+"/tables", s.unlessBroken(s.postTables))
 	mux.HandleFunc("POST "+p+"/tables/{table}/columns", s.unlessBroken(s.postColumns))
+	mux.HandleFunc("DELETE "+p+"/tables/{table}/columns/{col}", s.unlessBroken(s.deleteColumn))
 	mux.HandleFunc("POST "+p+"/tables/{table}/records", s.unlessBroken(s.postRecords))
 	mux.HandleFunc("PATCH "+p+"/tables/{table}/records", s.unlessBroken(s.patchRecords))
 	mux.HandleFunc("POST "+p+"/tables/{table}/records/delete", s.unlessBroken(s.deleteRecords))
@@ -394,6 +404,23 @@ func (s *Server) postColumns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, 200, map[string]any{"columns": out})
 }
 
+func (s *Server) deleteColumn(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tableOr404(w, r)
+	if t == nil {
+		return
+	}
+	col := r.PathValue("col")
+	act := &action{deltas: map[string]map[int64]*rowChange{}, colRenames: map[string][][2]string{}}
+	if !s.removeColumnLocked(act, t, col) {
+		writeErr(w, r, 404, fmt.Sprintf("Table or column not found %q", t.id+"."+col))
+		return
+	}
+	s.record(act)
+	writeJSON(w, r, 200, nil)
+}
+
 func (s *Server) postRecords(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Records []struct {
@@ -632,7 +659,7 @@ func (s *Server) checkAction(a []any) error {
 		return err
 	}
 	switch name {
-	case "AddColumn", "AddVisibleColumn", "RemoveTable", "BulkAddRecord", "BulkUpdateRecord", "BulkRemoveRecord":
+	case "AddColumn", "AddVisibleColumn", "RemoveColumn", "RemoveTable", "BulkAddRecord", "BulkUpdateRecord", "BulkRemoveRecord":
 	default:
 		return fmt.Errorf("gristtest does not emulate the user action %q", name)
 	}
@@ -735,6 +762,14 @@ func (s *Server) applyOne(act *action, a []any, u User) (any, error) {
 		c := s.addColumnLocked(t, newColumn(argString(a, 2), info, true))
 		act.colRenames[t.id] = append(act.colRenames[t.id], [2]string{"", c.ID})
 		return map[string]any{"colId": c.ID, "colRef": c.colRef}, nil
+	case "RemoveColumn":
+		// ["RemoveColumn", tableId, colId]
+		col := argString(a, 2)
+		if !s.removeColumnLocked(act, t, col) {
+			// /apply maps no sandbox error (DocApi.ts:191-194)
+			return nil, fmt.Errorf("[Sandbox] ValueError No such column: %s.%s", t.id, col)
+		}
+		return nil, nil
 	case "RemoveTable":
 		delete(s.tables, tid)
 		delta := map[int64]*rowChange{}
