@@ -538,10 +538,7 @@ func TestBadFileBlocksOnlyItsTable(t *testing.T) {
 	require.NoError(t, l.err)
 	require.Contains(t, l.byKey, "good:1")
 	require.Contains(t, l.byKey, "good:2")
-	var unlisted []sources.Unlisted
-	for _, pg := range l.pages {
-		unlisted = append(unlisted, pg.Unlisted...)
-	}
+	unlisted := l.unlisted
 	require.Len(t, unlisted, 1)
 	require.Equal(t, "bad:", unlisted[0].Prefix)
 	require.ErrorContains(t, unlisted[0].Err, "bad.csv")
@@ -691,10 +688,7 @@ func TestClearedKeyHoldsDeletions(t *testing.T) {
 	require.Len(t, l.records, 2)
 	require.Contains(t, l.byKey, "t:1")
 	require.Contains(t, l.byKey, "t:3")
-	var unlisted []sources.Unlisted
-	for _, pg := range l.pages {
-		unlisted = append(unlisted, pg.Unlisted...)
-	}
+	unlisted := l.unlisted
 	require.Len(t, unlisted, 1)
 	require.Equal(t, "t:", unlisted[0].Prefix)
 	require.EqualError(t, unlisted[0].Err, `csv table t: `+p+` line 3: key column "id" is empty`)
